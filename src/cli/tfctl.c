@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * tfctl: the TensorFusion command line. Subcommands are dispatched through one static
+ * {name, function, help} table; each lives in its own cmd_*.c file.
+ */
+#include "cli/cmds.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct tf_cmd cmds[] = {
+    {"models", tf_cmd_models, "list the GPU model table (TFLOPS, VRAM)"},
+    {"version", tf_cmd_version, "print the version"},
+};
+
+#define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tfctl <command> [args...]\n\ncommands:\n");
+    for (size_t i = 0; i < NCMDS; i++)
+        fprintf(f, "  %-10s %s\n", cmds[i].name, cmds[i].help);
+    fprintf(f, "\nRun 'tfctl <command> --help' for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < NCMDS; i++)
+        if (!strcmp(argv[1], cmds[i].name))
+            return cmds[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "tfctl: unknown command \"%s\"\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}
