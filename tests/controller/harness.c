@@ -126,3 +126,29 @@ json_object *jparse(const char *text)
     }
     return o;
 }
+
+json_object *py_apply_patch(json_object *doc, json_object *ops)
+{
+    char dir[] = "/tmp/tf-jsonpatch-XXXXXX";
+    if (!mkdtemp(dir))
+        return NULL;
+    char a[128], b[128], out[128], cmd[1024];
+    snprintf(a, sizeof(a), "%s/doc.json", dir);
+    snprintf(b, sizeof(b), "%s/ops.json", dir);
+    snprintf(out, sizeof(out), "%s/out.json", dir);
+    json_object_to_file_ext(a, doc, JSON_C_TO_STRING_PLAIN);
+    json_object_to_file_ext(b, ops, JSON_C_TO_STRING_PLAIN);
+    snprintf(cmd, sizeof(cmd),
+             "python3 -c 'import json,sys,jsonpatch; d=json.load(open(sys.argv[1])); "
+             "p=json.load(open(sys.argv[2])); json.dump(jsonpatch.apply_patch(d,p),"
+             "open(sys.argv[3],\"w\"))' %s %s %s",
+             a, b, out);
+    json_object *res = NULL;
+    if (system(cmd) == 0)
+        res = json_object_from_file(out);
+    unlink(a);
+    unlink(b);
+    unlink(out);
+    rmdir(dir);
+    return res;
+}
