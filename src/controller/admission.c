@@ -136,7 +136,8 @@ char *tf_admission_encode(const char *uid, bool allowed, json_object *patch, int
     json_object_object_add(resp, "uid", json_object_new_string(uid ? uid : ""));
     json_object_object_add(resp, "allowed", json_object_new_boolean(allowed));
     if (allowed && patch && json_object_array_length(patch) > 0) {
-        const char *ps = json_object_to_json_string_ext(patch, JSON_C_TO_STRING_PLAIN);
+        const char *ps = json_object_to_json_string_ext(patch, JSON_C_TO_STRING_PLAIN |
+                                                                   JSON_C_TO_STRING_NOSLASHESCAPE);
         char *b64 = tf_base64_encode(ps, strlen(ps));
         if (!b64)
             goto out;
@@ -154,7 +155,8 @@ char *tf_admission_encode(const char *uid, bool allowed, json_object *patch, int
         json_object_object_add(resp, "warnings", json_object_get(warnings));
     json_object_object_add(rev, "response", resp);
     resp = NULL;
-    out = strdup(json_object_to_json_string_ext(rev, JSON_C_TO_STRING_PLAIN));
+    out = strdup(json_object_to_json_string_ext(rev, JSON_C_TO_STRING_PLAIN |
+                                                         JSON_C_TO_STRING_NOSLASHESCAPE));
 out:
     json_object_put(resp);
     json_object_put(rev);

@@ -130,7 +130,8 @@ fail:
 
 static char *finish(json_object *o)
 {
-    char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    char *s = strdup(
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);
     return s;
 }
