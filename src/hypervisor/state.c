@@ -247,6 +247,7 @@ struct create_args {
     const struct tf_hv_request *r;
     struct tf_hv_workload *out;
     struct tf_dynbuf *reasons;
+    bool dry_run; /* placement only; nothing is written */
 };
 
 static int insert_process(struct tf_hv_state *st, const char *name, int pid, int64_t start,
@@ -308,6 +309,8 @@ static int do_create(struct tf_hv_state *st, void *arg, char *err, size_t errlen
             tf_errf(err, errlen, "workload \"%s\" is unschedulable on this machine", r->name);
         goto out;
     }
+    if (a->dry_run)
+        goto out;
     if ((rc = prep(st,
                    "INSERT INTO workloads(name, namespace, isolation, qos, gpu_count, gpu_model,"
                    " tflops_request, tflops_limit, percent_request, percent_limit, vram_request,"
@@ -384,10 +387,17 @@ int tf_hv_state_create(struct tf_hv_state *st, const struct tf_hv_request *r,
                        struct tf_hv_workload *out, struct tf_dynbuf *reasons, char *err,
                        size_t errlen)
 {
-    struct create_args a = {r, out, reasons};
+    struct create_args a = {r, out, reasons, false};
     int rc = in_txn(st, do_create, &a, err, errlen);
     tf_hv_state_counter_add(st, rc == 0 ? "alloc_success" : "alloc_fail", 1);
     return rc;
+}
+
+int tf_hv_state_check(struct tf_hv_state *st, const struct tf_hv_request *r,
+                      struct tf_dynbuf *reasons, char *err, size_t errlen)
+{
+    struct create_args a = {r, NULL, reasons, true};
+    return in_txn(st, do_create, &a, err, errlen);
 }
 
 static int do_delete(struct tf_hv_state *st, void *arg, char *err, size_t errlen)

@@ -147,6 +147,25 @@ static void shared_run_sees_its_gpu_and_returns_the_exit_code(void **state)
     assert_non_null(strstr(out, "visible=GPU-a100-0000-0000-0000-000000000001 workload=run-"));
     free(out);
     assert_int_equal(hvt_count_workloads(&T), 0);
+    /* A manifest's annotations through the core workload model (seed 004: shared). */
+    char manifest[512];
+    snprintf(manifest, sizeof(manifest), "%s/examples/seed-004-migration.yaml",
+             getenv("TF_SRCDIR"));
+    const char *fromf[] = {"run", "-f", manifest, "--", "sh", "-c", "echo workload=$TF_WORKLOAD",
+                           NULL};
+    assert_int_equal(hvt_tfctl(&T, &out, fromf), 0);
+    assert_non_null(strstr(out, "workload=recommender"));
+    assert_non_null(strstr(out, "isolation shared"));
+    free(out);
+    /* Too big for any GPU: the VRAM reason wins over "soft is not in this build". */
+    const char *huge[] = {"run", "--vram-limit", "4Ti", "--", "true", NULL};
+    assert_int_equal(hvt_tfctl(&T, &out, huge), 1);
+    assert_non_null(strstr(out, "insufficient VRAM: requested 4Ti"));
+    free(out);
+    const char *badf[] = {"run", "-f", "/nonexistent.yaml", "--", "true", NULL};
+    assert_int_equal(hvt_tfctl(&T, &out, badf), 2);
+    assert_non_null(strstr(out, "/nonexistent.yaml"));
+    free(out);
     const char *bad[] = {"run", "--vram-limit", "4Gb", "--", "true", NULL};
     assert_int_equal(hvt_tfctl(&T, &out, bad), 2);
     assert_non_null(strstr(out, "--vram-limit: \"4Gb\""));
