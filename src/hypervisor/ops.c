@@ -109,6 +109,8 @@ int tf_hv_api_create(struct tf_hv *hv, json_object *body, json_object **resp)
      * is told so first (nothing is recorded by the check). */
     rc = rt ? tf_hv_state_check(hv->state, &r, &reasons, err, sizeof(err))
             : tf_hv_state_create(hv->state, &r, &w, &reasons, err, sizeof(err));
+    if (rt && rc == TF_ENOSPC)
+        tf_hv_state_counter_add(hv->state, "alloc_fail", 1);
     if (rt && !rc) {
         tf_dynbuf_free(&reasons);
         *resp = error_json(rterr);
