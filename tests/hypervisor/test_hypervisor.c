@@ -160,7 +160,11 @@ static void shared_run_sees_its_gpu_and_returns_the_exit_code(void **state)
     /* Too big for any GPU: the VRAM reason wins over "soft is not in this build". */
     const char *huge[] = {"run", "--vram-limit", "4Ti", "--", "true", NULL};
     assert_int_equal(hvt_tfctl(&T, &out, huge), 1);
-    assert_non_null(strstr(out, "insufficient VRAM: requested 4Ti"));
+    assert_non_null(strstr(out, "insufficient VRAM: need 4Ti, max free 80Gi"));
+    free(out);
+    const char *model[] = {"run", "--isolation", "shared", "--gpu-model", "L4", "--", "true", NULL};
+    assert_int_equal(hvt_tfctl(&T, &out, model), 1);
+    assert_non_null(strstr(out, "none of model L4 (node has A100-80GB)"));
     free(out);
     const char *badf[] = {"run", "-f", "/nonexistent.yaml", "--", "true", NULL};
     assert_int_equal(hvt_tfctl(&T, &out, badf), 2);
@@ -193,11 +197,7 @@ static void unschedulable_requests_fail_at_once_with_reasons(void **state)
     assert_int_equal(hvt_tfctl(&T, &out, second), 1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     assert_non_null(strstr(out, "unschedulable"));
-    assert_non_null(strstr(out, "shared needs a whole GPU, 1 workload(s) on it"));
-    free(out);
-    const char *model[] = {"run", "--isolation", "shared", "--gpu-model", "L4", "--", "true", NULL};
-    assert_int_equal(hvt_tfctl(&T, &out, model), 1);
-    assert_non_null(strstr(out, "model is not L4"));
+    assert_non_null(strstr(out, "none compatible with isolation shared (GPUs in use as shared)"));
     free(out);
     const char *two[] = {"run", "--isolation", "shared", "--gpu-count", "2", "--", "true", NULL};
     assert_int_equal(hvt_tfctl(&T, &out, two), 1);
