@@ -669,7 +669,9 @@ static int send_obj(struct tf_k8s_client *c, const char *method, const struct tf
         tf_errf(err, errlen, "object path too long");
         return TF_ERANGE;
     }
-    const char *body = obj ? json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN) : NULL;
+    const char *body = obj ? json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+                                                                     JSON_C_TO_STRING_NOSLASHESCAPE)
+                           : NULL;
     return tf_k8s_request(c, method, path, ctype, body, out, NULL, err, errlen);
 }
 
