@@ -28,10 +28,12 @@ static int64_t jint(json_object *o, const char *k)
 
 static void gib(int64_t bytes, char *buf, size_t len)
 {
+    int n; /* truncation of a table cell is acceptable */
     if (bytes >= (INT64_C(1) << 30))
-        snprintf(buf, len, "%.1fGi", (double)bytes / (double)(INT64_C(1) << 30));
+        n = snprintf(buf, len, "%.1fGi", (double)bytes / (double)(INT64_C(1) << 30));
     else
-        snprintf(buf, len, "%lldMi", (long long)(bytes >> 20));
+        n = snprintf(buf, len, "%lldMi", (long long)(bytes >> 20));
+    (void)n;
 }
 
 static void print_gpus(json_object *arr)
