@@ -43,7 +43,7 @@ static void print_gpus(json_object *arr)
            "VRAM(ALLOC/CAP)", "UTIL", "MEM-USED", "WORKLOADS");
     for (size_t i = 0; i < json_object_array_length(arr); i++) {
         json_object *d = json_object_array_get_idx(arr, i);
-        char tf[40], vr[40], a[32], c[32], used[32];
+        char tf[40], vr[72], a[32], c[32], used[32];
         snprintf(tf, sizeof(tf), "%s/%s", jstr(d, "allocatedTflops"), jstr(d, "tflops"));
         gib(jint(d, "allocatedVramBytes"), a, sizeof(a));
         gib(jint(d, "vramBytes"), c, sizeof(c));
