@@ -62,16 +62,23 @@ void tf_hv_runtime_teardown(struct tf_hv *hv, const struct tf_hv_workload *w)
 void tf_hv_runtime_usage(struct tf_hv *hv, const struct tf_hv_workload *w, struct tf_hv_usage *u)
 {
     memset(u, 0, sizeof(*u));
-    if (w->req.isolation != TF_HV_SHARED)
-        return;
-    /* A shared workload owns its whole GPUs: the GPU's usage is the workload's. */
     pthread_mutex_lock(&hv->mu);
     for (int k = 0; k < w->nalloc; k++) {
         for (int i = 0; i < hv->ndev; i++) {
-            if (!strcmp(hv->uuids[i], w->alloc[k].uuid)) {
-                u->gpu[k].compute_bp = hv->samples[i].util_bp;
-                u->gpu[k].vram_used = hv->samples[i].mem_used;
+            if (strcmp(hv->uuids[i], w->alloc[k].uuid))
+                continue;
+            const struct tf_hv_gpu_sample *s = &hv->samples[i];
+            if (w->req.isolation == TF_HV_SHARED) {
+                /* A shared workload owns its whole GPUs: the GPU's usage is the workload's. */
+                u->gpu[k].compute_bp = s->util_bp;
+                u->gpu[k].vram_used = s->mem_used;
+                continue;
             }
+            /* Otherwise: the memory NVML reports for the workload's own processes. */
+            for (int p = 0; p < s->nproc; p++)
+                for (int q = 0; q < w->npids; q++)
+                    if (s->procs[p].pid == w->pids[q].pid)
+                        u->gpu[k].vram_used += s->procs[p].mem;
         }
     }
     pthread_mutex_unlock(&hv->mu);

@@ -42,6 +42,12 @@ static int setup_two(void **state)
     return 0;
 }
 
+static int setup_none(void **state)
+{
+    hvt_init(&T, A100 L4);
+    return 0;
+}
+
 static int teardown(void **state)
 {
     hvt_cleanup(&T);
@@ -492,6 +498,42 @@ static void metric_rows_answer_the_seed_queries(void **state)
     free(out);
 }
 
+static void concurrent_first_runs_start_exactly_one_hypervisor(void **state)
+{
+    enum { N = 4 };
+    pid_t pids[N];
+    for (int i = 0; i < N; i++) {
+        char log[400];
+        snprintf(log, sizeof(log), "%s/first%d.log", T.dir, i);
+        const char *argv[] = {"run", "--isolation", "shared", "--", "sleep", "0.5", NULL};
+        pids[i] = hvt_tfctl_bg(&T, log, argv);
+    }
+    int ok = 0;
+    for (int i = 0; i < N; i++) {
+        int st;
+        waitpid(pids[i], &st, 0);
+        assert_true(WIFEXITED(st));
+        assert_true(WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 1); /* ran, or unschedulable */
+        ok += WEXITSTATUS(st) == 0;
+    }
+    assert_true(ok >= 2);
+    /* One hypervisor answers for the state directory; the others gave up on its lock. */
+    char path[400], pid[32] = "";
+    snprintf(path, sizeof(path), "%s/hypervisor.lock", T.state);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(pid, sizeof(pid), f));
+    fclose(f);
+    assert_int_equal(kill(atoi(pid), 0), 0);
+    char cmd[512], out[64] = "";
+    snprintf(cmd, sizeof(cmd), "pgrep -c -f -- '--state-dir %s$'", T.state);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(out, sizeof(out), p));
+    pclose(p);
+    assert_int_equal(atoi(out), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -513,6 +555,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(prometheus_text_has_gpu_and_worker_limits, setup_one,
                                         teardown),
         cmocka_unit_test_setup_teardown(metric_rows_answer_the_seed_queries, setup_one, teardown),
+        cmocka_unit_test_setup_teardown(concurrent_first_runs_start_exactly_one_hypervisor,
+                                        setup_none, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
