@@ -287,7 +287,23 @@ int tf_cmd_run(int argc, char **argv)
     if (pid == 0) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
-        json_object_object_foreach(env, k, v) setenv(k, json_object_get_string(v), 1);
+        json_object_object_foreach(env, k, v)
+        {
+            /* Library paths are prefixes: the app keeps its own after ours. */
+            const char *old = getenv(k);
+            const char *val = json_object_get_string(v);
+            if ((!strcmp(k, "LD_LIBRARY_PATH") || !strcmp(k, "LD_PRELOAD")) && old && *old) {
+                size_t len = strlen(val) + strlen(old) + 2;
+                char *both = malloc(len);
+                if (both) {
+                    snprintf(both, len, "%s%c%s", val, k[3] == 'L' ? ':' : ' ', old);
+                    setenv(k, both, 1);
+                    free(both);
+                    continue;
+                }
+            }
+            setenv(k, val, 1);
+        }
         execvp(cmd[0], cmd);
         fprintf(stderr, "tfctl run: cannot run %s: %s\n", cmd[0], strerror(errno));
         _exit(127);

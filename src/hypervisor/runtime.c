@@ -7,6 +7,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
+#include "hypervisor/worker.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,11 +23,11 @@ int tf_hv_runtime_check(struct tf_hv *hv, const struct tf_hv_request *r, char *e
                 "of this build yet; use --isolation shared for whole GPUs");
         return TF_ENOTSUP;
     case TF_HV_HARD:
+        return tf_hv_worker_find(hv, NULL, NULL, err, errlen);
     case TF_HV_REMOTE:
         tf_errf(err, errlen,
-                "isolation %s needs tf-worker and libtf_client.so, which are not part of this "
-                "build yet",
-                tf_hv_isolation_name(r->isolation));
+                "isolation remote (a worker on another machine's hypervisor) is not available in "
+                "local mode yet; use hard for a worker on this machine");
         return TF_ENOTSUP;
     }
     tf_errf(err, errlen, "unknown isolation mode");
@@ -50,13 +51,18 @@ int tf_hv_runtime_setup(struct tf_hv *hv, const struct tf_hv_workload *w, json_o
     env_set(env, "NVIDIA_VISIBLE_DEVICES", uuids);
     env_set(env, "TF_WORKLOAD", w->req.name);
     env_set(env, "TF_ISOLATION", tf_hv_isolation_name(w->req.isolation));
-    return tf_hv_runtime_check(hv, &w->req, err, errlen);
+    int rc = tf_hv_runtime_check(hv, &w->req, err, errlen);
+    if (rc)
+        return rc;
+    if (w->req.isolation == TF_HV_HARD)
+        return tf_hv_worker_start(hv, w, env, err, errlen);
+    return 0;
 }
 
 void tf_hv_runtime_teardown(struct tf_hv *hv, const struct tf_hv_workload *w)
 {
-    (void)hv;
-    (void)w;
+    if (w->req.isolation == TF_HV_HARD)
+        tf_hv_worker_stop(hv, w);
 }
 
 void tf_hv_runtime_usage(struct tf_hv *hv, const struct tf_hv_workload *w, struct tf_hv_usage *u)
@@ -74,11 +80,15 @@ void tf_hv_runtime_usage(struct tf_hv *hv, const struct tf_hv_workload *w, struc
                 u->gpu[k].vram_used = s->mem_used;
                 continue;
             }
-            /* Otherwise: the memory NVML reports for the workload's own processes. */
-            for (int p = 0; p < s->nproc; p++)
-                for (int q = 0; q < w->npids; q++)
-                    if (s->procs[p].pid == w->pids[q].pid)
-                        u->gpu[k].vram_used += s->procs[p].mem;
+            /* Otherwise: the memory NVML reports for the workload's own processes (and its
+             * worker, which holds the GPU in hard isolation). */
+            for (int p = 0; p < s->nproc; p++) {
+                bool ours = w->worker_pid > 0 && s->procs[p].pid == w->worker_pid;
+                for (int q = 0; q < w->npids && !ours; q++)
+                    ours = s->procs[p].pid == w->pids[q].pid;
+                if (ours)
+                    u->gpu[k].vram_used += s->procs[p].mem;
+            }
         }
     }
     pthread_mutex_unlock(&hv->mu);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -534,6 +535,91 @@ static void concurrent_first_runs_start_exactly_one_hypervisor(void **state)
     assert_int_equal(atoi(out), 1);
 }
 
+static bool worker_gone(struct hvt *t, void *arg)
+{
+    return kill(*(int *)arg, 0) != 0;
+}
+
+static void hard_workloads_get_a_worker_that_survives_a_hypervisor_crash(void **state)
+{
+    char client[400], path[500];
+    snprintf(client, sizeof(client), "%s/client", T.dir);
+    snprintf(path, sizeof(path), "%s/libcuda.so.1", client);
+    assert_int_equal(mkdir(client, 0755), 0);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    setenv("TF_WORKER_BIN", getenv("TF_FAKE_WORKER"), 1);
+    setenv("TF_CLIENT_DIR", client, 1);
+    hvt_kill(&T, SIGTERM);
+    hvt_start(&T, NULL); /* with the worker binaries in its environment */
+    char log[400];
+    snprintf(log, sizeof(log), "%s/hard.log", T.dir);
+    const char *argv[] = {"run",
+                          "--isolation",
+                          "hard",
+                          "--compute-percent",
+                          "30",
+                          "--vram-limit",
+                          "4Gi",
+                          "--name",
+                          "hardy",
+                          "--",
+                          "sh",
+                          "-c",
+                          "echo remote=$TF_REMOTE token=$(wc -c < $TF_TOKEN_FILE) "
+                          "lib=$LD_LIBRARY_PATH; sleep 30",
+                          NULL};
+    pid_t tfctl = hvt_tfctl_bg(&T, log, argv);
+    assert_true(hvt_wait(has_two_pids, &T, "hardy", 10000));
+    json_object *w = NULL;
+    assert_int_equal(hvt_http(&T, "GET", "/api/v1/workloads/hardy", NULL, NULL, &w), 200);
+    int wpid = json_object_get_int(json_object_object_get(w, "workerPid"));
+    const char *addr = json_object_get_string(json_object_object_get(w, "workerAddr"));
+    assert_true(wpid > 0);
+    assert_non_null(addr);
+    assert_int_equal(strncmp(addr, "tcp://127.0.0.1:", 16), 0);
+    json_object_put(w);
+    /* The worker got the workload's limits and device. */
+    snprintf(path, sizeof(path), "%s/workers/hardy/worker.log", T.state);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    char args[1024] = "";
+    assert_non_null(fgets(args, sizeof(args), f));
+    fclose(f);
+    assert_non_null(strstr(args, "--listen tcp://127.0.0.1:0"));
+    assert_non_null(strstr(args, "--vram-limit 4294967296 --compute-percent 30.00 --device 0"));
+    /* A hypervisor crash leaves the worker serving; the restarted one knows it. */
+    hvt_kill(&T, SIGKILL);
+    assert_int_equal(kill(wpid, 0), 0);
+    hvt_start(&T, NULL);
+    assert_int_equal(hvt_http(&T, "GET", "/api/v1/workloads/hardy", NULL, NULL, &w), 200);
+    assert_int_equal(json_object_get_int(json_object_object_get(w, "workerPid")), wpid);
+    json_object_put(w);
+    /* The app's view: its worker, its token, the client library first on the path. */
+    f = fopen(log, "r");
+    assert_non_null(f);
+    char line[1024] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    while (strncmp(line, "remote=", 7) && fgets(line, sizeof(line), f))
+        ;
+    fclose(f);
+    assert_int_equal(strncmp(line, "remote=tcp://127.0.0.1:", 23), 0);
+    assert_non_null(strstr(line, " token=64 lib="));
+    assert_non_null(strstr(line, client));
+    /* The app ends: the workload is released and its worker stopped. */
+    kill(tfctl, SIGTERM);
+    int st;
+    waitpid(tfctl, &st, 0);
+    int zero = 0;
+    assert_true(hvt_wait(has_workloads, &T, &zero, 5000));
+    assert_true(hvt_wait(worker_gone, &T, &wpid, 5000));
+    snprintf(path, sizeof(path), "%s/workers/hardy", T.state);
+    assert_int_not_equal(access(path, F_OK), 0);
+    unsetenv("TF_WORKER_BIN");
+    unsetenv("TF_CLIENT_DIR");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -555,6 +641,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(prometheus_text_has_gpu_and_worker_limits, setup_one,
                                         teardown),
         cmocka_unit_test_setup_teardown(metric_rows_answer_the_seed_queries, setup_one, teardown),
+        cmocka_unit_test_setup_teardown(
+            hard_workloads_get_a_worker_that_survives_a_hypervisor_crash, setup_one, teardown),
         cmocka_unit_test_setup_teardown(concurrent_first_runs_start_exactly_one_hypervisor,
                                         setup_none, teardown),
     };
