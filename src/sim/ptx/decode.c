@@ -472,7 +472,7 @@ static int new_const(struct tf__dctx *dc, uint64_t v, int tag, uint32_t *slot, u
                 break; /* bounded search: recent immediates only */
         }
     }
-    uint32_t s;
+    uint32_t s = 0;
     if (new_slots(dc, 1, &s))
         return -1;
     struct tf__const c = {.slot = s, .value = v};
@@ -499,7 +499,7 @@ static int special_slot(struct tf__dctx *dc, uint32_t kind, uint32_t arg, uint32
             return 0;
         }
     }
-    uint32_t s;
+    uint32_t s = 0;
     if (new_slots(dc, 1, &s))
         return -1;
     struct tf__special sp = {.slot = s, .kind = kind, .arg = arg};
@@ -512,7 +512,7 @@ static int special_slot(struct tf__dctx *dc, uint32_t kind, uint32_t arg, uint32
 uint32_t tf__sink(struct tf__dctx *dc)
 {
     if (dc->sink == TF__NONE) {
-        uint32_t s;
+        uint32_t s = 0;
         if (new_slots(dc, 1, &s))
             return 0;
         dc->sink = s * TF__WARP;
@@ -676,7 +676,7 @@ int tf__imm(struct tf__dctx *dc, const struct tf__pinsn *pi, const struct tf__po
 int tf__src(struct tf__dctx *dc, const struct tf__pinsn *pi, const struct tf__pop *op, int ty,
             uint32_t *slot)
 {
-    uint64_t v;
+    uint64_t v = 0;
     int rc = literal_value(dc, pi, op, ty, &v);
     if (rc < 0)
         return -1;
@@ -938,7 +938,7 @@ static int var_size(struct tf__dctx *dc, const struct tf__vardecl *v, uint64_t *
 int tf__d_var(struct tf__dctx *dc, const struct tf__vardecl *v)
 {
     dc->cur_line = v->line;
-    uint64_t size;
+    uint64_t size = 0;
     if (var_size(dc, v, &size))
         return -1;
     uint32_t align = natural_align(v);
@@ -1049,7 +1049,7 @@ int tf__d_reg(struct tf__dctx *dc, uint32_t line, int ty, const char *name, int6
         dc->npreds += n;
         return sym_add(dc, name, count < 0 ? SYM_PRED : SYM_PREDRANGE, first, n, 1);
     }
-    uint32_t first;
+    uint32_t first = 0;
     if (new_slots(dc, n, &first))
         return -1;
     dc->nregs_declared += n;
@@ -1110,7 +1110,7 @@ static int layout_params(struct tf__dctx *dc, const struct tf__vardecl *ps, uint
     if (n && !arr)
         return oom(dc);
     for (uint32_t i = 0; i < n; i++) {
-        uint64_t size;
+        uint64_t size = 0;
         if (var_size(dc, &ps[i], &size))
             return -1;
         if (ps[i].unsized)
