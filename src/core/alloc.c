@@ -1654,11 +1654,6 @@ int tf_alloc_check(const struct tf_alloc *a, char *err, size_t errlen)
             continue;
         live++;
         const char *key = tf_alloc_record_key(r);
-        uint32_t mid;
-        if (tf_strmap_get(&a->by_key, key, strlen(key), &mid) || mid != id) {
-            tf_errf(err, errlen, "pod %s: not in the key index", key);
-            goto out;
-        }
         if (r->node >= c->nnodes) {
             tf_errf(err, errlen, "pod %s: bad node", key);
             goto out;
@@ -1697,6 +1692,19 @@ int tf_alloc_check(const struct tf_alloc *a, char *err, size_t errlen)
         sums[j].u.lim_tflops += r->charged.lim_tflops;
         sums[j].u.lim_vram += r->charged.lim_vram;
         sums[j].u.workers += r->charged.workers;
+    }
+    /* The key index maps each live record's own key to its id: every entry points at a
+     * live record whose key pointer it holds (so no two entries share a record), and there
+     * are as many entries as live records. */
+    for (size_t i = 0; i < a->by_key.cap; i++) {
+        const struct tf_strmap_slot *sl = &a->by_key.slots[i];
+        if (!sl->key)
+            continue;
+        const struct tf_alloc_record *r = sl->val < a->limit ? rec(a, sl->val) : NULL;
+        if (!r || !r->live || sl->key != tf_alloc_record_key(r)) {
+            tf_errf(err, errlen, "key index entry %s points at the wrong record", sl->key);
+            goto out;
+        }
     }
     if (live != a->live || a->by_key.len != a->live) {
         tf_errf(err, errlen, "live record count %u, counter %u, index %zu", live, a->live,
