@@ -28,29 +28,29 @@ static void dynamic_mode_is_set_by_the_first_pod_and_reset_by_the_last(void **st
     fx_pool(c, "p", TF_PLACE_COMPACT_FIRST);
     fx_node(c, 0, "n1", "L4", 2);
     struct tf_alloc *a = tf_alloc_new(c, NULL);
-    assert_int_equal(c->gpus[0].mode, TF_ISO_NONE);
-    struct tf_alloc_request r = iso_req("s1", TF_ISO_SOFT, 10, GiB);
+    assert_int_equal(c->gpus[0].mode, TF_ISOLATION_UNSET);
+    struct tf_alloc_request r = iso_req("s1", TF_ISOLATION_SOFT, 10, GiB);
     struct tf_alloc_result res;
     fx_place(a, &r, &res);
     assert_int_equal(res.gpus[0], 0);
-    assert_int_equal(c->gpus[0].mode, TF_ISO_SOFT);
-    r = iso_req("s2", TF_ISO_SOFT, 10, GiB);
+    assert_int_equal(c->gpus[0].mode, TF_ISOLATION_SOFT);
+    r = iso_req("s2", TF_ISOLATION_SOFT, 10, GiB);
     fx_place(a, &r, &res);
     assert_int_equal(res.gpus[0], 0); /* same mode shares the GPU */
-    r = iso_req("h1", TF_ISO_HARD, 10, GiB);
+    r = iso_req("h1", TF_ISOLATION_HARD, 10, GiB);
     fx_place(a, &r, &res);
     assert_int_equal(res.gpus[0], 1); /* the soft GPU is off limits */
-    assert_int_equal(c->gpus[1].mode, TF_ISO_HARD);
+    assert_int_equal(c->gpus[1].mode, TF_ISOLATION_HARD);
     assert_int_equal(tf_alloc_release(a, "ns", "s1"), 0);
-    assert_int_equal(c->gpus[0].mode, TF_ISO_SOFT); /* s2 still there */
+    assert_int_equal(c->gpus[0].mode, TF_ISOLATION_SOFT); /* s2 still there */
     assert_int_equal(tf_alloc_release(a, "ns", "s2"), 0);
-    assert_int_equal(c->gpus[0].mode, TF_ISO_NONE);
+    assert_int_equal(c->gpus[0].mode, TF_ISOLATION_UNSET);
     /* Unlocked again: a hard pod may take it (CompactFirst prefers the used hard GPU first,
      * so ask for more than it has left). */
-    r = iso_req("h2", TF_ISO_HARD, 112, GiB);
+    r = iso_req("h2", TF_ISOLATION_HARD, 112, GiB);
     fx_place(a, &r, &res);
     assert_int_equal(res.gpus[0], 0);
-    assert_int_equal(c->gpus[0].mode, TF_ISO_HARD);
+    assert_int_equal(c->gpus[0].mode, TF_ISOLATION_HARD);
     fx_check(a);
     tf_alloc_destroy(a);
     tf_cluster_destroy(c);
@@ -62,15 +62,15 @@ static void dynamic_node_hosts_soft_hard_and_shared_on_different_gpus(void **sta
     fx_pool(c, "p", TF_PLACE_COMPACT_FIRST);
     fx_node(c, 0, "n1", "H100", 3);
     struct tf_alloc *a = tf_alloc_new(c, NULL);
-    struct tf_alloc_request r = iso_req("soft", TF_ISO_SOFT, 10, GiB);
+    struct tf_alloc_request r = iso_req("soft", TF_ISOLATION_SOFT, 10, GiB);
     fx_place(a, &r, NULL);
-    r = iso_req("hard", TF_ISO_HARD, 10, GiB);
+    r = iso_req("hard", TF_ISOLATION_HARD, 10, GiB);
     fx_place(a, &r, NULL);
-    r = iso_req("shared", TF_ISO_SHARED, 0, 0);
+    r = iso_req("shared", TF_ISOLATION_SHARED, 0, 0);
     fx_place(a, &r, NULL);
-    assert_int_equal(c->gpus[0].mode, TF_ISO_SOFT);
-    assert_int_equal(c->gpus[1].mode, TF_ISO_HARD);
-    assert_int_equal(c->gpus[2].mode, TF_ISO_SHARED);
+    assert_int_equal(c->gpus[0].mode, TF_ISOLATION_SOFT);
+    assert_int_equal(c->gpus[1].mode, TF_ISOLATION_HARD);
+    assert_int_equal(c->gpus[2].mode, TF_ISOLATION_SHARED);
     assert_int_equal(c->gpus[2].avail_vram, 0);
     fx_check(a);
     tf_alloc_destroy(a);
@@ -87,14 +87,14 @@ static void dynamic_node_score_ignores_gpus_locked_to_another_mode(void **state)
     fx_node(c, 0, "a", "L4", 2);
     fx_node(c, 0, "b", "L4", 2);
     struct tf_alloc *a = tf_alloc_new(c, NULL);
-    struct tf_alloc_request r = iso_req("busy-hard", TF_ISO_HARD, 100, 20 * GiB);
+    struct tf_alloc_request r = iso_req("busy-hard", TF_ISOLATION_HARD, 100, 20 * GiB);
     assert_int_equal(tf_alloc_reserve(a, &r, "a", NULL, NULL, 0), 0);
-    r = iso_req("light-soft", TF_ISO_SOFT, 5, GiB);
+    r = iso_req("light-soft", TF_ISOLATION_SOFT, 5, GiB);
     assert_int_equal(tf_alloc_reserve(a, &r, "b", NULL, NULL, 0), 0);
-    r = iso_req("probe", TF_ISO_SOFT, 5, GiB);
+    r = iso_req("probe", TF_ISOLATION_SOFT, 5, GiB);
     assert_string_equal(fx_place(a, &r, NULL), "b");
     /* A hard pod sees it the other way round. */
-    r = iso_req("probe-hard", TF_ISO_HARD, 5, GiB);
+    r = iso_req("probe-hard", TF_ISOLATION_HARD, 5, GiB);
     assert_string_equal(fx_place(a, &r, NULL), "a");
     tf_alloc_destroy(a);
     tf_cluster_destroy(c);
@@ -104,22 +104,23 @@ static void static_policy_uses_each_nodes_mode(void **state)
 {
     struct tf_cluster *c = tf_cluster_new(TF_ISOPOL_STATIC);
     fx_pool(c, "p", TF_PLACE_COMPACT_FIRST);
-    fx_node_ex(c, 0, "soft-node", "L4", 1, false, false, TF_ISO_NONE); /* pool default: soft */
-    fx_node_ex(c, 0, "hard-node", "L4", 1, false, false, TF_ISO_HARD);
+    fx_node_ex(c, 0, "soft-node", "L4", 1, false, false,
+               TF_ISOLATION_UNSET); /* pool default: soft */
+    fx_node_ex(c, 0, "hard-node", "L4", 1, false, false, TF_ISOLATION_HARD);
     struct tf_alloc *a = tf_alloc_new(c, NULL);
-    assert_int_equal(c->gpus[0].mode, TF_ISO_SOFT);
-    assert_int_equal(c->gpus[1].mode, TF_ISO_HARD);
-    struct tf_alloc_request r = iso_req("h", TF_ISO_HARD, 10, GiB);
+    assert_int_equal(c->gpus[0].mode, TF_ISOLATION_SOFT);
+    assert_int_equal(c->gpus[1].mode, TF_ISOLATION_HARD);
+    struct tf_alloc_request r = iso_req("h", TF_ISOLATION_HARD, 10, GiB);
     assert_string_equal(fx_place(a, &r, NULL), "hard-node");
-    r = iso_req("s", TF_ISO_SOFT, 10, GiB);
+    r = iso_req("s", TF_ISOLATION_SOFT, 10, GiB);
     assert_string_equal(fx_place(a, &r, NULL), "soft-node");
     /* Shared takes a whole idle GPU of any node mode... none is idle now. */
-    r = iso_req("sh", TF_ISO_SHARED, 0, 0);
+    r = iso_req("sh", TF_ISOLATION_SHARED, 0, 0);
     char err[256];
     struct tf_alloc_result res;
     assert_int_equal(tf_alloc_place(a, &r, &res, NULL, err, sizeof(err)), TF_ENOSPC);
     assert_int_equal(tf_alloc_release(a, "ns", "h"), 0);
-    assert_int_equal(c->gpus[1].mode, TF_ISO_HARD); /* static modes never reset */
+    assert_int_equal(c->gpus[1].mode, TF_ISOLATION_HARD); /* static modes never reset */
     assert_string_equal(fx_place(a, &r, NULL), "hard-node");
     tf_alloc_destroy(a);
     tf_cluster_destroy(c);
@@ -129,14 +130,14 @@ static void mig_slots_bound_the_partitions_per_gpu(void **state)
 {
     struct tf_cluster *c = tf_cluster_new(TF_ISOPOL_STATIC);
     fx_pool(c, "p", TF_PLACE_COMPACT_FIRST);
-    fx_node_ex(c, 0, "mig", "A100-80GB", 1, false, false, TF_ISO_PARTITIONED);
+    fx_node_ex(c, 0, "mig", "A100-80GB", 1, false, false, TF_ISOLATION_PARTITIONED);
     struct tf_alloc *a = tf_alloc_new(c, NULL);
     const struct tf_gpu *g = &c->gpus[0];
     /* Seven 1g.10gb slices fit (7 compute slots), the eighth does not. */
     for (int i = 0; i < 7; i++) {
         char nm[8];
         snprintf(nm, sizeof(nm), "s%d", i);
-        struct tf_alloc_request r = iso_req(nm, TF_ISO_PARTITIONED, 20, 4 * GiB);
+        struct tf_alloc_request r = iso_req(nm, TF_ISOLATION_PARTITIONED, 20, 4 * GiB);
         fx_place(a, &r, NULL);
     }
     assert_int_equal(g->nparts, 7);
@@ -145,7 +146,7 @@ static void mig_slots_bound_the_partitions_per_gpu(void **state)
     /* Each slice reserves its template, not the request: 312/7 TFLOPS and 10Gi. */
     assert_int_equal(g->cap_tflops - g->avail_tflops, 7 * (312000 / 7));
     assert_int_equal(g->cap_vram - g->avail_vram, 70 * GiB);
-    struct tf_alloc_request r = iso_req("s7", TF_ISO_PARTITIONED, 20, 4 * GiB);
+    struct tf_alloc_request r = iso_req("s7", TF_ISOLATION_PARTITIONED, 20, 4 * GiB);
     char err[256];
     struct tf_alloc_result res;
     assert_int_equal(tf_alloc_place(a, &r, &res, NULL, err, sizeof(err)), TF_ENOSPC);
@@ -155,7 +156,7 @@ static void mig_slots_bound_the_partitions_per_gpu(void **state)
         snprintf(nm, sizeof(nm), "s%d", i);
         assert_int_equal(tf_alloc_release(a, "ns", nm), 0);
     }
-    r = iso_req("big", TF_ISO_PARTITIONED, 100, 30 * GiB);
+    r = iso_req("big", TF_ISOLATION_PARTITIONED, 100, 30 * GiB);
     fx_place(a, &r, &res);
     const struct tf_alloc_record *rec = tf_alloc_record_at(a, tf_alloc_find(a, "ns", "big"));
     const struct tf_partition_profile *pp = tf_cluster_profile(c, g);
@@ -171,9 +172,9 @@ static void a_partition_template_can_be_asked_for_by_id(void **state)
 {
     struct tf_cluster *c = tf_cluster_new(TF_ISOPOL_STATIC);
     fx_pool(c, "p", TF_PLACE_COMPACT_FIRST);
-    fx_node_ex(c, 0, "mig", "H100", 1, false, false, TF_ISO_PARTITIONED);
+    fx_node_ex(c, 0, "mig", "H100", 1, false, false, TF_ISOLATION_PARTITIONED);
     struct tf_alloc *a = tf_alloc_new(c, NULL);
-    struct tf_alloc_request r = iso_req("p", TF_ISO_PARTITIONED, 1, GiB);
+    struct tf_alloc_request r = iso_req("p", TF_ISOLATION_PARTITIONED, 1, GiB);
     r.partition_template = "1g.20gb"; /* not the smallest: 1g.10gb would do */
     fx_place(a, &r, NULL);
     assert_int_equal(c->gpus[0].part_memory, 2);
@@ -192,7 +193,7 @@ static void custom_partition_profiles_replace_the_builtin_ones(void **state)
 {
     struct tf_cluster *c = tf_cluster_new(TF_ISOPOL_STATIC);
     fx_pool(c, "p", TF_PLACE_COMPACT_FIRST);
-    fx_node_ex(c, 0, "n", "L40S", 1, false, false, TF_ISO_PARTITIONED);
+    fx_node_ex(c, 0, "n", "L40S", 1, false, false, TF_ISOLATION_PARTITIONED);
     struct tf_alloc *a = tf_alloc_new(c, NULL);
     struct tf_partition_profile p;
     memset(&p, 0, sizeof(p));
@@ -210,7 +211,7 @@ static void custom_partition_profiles_replace_the_builtin_ones(void **state)
     for (int i = 0; i < 4; i++) {
         char nm[8];
         snprintf(nm, sizeof(nm), "q%d", i);
-        struct tf_alloc_request r = iso_req(nm, TF_ISO_PARTITIONED, 50, 8 * GiB);
+        struct tf_alloc_request r = iso_req(nm, TF_ISOLATION_PARTITIONED, 50, 8 * GiB);
         fx_place(a, &r, NULL);
     }
     /* Replacing a profile while partitions exist would orphan them. */

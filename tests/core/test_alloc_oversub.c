@@ -31,7 +31,7 @@ static struct tf_cluster *one_node(int32_t oversell_pct, int64_t host_mem, unsig
         g[i].numa = -1;
         g[i].phase = TF_GPU_RUNNING;
     }
-    struct tf_node_spec ns = {"n1", TF_ISO_NONE, host_mem, 0, g, (uint16_t)ngpus};
+    struct tf_node_spec ns = {"n1", TF_ISOLATION_UNSET, host_mem, 0, g, (uint16_t)ngpus};
     assert_int_equal(tf_cluster_add_node(c, 0, &ns, NULL, NULL, 0), 0);
     return c;
 }
@@ -178,7 +178,7 @@ static void whole_gpu_and_missing_pods_cannot_be_resized(void **state)
     struct tf_cluster *c = one_node(500, 0, 1);
     struct tf_alloc *a = tf_alloc_new(c, NULL);
     struct tf_alloc_request r = fx_req("ns", "sh", 0, 0);
-    r.isolation = TF_ISO_SHARED;
+    r.isolation = TF_ISOLATION_SHARED;
     fx_place(a, &r, NULL);
     struct tf_alloc_resources res = {0};
     res.req_tflops = TF(10);
@@ -207,7 +207,7 @@ static void suspended_pods_free_their_share_until_resumed(void **state)
     assert_int_equal(tf_alloc_suspend(a, id), 0);
     assert_int_equal(tf_alloc_suspend(a, id), TF_ESTATE);
     assert_int_equal(c->gpus[0].avail_vram, 24 * GiB);
-    assert_int_equal(c->gpus[0].mode, TF_ISO_NONE);
+    assert_int_equal(c->gpus[0].mode, TF_ISOLATION_UNSET);
     fx_check(a);
     r = fx_req("ns", "b", 100, 20 * GiB);
     fx_place(a, &r, NULL);

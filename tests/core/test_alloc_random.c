@@ -84,9 +84,10 @@ static void build(struct world *w, enum tf_iso_policy pol)
             g[k].nvlink = rnd(w, 2) ? (UINT64_C(1) << n) - 1 - (UINT64_C(1) << k) : 0;
         }
         snprintf(name, sizeof(name), "node-%d", i);
-        enum tf_isolation mode = TF_ISO_NONE;
+        enum tf_isolation mode = TF_ISOLATION_UNSET;
         if (pol == TF_ISOPOL_STATIC) {
-            static const enum tf_isolation modes[] = {TF_ISO_SOFT, TF_ISO_HARD, TF_ISO_PARTITIONED};
+            static const enum tf_isolation modes[] = {TF_ISOLATION_SOFT, TF_ISOLATION_HARD,
+                                                      TF_ISOLATION_PARTITIONED};
             mode = modes[rnd(w, 3)];
         }
         struct tf_node_spec ns = {name, mode, rnd(w, 2) ? 128 * GiB : 0, 0, g, (uint16_t)n};
@@ -119,12 +120,12 @@ static void expected(const struct world *w, const struct pod *p, unsigned slot, 
 {
     const struct tf_gpu *g = &w->c->gpus[p->gpus[slot]];
     const struct tf_alloc_request *r = &p->req;
-    if (r->isolation == TF_ISO_SHARED || r->dedicated) {
+    if (r->isolation == TF_ISOLATION_SHARED || r->dedicated) {
         *t = g->cap_tflops;
         *v = g->cap_vram;
         return;
     }
-    if (r->isolation == TF_ISO_PARTITIONED) {
+    if (r->isolation == TF_ISOLATION_PARTITIONED) {
         /* Which template is the allocator's choice; that it covers the request and what it
          * costs come from the built-in table. */
         const struct tf_alloc_record *rec =
@@ -223,14 +224,14 @@ static void random_request(struct world *w, struct pod *p, enum tf_iso_policy po
     unsigned shape = rnd(w, 10);
     r->gpu_count = (uint16_t)(shape == 0 ? 2 + rnd(w, 3) : 1);
     if (pol == TF_ISOPOL_STATIC && rnd(w, 3) == 0) {
-        r->isolation = TF_ISO_PARTITIONED;
+        r->isolation = TF_ISOLATION_PARTITIONED;
         r->res.req_tflops = TF(1 + rnd(w, 120));
         r->res.req_vram = (int64_t)(1 + rnd(w, 40)) * GiB;
         r->gpu_count = 1;
         return;
     }
     if (shape == 1) {
-        r->isolation = TF_ISO_SHARED;
+        r->isolation = TF_ISOLATION_SHARED;
         return;
     }
     if (shape == 2) {
@@ -238,7 +239,7 @@ static void random_request(struct world *w, struct pod *p, enum tf_iso_policy po
         r->model = rnd(w, 2) ? "A100" : "L4";
         return;
     }
-    r->isolation = rnd(w, 4) == 0 ? TF_ISO_HARD : TF_ISO_SOFT;
+    r->isolation = rnd(w, 4) == 0 ? TF_ISOLATION_HARD : TF_ISOLATION_SOFT;
     if (rnd(w, 4) == 0) {
         r->res.req_by_percent = true;
         r->res.req_percent = (int32_t)(100 + rnd(w, 5000));
@@ -338,8 +339,8 @@ static void step(struct world *w, enum tf_iso_policy pol, unsigned i)
         }
         nr.req_vram = (int64_t)rnd(w, 24 * 1024) * MiB;
         int rc = tf_alloc_resize(w->a, p->ns, p->name, &nr, err, sizeof(err));
-        bool whole_or_part = p->req.isolation == TF_ISO_SHARED || p->req.dedicated ||
-                             p->req.isolation == TF_ISO_PARTITIONED;
+        bool whole_or_part = p->req.isolation == TF_ISOLATION_SHARED || p->req.dedicated ||
+                             p->req.isolation == TF_ISOLATION_PARTITIONED;
         if (whole_or_part)
             assert_int_equal(rc, TF_ENOTSUP);
         else if (rc == 0) {
@@ -372,7 +373,7 @@ static void step(struct world *w, enum tf_iso_policy pol, unsigned i)
             return;
         /* The annotations carry the partition template the pod runs in. */
         char tpl[TF_PART_ID_MAX] = "";
-        if (p->req.isolation == TF_ISO_PARTITIONED) {
+        if (p->req.isolation == TF_ISOLATION_PARTITIONED) {
             const struct tf_alloc_record *rec =
                 tf_alloc_record_at(w->a, tf_alloc_find(w->a, p->ns, p->name));
             const struct tf_partition_profile *pp =
@@ -443,7 +444,7 @@ static void run(enum tf_iso_policy pol, uint64_t seed, unsigned ops)
         assert_int_equal(w.c->gpus[g].avail_vram, w.c->gpus[g].cap_vram);
         assert_int_equal(w.c->gpus[g].lim_tflops, 0);
         if (pol == TF_ISOPOL_DYNAMIC)
-            assert_int_equal(w.c->gpus[g].mode, TF_ISO_NONE);
+            assert_int_equal(w.c->gpus[g].mode, TF_ISOLATION_UNSET);
     }
     struct tf_quota_usage u = tf_quota_usage_of(w.q, "quota", 5);
     assert_int_equal(u.workers, 0);

@@ -31,7 +31,7 @@ static void a_node_is_added_whole_or_not_at_all(void **state)
     fx_pool(c, "p", TF_PLACE_COMPACT_FIRST);
     struct tf_gpu_spec g[3] = {gpu("u0", "A100-80GB", 0), gpu("u1", "A100-80GB", 1),
                                gpu("u0", "A100-80GB", 2)};
-    struct tf_node_spec ns = {"n1", TF_ISO_NONE, 0, 0, g, 3};
+    struct tf_node_spec ns = {"n1", TF_ISOLATION_UNSET, 0, 0, g, 3};
     char err[256];
     assert_int_equal(tf_cluster_add_node(c, 0, &ns, NULL, err, sizeof(err)), TF_EEXIST);
     assert_string_equal(err, "node n1: duplicate GPU uuid \"u0\"");
@@ -79,7 +79,7 @@ static void capacities_come_from_the_model_and_the_pool(void **state)
     struct tf_gpu_spec g[2] = {gpu("h0", "H100", 0), gpu("h1", "H100", 1)};
     g[1].vram_bytes = 40 * GiB; /* an override, e.g. a GPU reporting less */
     g[1].tflops_milli = TF(500);
-    struct tf_node_spec ns = {"n1", TF_ISO_NONE, 256 * GiB, 0, g, 2};
+    struct tf_node_spec ns = {"n1", TF_ISOLATION_UNSET, 256 * GiB, 0, g, 2};
     assert_int_equal(tf_cluster_add_node(c, 0, &ns, NULL, NULL, 0), 0);
     assert_int_equal(c->gpus[0].cap_tflops, 989000);
     assert_int_equal(c->gpus[0].cap_vram, 80 * GiB);
@@ -91,7 +91,7 @@ static void capacities_come_from_the_model_and_the_pool(void **state)
     assert_int_equal(n->running_gpus, 2);
     assert_int_equal(n->idle_gpus, 2);
     assert_int_equal(n->max_free_vram, 80 * GiB);
-    assert_int_equal(n->sum[TF_ISO_NONE].cap_vram, 120 * GiB);
+    assert_int_equal(n->sum[TF_ISOLATION_UNSET].cap_vram, 120 * GiB);
     tf_cluster_set_gpu_phase(c, 0, TF_GPU_MIGRATING);
     assert_int_equal(n->running_gpus, 1);
     assert_int_equal(n->max_free_vram, 40 * GiB);
@@ -110,7 +110,7 @@ static void pool_configs_are_validated(void **state)
     assert_string_equal(err,
                         "score weights must be >= 0 and sum to 1 (vram 800/1000, tflops 300/1000)");
     tf_pool_config_init(&cfg);
-    cfg.default_isolation = TF_ISO_SHARED;
+    cfg.default_isolation = TF_ISOLATION_SHARED;
     assert_int_equal(tf_cluster_add_pool(c, "p", &cfg, NULL, err, sizeof(err)), TF_EINVAL);
     assert_string_equal(err, "defaultIsolationMode must be soft, hard or partitioned");
     tf_pool_config_init(&cfg);
@@ -136,15 +136,15 @@ static void static_nodes_get_the_pool_default_mode(void **state)
     struct tf_cluster *c = tf_cluster_new(TF_ISOPOL_STATIC);
     struct tf_pool_config cfg;
     tf_pool_config_init(&cfg);
-    cfg.default_isolation = TF_ISO_HARD;
+    cfg.default_isolation = TF_ISOLATION_HARD;
     assert_int_equal(tf_cluster_add_pool(c, "p", &cfg, NULL, NULL, 0), 0);
-    fx_node_ex(c, 0, "a", "L4", 1, false, false, TF_ISO_NONE);
-    fx_node_ex(c, 0, "b", "A100-80GB", 1, false, false, TF_ISO_PARTITIONED);
-    assert_int_equal(c->nodes[0].static_mode, TF_ISO_HARD);
-    assert_int_equal(c->gpus[0].mode, TF_ISO_HARD);
-    assert_int_equal(c->gpus[1].mode, TF_ISO_PARTITIONED);
+    fx_node_ex(c, 0, "a", "L4", 1, false, false, TF_ISOLATION_UNSET);
+    fx_node_ex(c, 0, "b", "A100-80GB", 1, false, false, TF_ISOLATION_PARTITIONED);
+    assert_int_equal(c->nodes[0].static_mode, TF_ISOLATION_HARD);
+    assert_int_equal(c->gpus[0].mode, TF_ISOLATION_HARD);
+    assert_int_equal(c->gpus[1].mode, TF_ISOLATION_PARTITIONED);
     struct tf_gpu_spec g = gpu("x", "L4", 0);
-    struct tf_node_spec ns = {"c", TF_ISO_SHARED, 0, 0, &g, 1};
+    struct tf_node_spec ns = {"c", TF_ISOLATION_SHARED, 0, 0, &g, 1};
     char err[256];
     assert_int_equal(tf_cluster_add_node(c, 0, &ns, NULL, err, sizeof(err)), TF_EINVAL);
     assert_string_equal(err, "node c: isolation mode must be soft, hard or partitioned");
@@ -159,7 +159,7 @@ static void names_parse_and_print(void **state)
     enum tf_iso_policy pol;
     enum tf_gpu_phase ph;
     assert_int_equal(tf_isolation_parse("Partitioned", &iso), 0);
-    assert_int_equal(iso, TF_ISO_PARTITIONED);
+    assert_int_equal(iso, TF_ISOLATION_PARTITIONED);
     assert_int_equal(tf_isolation_parse("none", &iso), TF_EINVAL);
     assert_int_equal(tf_placement_parse("NodeCompactGPULowLoad", &pm), 0);
     assert_string_equal(tf_placement_name(pm), "NodeCompactGPULowLoad");
@@ -170,7 +170,7 @@ static void names_parse_and_print(void **state)
     assert_string_equal(tf_iso_policy_name(pol), "static");
     assert_int_equal(tf_gpu_phase_parse("Running", &ph), 0);
     assert_int_equal(tf_gpu_phase_parse("running", &ph), TF_EINVAL);
-    assert_null(tf_isolation_name(TF_ISO_NONE));
+    assert_null(tf_isolation_name(TF_ISOLATION_UNSET));
 }
 
 static void lookups_by_name_and_uuid(void **state)
