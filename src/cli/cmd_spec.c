@@ -295,6 +295,30 @@ static void print_table(FILE *f, const struct tf_spec *v, size_t n)
             fprintf(f, "warning: %s: %s\n", v[i].name ? v[i].name : "-", v[i].warnings[w]);
 }
 
+/* Prints json-c's pretty output with empty arrays as "[]" instead of "[\n   ]". Raw
+ * newlines never occur inside JSON strings, so a bracket, blanks with a newline, and a closing
+ * bracket can only be an empty array. */
+static void print_json(FILE *f, const char *s)
+{
+    while (*s) {
+        if (*s == '[') {
+            const char *p = s + 1;
+            bool nl = false;
+            while (*p == ' ' || *p == '\n') {
+                nl |= *p == '\n';
+                p++;
+            }
+            if (nl && *p == ']') {
+                fputs("[]", f);
+                s = p + 1;
+                continue;
+            }
+        }
+        fputc(*s++, f);
+    }
+    fputc('\n', f);
+}
+
 /* ---- the command --------------------------------------------------------------------------- */
 
 int tf_cmd_spec(int argc, char **argv)
@@ -451,9 +475,9 @@ int tf_cmd_spec(int argc, char **argv)
             goto out;
         }
         if (fmt == FMT_JSON)
-            printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY |
-                                                                   JSON_C_TO_STRING_SPACED |
-                                                                   JSON_C_TO_STRING_NOSLASHESCAPE));
+            print_json(stdout, json_object_to_json_string_ext(
+                                   arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                            JSON_C_TO_STRING_NOSLASHESCAPE));
         else if (json_object_array_length(arr) == 0)
             printf("[]\n");
         else

@@ -53,6 +53,8 @@ static int parse_side(struct pctx *c, json_object *side, const char *name, struc
     {
         const char *txt;
         snprintf(path, sizeof(path), "resources.%s.%s", name, k);
+        if (!v)
+            continue; /* null: not set */
         if (!strcmp(k, "tflops")) {
             if ((rc = qty_text(c, v, path, &txt)) ||
                 (rc = tf_quantity_milli(txt, &r->tflops_milli, field(c, path), c->err, c->errlen)))
