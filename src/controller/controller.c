@@ -10,6 +10,7 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "controller/base64.h"
+#include "controller/extender.h"
 #include "controller/https.h"
 #include "controller/k8s/informer.h"
 #include "controller/leader.h"
@@ -26,7 +27,9 @@ struct ctl {
     struct tf_k8s_client *c;
     const struct tf_controller_opts *o;
     struct tf_informer *pods, *namespaces, *profiles, *pools, *replicasets, *clusters, *gpus,
-        *gpunodes, *workloads, *connections, *quotas;
+        *gpunodes, *workloads, *connections, *quotas, *templates;
+    struct tf_extender *ext;
+    char policy[32];
     struct tf_webhook wh;
     bool wh_ready;
     struct tf_https *https, *http;
@@ -181,6 +184,9 @@ static int load_config(struct ctl *x, struct tf_webhook_config *wc)
     set_opt(&wc->client_image, cfg, "clientImage");
     set_opt(&wc->worker_image, cfg, "workerImage");
     set_opt(&wc->shm_host_dir, cfg, "shmDir");
+    const char *pol = tf_json_str(cfg, "isolationModePolicy", NULL);
+    if (pol)
+        tf_strlcpy(x->policy, pol, sizeof(x->policy));
     rc = tf_webhook_config_automigration(wc, tf_json_path(cfg, "autoMigration", NULL), err,
                                          sizeof(err));
     if (rc)
@@ -350,6 +356,8 @@ static char *json_msg(const char *key, const char *msg)
 static void https_handler(const struct tf_http_req *req, struct tf_http_resp *resp, void *arg)
 {
     struct ctl *x = arg;
+    if (tf_extender_handle(x->ext, req, resp))
+        return;
     if (strcmp(req->path, "/mutate-v1-pod") == 0 && strcmp(req->method, "POST") == 0) {
         resp->body = tf_webhook_handle(&x->wh, req->body, req->body_len, &resp->status);
         if (resp->status != 200)
@@ -404,6 +412,21 @@ static void http_handler(const struct tf_http_req *req, struct tf_http_resp *res
 
 /* ---- run ------------------------------------------------------------------------------------ */
 
+static struct tf_informer *informer_h(struct ctl *x, const struct tf_k8s_resource *res,
+                                      const struct tf_informer_handlers *h)
+{
+    struct tf_informer *inf = tf_informer_new(x->c, res, NULL, NULL, NULL, h);
+    if (inf)
+        tf_informer_start(inf, 300);
+    return inf;
+}
+
+static void on_leading(void *arg)
+{
+    /* Another replica may have bound pods while we stood by: rebuild from the API. */
+    tf_extender_invalidate(((struct ctl *)arg)->ext);
+}
+
 static struct tf_informer *informer(struct ctl *x, const struct tf_k8s_resource *res)
 {
     struct tf_informer *inf = tf_informer_new(x->c, res, NULL, NULL, NULL, NULL);
@@ -434,17 +457,27 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     }
     if ((rc = cert_bootstrap(&x)))
         goto out_cfg;
-    x.pods = informer(&x, &tf_k8s_pods);
+    x.ext = tf_extender_new(c, wc.default_pool, x.policy[0] ? x.policy : "dynamic");
+    if (!x.ext) {
+        rc = TF_ENOMEM;
+        goto out;
+    }
+    struct tf_informer_handlers ph = tf_extender_pod_handlers(x.ext);
+    struct tf_informer_handlers ih = tf_extender_inventory_handlers(x.ext);
+    x.pods = informer_h(&x, &tf_k8s_pods, &ph);
     x.namespaces = informer(&x, &tf_k8s_namespaces);
     x.profiles = informer(&x, &tf_k8s_workloadprofiles);
-    x.pools = informer(&x, &tf_k8s_gpupools);
+    x.pools = informer_h(&x, &tf_k8s_gpupools, &ih);
     x.replicasets = informer(&x, &tf_k8s_replicasets);
     x.clusters = informer(&x, &tf_k8s_tfclusters);
-    x.gpus = informer(&x, &tf_k8s_gpus);
+    x.gpus = informer_h(&x, &tf_k8s_gpus, &ih);
+    x.templates = informer_h(&x, &tf_k8s_schedulingconfigtemplates, &ih);
     x.gpunodes = informer(&x, &tf_k8s_gpunodes);
     x.workloads = informer(&x, &tf_k8s_tfworkloads);
     x.connections = informer(&x, &tf_k8s_tfconnections);
-    x.quotas = informer(&x, &tf_k8s_gpuresourcequotas);
+    x.quotas = informer_h(&x, &tf_k8s_gpuresourcequotas, &ih);
+    struct tf_extender_sources es = {x.pods, x.gpus, x.pools, x.templates, x.quotas};
+    tf_extender_set_sources(x.ext, &es);
     struct tf_webhook_env env = {env_profile, env_namespace,       env_pool, env_owner,
                                  env_count,   env_ensure_workload, &x};
     if ((rc = tf_webhook_init(&x.wh, &wc, &env)))
@@ -454,8 +487,9 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
                                        x.gpunodes, x.workloads, x.connections, x.quotas};
     x.rec = tf_reconciler_new(c, &src, x.wh.cfg.default_pool, x.wh.cfg.worker_image);
     /* Serve only once the caches are warm, so the first reviews see profiles and pools. */
-    struct tf_informer *warm[] = {x.pods, x.namespaces, x.profiles, x.pools, x.replicasets};
-    for (size_t i = 0; i < 5; i++)
+    struct tf_informer *warm[] = {x.pods,        x.namespaces, x.profiles,  x.pools,
+                                  x.replicasets, x.gpus,       x.templates, x.quotas};
+    for (size_t i = 0; i < sizeof(warm) / sizeof(warm[0]); i++)
         if (!tf_informer_wait_synced(warm[i], 30000))
             tf_log(TF_LOG_WARN, "controller", "informer not synced after 30 s (serving anyway)");
     struct tf_https_opts ho = {.bind_addr = o->bind_addr ? o->bind_addr : "0.0.0.0",
@@ -487,7 +521,9 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     struct tf_leader_opts lo = {.ns = o->namespace,
                                 .name = "tensor-fusion-controller",
                                 .identity = o->identity ? o->identity : "tf-controller",
-                                .lease_duration_s = o->lease_duration_s};
+                                .lease_duration_s = o->lease_duration_s,
+                                .on_start = on_leading,
+                                .arg = &x};
     x.leader = tf_leader_start(c, &lo);
     int resync = o->resync_ms > 0 ? o->resync_ms : 5000;
     while (!atomic_load(stop)) {

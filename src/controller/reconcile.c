@@ -491,6 +491,7 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     json_object_object_add(meta, "generateName", json_object_new_string(buf));
     json_object_object_add(meta, "namespace", json_object_new_string(ns));
     json_object_object_add(labels, TF_LABEL_COMPONENT, json_object_new_string("worker"));
+    json_object_object_add(labels, TF_LABEL_ENABLED, json_object_new_string("true"));
     json_object_object_add(labels, "tensor-fusion.ai/workload", json_object_new_string(name));
     json_object_object_add(meta, "labels", labels);
     /* The worker holds the GPUs: it carries the client's normalised resource annotations. */

@@ -207,11 +207,40 @@ def main():
               and "tensor-fusion.ai/vram-limit" in r.stderr and "4Gb" in r.stderr, r.stderr)
         check("denied pod not created", env.get("pod", "bad", "-n", "ml") is None)
 
-        # An allocation recorded on the pod (what the extender's bind writes) reaches the GPU,
-        # GPUNode and pool status.
-        env.kubectl("annotate", "pod", "trainer", "-n", "ml", "tensor-fusion.ai/gpu-ids=GPU-0")
+        # kube-scheduler's side: ExtenderArgs over HTTPS, trusting the CA from the Secret.
+        import ssl
+        ctx = ssl.create_default_context(cadata=base64.b64decode(sec["data"]["ca.crt"]).decode())
+
+        def extender(verb, body):
+            req = urllib.request.Request("https://127.0.0.1:%d/scheduler/%s" % (wport, verb),
+                                         data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+                return json.loads(resp.read())
+
+        got = env.get("pod", "trainer", "-n", "ml")
+        fr = wait_for("extender filter", lambda: extender("filter", {
+            "Pod": got, "Nodes": None, "NodeNames": ["gpu-node-1", "cpu-node"]}))
+        if fr:
+            check("filter keeps the GPU node", fr["NodeNames"] == ["gpu-node-1"], fr)
+            check("filter explains the CPU node", "no TensorFusion GPUs" in
+                  fr["FailedNodes"].get("cpu-node", ""), fr)
+        pr = extender("prioritize", {"Pod": got, "Nodes": None, "NodeNames": ["gpu-node-1"]})
+        check("prioritize scores 0..10", len(pr) == 1 and pr[0]["Host"] == "gpu-node-1" and
+              0 <= pr[0]["Score"] <= 10, pr)
+        br = extender("bind", {"PodName": "trainer", "PodNamespace": "ml",
+                               "PodUID": got["metadata"]["uid"], "Node": "gpu-node-1"})
+        check("bind succeeds", br == {"Error": ""}, br)
+        got = env.get("pod", "trainer", "-n", "ml")
+        check("pod bound to the node", got["spec"].get("nodeName") == "gpu-node-1")
+        ids = got["metadata"]["annotations"].get("tensor-fusion.ai/gpu-ids", "")
+        check("gpu-ids recorded", ids in ("GPU-0", "GPU-1"), ids)
+        check("container-gpus recorded", json.loads(got["metadata"]["annotations"].get(
+            "tensor-fusion.ai/container-gpus", "{}")) == {"app": [ids]})
+        # The allocation reaches the GPU, GPUNode and pool status.
+        gname = "gpu-node-1-%s" % (ids[-1] if ids else "0")
         gpu = wait_for("GPU available drops", lambda: (lambda g: g if g and g["status"].get(
-            "available", {}).get("vram") == "40Gi" else None)(env.get("gpu", "gpu-node-1-0")))
+            "available", {}).get("vram") == "40Gi" else None)(env.get("gpu", gname)))
         if gpu:
             check("GPU available TFLOPS", gpu["status"]["available"]["tflops"] == "212")
             check("GPU runningApps", gpu["status"]["runningApps"] == [
@@ -222,7 +251,8 @@ def main():
             check("GPUNode totals", gn["status"]["totalGPUs"] == 2 and
                   gn["status"]["totalTFlops"] == "624" and
                   gn["status"]["availableVRAM"] == "120Gi", gn["status"])
-            check("GPUNode allocatedPods", gn["status"]["allocatedPods"]["GPU-0"] == ["ml/trainer"])
+            check("GPUNode allocatedPods", gn["status"]["allocatedPods"].get(ids) == ["ml/trainer"],
+                  gn["status"]["allocatedPods"])
         pst = wait_for("pool status", lambda: (lambda p: p if p and p.get("status", {}).get(
             "availableTFlops") == "524" else None)(env.get("gpupool", "default-pool")))
         if pst:
