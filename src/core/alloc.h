@@ -81,11 +81,11 @@ struct tf_alloc_request {
     const char *pool;      /* NULL or "" = the cluster's default pool */
     struct tf_alloc_resources res;
     uint16_t gpu_count;          /* 1..128; 0 = 1, or the sum of the container split */
-    enum tf_isolation isolation; /* TF_ISO_NONE = soft */
-    enum tf_qos qos;
-    const char *model;          /* NULL = any; family ("A100") or exact name */
-    const char *vendor;         /* NULL = any */
-    const int32_t *gpu_indices; /* restricts the GPUs to these device indexes */
+    enum tf_isolation isolation; /* TF_ISOLATION_UNSET = soft */
+    enum tf_qos qos;             /* TF_QOS_UNSET = the pool's defaultQoS */
+    const char *model;           /* NULL = any; family ("A100") or exact name */
+    const char *vendor;          /* NULL = any */
+    const int32_t *gpu_indices;  /* restricts the GPUs to these device indexes */
     uint16_t n_indices;
     bool dedicated;                              /* dedicated-gpu: whole GPU */
     const struct tf_alloc_container *containers; /* disjoint split; counts sum to gpu_count */
@@ -138,7 +138,7 @@ struct tf_alloc_record {
     char *key_heap;  /* owned, when the key does not fit inline */
     uint16_t ns_len; /* key = namespace "/" name */
     bool live, suspended;
-    uint8_t isolation, qos; /* what the pod asked (NONE never: soft) */
+    uint8_t isolation, qos; /* resolved: never UNSET */
     bool dedicated, remote, quota_exempt;
     uint32_t node, pool;
     uint16_t ngpus;
