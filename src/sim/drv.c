@@ -44,8 +44,20 @@ static void exec_init(struct sim_exec *e)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&e->work_cv, &ca);
     pthread_cond_init(&e->done_cv, &ca);
+    pthread_cond_init(&e->host_cv, &ca);
     pthread_condattr_destroy(&ca);
     e->next_seq = 1;
+}
+
+/* A fork()ed child has none of the parent's executor threads: CUDA is unusable there (as
+ * with the real driver) and must not touch the parent's process slots at exit. */
+static void child_after_fork(void)
+{
+    atomic_store(&drv_ready, 0);
+    for (int i = 0; i < drv.ndev; i++) {
+        drv.dev[i].exec.started = 0;
+        drv.dev[i].slot = -1;
+    }
 }
 
 static void init_driver(void)
@@ -90,6 +102,7 @@ static void init_driver(void)
         d->total_mem = eff;
     }
     drv.ndev = drv.cfg.ndev;
+    pthread_atfork(NULL, NULL, child_after_fork);
     atomic_store_explicit(&drv_ready, 1, memory_order_release);
 }
 

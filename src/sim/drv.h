@@ -56,10 +56,15 @@ struct sim_exec {
     pthread_cond_t done_cv; /* host threads wait here for completions */
     pthread_t thread;
     int started, stop;
-    uint64_t next_seq;           /* guarded by mu */
-    struct CUstream_st *streams; /* live streams of the device, guarded by mu */
-    struct CUevent_st *events;   /* live events of the device's contexts, guarded by mu */
-    struct tf_ptx_range *ranges; /* memview cache, executor thread only */
+    /* Host functions run on a second thread, so one that blocks holds up only its stream
+     * (and work ordered after it), as with the real driver's callback thread. */
+    pthread_t host_thread;
+    pthread_cond_t host_cv;
+    struct sim_op *host_head, *host_tail; /* guarded by mu */
+    uint64_t next_seq;                    /* guarded by mu */
+    struct CUstream_st *streams;          /* live streams of the device, guarded by mu */
+    struct CUevent_st *events;            /* live events of the device's contexts, guarded by mu */
+    struct tf_ptx_range *ranges;          /* memview cache, executor thread only */
     size_t nranges, cap_ranges;
     uint64_t view_gen;
 };
@@ -194,6 +199,8 @@ struct sim_kernel_op; /* cu_launch.c */
 
 struct sim_op {
     struct sim_op *next;
+    struct sim_op *host_next;   /* exec.host_head queue */
+    struct CUstream_st *stream; /* the stream it is queued on */
     uint64_t seq;
     enum sim_op_kind kind;
     int claimed; /* 1: executed by the enqueuing host thread, 2: by the executor */

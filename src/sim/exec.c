@@ -14,6 +14,9 @@
  * runs at a time per device and kernels additionally hold the device-wide execution lock of
  * the shared region, so a device runs one kernel at a time across all processes.
  *
+ * Host functions (cuLaunchHostFunc, cuStreamAddCallback) are handed to a second thread per
+ * device, so a blocking one holds up only what is ordered after it.
+ *
  * A synchronous API call (cuMemcpyHtoD, cuMemsetD32, ...) queues its op and waits for it;
  * when the op is runnable at once (nothing earlier it depends on) the calling thread executes
  * it itself, which keeps synchronous copies cheap without breaking the order.
@@ -207,6 +210,7 @@ void tf__event_unref_locked(struct sim_exec *e, struct CUevent_st *ev)
 static void complete(struct sim_exec *e, struct CUstream_st *s, struct sim_op *op,
                      struct CUstream_st **unref)
 {
+    s->refs++; /* keep S alive while releasing what OP referenced (maybe S itself) */
     s->head = op->next;
     if (!s->head)
         s->tail = NULL;
@@ -228,8 +232,34 @@ static void complete(struct sim_exec *e, struct CUstream_st *s, struct sim_op *o
     }
     free(op);
     pthread_cond_broadcast(&e->done_cv);
-    if (s->destroyed)
-        maybe_free_stream(e, s);
+    s->refs--;
+    maybe_free_stream(e, s);
+}
+
+static void *host_main(void *arg)
+{
+    struct sim_device *d = arg;
+    struct sim_exec *e = &d->exec;
+    pthread_mutex_lock(&e->mu);
+    while (!e->stop) {
+        struct sim_op *op = e->host_head;
+        if (!op) {
+            pthread_cond_wait(&e->host_cv, &e->mu);
+            continue;
+        }
+        e->host_head = op->host_next;
+        if (!e->host_head)
+            e->host_tail = NULL;
+        struct CUstream_st *s = op->stream;
+        pthread_mutex_unlock(&e->mu);
+        execute(d, s, op);
+        pthread_mutex_lock(&e->mu);
+        struct CUstream_st *unref;
+        complete(e, s, op, &unref);
+        pthread_cond_signal(&e->work_cv);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
 }
 
 static void *executor_main(void *arg)
@@ -257,6 +287,16 @@ static void *executor_main(void *arg)
             continue;
         }
         op->claimed = 2;
+        if (op->kind == OP_HOST) {
+            op->host_next = NULL;
+            if (e->host_tail)
+                e->host_tail->host_next = op;
+            else
+                e->host_head = op;
+            e->host_tail = op;
+            pthread_cond_signal(&e->host_cv);
+            continue;
+        }
         pthread_mutex_unlock(&e->mu);
         execute(d, s, op);
         pthread_mutex_lock(&e->mu);
@@ -278,10 +318,19 @@ CUresult tf__exec_start(struct sim_device *d)
     CUresult rc = CUDA_SUCCESS;
     pthread_mutex_lock(&e->mu);
     if (!e->started) {
-        if (pthread_create(&e->thread, NULL, executor_main, d) == 0)
-            e->started = 1;
-        else
+        if (pthread_create(&e->thread, NULL, executor_main, d) != 0) {
             rc = CUDA_ERROR_OUT_OF_MEMORY;
+        } else if (pthread_create(&e->host_thread, NULL, host_main, d) != 0) {
+            e->stop = 1;
+            pthread_cond_broadcast(&e->work_cv);
+            pthread_mutex_unlock(&e->mu);
+            pthread_join(e->thread, NULL);
+            pthread_mutex_lock(&e->mu);
+            e->stop = 0;
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            e->started = 1;
+        }
     }
     pthread_mutex_unlock(&e->mu);
     return rc;
@@ -299,10 +348,14 @@ void tf__exec_shutdown(void)
         e->stop = 1;
         e->started = 0;
         pthread_cond_broadcast(&e->work_cv);
+        pthread_cond_broadcast(&e->host_cv);
         pthread_mutex_unlock(&e->mu);
-        /* Queued work is abandoned, as when a process with a real GPU exits. */
+        /* Queued work is abandoned, as when a process with a real GPU exits. A host
+         * function still running (blocked, or calling exit itself) is not waited for. */
         if (started && !pthread_equal(e->thread, pthread_self()))
             pthread_join(e->thread, NULL);
+        if (started)
+            pthread_detach(e->host_thread);
     }
 }
 
@@ -334,7 +387,8 @@ CUresult tf__enqueue(struct CUstream_st *s, struct sim_op *op, int wait)
         ev->refs++;
     }
     uint64_t seq = op->seq;
-    if (wait && s->head == op && runnable(e, s, op)) {
+    op->stream = s;
+    if (wait && s->head == op && runnable(e, s, op) && op->kind != OP_HOST) {
         op->claimed = 1;
         pthread_mutex_unlock(&e->mu);
         execute(d, s, op);
