@@ -88,36 +88,52 @@ static inline const char *simtest_helper(void)
     return path;
 }
 
-/* Starts sim_helper ARGS... in a new process (inheriting the environment); returns its pid.
- * Its stdout goes to the pipe *OUT_FD when OUT_FD is non-NULL. */
-static inline pid_t simtest_spawn(int *out_fd, const char *const *args)
+/* Starts PROG (a path; NULL: sim_helper) with ARGS... (NULL-terminated) in a new process
+ * inheriting the environment; returns its pid. Its stdout goes to the pipe *OUT_FD and its
+ * stdin comes from the pipe *IN_FD when those are non-NULL (closing *IN_FD sends EOF). */
+static inline pid_t simtest_spawn_prog(const char *prog, int *out_fd, int *in_fd,
+                                       const char *const *args)
 {
-    int fds[2] = {-1, -1};
-    if (out_fd && pipe(fds) != 0)
+    int o[2] = {-1, -1}, i[2] = {-1, -1};
+    if ((out_fd && pipe(o) != 0) || (in_fd && pipe(i) != 0))
         abort();
     pid_t pid = fork();
     if (pid < 0)
         abort();
     if (pid == 0) {
         if (out_fd) {
-            dup2(fds[1], 1);
-            close(fds[0]);
-            close(fds[1]);
+            dup2(o[1], 1);
+            close(o[0]);
+            close(o[1]);
+        }
+        if (in_fd) {
+            dup2(i[0], 0);
+            close(i[0]);
+            close(i[1]);
         }
         const char *argv[16];
         int n = 0;
-        argv[n++] = simtest_helper();
-        for (; args[n - 1] && n < 15; n++)
-            argv[n] = args[n - 1];
+        argv[n++] = prog ? prog : simtest_helper();
+        for (int k = 0; args[k] && n < 15; k++)
+            argv[n++] = args[k];
         argv[n] = NULL;
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
     if (out_fd) {
-        close(fds[1]);
-        *out_fd = fds[0];
+        close(o[1]);
+        *out_fd = o[0];
+    }
+    if (in_fd) {
+        close(i[0]);
+        *in_fd = i[1];
     }
     return pid;
+}
+
+static inline pid_t simtest_spawn(int *out_fd, int *in_fd, const char *const *args)
+{
+    return simtest_spawn_prog(NULL, out_fd, in_fd, args);
 }
 
 /* Reads one line (without newline) from FD into BUF; returns its length or -1 at EOF. */
