@@ -62,18 +62,46 @@ done
 echo "listening on $(cat "$state/hypervisor.addr")"
 "$tfctl" get gpus
 
-if [ "$gpu" != none ]; then
-    say "A whole GPU for one command (--isolation shared): it sees only its GPU"
-    "$tfctl" run --isolation shared -- sh -c 'echo "  in the workload: CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES TF_WORKLOAD=$TF_WORKLOAD"'
+burn="$bdir/tests/hypervisor/gpu_burn"
+ptx="$bdir/tests/cuda/timer.ptx"
+[ -f "$ptx" ] || ptx="$root/tests/cuda/ptx/timer.ptx"
+if [ "$gpu" != none ] && [ -x "$burn" ]; then
+    say "A whole GPU for one real CUDA workload (--isolation shared): gpu_burn runs the timer.cu"
+    echo "   spin kernel (1 ms per launch) for 3 s with 1 GiB of VRAM; tfctl top shows it live"
+    "$tfctl" run --isolation shared --name burn-shared -- \
+        "$burn" "$ptx" 3 1024 1000 burn-shared &
+    run_pid=$!
+    sleep 1.5
+    "$tfctl" top --once
+    wait "$run_pid"
+
+    if "$tfctl" run --compute-percent 30 --vram-limit 1Gi -q -- true 2>/dev/null; then
+        say "Two workloads side by side with different limits (--isolation soft)"
+        "$tfctl" run --compute-percent 30 --vram-limit 2Gi --name burn-30 -- \
+            "$burn" "$ptx" 4 1024 1000 burn-30 &
+        a=$!
+        "$tfctl" run --compute-percent 60 --vram-limit 4Gi --name burn-60 -- \
+            "$burn" "$ptx" 4 3072 1000 burn-60 &
+        b=$!
+        sleep 2
+        "$tfctl" top --once
+        wait "$a" "$b"
+    else
+        say "Fractional vGPUs (--isolation soft: compute and VRAM limits on one GPU)"
+        "$tfctl" run --compute-percent 30 --vram-limit 1Gi -q -- true || true
+        echo "   (skipped: the soft limiter is not in this build yet)"
+    fi
+elif [ "$gpu" != none ]; then
+    echo "   (gpu_burn was not built: the CUDA toolkit headers are missing; skipping the workloads)"
 fi
 
-say "A request that cannot fit is refused at once, with the reason for every GPU"
+say "A request for more VRAM than any GPU has is refused at once, with the allocator's reason"
 set +e
-"$tfctl" run --isolation soft --vram-limit 4Ti -- true
+"$tfctl" run --vram-limit 200Gi -- true
 rc=$?
 set -e
 echo "exit code: $rc"
-[ "$rc" -ne 0 ] || { echo "demo: the 4Ti request was accepted" >&2; exit 1; }
+[ "$rc" -ne 0 ] || { echo "demo: the 200Gi request was accepted" >&2; exit 1; }
 
 sleep 1
 say "Metrics: the seed's query on this machine (tfctl query)"
@@ -84,6 +112,13 @@ FROM tf_gpu_usage
 WHERE greptime_timestamp >= now() - '1d'::INTERVAL
 GROUP BY node, uuid
 ORDER BY compute_used_pct;"
+"$tfctl" query "SELECT workload,
+       avg(compute_tflops)             AS tflops_avg,
+       max(compute_tflops)             AS tflops_peak,
+       max(memory_bytes) / 1073741824  AS vram_peak_gib
+FROM tf_worker_usage
+WHERE greptime_timestamp >= now() - '1d'::INTERVAL
+GROUP BY workload;"
 "$tfctl" query "SELECT total_allocation_success_cnt AS ok, total_allocation_fail_cnt AS refused
 FROM tf_system_metrics ORDER BY greptime_timestamp DESC LIMIT 1"
 

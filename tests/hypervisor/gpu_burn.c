@@ -97,7 +97,7 @@ int main(int argc, char **argv)
     while ((t = now_s()) - t0 < seconds) {
         if (check(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL), "cuLaunchKernel"))
             return 1;
-        if (++launched % 4 == 0 && check(cuCtxSynchronize(), "cuCtxSynchronize"))
+        if (++launched % 32 == 0 && check(cuCtxSynchronize(), "cuCtxSynchronize"))
             return 1;
     }
     if (check(cuCtxSynchronize(), "cuCtxSynchronize"))
