@@ -258,12 +258,12 @@ static void restore_one(struct tf_alloc *a, json_object *pod, const char *node, 
                b.pr.name, err);
 }
 
-/* Builds a fresh cluster + allocator; caller holds the write lock. */
-static void rebuild(struct tf_extender *x)
+/* Builds a fresh cluster + allocator from the arrays (borrowed); caller holds the write
+ * lock. Returns 0 or TF_ENOMEM. */
+static int load(struct tf_extender *x, json_object *gpus, json_object *pools,
+                json_object *templates, json_object *quotas, json_object *pods)
 {
-    json_object *gpus = snapshot(x->src.gpus), *pools = snapshot(x->src.pools),
-                *templates = snapshot(x->src.templates), *quotas = snapshot(x->src.quotas),
-                *pods = snapshot(x->src.pods);
+    int rc = TF_ENOMEM;
     struct tf_cluster *c = tf_cluster_new(x->policy);
     struct tf_quota_set *qs = build_quotas(quotas);
     char err[512];
@@ -383,14 +383,35 @@ static void rebuild(struct tf_extender *x)
            c->ngpus, tf_alloc_count(a));
     c = NULL;
     qs = NULL;
+    rc = 0;
 fail:
     tf_cluster_destroy(c);
     tf_quota_set_destroy(qs);
+    return rc;
+}
+
+static void rebuild(struct tf_extender *x)
+{
+    json_object *gpus = snapshot(x->src.gpus), *pools = snapshot(x->src.pools),
+                *templates = snapshot(x->src.templates), *quotas = snapshot(x->src.quotas),
+                *pods = snapshot(x->src.pods);
+    if (load(x, gpus, pools, templates, quotas, pods))
+        tf_log(TF_LOG_ERROR, "extender", "state rebuild failed: out of memory");
     json_object_put(gpus);
     json_object_put(pools);
     json_object_put(templates);
     json_object_put(quotas);
     json_object_put(pods);
+}
+
+int tf_extender_load(struct tf_extender *x, json_object *gpus, json_object *pools,
+                     json_object *templates, json_object *quotas, json_object *pods)
+{
+    pthread_rwlock_wrlock(&x->lock);
+    atomic_store(&x->dirty, false);
+    int rc = load(x, gpus, pools, templates, quotas, pods);
+    pthread_rwlock_unlock(&x->lock);
+    return rc;
 }
 
 /* Takes the read lock with a current state (rebuilding under the write lock first if
