@@ -110,8 +110,8 @@ static void to_alloc(struct req_buf *b)
     r->res.req_vram = p->req_vram;
     r->res.lim_vram = p->lim_vram;
     r->gpu_count = (uint16_t)p->gpu_count;
-    static const enum tf_isolation iso[] = {TF_ISO_SOFT, TF_ISO_HARD, TF_ISO_SHARED,
-                                            TF_ISO_PARTITIONED};
+    static const enum tf_isolation iso[] = {TF_ISOLATION_SOFT, TF_ISOLATION_HARD,
+                                            TF_ISOLATION_SHARED, TF_ISOLATION_PARTITIONED};
     static const enum tf_qos qos[] = {TF_QOS_LOW, TF_QOS_MEDIUM, TF_QOS_HIGH, TF_QOS_CRITICAL};
     r->isolation = iso[p->iso];
     r->qos = qos[p->qos];
@@ -173,7 +173,7 @@ static void pool_config(json_object *pool, json_object *templates, const char *d
         cfg->vram_expand_host_mem_pct = json_object_get_int(v);
     const char *iso = tf_json_str(pool, "spec", "nodeManagerConfig", "defaultIsolationMode", NULL);
     enum tf_isolation m;
-    if (iso && tf_isolation_parse(iso, &m) == 0 && m != TF_ISO_NONE)
+    if (iso && tf_isolation_parse(iso, &m) == 0 && m != TF_ISOLATION_UNSET)
         cfg->default_isolation = m;
     const char *qos = tf_json_str(pool, "spec", "qosConfig", "defaultQoS", NULL);
     enum tf_qos q;
