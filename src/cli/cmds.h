@@ -14,6 +14,7 @@ struct tf_cmd {
 };
 
 int tf_cmd_models(int argc, char **argv);
+int tf_cmd_spec(int argc, char **argv);
 int tf_cmd_version(int argc, char **argv);
 
 #endif

@@ -10,6 +10,7 @@
 
 static const struct tf_cmd cmds[] = {
     {"models", tf_cmd_models, "list the GPU model table (TFLOPS, VRAM)"},
+    {"spec", tf_cmd_spec, "print the normalised workload spec of manifests (-f FILE)"},
     {"version", tf_cmd_version, "print the version"},
 };
 
