@@ -33,8 +33,9 @@ int fake_start(struct fake_api *f, const char *extra_args)
     f->pid = fork();
     if (f->pid == 0) {
         char cmd[8192];
-        snprintf(cmd, sizeof(cmd), "exec python3 '%s' --port 0 --port-file '%s' %s >/dev/null",
-                 script, portfile, extra_args ? extra_args : "");
+        const char *py = getenv("TF_PYTHON");
+        snprintf(cmd, sizeof(cmd), "exec '%s' '%s' --port 0 --port-file '%s' %s >/dev/null",
+                 py ? py : "python3", script, portfile, extra_args ? extra_args : "");
         execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
         _exit(127);
     }
@@ -125,4 +126,31 @@ json_object *jparse(const char *text)
         abort();
     }
     return o;
+}
+
+json_object *py_apply_patch(json_object *doc, json_object *ops)
+{
+    char dir[] = "/tmp/tf-jsonpatch-XXXXXX";
+    if (!mkdtemp(dir))
+        return NULL;
+    char a[128], b[128], out[128], cmd[1024];
+    snprintf(a, sizeof(a), "%s/doc.json", dir);
+    snprintf(b, sizeof(b), "%s/ops.json", dir);
+    snprintf(out, sizeof(out), "%s/out.json", dir);
+    json_object_to_file_ext(a, doc, JSON_C_TO_STRING_PLAIN);
+    json_object_to_file_ext(b, ops, JSON_C_TO_STRING_PLAIN);
+    const char *py = getenv("TF_PYTHON");
+    snprintf(cmd, sizeof(cmd),
+             "'%s' -c 'import json,sys,jsonpatch; d=json.load(open(sys.argv[1])); "
+             "p=json.load(open(sys.argv[2])); json.dump(jsonpatch.apply_patch(d,p),"
+             "open(sys.argv[3],\"w\"))' %s %s %s",
+             py ? py : "python3", a, b, out);
+    json_object *res = NULL;
+    if (system(cmd) == 0)
+        res = json_object_from_file(out);
+    unlink(a);
+    unlink(b);
+    unlink(out);
+    rmdir(dir);
+    return res;
 }

@@ -28,6 +28,10 @@ void fake_control(struct fake_api *f, const char *what, const char *body);
 int fake_count_requests(struct fake_api *f, const char *needle);
 /* Parses JSON text, aborting the test on error. Caller owns the result. */
 json_object *jparse(const char *text);
+/* Applies the JSON Patch OPS to DOC with python3-jsonpatch (an independent implementation)
+ * and returns the result (caller owns), or NULL when python3/jsonpatch is missing or the
+ * patch does not apply (the message is on stderr). */
+json_object *py_apply_patch(json_object *doc, json_object *ops);
 /* Path of a file in the source tree (TF_SRCDIR), in a static buffer. */
 const char *src_path(const char *rel);
 

@@ -9,11 +9,12 @@
 set -uo pipefail
 src=${TF_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 command -v kubectl >/dev/null || { echo "SKIP: kubectl not installed"; exit 77; }
-command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
+PY=${TF_PYTHON:-python3}
+command -v "$PY" >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
 work=$(mktemp -d)
 cleanup() { [ -n "${fpid:-}" ] && kill "$fpid" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"; }
 trap cleanup EXIT
-python3 "$src/tests/controller/fakeapi.py" --port 0 --port-file "$work/port" >/dev/null 2>&1 &
+"$PY" "$src/tests/controller/fakeapi.py" --port 0 --port-file "$work/port" >/dev/null 2>&1 &
 fpid=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
 [ -s "$work/port" ] || { echo "FAIL: fake API server did not start"; exit 1; }
@@ -24,7 +25,7 @@ check() { # name expected actual
     if [ "$2" = "$3" ]; then pass=$((pass + 1)); else
         fail=$((fail + 1)); echo "FAIL $1: expected [$2] got [$3]"; fi
 }
-jq_py() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+jq_py() { "$PY" -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
 
 cat >"$work/pod.yaml" <<'EOF'
 apiVersion: v1

@@ -25,6 +25,7 @@
 #define LINE_MAX_WATCH (16u << 20)
 
 const struct tf_k8s_resource tf_k8s_pods = {"", "v1", "pods", "Pod", true};
+const struct tf_k8s_resource tf_k8s_secrets = {"", "v1", "secrets", "Secret", true};
 const struct tf_k8s_resource tf_k8s_nodes = {"", "v1", "nodes", "Node", false};
 const struct tf_k8s_resource tf_k8s_namespaces = {"", "v1", "namespaces", "Namespace", false};
 const struct tf_k8s_resource tf_k8s_events = {"", "v1", "events", "Event", true};
@@ -669,7 +670,9 @@ static int send_obj(struct tf_k8s_client *c, const char *method, const struct tf
         tf_errf(err, errlen, "object path too long");
         return TF_ERANGE;
     }
-    const char *body = obj ? json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN) : NULL;
+    const char *body = obj ? json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+                                                                     JSON_C_TO_STRING_NOSLASHESCAPE)
+                           : NULL;
     return tf_k8s_request(c, method, path, ctype, body, out, NULL, err, errlen);
 }
 
