@@ -432,6 +432,56 @@ static int compile(const struct tf_alloc *a, const struct tf_alloc_request *req,
     return 0;
 }
 
+int tf_alloc_request_from_spec(const struct tf_spec *s, const char *ns, const char *name,
+                               struct tf_alloc_request *r, struct tf_alloc_request_buf *buf,
+                               char *err, size_t errlen)
+{
+    memset(r, 0, sizeof(*r));
+    r->ns = ns ? ns : (s->ns ? s->ns : "default");
+    r->name = name ? name : s->name;
+    if (!s->enabled) {
+        tf_errf(err, errlen, "pod %s/%s: not a TensorFusion pod", r->ns, r->name ? r->name : "");
+        return TF_EINVAL;
+    }
+    if (!r->name || !*r->name) {
+        tf_errf(err, errlen, "pod in %s: no name", r->ns);
+        return TF_EINVAL;
+    }
+    r->pool = s->pool;
+    const struct tf_spec_res *q = &s->requests, *l = &s->limits;
+    r->res.req_by_percent = q->percent_set;
+    r->res.req_percent = q->percent_set ? q->percent_bp : 0;
+    r->res.req_tflops = q->tflops_set ? q->tflops_milli : 0;
+    r->res.req_vram = q->vram_set ? q->vram_bytes : 0;
+    r->res.lim_by_percent = l->percent_set;
+    r->res.lim_percent = l->percent_set ? l->percent_bp : 0;
+    r->res.lim_tflops = l->tflops_set ? l->tflops_milli : 0;
+    r->res.lim_vram = l->vram_set ? l->vram_bytes : 0;
+    r->gpu_count = (uint16_t)s->gpu_count;
+    r->isolation = s->isolation;
+    r->qos = s->qos;
+    r->model = s->gpu_model;
+    r->vendor = s->vendor;
+    r->dedicated = s->dedicated_gpu;
+    r->remote = !s->is_local_gpu;
+    for (int i = 0; i < s->ngpu_indices && i < TF_SPEC_MAX_GPUS; i++)
+        buf->indices[i] = s->gpu_indices[i];
+    r->gpu_indices = buf->indices;
+    r->n_indices = (uint16_t)s->ngpu_indices;
+    int sum = 0;
+    for (size_t i = 0; i < s->ncontainers; i++)
+        sum += s->containers[i].gpu_count;
+    if (s->ncontainers > 1 && sum == s->gpu_count && s->ncontainers <= TF_GPU_COUNT_MAX) {
+        for (size_t i = 0; i < s->ncontainers; i++) {
+            buf->containers[i].name = s->containers[i].name;
+            buf->containers[i].gpus = (uint16_t)s->containers[i].gpu_count;
+        }
+        r->containers = buf->containers;
+        r->ncontainers = (uint16_t)s->ncontainers;
+    }
+    return 0;
+}
+
 /* Pod-level checks after compilation: the quota stage. */
 static int pod_checks(const struct tf_alloc *a, const struct plan *p, char *err, size_t errlen)
 {

@@ -94,6 +94,22 @@ struct tf_alloc_request {
     const char *partition_template; /* partitioned: template id, NULL = smallest that fits */
 };
 
+/* Storage the request built by tf_alloc_request_from_spec points into. */
+struct tf_alloc_request_buf {
+    struct tf_alloc_container containers[TF_GPU_COUNT_MAX];
+    int32_t indices[TF_SPEC_MAX_GPUS];
+};
+
+/* Builds the allocator's request from a parsed workload spec S (core/spec.h), so the
+ * scheduler sees exactly what the webhook saw. NS/NAME override the spec's (NULL: take the
+ * spec's; a missing namespace is "default"). Strings stay borrowed from S, arrays live in BUF:
+ * both must outlive R. Containers become a disjoint split only when their counts add up to
+ * the pod's GPU count; otherwise they share the pod's GPUs and R has no split. TF_EINVAL when
+ * S is not enabled (not a TensorFusion pod) or has no name. */
+int tf_alloc_request_from_spec(const struct tf_spec *s, const char *ns, const char *name,
+                               struct tf_alloc_request *r, struct tf_alloc_request_buf *buf,
+                               char *err, size_t errlen);
+
 /* A placement: the node and GPUs (cluster ids) in selection order; container i of the request
  * gets the next containers[i].gpus of them. */
 struct tf_alloc_result {

@@ -39,14 +39,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The workload model (core/spec.h) exports functions of these names for its own enums. Until
- * the two vocabularies are merged, the cluster model's versions link under distinct symbols so
- * one binary can use both (tf-controller: webhook and scheduler extender). */
-#define tf_isolation_name tf_cluster_isolation_name
-#define tf_isolation_parse tf_cluster_isolation_parse
-#define tf_qos_name tf_cluster_qos_name
-#define tf_qos_parse tf_cluster_qos_parse
-
 #define TF_NODE_MAX_GPUS 64 /* GPU indexes on a node are 0..63 */
 #define TF_NONE UINT32_MAX  /* "no id" for node/GPU/pool ids */
 
