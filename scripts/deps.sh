@@ -6,7 +6,8 @@ set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libyaml-dev libcmocka-dev
       libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev)
 if [ "${1:-build}" = test ]; then
-    pkgs+=(clang libclang-rt-14-dev clang-format python3 python3-yaml python3-jsonpatch)
+    pkgs+=(clang libclang-rt-14-dev clang-format python3 python3-yaml python3-jsonpatch
+          influxdb)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -14,6 +14,11 @@ struct tf_cmd {
 };
 
 int tf_cmd_models(int argc, char **argv);
+int tf_cmd_run(int argc, char **argv);
+int tf_cmd_get(int argc, char **argv);
+int tf_cmd_top(int argc, char **argv);
+int tf_cmd_query(int argc, char **argv);
+int tf_cmd_spec(int argc, char **argv);
 int tf_cmd_version(int argc, char **argv);
 
 #endif

@@ -57,8 +57,7 @@ void tf_ptx_module_destroy(struct tf_ptx_module *mod);
 /* Kernels (.entry functions) of MOD. */
 size_t tf_ptx_module_kernel_count(const struct tf_ptx_module *mod);
 const struct tf_ptx_kernel *tf_ptx_module_kernel_at(const struct tf_ptx_module *mod, size_t i);
-const struct tf_ptx_kernel *tf_ptx_module_kernel(const struct tf_ptx_module *mod,
-                                                 const char *name);
+const struct tf_ptx_kernel *tf_ptx_module_kernel(const struct tf_ptx_module *mod, const char *name);
 
 /* Module-scope .global / .const variables. The driver allocates SIZE bytes of device memory
  * for each (alignment ALIGN), copies INIT (INIT_LEN bytes, may be 0: zero-fill the rest) into
@@ -83,18 +82,18 @@ void tf_ptx_module_var_bind(struct tf_ptx_module *mod, size_t i, uint64_t addr);
 struct tf_ptx_kernel_info {
     const char *name;
     uint32_t nparams;
-    uint32_t params_size;       /* total bytes of the packed param buffer */
-    uint32_t static_shared;     /* bytes of .shared declared in the kernel/module */
-    uint32_t local_bytes;       /* bytes of .local per thread */
-    uint32_t num_regs;          /* registers declared (reported as NUM_REGS) */
-    uint32_t max_threads;       /* .maxntid product, or 0 when not declared */
-    uint32_t reqntid[3];        /* .reqntid, or zeros */
+    uint32_t params_size;   /* total bytes of the packed param buffer */
+    uint32_t static_shared; /* bytes of .shared declared in the kernel/module */
+    uint32_t local_bytes;   /* bytes of .local per thread */
+    uint32_t num_regs;      /* registers declared (reported as NUM_REGS) */
+    uint32_t max_threads;   /* .maxntid product, or 0 when not declared */
+    uint32_t reqntid[3];    /* .reqntid, or zeros */
 };
 void tf_ptx_kernel_get_info(const struct tf_ptx_kernel *k, struct tf_ptx_kernel_info *info);
 /* Offset and size of parameter I (0 <= I < nparams) in the packed buffer; returns
  * TF_PTX_INVALID_VALUE when I is out of range. Offsets follow PTX .param alignment rules. */
-enum tf_ptx_status tf_ptx_kernel_param(const struct tf_ptx_kernel *k, uint32_t i,
-                                       uint32_t *offset, uint32_t *size);
+enum tf_ptx_status tf_ptx_kernel_param(const struct tf_ptx_kernel *k, uint32_t i, uint32_t *offset,
+                                       uint32_t *size);
 
 /* Valid device memory for one launch: sorted, non-overlapping [base, base+size) ranges of the
  * context's allocations (device, host-mapped, module variables). The engine may keep a
@@ -111,7 +110,7 @@ struct tf_ptx_memview {
 
 /* Values the driver supplies for special registers. */
 struct tf_ptx_env {
-    uint32_t sm_count;      /* %nsmid */
+    uint32_t sm_count; /* %nsmid */
     uint32_t device_index;
     uint64_t (*globaltimer_ns)(void *arg); /* %globaltimer; NULL: CLOCK_REALTIME ns */
     void *globaltimer_arg;

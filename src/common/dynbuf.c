@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Bounded dynamic byte buffers (see dynbuf.h).
+ */
+#include "common/dynbuf.h"
+
+#include "common/err.h"
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void tf_dynbuf_init(struct tf_dynbuf *b, size_t max)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max;
+}
+
+void tf_dynbuf_free(struct tf_dynbuf *b)
+{
+    if (!b)
+        return;
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+}
+
+void tf_dynbuf_reset(struct tf_dynbuf *b)
+{
+    b->len = 0;
+    if (b->data)
+        b->data[0] = '\0';
+}
+
+static int grow(struct tf_dynbuf *b, size_t need)
+{
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < need)
+        cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+    if (cap > b->max + 1)
+        cap = b->max + 1;
+    char *p = realloc(b->data, cap);
+    if (!p)
+        return TF_ENOMEM;
+    b->data = p;
+    b->cap = cap;
+    return 0;
+}
+
+int tf_dynbuf_add(struct tf_dynbuf *b, const void *p, size_t n)
+{
+    if (n > b->max || b->len > b->max - n)
+        return TF_ERANGE;
+    int rc = grow(b, b->len + n + 1);
+    if (rc)
+        return rc;
+    if (n)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int tf_dynbuf_addc(struct tf_dynbuf *b, char c)
+{
+    return tf_dynbuf_add(b, &c, 1);
+}
+
+int tf_dynbuf_adds(struct tf_dynbuf *b, const char *s)
+{
+    return tf_dynbuf_add(b, s, strlen(s));
+}
+
+int tf_dynbuf_addf(struct tf_dynbuf *b, const char *fmt, ...)
+{
+    char small[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(small, sizeof(small), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return TF_EINVAL;
+    if ((size_t)n < sizeof(small))
+        return tf_dynbuf_add(b, small, (size_t)n);
+    if ((size_t)n > b->max || b->len > b->max - (size_t)n)
+        return TF_ERANGE;
+    int rc = grow(b, b->len + (size_t)n + 1);
+    if (rc)
+        return rc;
+    va_start(ap, fmt);
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+void tf_dynbuf_consume(struct tf_dynbuf *b, size_t n)
+{
+    if (n >= b->len) {
+        tf_dynbuf_reset(b);
+        return;
+    }
+    memmove(b->data, b->data + n, b->len - n + 1);
+    b->len -= n;
+}
+
+void tf_dynbuf_truncate(struct tf_dynbuf *b, size_t n)
+{
+    if (n < b->len) {
+        b->len = n;
+        b->data[n] = '\0';
+    }
+}
+
+const char *tf_dynbuf_str(const struct tf_dynbuf *b)
+{
+    return b->data ? b->data : "";
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Bounded dynamic byte buffers (curl's dynbuf idea): every buffer that grows with outside
+ * input has a hard maximum, so a hostile peer or a runaway producer gets TF_ERANGE instead of
+ * exhausting memory. The content is always NUL-terminated (the NUL is not counted in len).
+ *
+ * A struct tf_dynbuf is embedded by its owner: tf_dynbuf_init / tf_dynbuf_free. Not
+ * thread-safe: one owner at a time.
+ */
+#ifndef TF_COMMON_DYNBUF_H
+#define TF_COMMON_DYNBUF_H
+
+#include <stddef.h>
+
+struct tf_dynbuf {
+    char *data; /* owned; NULL until the first append */
+    size_t len; /* bytes used, excluding the terminating NUL */
+    size_t cap; /* bytes allocated */
+    size_t max; /* hard limit on len */
+};
+
+void tf_dynbuf_init(struct tf_dynbuf *b, size_t max);
+/* Frees the storage; the buffer can be reused after tf_dynbuf_init. Accepts NULL. */
+void tf_dynbuf_free(struct tf_dynbuf *b);
+/* Empties the buffer, keeping its storage. */
+void tf_dynbuf_reset(struct tf_dynbuf *b);
+/* Appends N bytes; TF_ERANGE when len would exceed max (nothing appended), TF_ENOMEM. */
+int tf_dynbuf_add(struct tf_dynbuf *b, const void *p, size_t n);
+int tf_dynbuf_addc(struct tf_dynbuf *b, char c);
+int tf_dynbuf_adds(struct tf_dynbuf *b, const char *s);
+int tf_dynbuf_addf(struct tf_dynbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Drops the first N bytes (N > len empties it). */
+void tf_dynbuf_consume(struct tf_dynbuf *b, size_t n);
+/* Shrinks len to N (N <= len). */
+void tf_dynbuf_truncate(struct tf_dynbuf *b, size_t n);
+/* The content ("" when empty; never NULL). Valid until the next modifying call. */
+const char *tf_dynbuf_str(const struct tf_dynbuf *b);
+
+#endif

@@ -1,0 +1,164 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * AdmissionReview v1 codec (see admission.h).
+ */
+#include "controller/admission.h"
+
+#include "common/err.h"
+#include "common/strutil.h"
+#include "common/yamljson.h"
+#include "controller/base64.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void tf_admission_req_free(struct tf_admission_req *req)
+{
+    if (!req)
+        return;
+    json_object_put(req->root);
+    memset(req, 0, sizeof(*req));
+}
+
+static const char *need_str(json_object *o, const char *key, bool required, char *err,
+                            size_t errlen, int *rc)
+{
+    json_object *v = NULL;
+    if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null)) {
+        if (required) {
+            tf_errf(err, errlen, "AdmissionReview: request.%s is missing", key);
+            *rc = TF_EINVAL;
+        }
+        return "";
+    }
+    if (!json_object_is_type(v, json_type_string)) {
+        tf_errf(err, errlen, "AdmissionReview: request.%s must be a string", key);
+        *rc = TF_EINVAL;
+        return "";
+    }
+    return json_object_get_string(v);
+}
+
+int tf_admission_decode(const char *body, size_t len, struct tf_admission_req *req, char *err,
+                        size_t errlen)
+{
+    memset(req, 0, sizeof(*req));
+    json_tokener *tok = json_tokener_new_ex(64);
+    if (!tok)
+        return TF_ENOMEM;
+    json_object *root = json_tokener_parse_ex(tok, body, (int)(len > 0x7fffffff ? 0 : len));
+    enum json_tokener_error jerr = json_tokener_get_error(tok);
+    size_t used = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    if (!root || jerr != json_tokener_success) {
+        tf_errf(err, errlen, "AdmissionReview: invalid JSON: %s",
+                jerr == json_tokener_continue ? "truncated input" : json_tokener_error_desc(jerr));
+        json_object_put(root);
+        return TF_EPARSE;
+    }
+    for (; used < len; used++) {
+        char ch = body[used];
+        if (ch != ' ' && ch != '\n' && ch != '\r' && ch != '\t') {
+            tf_errf(err, errlen, "AdmissionReview: trailing data after the JSON document");
+            json_object_put(root);
+            return TF_EPARSE;
+        }
+    }
+    int rc = 0;
+    const char *api = tf_json_str(root, "apiVersion", NULL);
+    const char *kind = tf_json_str(root, "kind", NULL);
+    json_object *r = tf_json_path(root, "request", NULL);
+    if (!json_object_is_type(root, json_type_object) || !api ||
+        strcmp(api, "admission.k8s.io/v1") != 0) {
+        tf_errf(err, errlen, "AdmissionReview: apiVersion must be admission.k8s.io/v1, got %s",
+                api ? api : "none");
+        rc = TF_EINVAL;
+    } else if (!kind || strcmp(kind, "AdmissionReview") != 0) {
+        tf_errf(err, errlen, "AdmissionReview: kind must be AdmissionReview, got %s",
+                kind ? kind : "none");
+        rc = TF_EINVAL;
+    } else if (!r) {
+        tf_errf(err, errlen, "AdmissionReview: request is missing");
+        rc = TF_EINVAL;
+    }
+    if (rc) {
+        json_object_put(root);
+        return rc;
+    }
+    req->root = root;
+    req->uid = need_str(r, "uid", true, err, errlen, &rc);
+    if (!rc)
+        req->operation = need_str(r, "operation", true, err, errlen, &rc);
+    if (!rc)
+        req->namespace = need_str(r, "namespace", false, err, errlen, &rc);
+    if (!rc)
+        req->name = need_str(r, "name", false, err, errlen, &rc);
+    if (!rc) {
+        json_object *k = tf_json_path(r, "kind", NULL);
+        req->kind = k ? need_str(k, "kind", true, err, errlen, &rc) : "";
+        if (!k) {
+            tf_errf(err, errlen, "AdmissionReview: request.kind is missing");
+            rc = TF_EINVAL;
+        }
+    }
+    if (!rc) {
+        json_object *o = NULL;
+        if (json_object_object_get_ex(r, "object", &o) && o &&
+            !json_object_is_type(o, json_type_object)) {
+            tf_errf(err, errlen, "AdmissionReview: request.object must be an object");
+            rc = TF_EINVAL;
+        }
+        req->object = o;
+        json_object *dr = NULL;
+        if (json_object_object_get_ex(r, "dryRun", &dr) && dr)
+            req->dry_run =
+                json_object_is_type(dr, json_type_boolean) && json_object_get_boolean(dr);
+    }
+    if (!rc && !*req->uid) {
+        tf_errf(err, errlen, "AdmissionReview: request.uid is empty");
+        rc = TF_EINVAL;
+    }
+    if (rc)
+        tf_admission_req_free(req);
+    return rc;
+}
+
+char *tf_admission_encode(const char *uid, bool allowed, json_object *patch, int code,
+                          const char *message, json_object *warnings)
+{
+    json_object *rev = json_object_new_object();
+    json_object *resp = json_object_new_object();
+    char *out = NULL;
+    if (!rev || !resp)
+        goto out;
+    json_object_object_add(rev, "apiVersion", json_object_new_string("admission.k8s.io/v1"));
+    json_object_object_add(rev, "kind", json_object_new_string("AdmissionReview"));
+    json_object_object_add(resp, "uid", json_object_new_string(uid ? uid : ""));
+    json_object_object_add(resp, "allowed", json_object_new_boolean(allowed));
+    if (allowed && patch && json_object_array_length(patch) > 0) {
+        const char *ps = json_object_to_json_string_ext(patch, JSON_C_TO_STRING_PLAIN |
+                                                                   JSON_C_TO_STRING_NOSLASHESCAPE);
+        char *b64 = tf_base64_encode(ps, strlen(ps));
+        if (!b64)
+            goto out;
+        json_object_object_add(resp, "patchType", json_object_new_string("JSONPatch"));
+        json_object_object_add(resp, "patch", json_object_new_string(b64));
+        free(b64);
+    }
+    if (!allowed) {
+        json_object *st = json_object_new_object();
+        json_object_object_add(st, "code", json_object_new_int(code ? code : 400));
+        json_object_object_add(st, "message", json_object_new_string(message ? message : ""));
+        json_object_object_add(resp, "status", st);
+    }
+    if (warnings && json_object_array_length(warnings) > 0)
+        json_object_object_add(resp, "warnings", json_object_get(warnings));
+    json_object_object_add(rev, "response", resp);
+    resp = NULL;
+    out = strdup(json_object_to_json_string_ext(rev, JSON_C_TO_STRING_PLAIN |
+                                                         JSON_C_TO_STRING_NOSLASHESCAPE));
+out:
+    json_object_put(resp);
+    json_object_put(rev);
+    return out;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * HTTP(S) server for the webhook, the scheduler extender and the controller's small API,
+ * on libmicrohttpd + GnuTLS. One handler per server sees every request after its body has
+ * been read completely (bounded: larger bodies get 413 without reaching the handler).
+ * Certificates can be replaced while serving (tf_https_reload): the listening socket is
+ * handed from the old daemon to a new one, in-flight requests finish on the old one.
+ *
+ * Threads: the handler runs on a pool of THREADS threads and must be thread-safe.
+ * tf_https_reload and tf_https_destroy must not be called concurrently with each other.
+ */
+#ifndef TF_CONTROLLER_HTTPS_H
+#define TF_CONTROLLER_HTTPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct tf_http_req {
+    const char *method;
+    const char *path; /* without the query string */
+    const char *body; /* NUL-terminated (may be ""), BODY_LEN bytes */
+    size_t body_len;
+    void *conn; /* opaque, for tf_http_query */
+};
+
+/* Query argument KEY of REQ (decoded), or NULL. Borrowed, valid during the handler. */
+const char *tf_http_query(const struct tf_http_req *req, const char *key);
+/* Request header KEY, or NULL. */
+const char *tf_http_header(const struct tf_http_req *req, const char *key);
+
+struct tf_http_resp {
+    int status;               /* default 200 */
+    char *body;               /* malloc'd by the handler; the server frees it */
+    const char *content_type; /* static string; default "application/json" */
+};
+
+typedef void (*tf_http_handler)(const struct tf_http_req *req, struct tf_http_resp *resp,
+                                void *arg);
+
+struct tf_https_opts {
+    const char *bind_addr; /* IPv4/IPv6 literal; default "127.0.0.1" */
+    uint16_t port;         /* 0 = any free port (see tf_https_port) */
+    const char *cert_pem;  /* NULL = plain HTTP */
+    const char *key_pem;
+    unsigned threads; /* default 4 */
+    size_t max_body;  /* default 4 MiB */
+};
+
+struct tf_https;
+
+/* Starts serving. PEM strings are copied. NULL with a message in ERR on failure. */
+struct tf_https *tf_https_start(const struct tf_https_opts *opts, tf_http_handler handler,
+                                void *arg, char *err, size_t errlen);
+uint16_t tf_https_port(const struct tf_https *s);
+/* Swaps in a new certificate/key without dropping the listening socket. */
+int tf_https_reload(struct tf_https *s, const char *cert_pem, const char *key_pem, char *err,
+                    size_t errlen);
+void tf_https_destroy(struct tf_https *s);
+
+#endif

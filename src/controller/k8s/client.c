@@ -1,0 +1,1105 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Kubernetes API client over libcurl (see client.h): requests with backoff, token rotation,
+ * paginated lists and streaming watches.
+ */
+#include "controller/k8s/client.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/strutil.h"
+#include "common/yamljson.h"
+#include "controller/base64.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BODY_MAX (64u << 20) /* largest response body kept in memory */
+#define LINE_MAX_WATCH (16u << 20)
+
+const struct tf_k8s_resource tf_k8s_pods = {"", "v1", "pods", "Pod", true};
+const struct tf_k8s_resource tf_k8s_nodes = {"", "v1", "nodes", "Node", false};
+const struct tf_k8s_resource tf_k8s_namespaces = {"", "v1", "namespaces", "Namespace", false};
+const struct tf_k8s_resource tf_k8s_events = {"", "v1", "events", "Event", true};
+const struct tf_k8s_resource tf_k8s_leases = {"coordination.k8s.io", "v1", "leases", "Lease", true};
+const struct tf_k8s_resource tf_k8s_replicasets = {"apps", "v1", "replicasets", "ReplicaSet", true};
+const struct tf_k8s_resource tf_k8s_deployments = {"apps", "v1", "deployments", "Deployment", true};
+const struct tf_k8s_resource tf_k8s_statefulsets = {"apps", "v1", "statefulsets", "StatefulSet",
+                                                    true};
+const struct tf_k8s_resource tf_k8s_mutatingwebhookconfigurations = {
+    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration", false};
+#define TFG "tensor-fusion.ai"
+const struct tf_k8s_resource tf_k8s_tfclusters = {TFG, "v1", "tensorfusionclusters",
+                                                  "TensorFusionCluster", false};
+const struct tf_k8s_resource tf_k8s_gpupools = {TFG, "v1", "gpupools", "GPUPool", false};
+const struct tf_k8s_resource tf_k8s_gpunodes = {TFG, "v1", "gpunodes", "GPUNode", false};
+const struct tf_k8s_resource tf_k8s_gpus = {TFG, "v1", "gpus", "GPU", false};
+const struct tf_k8s_resource tf_k8s_tfworkloads = {TFG, "v1", "tensorfusionworkloads",
+                                                   "TensorFusionWorkload", true};
+const struct tf_k8s_resource tf_k8s_tfconnections = {TFG, "v1", "tensorfusionconnections",
+                                                     "TensorFusionConnection", true};
+const struct tf_k8s_resource tf_k8s_workloadprofiles = {TFG, "v1", "workloadprofiles",
+                                                        "WorkloadProfile", true};
+const struct tf_k8s_resource tf_k8s_schedulingconfigtemplates = {
+    TFG, "v1", "schedulingconfigtemplates", "SchedulingConfigTemplate", false};
+const struct tf_k8s_resource tf_k8s_gpuresourcequotas = {TFG, "v1", "gpuresourcequotas",
+                                                         "GPUResourceQuota", true};
+
+/* ---- configuration ------------------------------------------------------------------------ */
+
+void tf_k8s_config_init(struct tf_k8s_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->max_attempts = 6;
+    cfg->backoff_base_ms = 200;
+    cfg->backoff_max_ms = 10000;
+    cfg->timeout_ms = 30000;
+}
+
+void tf_k8s_config_free(struct tf_k8s_config *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->server);
+    free(cfg->token);
+    free(cfg->token_file);
+    free(cfg->ca_pem);
+    free(cfg->cert_pem);
+    free(cfg->key_pem);
+    free(cfg->namespace);
+    int a = cfg->max_attempts, b = cfg->backoff_base_ms, m = cfg->backoff_max_ms,
+        t = cfg->timeout_ms;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->max_attempts = a;
+    cfg->backoff_base_ms = b;
+    cfg->backoff_max_ms = m;
+    cfg->timeout_ms = t;
+}
+
+/* Reads a whole (small) file into a NUL-terminated buffer. */
+static char *read_file(const char *path, size_t max)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = malloc(max + 1);
+    size_t n = buf ? fread(buf, 1, max, f) : 0;
+    int bad = buf && (ferror(f) || (n == max && fgetc(f) != EOF));
+    fclose(f);
+    if (!buf || bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+static void trim_end(char *s)
+{
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == '\n' || s[n - 1] == '\r' || s[n - 1] == ' '))
+        s[--n] = '\0';
+}
+
+int tf_k8s_config_in_cluster(struct tf_k8s_config *cfg, const char *root, char *err, size_t errlen)
+{
+    const char *host = getenv("KUBERNETES_SERVICE_HOST");
+    const char *port = getenv("KUBERNETES_SERVICE_PORT");
+    if (!root)
+        root = "/var/run/secrets/kubernetes.io/serviceaccount";
+    if (!host || !*host || !port || !*port) {
+        tf_errf(err, errlen, "not running in a cluster: KUBERNETES_SERVICE_HOST/PORT unset");
+        return TF_ENOENT;
+    }
+    char path[4096];
+    snprintf(path, sizeof(path), "%s/token", root);
+    char *tok = read_file(path, 64 << 10);
+    if (!tok) {
+        tf_errf(err, errlen, "cannot read service-account token %s: %s", path, strerror(errno));
+        return TF_ENOENT;
+    }
+    trim_end(tok);
+    cfg->token = tok;
+    cfg->token_file = strdup(path);
+    snprintf(path, sizeof(path), "%s/ca.crt", root);
+    cfg->ca_pem = read_file(path, 1 << 20);
+    snprintf(path, sizeof(path), "%s/namespace", root);
+    cfg->namespace = read_file(path, 256);
+    if (cfg->namespace)
+        trim_end(cfg->namespace);
+    size_t n = strlen(host) + strlen(port) + 16;
+    cfg->server = malloc(n);
+    if (!cfg->server || !cfg->token_file)
+        return TF_ENOMEM;
+    /* IPv6 service hosts need brackets. */
+    snprintf(cfg->server, n, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
+    return 0;
+}
+
+/* Finds the entry named NAME in the kubeconfig list KEY ("clusters", "users", "contexts")
+ * and returns its KEY-singular member. */
+static json_object *kc_named(json_object *kc, const char *list, const char *member,
+                             const char *name)
+{
+    json_object *arr = tf_json_path(kc, list, NULL);
+    if (!arr || !json_object_is_type(arr, json_type_array) || !name)
+        return NULL;
+    for (size_t i = 0; i < json_object_array_length(arr); i++) {
+        json_object *e = json_object_array_get_idx(arr, i);
+        const char *n = tf_json_str(e, "name", NULL);
+        if (n && strcmp(n, name) == 0)
+            return tf_json_path(e, member, NULL);
+    }
+    return NULL;
+}
+
+/* Value of KEY-data (base64) or of file KEY (relative to DIR) as a new string. */
+static int kc_blob(json_object *obj, const char *key, const char *dir, char **out, char *err,
+                   size_t errlen)
+{
+    char dkey[64];
+    snprintf(dkey, sizeof(dkey), "%s-data", key);
+    const char *data = tf_json_str(obj, dkey, NULL);
+    const char *file = tf_json_str(obj, key, NULL);
+    if (data) {
+        *out = tf_base64_decode(data, NULL);
+        if (!*out) {
+            tf_errf(err, errlen, "kubeconfig %s: not valid base64", dkey);
+            return TF_EPARSE;
+        }
+    } else if (file) {
+        char path[4096];
+        snprintf(path, sizeof(path), "%s%s%s", file[0] == '/' ? "" : dir, file[0] == '/' ? "" : "/",
+                 file);
+        *out = read_file(path, 1 << 20);
+        if (!*out) {
+            tf_errf(err, errlen, "kubeconfig %s: cannot read %s", key, path);
+            return TF_ENOENT;
+        }
+    }
+    return 0;
+}
+
+int tf_k8s_config_kubeconfig(struct tf_k8s_config *cfg, const char *path, const char *context,
+                             char *err, size_t errlen)
+{
+    char *text = read_file(path, 4 << 20);
+    if (!text) {
+        tf_errf(err, errlen, "cannot read kubeconfig %s", path);
+        return TF_ENOENT;
+    }
+    json_object *docs = NULL;
+    char perr[200];
+    int rc = tf_yaml_to_json(text, strlen(text), &docs, perr, sizeof(perr));
+    free(text);
+    if (rc) {
+        tf_errf(err, errlen, "kubeconfig %s: %s", path, perr);
+        return rc;
+    }
+    json_object *kc = json_object_array_get_idx(docs, 0);
+    char dir[4096];
+    tf_strlcpy(dir, path, sizeof(dir));
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
+    const char *ctxname = context ? context : tf_json_str(kc, "current-context", NULL);
+    json_object *ctx = kc_named(kc, "contexts", "context", ctxname);
+    rc = TF_EINVAL;
+    if (!ctx) {
+        tf_errf(err, errlen, "kubeconfig %s: context \"%s\" not found", path,
+                ctxname ? ctxname : "");
+        goto out;
+    }
+    json_object *cl = kc_named(kc, "clusters", "cluster", tf_json_str(ctx, "cluster", NULL));
+    json_object *user = kc_named(kc, "users", "user", tf_json_str(ctx, "user", NULL));
+    const char *server = tf_json_str(cl, "server", NULL);
+    if (!server) {
+        tf_errf(err, errlen, "kubeconfig %s: cluster of context \"%s\" has no server", path,
+                ctxname);
+        goto out;
+    }
+    cfg->server = strdup(server);
+    const char *ns = tf_json_str(ctx, "namespace", NULL);
+    cfg->namespace = strdup(ns ? ns : "default");
+    json_object *ins = tf_json_path(cl, "insecure-skip-tls-verify", NULL);
+    cfg->insecure = ins && json_object_get_boolean(ins);
+    if ((rc = kc_blob(cl, "certificate-authority", dir, &cfg->ca_pem, err, errlen)))
+        goto out;
+    if (user) {
+        if ((rc = kc_blob(user, "client-certificate", dir, &cfg->cert_pem, err, errlen)) ||
+            (rc = kc_blob(user, "client-key", dir, &cfg->key_pem, err, errlen)))
+            goto out;
+        const char *tok = tf_json_str(user, "token", NULL);
+        const char *tokfile = tf_json_str(user, "tokenFile", NULL);
+        if (tok)
+            cfg->token = strdup(tok);
+        if (tokfile) {
+            cfg->token_file = strdup(tokfile);
+            cfg->token = read_file(tokfile, 64 << 10);
+            if (!cfg->token) {
+                tf_errf(err, errlen, "kubeconfig tokenFile %s: cannot read", tokfile);
+                rc = TF_ENOENT;
+                goto out;
+            }
+            trim_end(cfg->token);
+        }
+    }
+    rc = cfg->server && cfg->namespace ? 0 : TF_ENOMEM;
+out:
+    json_object_put(docs);
+    return rc;
+}
+
+/* ---- client ------------------------------------------------------------------------------- */
+
+struct tf_k8s_client {
+    struct tf_k8s_config cfg;
+    CURLSH *share;
+    pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
+    pthread_mutex_t token_lock; /* guards cfg.token and token_mtime */
+    struct timespec token_mtime;
+    char server_host[256];
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static void curl_init_once(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *userp)
+{
+    struct tf_k8s_client *c = userp;
+    pthread_mutex_lock(&c->share_lock[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *userp)
+{
+    struct tf_k8s_client *c = userp;
+    pthread_mutex_unlock(&c->share_lock[data]);
+}
+
+static char *dup_or_null(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+struct tf_k8s_client *tf_k8s_client_new(const struct tf_k8s_config *cfg)
+{
+    if (!cfg || !cfg->server)
+        return NULL;
+    pthread_once(&curl_once, curl_init_once);
+    struct tf_k8s_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->cfg = *cfg;
+    c->cfg.server = dup_or_null(cfg->server);
+    c->cfg.token = dup_or_null(cfg->token);
+    c->cfg.token_file = dup_or_null(cfg->token_file);
+    c->cfg.ca_pem = dup_or_null(cfg->ca_pem);
+    c->cfg.cert_pem = dup_or_null(cfg->cert_pem);
+    c->cfg.key_pem = dup_or_null(cfg->key_pem);
+    c->cfg.namespace = dup_or_null(cfg->namespace);
+    if (c->cfg.max_attempts < 1)
+        c->cfg.max_attempts = 1;
+    /* Strip a trailing slash so paths can always start with one. */
+    size_t n = c->cfg.server ? strlen(c->cfg.server) : 0;
+    while (n && c->cfg.server[n - 1] == '/')
+        c->cfg.server[--n] = '\0';
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_init(&c->share_lock[i], NULL);
+    pthread_mutex_init(&c->token_lock, NULL);
+    c->share = curl_share_init();
+    if (!c->cfg.server || !c->share) {
+        tf_k8s_client_destroy(c);
+        return NULL;
+    }
+    curl_share_setopt(c->share, CURLSHOPT_LOCKFUNC, share_lock);
+    curl_share_setopt(c->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+    curl_share_setopt(c->share, CURLSHOPT_USERDATA, c);
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_share_setopt(c->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    if (c->cfg.token_file) {
+        struct stat st;
+        if (stat(c->cfg.token_file, &st) == 0)
+            c->token_mtime = st.st_mtim;
+    }
+    return c;
+}
+
+void tf_k8s_client_destroy(struct tf_k8s_client *c)
+{
+    if (!c)
+        return;
+    if (c->share)
+        curl_share_cleanup(c->share);
+    for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+        pthread_mutex_destroy(&c->share_lock[i]);
+    pthread_mutex_destroy(&c->token_lock);
+    tf_k8s_config_free(&c->cfg);
+    free(c);
+}
+
+const char *tf_k8s_client_namespace(const struct tf_k8s_client *c)
+{
+    return c->cfg.namespace;
+}
+
+/* Re-reads the token file when it changed (or when FORCE). Returns a new copy of the token
+ * (caller frees) or NULL when there is none. */
+static char *current_token(struct tf_k8s_client *c, bool force)
+{
+    pthread_mutex_lock(&c->token_lock);
+    if (c->cfg.token_file) {
+        struct stat st;
+        if (stat(c->cfg.token_file, &st) == 0 &&
+            (force || st.st_mtim.tv_sec != c->token_mtime.tv_sec ||
+             st.st_mtim.tv_nsec != c->token_mtime.tv_nsec)) {
+            char *tok = read_file(c->cfg.token_file, 64 << 10);
+            if (tok) {
+                trim_end(tok);
+                free(c->cfg.token);
+                c->cfg.token = tok;
+                c->token_mtime = st.st_mtim;
+                tf_log(TF_LOG_INFO, "k8s", "service-account token reloaded file=%s",
+                       c->cfg.token_file);
+            }
+        }
+    }
+    char *t = dup_or_null(c->cfg.token);
+    pthread_mutex_unlock(&c->token_lock);
+    return t;
+}
+
+static int url_escape_into(char *buf, size_t len, size_t *pos, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                     (ch >= '0' && ch <= '9') || ch == '-' || ch == '.' || ch == '_' || ch == '~';
+        if (*pos + (plain ? 1 : 3) >= len)
+            return TF_ERANGE;
+        if (plain) {
+            buf[(*pos)++] = (char)ch;
+        } else {
+            buf[(*pos)++] = '%';
+            buf[(*pos)++] = hex[ch >> 4];
+            buf[(*pos)++] = hex[ch & 15];
+        }
+    }
+    buf[*pos] = '\0';
+    return 0;
+}
+
+static int append(char *buf, size_t len, size_t *pos, const char *s)
+{
+    size_t n = strlen(s);
+    if (*pos + n >= len)
+        return TF_ERANGE;
+    memcpy(buf + *pos, s, n + 1);
+    *pos += n;
+    return 0;
+}
+
+int tf_k8s_path(char *buf, size_t len, const struct tf_k8s_resource *res, const char *ns,
+                const char *name, const char *sub)
+{
+    size_t pos = 0;
+    int rc;
+    if (len == 0)
+        return TF_ERANGE;
+    buf[0] = '\0';
+    if (*res->group)
+        rc = append(buf, len, &pos, "/apis/") || append(buf, len, &pos, res->group) ||
+             append(buf, len, &pos, "/");
+    else
+        rc = append(buf, len, &pos, "/api/");
+    if (rc || append(buf, len, &pos, res->version))
+        return TF_ERANGE;
+    if (res->namespaced && ns) {
+        if (append(buf, len, &pos, "/namespaces/") || url_escape_into(buf, len, &pos, ns))
+            return TF_ERANGE;
+    }
+    if (append(buf, len, &pos, "/") || append(buf, len, &pos, res->plural))
+        return TF_ERANGE;
+    if (name && (append(buf, len, &pos, "/") || url_escape_into(buf, len, &pos, name)))
+        return TF_ERANGE;
+    if (name && sub && (append(buf, len, &pos, "/") || append(buf, len, &pos, sub)))
+        return TF_ERANGE;
+    return 0;
+}
+
+/* Bounded growable buffer for response bodies. */
+struct body {
+    char *p;
+    size_t n, cap, max;
+    bool overflow;
+};
+
+static size_t body_write(char *data, size_t sz, size_t nm, void *arg)
+{
+    struct body *b = arg;
+    size_t n = sz * nm;
+    if (b->n + n + 1 > b->max) {
+        b->overflow = true;
+        return 0;
+    }
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (!p)
+            return 0;
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, data, n);
+    b->n += n;
+    b->p[b->n] = '\0';
+    return n;
+}
+
+struct hdrs {
+    long retry_after; /* seconds, -1 when absent */
+};
+
+static size_t header_cb(char *data, size_t sz, size_t nm, void *arg)
+{
+    struct hdrs *h = arg;
+    size_t n = sz * nm;
+    if (n > 12 && strncasecmp(data, "Retry-After:", 12) == 0)
+        h->retry_after = strtol(data + 12, NULL, 10);
+    return n;
+}
+
+/* Sets the options common to every request on H. */
+static struct curl_slist *setup(struct tf_k8s_client *c, CURL *h, const char *method,
+                                const char *url, const char *content_type, const char *body,
+                                const char *token)
+{
+    struct curl_slist *hl = NULL;
+    char line[8192];
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_SHARE, c->share);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(h, CURLOPT_USERAGENT, "tf-controller/0.1");
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (c->cfg.ca_pem) {
+        struct curl_blob blob = {c->cfg.ca_pem, strlen(c->cfg.ca_pem), CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    }
+    if (c->cfg.cert_pem && c->cfg.key_pem) {
+        struct curl_blob cb = {c->cfg.cert_pem, strlen(c->cfg.cert_pem), CURL_BLOB_COPY};
+        struct curl_blob kb = {c->cfg.key_pem, strlen(c->cfg.key_pem), CURL_BLOB_COPY};
+        curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cb);
+        curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+        curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &kb);
+        curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (c->cfg.insecure) {
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    hl = curl_slist_append(hl, "Accept: application/json");
+    if (token && *token) {
+        snprintf(line, sizeof(line), "Authorization: Bearer %s", token);
+        hl = curl_slist_append(hl, line);
+    }
+    if (body) {
+        snprintf(line, sizeof(line), "Content-Type: %s",
+                 content_type ? content_type : "application/json");
+        hl = curl_slist_append(hl, line);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(body));
+    }
+    hl = curl_slist_append(hl, "Expect:");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
+    return hl;
+}
+
+static int status_to_err(long st, json_object *body)
+{
+    const char *reason = tf_json_str(body, "reason", NULL);
+    switch (st) {
+    case 400:
+    case 422:
+        return TF_EINVAL;
+    case 401:
+    case 403:
+        return TF_EPERM;
+    case 404:
+        return TF_ENOENT;
+    case 409:
+        return reason && strcmp(reason, "AlreadyExists") == 0 ? TF_EEXIST : TF_ECONFLICT;
+    case 410:
+        return TF_ESTATE;
+    case 429:
+        return TF_EBUSY;
+    default:
+        return st >= 500 ? TF_EIO : TF_EPROTO;
+    }
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    }
+}
+
+static long backoff_ms(const struct tf_k8s_config *cfg, int attempt, long retry_after)
+{
+    long d = cfg->backoff_base_ms;
+    for (int i = 1; i < attempt && d < cfg->backoff_max_ms; i++)
+        d *= 2;
+    if (retry_after >= 0 && retry_after * 1000 > d)
+        d = retry_after * 1000;
+    if (d > cfg->backoff_max_ms)
+        d = cfg->backoff_max_ms;
+    /* Jitter up to 25 % so many controllers do not retry in lockstep. */
+    return d + (d / 4 ? (long)((unsigned)rand() % (unsigned)(d / 4)) : 0);
+}
+
+int tf_k8s_request(struct tf_k8s_client *c, const char *method, const char *path,
+                   const char *content_type, const char *body, json_object **out, long *status,
+                   char *err, size_t errlen)
+{
+    size_t ulen = strlen(c->cfg.server) + strlen(path) + 1;
+    char *url = malloc(ulen);
+    if (!url)
+        return TF_ENOMEM;
+    snprintf(url, ulen, "%s%s", c->cfg.server, path);
+    if (out)
+        *out = NULL;
+    int rc = TF_EIO;
+    bool reauth = false;
+    for (int attempt = 1; attempt <= c->cfg.max_attempts; attempt++) {
+        CURL *h = curl_easy_init();
+        if (!h) {
+            rc = TF_ENOMEM;
+            break;
+        }
+        char *token = current_token(c, reauth);
+        struct body b = {.max = BODY_MAX};
+        struct hdrs hd = {.retry_after = -1};
+        struct curl_slist *hl = setup(c, h, method, url, content_type, body, token);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)c->cfg.timeout_ms);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, body_write);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+        curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
+        curl_easy_setopt(h, CURLOPT_HEADERDATA, &hd);
+        CURLcode cc = curl_easy_perform(h);
+        long st = 0;
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+        curl_slist_free_all(hl);
+        curl_easy_cleanup(h);
+        free(token);
+        bool retry = false;
+        if (cc != CURLE_OK) {
+            tf_errf(err, errlen, "%s %s: %s", method, path,
+                    b.overflow ? "response too large" : curl_easy_strerror(cc));
+            rc = b.overflow ? TF_ERANGE : TF_EIO;
+            retry = !b.overflow;
+        } else {
+            json_object *j = NULL;
+            if (b.n) {
+                enum json_tokener_error jerr;
+                j = json_tokener_parse_verbose(b.p, &jerr);
+            }
+            if (status)
+                *status = st;
+            if (st >= 200 && st < 300) {
+                if (b.n && !j) {
+                    tf_errf(err, errlen, "%s %s: response is not JSON", method, path);
+                    rc = TF_EPROTO;
+                } else {
+                    rc = 0;
+                    if (out)
+                        *out = j;
+                    else
+                        json_object_put(j);
+                    j = NULL;
+                }
+            } else {
+                const char *msg = tf_json_str(j, "message", NULL);
+                tf_errf(err, errlen, "%s %s: HTTP %ld%s%s", method, path, st, msg ? ": " : "",
+                        msg ? msg : "");
+                rc = status_to_err(st, j);
+                retry = st == 429 || st >= 500;
+                if (st == 401 && !reauth && c->cfg.token_file) {
+                    reauth = true; /* the token may have rotated under us: re-read once */
+                    retry = true;
+                }
+            }
+            json_object_put(j);
+        }
+        free(b.p);
+        if (!retry || attempt == c->cfg.max_attempts)
+            break;
+        long d = backoff_ms(&c->cfg, attempt, hd.retry_after);
+        tf_log(TF_LOG_DEBUG, "k8s", "retrying method=%s path=%s attempt=%d delay_ms=%ld", method,
+               path, attempt, d);
+        sleep_ms(d);
+    }
+    free(url);
+    return rc;
+}
+
+static int send_obj(struct tf_k8s_client *c, const char *method, const struct tf_k8s_resource *res,
+                    const char *ns, const char *name, const char *sub, const char *ctype,
+                    json_object *obj, json_object **out, char *err, size_t errlen)
+{
+    char path[2048];
+    if (tf_k8s_path(path, sizeof(path), res, ns, name, sub)) {
+        tf_errf(err, errlen, "object path too long");
+        return TF_ERANGE;
+    }
+    const char *body = obj ? json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+                                                                     JSON_C_TO_STRING_NOSLASHESCAPE)
+                           : NULL;
+    return tf_k8s_request(c, method, path, ctype, body, out, NULL, err, errlen);
+}
+
+int tf_k8s_get(struct tf_k8s_client *c, const struct tf_k8s_resource *res, const char *ns,
+               const char *name, json_object **out, char *err, size_t errlen)
+{
+    return send_obj(c, "GET", res, ns, name, NULL, NULL, NULL, out, err, errlen);
+}
+
+int tf_k8s_create(struct tf_k8s_client *c, const struct tf_k8s_resource *res, const char *ns,
+                  json_object *obj, json_object **out, char *err, size_t errlen)
+{
+    return send_obj(c, "POST", res, ns, NULL, NULL, "application/json", obj, out, err, errlen);
+}
+
+int tf_k8s_update(struct tf_k8s_client *c, const struct tf_k8s_resource *res, const char *ns,
+                  const char *name, const char *sub, json_object *obj, json_object **out, char *err,
+                  size_t errlen)
+{
+    return send_obj(c, "PUT", res, ns, name, sub, "application/json", obj, out, err, errlen);
+}
+
+int tf_k8s_merge_patch(struct tf_k8s_client *c, const struct tf_k8s_resource *res, const char *ns,
+                       const char *name, const char *sub, json_object *patch, json_object **out,
+                       char *err, size_t errlen)
+{
+    return send_obj(c, "PATCH", res, ns, name, sub, "application/merge-patch+json", patch, out, err,
+                    errlen);
+}
+
+int tf_k8s_json_patch(struct tf_k8s_client *c, const struct tf_k8s_resource *res, const char *ns,
+                      const char *name, const char *sub, json_object *ops, json_object **out,
+                      char *err, size_t errlen)
+{
+    return send_obj(c, "PATCH", res, ns, name, sub, "application/json-patch+json", ops, out, err,
+                    errlen);
+}
+
+int tf_k8s_delete(struct tf_k8s_client *c, const struct tf_k8s_resource *res, const char *ns,
+                  const char *name, char *err, size_t errlen)
+{
+    return send_obj(c, "DELETE", res, ns, name, NULL, NULL, NULL, NULL, err, errlen);
+}
+
+int tf_k8s_update_retry(struct tf_k8s_client *c, const struct tf_k8s_resource *res, const char *ns,
+                        const char *name, const char *sub,
+                        int (*mutate)(json_object *obj, void *arg), void *arg, json_object **out,
+                        char *err, size_t errlen)
+{
+    int rc = TF_ECONFLICT;
+    if (out)
+        *out = NULL;
+    for (int attempt = 0; attempt < 8 && rc == TF_ECONFLICT; attempt++) {
+        json_object *obj = NULL;
+        if ((rc = tf_k8s_get(c, res, ns, name, &obj, err, errlen)))
+            return rc;
+        rc = mutate(obj, arg);
+        if (rc == 1) {
+            if (out)
+                *out = obj;
+            else
+                json_object_put(obj);
+            return 0;
+        }
+        if (rc == 0)
+            rc = tf_k8s_update(c, res, ns, name, sub, obj, out, err, errlen);
+        json_object_put(obj);
+        if (rc == TF_ECONFLICT)
+            tf_log(TF_LOG_DEBUG, "k8s", "conflict, retrying kind=%s name=%s attempt=%d", res->kind,
+                   name, attempt + 1);
+    }
+    return rc;
+}
+
+static int add_query(char *buf, size_t len, size_t *pos, const char *key, const char *val)
+{
+    if (!val || !*val)
+        return 0;
+    if (append(buf, len, pos, strchr(buf, '?') ? "&" : "?") || append(buf, len, pos, key) ||
+        append(buf, len, pos, "="))
+        return TF_ERANGE;
+    return url_escape_into(buf, len, pos, val);
+}
+
+int tf_k8s_list(struct tf_k8s_client *c, const struct tf_k8s_resource *res, const char *ns,
+                const char *label_selector, const char *field_selector, int page,
+                int (*fn)(json_object *item, void *arg), void *arg, char **rv, char *err,
+                size_t errlen)
+{
+    char base[2048], path[6144], limit[16], *cont = NULL;
+    if (rv)
+        *rv = NULL;
+    if (tf_k8s_path(base, sizeof(base), res, ns, NULL, NULL))
+        return TF_ERANGE;
+    snprintf(limit, sizeof(limit), "%d", page);
+    int restarts = 0, rc = 0;
+    for (;;) {
+        size_t pos = 0;
+        path[0] = '\0';
+        if (append(path, sizeof(path), &pos, base) ||
+            add_query(path, sizeof(path), &pos, "labelSelector", label_selector) ||
+            add_query(path, sizeof(path), &pos, "fieldSelector", field_selector) ||
+            add_query(path, sizeof(path), &pos, "limit", page > 0 ? limit : NULL) ||
+            add_query(path, sizeof(path), &pos, "continue", cont)) {
+            rc = TF_ERANGE;
+            break;
+        }
+        json_object *list = NULL;
+        rc = tf_k8s_request(c, "GET", path, NULL, NULL, &list, NULL, err, errlen);
+        if (rc == TF_ESTATE && cont && restarts < 3) {
+            restarts++; /* continue token expired: the list starts again, consistently */
+            free(cont);
+            cont = NULL;
+            tf_log(TF_LOG_INFO, "k8s", "list continue expired, restarting kind=%s", res->kind);
+            continue;
+        }
+        if (rc)
+            break;
+        json_object *items = tf_json_path(list, "items", NULL);
+        if (!items || !json_object_is_type(items, json_type_array)) {
+            tf_errf(err, errlen, "list %s: no items array", res->plural);
+            json_object_put(list);
+            rc = TF_EPROTO;
+            break;
+        }
+        for (size_t i = 0; i < json_object_array_length(items) && !rc; i++)
+            rc = fn(json_object_array_get_idx(items, i), arg);
+        const char *next = tf_json_str(list, "metadata", "continue", NULL);
+        const char *lrv = tf_json_str(list, "metadata", "resourceVersion", NULL);
+        if (rv && lrv && !cont) {
+            free(*rv);
+            *rv = strdup(lrv); /* the first page's version is the list's snapshot */
+        }
+        free(cont);
+        cont = next && *next ? strdup(next) : NULL;
+        json_object_put(list);
+        if (rc || !cont)
+            break;
+    }
+    free(cont);
+    if (rc && rv) {
+        free(*rv);
+        *rv = NULL;
+    }
+    return rc;
+}
+
+/* ---- watch -------------------------------------------------------------------------------- */
+
+struct watch_ctx {
+    int (*fn)(enum tf_k8s_event_type, json_object *, void *);
+    void *arg;
+    atomic_bool *stop;
+    char *line;
+    size_t n, cap;
+    int rc;        /* set by the callback: FN's result, TF_ESTATE, TF_EPROTO */
+    char *last_rv; /* caller's buffer */
+    size_t rvlen;
+    char *err;
+    size_t errlen;
+};
+
+static int watch_line(struct watch_ctx *w, char *s)
+{
+    json_object *ev = json_tokener_parse(s);
+    if (!ev) {
+        tf_errf(w->err, w->errlen, "watch: event is not JSON");
+        return TF_EPROTO;
+    }
+    const char *type = tf_json_str(ev, "type", NULL);
+    json_object *obj = tf_json_path(ev, "object", NULL);
+    int rc = 0;
+    if (!type || !obj) {
+        tf_errf(w->err, w->errlen, "watch: event without type/object");
+        rc = TF_EPROTO;
+    } else if (strcmp(type, "ERROR") == 0) {
+        json_object *code = tf_json_path(obj, "code", NULL);
+        const char *msg = tf_json_str(obj, "message", NULL);
+        tf_errf(w->err, w->errlen, "watch: %s", msg ? msg : "error event");
+        rc = code && json_object_get_int(code) == 410 ? TF_ESTATE : TF_EIO;
+    } else {
+        enum tf_k8s_event_type t;
+        if (strcmp(type, "ADDED") == 0)
+            t = TF_K8S_ADDED;
+        else if (strcmp(type, "MODIFIED") == 0)
+            t = TF_K8S_MODIFIED;
+        else if (strcmp(type, "DELETED") == 0)
+            t = TF_K8S_DELETED;
+        else if (strcmp(type, "BOOKMARK") == 0)
+            t = TF_K8S_BOOKMARK;
+        else {
+            json_object_put(ev);
+            return 0; /* unknown types are skipped, as client-go does */
+        }
+        const char *rv = tf_json_str(obj, "metadata", "resourceVersion", NULL);
+        if (rv && w->last_rv)
+            tf_strlcpy(w->last_rv, rv, w->rvlen);
+        rc = w->fn(t, obj, w->arg);
+    }
+    json_object_put(ev);
+    return rc;
+}
+
+static size_t watch_write(char *data, size_t sz, size_t nm, void *arg)
+{
+    struct watch_ctx *w = arg;
+    size_t n = sz * nm;
+    for (size_t i = 0; i < n; i++) {
+        if (data[i] == '\n') {
+            if (w->n) {
+                w->line[w->n] = '\0';
+                w->rc = watch_line(w, w->line);
+                w->n = 0;
+                if (w->rc)
+                    return 0;
+            }
+            continue;
+        }
+        if (w->n + 2 > w->cap) {
+            size_t cap = w->cap ? w->cap * 2 : 8192;
+            char *p = cap <= LINE_MAX_WATCH ? realloc(w->line, cap) : NULL;
+            if (!p) {
+                tf_errf(w->err, w->errlen, "watch: event larger than %u bytes", LINE_MAX_WATCH);
+                w->rc = TF_ERANGE;
+                return 0;
+            }
+            w->line = p;
+            w->cap = cap;
+        }
+        w->line[w->n++] = data[i];
+    }
+    return n;
+}
+
+static int watch_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    struct watch_ctx *w = arg;
+    return w->stop && atomic_load(w->stop) ? 1 : 0;
+}
+
+int tf_k8s_watch(struct tf_k8s_client *c, const struct tf_k8s_resource *res, const char *ns,
+                 const char *label_selector, const char *field_selector, const char *rv,
+                 int timeout_s, int (*fn)(enum tf_k8s_event_type type, json_object *obj, void *arg),
+                 void *arg, atomic_bool *stop, char *last_rv, size_t rvlen, char *err,
+                 size_t errlen)
+{
+    char path[6144], tmo[16];
+    size_t pos;
+    if (tf_k8s_path(path, sizeof(path), res, ns, NULL, NULL))
+        return TF_ERANGE;
+    pos = strlen(path);
+    snprintf(tmo, sizeof(tmo), "%d", timeout_s > 0 ? timeout_s : 300);
+    if (add_query(path, sizeof(path), &pos, "watch", "1") ||
+        add_query(path, sizeof(path), &pos, "allowWatchBookmarks", "true") ||
+        add_query(path, sizeof(path), &pos, "resourceVersion", rv) ||
+        add_query(path, sizeof(path), &pos, "timeoutSeconds", tmo) ||
+        add_query(path, sizeof(path), &pos, "labelSelector", label_selector) ||
+        add_query(path, sizeof(path), &pos, "fieldSelector", field_selector))
+        return TF_ERANGE;
+    size_t ulen = strlen(c->cfg.server) + strlen(path) + 1;
+    char *url = malloc(ulen);
+    CURL *h = curl_easy_init();
+    if (!url || !h) {
+        free(url);
+        curl_easy_cleanup(h);
+        return TF_ENOMEM;
+    }
+    snprintf(url, ulen, "%s%s", c->cfg.server, path);
+    struct watch_ctx w = {.fn = fn,
+                          .arg = arg,
+                          .stop = stop,
+                          .last_rv = last_rv,
+                          .rvlen = rvlen,
+                          .err = err,
+                          .errlen = errlen};
+    char *token = current_token(c, false);
+    struct curl_slist *hl = setup(c, h, "GET", url, NULL, NULL, token);
+    free(token);
+    /* The server ends the stream after timeoutSeconds; allow slack before giving up. */
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS,
+                     (long)(timeout_s > 0 ? timeout_s : 300) * 1000L + 30000L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, watch_write);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &w);
+    curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, watch_progress);
+    curl_easy_setopt(h, CURLOPT_XFERINFODATA, &w);
+    /* Fail on HTTP >= 400 before the body is streamed into the event parser. */
+    curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
+    CURLcode cc = curl_easy_perform(h);
+    long st = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+    curl_slist_free_all(hl);
+    curl_easy_cleanup(h);
+    free(url);
+    if (w.n && !w.rc && cc == CURLE_OK) { /* a last event without a newline */
+        w.line[w.n] = '\0';
+        w.rc = watch_line(&w, w.line);
+    }
+    free(w.line);
+    if (w.rc)
+        return w.rc;
+    if (stop && atomic_load(stop))
+        return 0;
+    if (cc == CURLE_HTTP_RETURNED_ERROR) {
+        tf_errf(err, errlen, "watch %s: HTTP %ld", res->plural, st);
+        return status_to_err(st, NULL);
+    }
+    if (cc != CURLE_OK && cc != CURLE_OPERATION_TIMEDOUT) {
+        tf_errf(err, errlen, "watch %s: %s", res->plural, curl_easy_strerror(cc));
+        return TF_EIO;
+    }
+    return 0;
+}
+
+/* ---- bindings, events, time --------------------------------------------------------------- */
+
+int tf_k8s_bind(struct tf_k8s_client *c, const char *ns, const char *pod, const char *uid,
+                const char *node, char *err, size_t errlen)
+{
+    json_object *b = json_object_new_object();
+    json_object *meta = json_object_new_object();
+    json_object *target = json_object_new_object();
+    json_object_object_add(b, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(b, "kind", json_object_new_string("Binding"));
+    json_object_object_add(meta, "name", json_object_new_string(pod));
+    json_object_object_add(meta, "namespace", json_object_new_string(ns));
+    if (uid)
+        json_object_object_add(meta, "uid", json_object_new_string(uid));
+    json_object_object_add(b, "metadata", meta);
+    json_object_object_add(target, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(target, "kind", json_object_new_string("Node"));
+    json_object_object_add(target, "name", json_object_new_string(node));
+    json_object_object_add(b, "target", target);
+    int rc = send_obj(c, "POST", &tf_k8s_pods, ns, pod, "binding", "application/json", b, NULL, err,
+                      errlen);
+    json_object_put(b);
+    return rc;
+}
+
+void tf_k8s_time_now(char *buf, size_t len, bool micro)
+{
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    if (micro)
+        snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000);
+    else
+        snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+int tf_k8s_time_parse(const char *s, long long *usec)
+{
+    struct tm tm = {0};
+    int y, mo, d, h, mi, sec, used = 0;
+    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6)
+        return TF_EPARSE;
+    long frac = 0;
+    const char *p = s + used;
+    if (*p == '.') {
+        int digits = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+            if (digits < 6)
+                frac = frac * 10 + (*p - '0');
+        for (; digits < 6; digits++)
+            frac *= 10;
+    }
+    if (strcmp(p, "Z") != 0)
+        return TF_EPARSE;
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    *usec = (long long)timegm(&tm) * 1000000LL + frac;
+    return 0;
+}
+
+int tf_k8s_event(struct tf_k8s_client *c, json_object *involved, const char *type,
+                 const char *reason, const char *message, const char *component)
+{
+    const char *ns = tf_json_str(involved, "metadata", "namespace", NULL);
+    const char *name = tf_json_str(involved, "metadata", "name", NULL);
+    if (!name)
+        return TF_EINVAL;
+    if (!ns || !*ns)
+        ns = "default";
+    char ts[40], err[256];
+    tf_k8s_time_now(ts, sizeof(ts), false);
+    json_object *ev = json_object_new_object();
+    json_object *meta = json_object_new_object();
+    char gen[300];
+    snprintf(gen, sizeof(gen), "%.250s.", name);
+    json_object_object_add(meta, "generateName", json_object_new_string(gen));
+    json_object_object_add(meta, "namespace", json_object_new_string(ns));
+    json_object_object_add(ev, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(ev, "kind", json_object_new_string("Event"));
+    json_object_object_add(ev, "metadata", meta);
+    json_object *inv = json_object_new_object();
+    static const char *const keys[] = {"kind", "apiVersion"};
+    for (int i = 0; i < 2; i++) {
+        const char *v = tf_json_str(involved, keys[i], NULL);
+        if (v)
+            json_object_object_add(inv, keys[i], json_object_new_string(v));
+    }
+    static const char *const mkeys[] = {"name", "namespace", "uid", "resourceVersion"};
+    for (int i = 0; i < 4; i++) {
+        const char *v = tf_json_str(involved, "metadata", mkeys[i], NULL);
+        if (v)
+            json_object_object_add(inv, mkeys[i], json_object_new_string(v));
+    }
+    json_object_object_add(ev, "involvedObject", inv);
+    json_object_object_add(ev, "type", json_object_new_string(type));
+    json_object_object_add(ev, "reason", json_object_new_string(reason));
+    json_object_object_add(ev, "message", json_object_new_string(message));
+    json_object *src = json_object_new_object();
+    json_object_object_add(src, "component",
+                           json_object_new_string(component ? component : "tf-controller"));
+    json_object_object_add(ev, "source", src);
+    json_object_object_add(ev, "firstTimestamp", json_object_new_string(ts));
+    json_object_object_add(ev, "lastTimestamp", json_object_new_string(ts));
+    json_object_object_add(ev, "count", json_object_new_int(1));
+    int rc = tf_k8s_create(c, &tf_k8s_events, ns, ev, NULL, err, sizeof(err));
+    if (rc)
+        tf_log(TF_LOG_WARN, "k8s", "event not recorded reason=%s err=%s", reason, err);
+    json_object_put(ev);
+    return rc;
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Kubernetes LabelSelector matching (metav1.LabelSelector JSON: matchLabels and
+ * matchExpressions with In, NotIn, Exists, DoesNotExist). Used by the auto-migration scope
+ * and by pool node selectors. Pure and thread-safe.
+ */
+#ifndef TF_CONTROLLER_SELECTOR_H
+#define TF_CONTROLLER_SELECTOR_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+
+/* True when LABELS (an object of strings, may be NULL) satisfies SEL. A NULL selector matches
+ * nothing; an empty one ({}) matches everything, as in Kubernetes. An unknown operator never
+ * matches. */
+bool tf_selector_match(json_object *sel, json_object *labels);
+
+#endif

@@ -1,0 +1,882 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Pod mutating webhook (see webhook.h): scope checks, spec resolution, per-mode injection,
+ * JSONPatch answer.
+ */
+#include "controller/webhook.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/strutil.h"
+#include "common/yamljson.h"
+#include "controller/jsonpatch.h"
+#include "controller/selector.h"
+#include "core/quantity.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define LIB_DIR "/tensor-fusion"
+#define LIB_VOLUME "tf-lib"
+#define SHM_VOLUME "tf-shm"
+#define MEMO_WINDOW_S 30
+
+/* ---- configuration ------------------------------------------------------------------------ */
+
+int tf_webhook_config_init(struct tf_webhook_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->own_namespace = strdup("tensor-fusion-sys");
+    cfg->default_pool = strdup("default-pool");
+    cfg->controller_url = strdup("http://tensor-fusion.tensor-fusion-sys.svc:8080");
+    cfg->limiter_image = strdup("tensorfusion/tf-limiter:latest");
+    cfg->client_image = strdup("tensorfusion/tf-client:latest");
+    cfg->worker_image = strdup("tensorfusion/tf-worker:latest");
+    cfg->shm_host_dir = strdup("/run/tensor-fusion/shm");
+    if (!cfg->own_namespace || !cfg->default_pool || !cfg->controller_url || !cfg->limiter_image ||
+        !cfg->client_image || !cfg->worker_image || !cfg->shm_host_dir) {
+        tf_webhook_config_free(cfg);
+        return TF_ENOMEM;
+    }
+    return 0;
+}
+
+static void strv_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+void tf_webhook_config_free(struct tf_webhook_config *cfg)
+{
+    if (!cfg)
+        return;
+    free(cfg->own_namespace);
+    free(cfg->default_pool);
+    free(cfg->controller_url);
+    free(cfg->limiter_image);
+    free(cfg->client_image);
+    free(cfg->worker_image);
+    free(cfg->shm_host_dir);
+    struct tf_automigration *am = &cfg->auto_migration;
+    strv_free(am->include_ns, am->ninclude_ns);
+    strv_free(am->exclude_ns, am->nexclude_ns);
+    json_object_put(am->include_ns_selector);
+    json_object_put(am->include_pod_selector);
+    json_object_put(am->exclude_ns_selector);
+    json_object_put(am->exclude_pod_selector);
+    memset(cfg, 0, sizeof(*cfg));
+}
+
+static int read_scope(json_object *side, const char *which, char ***names, size_t *n,
+                      json_object **ns_sel, json_object **pod_sel, char *err, size_t errlen)
+{
+    if (!side)
+        return 0;
+    if (!json_object_is_type(side, json_type_object)) {
+        tf_errf(err, errlen, "autoMigration.scope.%s must be an object", which);
+        return TF_EINVAL;
+    }
+    json_object *arr = tf_json_path(side, "namespaceNames", NULL);
+    if (arr) {
+        if (!json_object_is_type(arr, json_type_array)) {
+            tf_errf(err, errlen, "autoMigration.scope.%s.namespaceNames must be a list", which);
+            return TF_EINVAL;
+        }
+        size_t len = json_object_array_length(arr);
+        *names = calloc(len ? len : 1, sizeof(char *));
+        if (!*names)
+            return TF_ENOMEM;
+        for (size_t i = 0; i < len; i++) {
+            json_object *e = json_object_array_get_idx(arr, i);
+            if (!json_object_is_type(e, json_type_string)) {
+                tf_errf(err, errlen, "autoMigration.scope.%s.namespaceNames[%zu] must be a string",
+                        which, i);
+                return TF_EINVAL;
+            }
+            (*names)[(*n)++] = strdup(json_object_get_string(e));
+        }
+    }
+    json_object *s = tf_json_path(side, "namespaceSelector", NULL);
+    if (s)
+        *ns_sel = json_object_get(s);
+    s = tf_json_path(side, "podSelector", NULL);
+    if (s)
+        *pod_sel = json_object_get(s);
+    return 0;
+}
+
+int tf_webhook_config_automigration(struct tf_webhook_config *cfg, json_object *am, char *err,
+                                    size_t errlen)
+{
+    struct tf_automigration *a = &cfg->auto_migration;
+    if (!am)
+        return 0;
+    json_object *en = tf_json_path(am, "enable", NULL);
+    a->enable = en && json_object_get_boolean(en);
+    json_object *scope = tf_json_path(am, "scope", NULL);
+    int rc =
+        read_scope(tf_json_path(scope, "includes", NULL), "includes", &a->include_ns,
+                   &a->ninclude_ns, &a->include_ns_selector, &a->include_pod_selector, err, errlen);
+    if (!rc)
+        rc = read_scope(tf_json_path(scope, "excludes", NULL), "excludes", &a->exclude_ns,
+                        &a->nexclude_ns, &a->exclude_ns_selector, &a->exclude_pod_selector, err,
+                        errlen);
+    return rc;
+}
+
+static bool name_in(char *const *v, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s && strcmp(v[i], s) == 0)
+            return true;
+    return false;
+}
+
+bool tf_automigration_in_scope(const struct tf_automigration *am, const char *ns,
+                               json_object *ns_obj, json_object *pod)
+{
+    if (!am->enable)
+        return false;
+    json_object *ns_labels = tf_json_path(ns_obj, "metadata", "labels", NULL);
+    json_object *pod_labels = tf_json_path(pod, "metadata", "labels", NULL);
+    if (name_in(am->exclude_ns, am->nexclude_ns, ns) ||
+        (am->exclude_ns_selector && tf_selector_match(am->exclude_ns_selector, ns_labels)) ||
+        (am->exclude_pod_selector && tf_selector_match(am->exclude_pod_selector, pod_labels)))
+        return false;
+    if (!am->ninclude_ns && !am->include_ns_selector && !am->include_pod_selector)
+        return true;
+    return name_in(am->include_ns, am->ninclude_ns, ns) ||
+           (am->include_ns_selector && tf_selector_match(am->include_ns_selector, ns_labels)) ||
+           (am->include_pod_selector && tf_selector_match(am->include_pod_selector, pod_labels));
+}
+
+int tf_webhook_init(struct tf_webhook *wh, struct tf_webhook_config *cfg,
+                    const struct tf_webhook_env *env)
+{
+    memset(wh, 0, sizeof(*wh));
+    wh->cfg = *cfg;
+    memset(cfg, 0, sizeof(*cfg));
+    wh->env = *env;
+    wh->memo = json_object_new_object();
+    pthread_mutex_init(&wh->memo_lock, NULL);
+    return wh->memo ? 0 : TF_ENOMEM;
+}
+
+void tf_webhook_free(struct tf_webhook *wh)
+{
+    if (!wh)
+        return;
+    tf_webhook_config_free(&wh->cfg);
+    json_object_put(wh->memo);
+    pthread_mutex_destroy(&wh->memo_lock);
+    memset(wh, 0, sizeof(*wh));
+}
+
+void tf_webhook_result_free(struct tf_webhook_result *r)
+{
+    if (!r)
+        return;
+    json_object_put(r->patch);
+    json_object_put(r->mutated);
+    json_object_put(r->warnings);
+    memset(r, 0, sizeof(*r));
+}
+
+/* ---- JSON editing helpers ----------------------------------------------------------------- */
+
+static json_object *child_obj(json_object *parent, const char *key)
+{
+    json_object *c = NULL;
+    if (json_object_object_get_ex(parent, key, &c) && json_object_is_type(c, json_type_object))
+        return c;
+    c = json_object_new_object();
+    json_object_object_add(parent, key, c);
+    return c;
+}
+
+static json_object *child_arr(json_object *parent, const char *key)
+{
+    json_object *c = NULL;
+    if (json_object_object_get_ex(parent, key, &c) && json_object_is_type(c, json_type_array))
+        return c;
+    c = json_object_new_array();
+    json_object_object_add(parent, key, c);
+    return c;
+}
+
+static void set_str(json_object *o, const char *key, const char *val)
+{
+    json_object_object_add(o, key, json_object_new_string(val));
+}
+
+static json_object *find_named(json_object *arr, const char *name)
+{
+    for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+        json_object *e = json_object_array_get_idx(arr, i);
+        const char *n = tf_json_str(e, "name", NULL);
+        if (n && strcmp(n, name) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+/* Sets env NAME=VALUE on container C (replacing an existing entry of that name). */
+static void env_set(json_object *c, const char *name, const char *value)
+{
+    json_object *env = child_arr(c, "env");
+    json_object *e = find_named(env, name);
+    if (!e) {
+        e = json_object_new_object();
+        set_str(e, "name", name);
+        json_object_array_add(env, e);
+    }
+    json_object_object_del(e, "valueFrom");
+    set_str(e, "value", value);
+}
+
+static void env_field(json_object *c, const char *name, const char *field_path)
+{
+    json_object *env = child_arr(c, "env");
+    if (find_named(env, name))
+        return;
+    json_object *e = json_object_new_object();
+    set_str(e, "name", name);
+    json_object *vf = json_object_new_object(), *fr = json_object_new_object();
+    set_str(fr, "fieldPath", field_path);
+    json_object_object_add(vf, "fieldRef", fr);
+    json_object_object_add(e, "valueFrom", vf);
+    json_object_array_add(env, e);
+}
+
+/* Prepends PATH to the colon list in env NAME (keeping what the container already had). */
+static void env_prepend(json_object *c, const char *name, const char *path)
+{
+    json_object *e = find_named(tf_json_path(c, "env", NULL), name);
+    const char *old = e ? tf_json_str(e, "value", NULL) : NULL;
+    char buf[2048];
+    if (old && *old && !strstr(old, path))
+        snprintf(buf, sizeof(buf), "%s:%s", path, old);
+    else
+        snprintf(buf, sizeof(buf), "%s", old && strstr(old, path) ? old : path);
+    env_set(c, name, buf);
+}
+
+static void add_mount(json_object *c, const char *vol, const char *path, const char *sub, bool ro)
+{
+    json_object *mounts = child_arr(c, "volumeMounts");
+    for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+        const char *mp = tf_json_str(json_object_array_get_idx(mounts, i), "mountPath", NULL);
+        if (mp && strcmp(mp, path) == 0)
+            return;
+    }
+    json_object *m = json_object_new_object();
+    set_str(m, "name", vol);
+    set_str(m, "mountPath", path);
+    if (sub)
+        set_str(m, "subPath", sub);
+    if (ro)
+        json_object_object_add(m, "readOnly", json_object_new_boolean(true));
+    json_object_array_add(mounts, m);
+}
+
+static void add_volume(json_object *spec, json_object *vol)
+{
+    json_object *vols = child_arr(spec, "volumes");
+    if (find_named(vols, tf_json_str(vol, "name", NULL))) {
+        json_object_put(vol);
+        return;
+    }
+    json_object_array_add(vols, vol);
+}
+
+static json_object *empty_dir_volume(const char *name)
+{
+    json_object *v = json_object_new_object();
+    set_str(v, "name", name);
+    json_object_object_add(v, "emptyDir", json_object_new_object());
+    return v;
+}
+
+static json_object *host_path_volume(const char *name, const char *path)
+{
+    json_object *v = json_object_new_object(), *hp = json_object_new_object();
+    set_str(v, "name", name);
+    set_str(hp, "path", path);
+    set_str(hp, "type", "DirectoryOrCreate");
+    json_object_object_add(v, "hostPath", hp);
+    return v;
+}
+
+static json_object *container_named(json_object *spec, const char *name)
+{
+    return find_named(tf_json_path(spec, "containers", NULL), name);
+}
+
+static void init_container(json_object *spec, const char *name, const char *image,
+                           const char *script)
+{
+    json_object *inits = child_arr(spec, "initContainers");
+    if (find_named(inits, name))
+        return;
+    json_object *c = json_object_new_object();
+    set_str(c, "name", name);
+    set_str(c, "image", image);
+    json_object *cmd = json_object_new_array();
+    json_object_array_add(cmd, json_object_new_string("/bin/sh"));
+    json_object_array_add(cmd, json_object_new_string("-c"));
+    json_object_array_add(cmd, json_object_new_string(script));
+    json_object_object_add(c, "command", cmd);
+    add_mount(c, LIB_VOLUME, LIB_DIR, NULL, false);
+    json_object_array_add(inits, c);
+}
+
+static void set_limit(json_object *c, const char *res, int n)
+{
+    json_object *r = child_obj(c, "resources");
+    char v[16];
+    snprintf(v, sizeof(v), "%d", n);
+    set_str(child_obj(r, "limits"), res, v);
+    set_str(child_obj(r, "requests"), res, v);
+}
+
+static void drop_native_gpu(json_object *c)
+{
+    json_object *r = tf_json_path(c, "resources", NULL);
+    json_object *lim = tf_json_path(r, "limits", NULL), *req = tf_json_path(r, "requests", NULL);
+    if (lim)
+        json_object_object_del(lim, TF_RES_NVIDIA_GPU);
+    if (req)
+        json_object_object_del(req, TF_RES_NVIDIA_GPU);
+}
+
+/* ---- spec resolution ---------------------------------------------------------------------- */
+
+static void percent_text(int32_t bp, char *buf, size_t len)
+{
+    if (bp % 100 == 0)
+        snprintf(buf, len, "%d", bp / 100);
+    else if (bp % 10 == 0)
+        snprintf(buf, len, "%d.%d", bp / 100, (bp % 100) / 10);
+    else
+        snprintf(buf, len, "%d.%02d", bp / 100, bp % 100);
+}
+
+static void res_annotations(json_object *ann, const struct tf_spec_res *r, const char *tfl,
+                            const char *pct, const char *vram)
+{
+    char buf[64];
+    if (r->tflops_set) {
+        tf_quantity_format_milli(r->tflops_milli, buf, sizeof(buf));
+        set_str(ann, tfl, buf);
+        json_object_object_del(ann, pct);
+    } else if (r->percent_set) {
+        percent_text(r->percent_bp, buf, sizeof(buf));
+        set_str(ann, pct, buf);
+        json_object_object_del(ann, tfl);
+    }
+    if (r->vram_set) {
+        tf_quantity_format_bytes(r->vram_bytes, buf, sizeof(buf));
+        set_str(ann, vram, buf);
+    }
+}
+
+static void pool_defaults_from(json_object *pool, struct tf_pool_defaults *d)
+{
+    const char *qos = tf_json_str(pool, "spec", "qosConfig", "defaultQoS", NULL);
+    if (qos)
+        tf_qos_parse(qos, &d->qos);
+    const char *iso = tf_json_str(pool, "spec", "nodeManagerConfig", "defaultIsolationMode", NULL);
+    if (iso)
+        tf_isolation_parse(iso, &d->isolation);
+    json_object *local = tf_json_path(pool, "spec", "defaultUsingLocalGPU", NULL);
+    if (local && json_object_is_type(local, json_type_boolean)) {
+        d->is_local_gpu_set = true;
+        d->is_local_gpu = json_object_get_boolean(local);
+    }
+}
+
+static bool has_native_gpus(json_object *pod)
+{
+    json_object *cs = tf_json_path(pod, "spec", "containers", NULL);
+    for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
+        json_object *c = json_object_array_get_idx(cs, i);
+        json_object *lim = tf_json_path(c, "resources", "limits", NULL);
+        json_object *v = NULL;
+        if (lim && json_object_object_get_ex(lim, TF_RES_NVIDIA_GPU, &v)) {
+            const char *s = json_object_get_string(v);
+            if (s && strcmp(s, "0") != 0)
+                return true;
+        }
+    }
+    return false;
+}
+
+/* "Kind/name" of the pod's controlling owner, following a ReplicaSet up to its Deployment. */
+static bool owner_key(struct tf_webhook *wh, json_object *pod, const char *ns, char *buf,
+                      size_t len)
+{
+    json_object *refs = tf_json_path(pod, "metadata", "ownerReferences", NULL);
+    for (size_t i = 0; refs && i < json_object_array_length(refs); i++) {
+        json_object *r = json_object_array_get_idx(refs, i);
+        json_object *ctl = tf_json_path(r, "controller", NULL);
+        if (!ctl || !json_object_get_boolean(ctl))
+            continue;
+        const char *kind = tf_json_str(r, "kind", NULL), *name = tf_json_str(r, "name", NULL);
+        if (!kind || !name)
+            return false;
+        snprintf(buf, len, "%s/%s", kind, name);
+        if (strcmp(kind, "ReplicaSet") == 0 && wh->env.get_owner) {
+            json_object *rs = wh->env.get_owner(wh->env.arg, ns, kind, name);
+            json_object *up = tf_json_path(rs, "metadata", "ownerReferences", NULL);
+            for (size_t j = 0; up && j < json_object_array_length(up); j++) {
+                json_object *u = json_object_array_get_idx(up, j);
+                json_object *uc = tf_json_path(u, "controller", NULL);
+                const char *uk = tf_json_str(u, "kind", NULL), *un = tf_json_str(u, "name", NULL);
+                if (uc && json_object_get_boolean(uc) && uk && un)
+                    snprintf(buf, len, "%s/%s", uk, un);
+            }
+            json_object_put(rs);
+        }
+        return true;
+    }
+    return false;
+}
+
+/* Takes over one more pod of OWNER if fewer than LIMIT are (cache + recent admissions). */
+static bool owner_slot(struct tf_webhook *wh, const char *ns, const char *owner, int limit,
+                       bool dry_run, int *have)
+{
+    char key[600];
+    snprintf(key, sizeof(key), "%s/%s", ns, owner);
+    int cached = wh->env.count_owner_pods ? wh->env.count_owner_pods(wh->env.arg, ns, owner) : 0;
+    pthread_mutex_lock(&wh->memo_lock);
+    json_object *times = NULL;
+    if (!json_object_object_get_ex(wh->memo, key, &times)) {
+        times = json_object_new_array();
+        json_object_object_add(wh->memo, key, times);
+    }
+    long now = (long)time(NULL);
+    json_object *fresh = json_object_new_array();
+    for (size_t i = 0; i < json_object_array_length(times); i++) {
+        long t = (long)json_object_get_int64(json_object_array_get_idx(times, i));
+        if (now - t < MEMO_WINDOW_S)
+            json_object_array_add(fresh, json_object_new_int64(t));
+    }
+    int recent = (int)json_object_array_length(fresh);
+    int count = cached > recent ? cached : recent;
+    bool ok = count < limit;
+    if (ok && !dry_run)
+        json_object_array_add(fresh, json_object_new_int64(now));
+    json_object_object_add(wh->memo, key, fresh);
+    pthread_mutex_unlock(&wh->memo_lock);
+    *have = count;
+    return ok;
+}
+
+static void warn(struct tf_webhook_result *out, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void warn(struct tf_webhook_result *out, const char *fmt, ...)
+{
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    if (!out->warnings)
+        out->warnings = json_object_new_array();
+    json_object_array_add(out->warnings, json_object_new_string(buf));
+}
+
+static void deny(struct tf_webhook_result *out, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void deny(struct tf_webhook_result *out, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(out->message, sizeof(out->message), fmt, ap);
+    va_end(ap);
+    out->allowed = false;
+    out->code = code;
+}
+
+/* The TensorFusionWorkload object for SPEC. */
+static json_object *workload_object(const struct tf_spec *s, const char *ns, const char *name,
+                                    const char *pool)
+{
+    char buf[64];
+    json_object *w = json_object_new_object(), *meta = json_object_new_object(),
+                *spec = json_object_new_object(), *res = json_object_new_object();
+    set_str(w, "apiVersion", "tensor-fusion.ai/v1");
+    set_str(w, "kind", "TensorFusionWorkload");
+    set_str(meta, "name", name);
+    set_str(meta, "namespace", ns);
+    json_object_object_add(w, "metadata", meta);
+    set_str(spec, "poolName", pool);
+    const struct tf_spec_res *sides[2] = {&s->requests, &s->limits};
+    const char *names[2] = {"requests", "limits"};
+    for (int i = 0; i < 2; i++) {
+        json_object *side = json_object_new_object();
+        if (sides[i]->tflops_set) {
+            tf_quantity_format_milli(sides[i]->tflops_milli, buf, sizeof(buf));
+            set_str(side, "tflops", buf);
+        }
+        if (sides[i]->percent_set) {
+            percent_text(sides[i]->percent_bp, buf, sizeof(buf));
+            set_str(side, "computePercent", buf);
+        }
+        if (sides[i]->vram_set) {
+            tf_quantity_format_bytes(sides[i]->vram_bytes, buf, sizeof(buf));
+            set_str(side, "vram", buf);
+        }
+        json_object_object_add(res, names[i], side);
+    }
+    json_object_object_add(spec, "resources", res);
+    set_str(spec, "qos", tf_qos_name(s->qos));
+    set_str(spec, "isolation", tf_isolation_name(s->isolation));
+    json_object_object_add(spec, "gpuCount", json_object_new_int(s->gpu_count));
+    json_object_object_add(spec, "isLocalGPU", json_object_new_boolean(s->is_local_gpu));
+    if (s->gpu_model)
+        set_str(spec, "gpuModel", s->gpu_model);
+    if (s->vendor)
+        set_str(spec, "vendor", s->vendor);
+    json_object_object_add(w, "spec", spec);
+    return w;
+}
+
+/* Workload name: the annotation, else the top owner's name, else the pod's (generate)name. */
+static void workload_name(const struct tf_spec *s, json_object *pod, const char *owner, char *buf,
+                          size_t len)
+{
+    if (s->workload) {
+        snprintf(buf, len, "%s", s->workload);
+        return;
+    }
+    if (owner) {
+        const char *slash = strchr(owner, '/');
+        snprintf(buf, len, "%s", slash ? slash + 1 : owner);
+        return;
+    }
+    const char *n = tf_json_str(pod, "metadata", "name", NULL);
+    if (!n || !*n)
+        n = tf_json_str(pod, "metadata", "generateName", NULL);
+    snprintf(buf, len, "%s", n && *n ? n : "workload");
+    size_t l = strlen(buf);
+    while (l && (buf[l - 1] == '-' || buf[l - 1] == '.'))
+        buf[--l] = '\0';
+}
+
+/* ---- injection ---------------------------------------------------------------------------- */
+
+static void inject_common_env(json_object *c, const char *cname)
+{
+    env_field(c, "POD_NAME", "metadata.name");
+    env_field(c, "POD_NAMESPACE", "metadata.namespace");
+    env_set(c, "CONTAINER_NAME", cname);
+}
+
+static void inject_soft(struct tf_webhook *wh, json_object *spec, const struct tf_spec *s)
+{
+    add_volume(spec, empty_dir_volume(LIB_VOLUME));
+    add_volume(spec, host_path_volume(SHM_VOLUME, wh->cfg.shm_host_dir));
+    init_container(spec, "tf-limiter-copy", wh->cfg.limiter_image,
+                   "cp /opt/tensor-fusion/lib/libtf_limiter.so " LIB_DIR "/libtf_limiter.so");
+    for (size_t i = 0; i < s->ninject_containers; i++) {
+        json_object *c = container_named(spec, s->inject_containers[i]);
+        if (!c)
+            continue;
+        /* The merge runs in the app's own image so its /etc/ld.so.preload entries survive. */
+        char name[80], script[512];
+        snprintf(name, sizeof(name), "tf-preload-%.60s", s->inject_containers[i]);
+        snprintf(script, sizeof(script),
+                 "{ echo " LIB_DIR "/libtf_limiter.so; grep -v libtf_limiter "
+                 "/etc/ld.so.preload 2>/dev/null || true; } > " LIB_DIR "/ld.so.preload.%.60s",
+                 s->inject_containers[i]);
+        const char *image = tf_json_str(c, "image", NULL);
+        init_container(spec, name, image ? image : wh->cfg.limiter_image, script);
+        char sub[80];
+        snprintf(sub, sizeof(sub), "ld.so.preload.%.60s", s->inject_containers[i]);
+        inject_common_env(c, s->inject_containers[i]);
+        env_prepend(c, "LD_PRELOAD", LIB_DIR "/libtf_limiter.so");
+        char shm[512];
+        snprintf(shm, sizeof(shm), "%s/$(POD_NAMESPACE)/$(POD_NAME)/shm", wh->cfg.shm_host_dir);
+        env_set(c, "TF_SHM_PATH", shm);
+        add_mount(c, LIB_VOLUME, LIB_DIR, NULL, true);
+        add_mount(c, LIB_VOLUME, "/etc/ld.so.preload", sub, true);
+        add_mount(c, SHM_VOLUME, wh->cfg.shm_host_dir, NULL, true);
+    }
+}
+
+static void inject_client(struct tf_webhook *wh, json_object *spec, const struct tf_spec *s,
+                          bool local)
+{
+    add_volume(spec, empty_dir_volume(LIB_VOLUME));
+    init_container(spec, "tf-client-copy", wh->cfg.client_image,
+                   "mkdir -p " LIB_DIR "/client " LIB_DIR "/run && cp "
+                   "/opt/tensor-fusion/lib/libtf_client.so " LIB_DIR "/client/libcuda.so.1");
+    for (size_t i = 0; i < s->ninject_containers; i++) {
+        json_object *c = container_named(spec, s->inject_containers[i]);
+        if (!c)
+            continue;
+        inject_common_env(c, s->inject_containers[i]);
+        env_prepend(c, "LD_LIBRARY_PATH", LIB_DIR "/client");
+        add_mount(c, LIB_VOLUME, LIB_DIR, NULL, false);
+        if (local) {
+            env_set(c, "TF_REMOTE", "unix://" LIB_DIR "/run/worker.sock");
+        } else {
+            char url[600];
+            env_field(c, "TF_CONNECTION_NAME", "metadata.name");
+            env_field(c, "TF_CONNECTION_NAMESPACE", "metadata.namespace");
+            snprintf(url, sizeof(url), "%s/api/connection", wh->cfg.controller_url);
+            env_set(c, "TF_CONTROLLER_URL", url);
+        }
+    }
+    if (local) {
+        json_object *cs = child_arr(spec, "containers");
+        if (!find_named(cs, "tf-worker")) {
+            json_object *w = json_object_new_object();
+            set_str(w, "name", "tf-worker");
+            set_str(w, "image", wh->cfg.worker_image);
+            json_object *cmd = json_object_new_array();
+            json_object_array_add(cmd, json_object_new_string("tf-worker"));
+            json_object_array_add(cmd, json_object_new_string("--listen"));
+            json_object_array_add(cmd,
+                                  json_object_new_string("unix://" LIB_DIR "/run/worker.sock"));
+            json_object_object_add(w, "command", cmd);
+            inject_common_env(w, "tf-worker");
+            add_mount(w, LIB_VOLUME, LIB_DIR, NULL, false);
+            add_mount(w, SHM_VOLUME, wh->cfg.shm_host_dir, NULL, true);
+            add_volume(spec, host_path_volume(SHM_VOLUME, wh->cfg.shm_host_dir));
+            set_limit(w, TF_RESOURCE_VGPU, s->gpu_count);
+            json_object_array_add(cs, w);
+        }
+    }
+}
+
+/* ---- review ------------------------------------------------------------------------------- */
+
+void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req,
+                       struct tf_webhook_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->allowed = true;
+    if (strcmp(req->kind, "Pod") != 0 || strcmp(req->operation, "CREATE") != 0 || !req->object)
+        return;
+    json_object *pod = req->object;
+    const char *ns = req->namespace && *req->namespace
+                         ? req->namespace
+                         : tf_json_str(pod, "metadata", "namespace", NULL);
+    if (!ns || !*ns)
+        ns = "default";
+    if (wh->cfg.own_namespace && strcmp(ns, wh->cfg.own_namespace) == 0)
+        return; /* never mutate ourselves (the hypervisor, the controller) */
+    const char *label = tf_json_str(pod, "metadata", "labels", TF_LABEL_ENABLED, NULL);
+    if (label && strcmp(label, "false") == 0)
+        return;
+    bool enabled = label && strcmp(label, "true") == 0;
+    struct tf_pool_defaults pd;
+    memset(&pd, 0, sizeof(pd));
+    if (!enabled) {
+        if (!wh->cfg.auto_migration.enable || !has_native_gpus(pod))
+            return;
+        json_object *nso = wh->env.get_namespace ? wh->env.get_namespace(wh->env.arg, ns) : NULL;
+        bool in = tf_automigration_in_scope(&wh->cfg.auto_migration, ns, nso, pod);
+        json_object_put(nso);
+        if (!in)
+            return;
+        pd.auto_migration = true;
+    }
+
+    char err[1024] = "";
+    struct tf_profile prof;
+    bool have_prof = false;
+    struct tf_spec s;
+    tf_spec_init(&s);
+    json_object *mut = NULL, *pool_obj = NULL;
+    const char *prof_name =
+        tf_json_str(pod, "metadata", "annotations", TF_ANN_WORKLOAD_PROFILE, NULL);
+    memset(&prof, 0, sizeof(prof));
+    if (prof_name) {
+        json_object *pj =
+            wh->env.get_profile ? wh->env.get_profile(wh->env.arg, ns, prof_name) : NULL;
+        if (!pj) {
+            deny(out, 400, "%s: WorkloadProfile \"%s\" not found in namespace %s",
+                 TF_ANN_WORKLOAD_PROFILE, prof_name, ns);
+            goto done;
+        }
+        int rc = tf_profile_parse(pj, &prof, err, sizeof(err));
+        json_object_put(pj);
+        if (rc) {
+            deny(out, 400, "%s", err);
+            goto done;
+        }
+        have_prof = true;
+    }
+    const char *pool = tf_json_str(pod, "metadata", "annotations", TF_ANN_GPUPOOL, NULL);
+    if (!pool && have_prof && prof.pool)
+        pool = prof.pool;
+    if (!pool)
+        pool = wh->cfg.default_pool;
+    pool_obj = wh->env.get_pool ? wh->env.get_pool(wh->env.arg, pool) : NULL;
+    if (!pool_obj) {
+        deny(out, 400, "%s: GPUPool \"%s\" does not exist", TF_ANN_GPUPOOL, pool);
+        goto done;
+    }
+    pd.pool_name = pool;
+    pool_defaults_from(pool_obj, &pd);
+    int rc = tf_spec_parse(pod, have_prof ? &prof : NULL, &pd, &s, err, sizeof(err));
+    if (rc) {
+        deny(out, rc == TF_ENOMEM ? 500 : 400, "%s", err);
+        goto done;
+    }
+    for (size_t i = 0; i < s.nwarnings; i++)
+        warn(out, "%s", s.warnings[i]);
+    if (!s.enabled)
+        goto done;
+    if (s.isolation == TF_ISOLATION_SOFT && s.vendor && strcmp(s.vendor, "NVIDIA") != 0) {
+        deny(out, 400,
+             "%s: soft isolation needs a limiter and vendor %s has none; use hard or "
+             "shared",
+             TF_ANN_ISOLATION, s.vendor);
+        goto done;
+    }
+    char owner[600] = "";
+    bool has_owner = owner_key(wh, pod, ns, owner, sizeof(owner));
+    if (s.has_enabled_replicas && has_owner) {
+        int have = 0;
+        if (!owner_slot(wh, ns, owner, s.enabled_replicas, req->dry_run, &have)) {
+            warn(out,
+                 "%s: %d of %s's pods already use TensorFusion (limit %d); admitted "
+                 "unmodified",
+                 TF_ANN_ENABLED_REPLICAS, have, owner, s.enabled_replicas);
+            goto done;
+        }
+    }
+
+    /* Mutate a copy; the patch is the difference. */
+    if (json_object_deep_copy(pod, &mut, NULL)) {
+        deny(out, 500, "out of memory");
+        goto done;
+    }
+    json_object *meta = child_obj(mut, "metadata");
+    json_object *labels = child_obj(meta, "labels");
+    json_object *ann = child_obj(meta, "annotations");
+    json_object *spec = child_obj(mut, "spec");
+    set_str(labels, TF_LABEL_ENABLED, "true");
+    set_str(labels, TF_LABEL_COMPONENT, "client");
+    const char *final_pool = s.pool ? s.pool : pool;
+    char wname[300], buf[64];
+    workload_name(&s, pod, has_owner ? owner : NULL, wname, sizeof(wname));
+    set_str(ann, TF_ANN_GPUPOOL, final_pool);
+    set_str(ann, TF_ANN_ISOLATION, tf_isolation_name(s.isolation));
+    set_str(ann, TF_ANN_QOS, tf_qos_name(s.qos));
+    snprintf(buf, sizeof(buf), "%d", s.gpu_count);
+    set_str(ann, TF_ANN_GPU_COUNT, buf);
+    set_str(ann, TF_ANN_IS_LOCAL_GPU, s.is_local_gpu ? "true" : "false");
+    set_str(ann, TF_ANN_WORKLOAD, wname);
+    if (has_owner)
+        set_str(ann, TF_ANN_OWNER, owner);
+    if (s.gpu_model)
+        set_str(ann, TF_ANN_GPU_MODEL, s.gpu_model);
+    if (s.vendor)
+        set_str(ann, TF_ANN_VENDOR, s.vendor);
+    res_annotations(ann, &s.requests, TF_ANN_TFLOPS_REQUEST, TF_ANN_PERCENT_REQUEST,
+                    TF_ANN_VRAM_REQUEST);
+    res_annotations(ann, &s.limits, TF_ANN_TFLOPS_LIMIT, TF_ANN_PERCENT_LIMIT, TF_ANN_VRAM_LIMIT);
+    if (s.ninject_containers) {
+        char list[1024] = "";
+        for (size_t i = 0; i < s.ninject_containers; i++) {
+            if (i)
+                strncat(list, ",", sizeof(list) - strlen(list) - 1);
+            strncat(list, s.inject_containers[i], sizeof(list) - strlen(list) - 1);
+        }
+        set_str(ann, TF_ANN_INJECT_CONTAINER, list);
+    }
+    if (s.ncontainers > 1 || (s.ncontainers == 1 && s.containers[0].gpu_count != s.gpu_count)) {
+        json_object *m = json_object_new_object();
+        for (size_t i = 0; i < s.ncontainers; i++)
+            json_object_object_add(m, s.containers[i].name,
+                                   json_object_new_int(s.containers[i].gpu_count));
+        set_str(ann, TF_ANN_CONTAINER_GPU_COUNT,
+                json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN));
+        json_object_put(m);
+    }
+    set_str(spec, "schedulerName", TF_SCHEDULER_NAME);
+
+    /* Migrated containers drop nvidia.com/gpu; local modes request vGPU slots on the app. */
+    bool remote = !s.is_local_gpu;
+    bool hard_local = s.is_local_gpu && s.isolation == TF_ISOLATION_HARD;
+    for (size_t i = 0; i < s.ncontainers; i++) {
+        json_object *c = container_named(spec, s.containers[i].name);
+        if (!c)
+            continue;
+        if (s.containers[i].migrated)
+            drop_native_gpu(c);
+        if (!remote && !hard_local)
+            set_limit(c, TF_RESOURCE_VGPU, s.containers[i].gpu_count);
+    }
+    if (remote)
+        inject_client(wh, spec, &s, false);
+    else if (s.isolation == TF_ISOLATION_SOFT && !(s.disable_features & TF_FEATURE_GPU_LIMITER))
+        inject_soft(wh, spec, &s);
+    else if (hard_local)
+        inject_client(wh, spec, &s, true);
+
+    if (!req->dry_run && wh->env.ensure_workload) {
+        json_object *w = workload_object(&s, ns, wname, final_pool);
+        char werr[512] = "";
+        rc = wh->env.ensure_workload(wh->env.arg, ns, wname, w, s.workload != NULL, werr,
+                                     sizeof(werr));
+        json_object_put(w);
+        if (rc) {
+            deny(out, 500, "TensorFusionWorkload %s/%s: %s", ns, wname, werr);
+            goto done;
+        }
+    }
+    out->patch = json_object_new_array();
+    if (!out->patch || tf_jsonpatch_diff(pod, mut, "", out->patch)) {
+        deny(out, 500, "cannot build the JSON patch");
+        goto done;
+    }
+    out->mutated = mut;
+    mut = NULL;
+    out->taken_over = true;
+done:
+    if (!out->allowed) {
+        json_object_put(out->patch);
+        out->patch = NULL;
+    }
+    json_object_put(mut);
+    json_object_put(pool_obj);
+    tf_spec_free(&s);
+    if (have_prof)
+        tf_profile_free(&prof);
+}
+
+char *tf_webhook_handle(struct tf_webhook *wh, const char *body, size_t len, int *status)
+{
+    struct tf_admission_req req;
+    char err[512];
+    if (tf_admission_decode(body, len, &req, err, sizeof(err))) {
+        *status = 400;
+        tf_log(TF_LOG_WARN, "webhook", "bad review: %s", err);
+        return strdup(err);
+    }
+    struct tf_webhook_result r;
+    tf_webhook_review(wh, &req, &r);
+    char *out = tf_admission_encode(req.uid, r.allowed, r.patch, r.code, r.message, r.warnings);
+    if (!r.allowed)
+        tf_log(TF_LOG_INFO, "webhook", "denied pod namespace=%s name=%s reason=%s", req.namespace,
+               req.name, r.message);
+    else if (r.taken_over)
+        tf_log(TF_LOG_DEBUG, "webhook", "mutated pod namespace=%s ops=%zu", req.namespace,
+               json_object_array_length(r.patch));
+    tf_webhook_result_free(&r);
+    tf_admission_req_free(&req);
+    *status = out ? 200 : 500;
+    return out ? out : strdup("out of memory");
+}

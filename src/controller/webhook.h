@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The mutating admission webhook for Pods (seed 000 step 2, seed 001, seed 004).
+ *
+ * On Pod CREATE, outside the controller's own namespace, for a pod labelled
+ * tensor-fusion.ai/enabled: "true" (or one requesting nvidia.com/gpu inside the
+ * auto-migration scope), the webhook: resolves the WorkloadProfile and the GPUPool (default
+ * pool when unset), validates and normalises with the core workload spec (core/spec.h; never
+ * re-parsing annotations itself), honours enabled-replicas per owner (Deployment via its
+ * ReplicaSet, StatefulSet, ...), sets schedulerName tensor-fusion-scheduler, writes the
+ * normalised values back as annotations, labels the pod tensor-fusion.ai/component: client,
+ * removes migrated nvidia.com/gpu limits, adds the device request, injects per mode and
+ * creates/updates the TensorFusionWorkload (or joins the one the pod names). The answer is a
+ * JSONPatch from the original pod to the mutated one. Invalid input is denied (allowed:
+ * false, code 400, the spec's message naming the key); internal failures are denied with
+ * code 500 and a message; the handler itself never fails the HTTP request.
+ *
+ * Injection per mode (containers = the spec's inject containers):
+ *   soft     init container copying libtf_limiter.so into an emptyDir mounted at
+ *            /tensor-fusion; /etc/ld.so.preload (subPath of that emptyDir, written by the init
+ *            container: the limiter first, then the image's own entries) and LD_PRELOAD
+ *            (ours prepended to the container's); hostPath shm dir mounted read-only;
+ *            env POD_NAME, POD_NAMESPACE (downward API), CONTAINER_NAME, TF_SHM_PATH.
+ *   hard     (local) init container copying libtf_client.so as libcuda.so.1; env
+ *            LD_LIBRARY_PATH and TF_REMOTE=unix:///tensor-fusion/run/worker.sock; a tf-worker
+ *            sidecar holding the device request, sharing the emptyDir.
+ *   remote   the same client library; env TF_CONNECTION_NAME/NAMESPACE and TF_CONTROLLER_URL
+ *            (the client asks /api/connection for its worker); no device request.
+ *   shared, partitioned: only the device request.
+ *
+ * Threads: tf_webhook_handle is thread-safe when the env callbacks are; the struct itself is
+ * read-only after init except the owner-admission memo, which has its own lock.
+ */
+#ifndef TF_CONTROLLER_WEBHOOK_H
+#define TF_CONTROLLER_WEBHOOK_H
+
+#include "controller/admission.h"
+#include "core/spec.h"
+
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define TF_SCHEDULER_NAME "tensor-fusion-scheduler"
+#define TF_LABEL_COMPONENT TF_KEY_PREFIX "component"
+#define TF_ANN_OWNER TF_KEY_PREFIX "owner"
+#define TF_ANN_GPU_IDS TF_KEY_PREFIX "gpu-ids"
+/* Extended resource the hypervisor's device plugin advertises (one per vGPU slot); the
+ * scheduler ignores it (managedResources, ignoredByScheduler) and the extender decides. */
+#define TF_RESOURCE_VGPU TF_KEY_PREFIX "vgpu"
+
+/* Lookups the webhook needs, answered from informer caches in tf-controller and from fixtures
+ * in tests. Every returned json_object is owned by the caller. */
+struct tf_webhook_env {
+    /* WorkloadProfile NS/NAME, or NULL. */
+    json_object *(*get_profile)(void *arg, const char *ns, const char *name);
+    /* Namespace NAME (for namespace selectors), or NULL. */
+    json_object *(*get_namespace)(void *arg, const char *name);
+    /* GPUPool NAME, or NULL when it does not exist. */
+    json_object *(*get_pool)(void *arg, const char *name);
+    /* Owner object (e.g. the ReplicaSet a pod points at), or NULL. */
+    json_object *(*get_owner)(void *arg, const char *ns, const char *kind, const char *name);
+    /* Pods of NS already taken over for OWNER ("Deployment/web"), per the live cache. */
+    int (*count_owner_pods)(void *arg, const char *ns, const char *owner);
+    /* Creates or updates the TensorFusionWorkload (not called on dry runs). JOIN: the pod
+     * named an existing workload to share. Returns 0 or a TF_E* with ERR. */
+    int (*ensure_workload)(void *arg, const char *ns, const char *name, json_object *workload,
+                           bool join, char *err, size_t errlen);
+    void *arg;
+};
+
+struct tf_automigration {
+    bool enable;
+    char **include_ns; /* namespace names */
+    size_t ninclude_ns;
+    char **exclude_ns;
+    size_t nexclude_ns;
+    json_object *include_ns_selector, *include_pod_selector; /* LabelSelectors or NULL */
+    json_object *exclude_ns_selector, *exclude_pod_selector;
+};
+
+struct tf_webhook_config {
+    char *own_namespace;  /* never mutated (e.g. tensor-fusion-sys) */
+    char *default_pool;   /* pool used when the pod and its profile name none */
+    char *controller_url; /* base URL remote clients query, e.g. http://tf.tf-sys.svc:8080 */
+    char *limiter_image, *client_image, *worker_image;
+    char *shm_host_dir; /* default /run/tensor-fusion/shm */
+    struct tf_automigration auto_migration;
+};
+
+/* Sets defaults (strdup'd). */
+int tf_webhook_config_init(struct tf_webhook_config *cfg);
+/* Reads the dynamicConfig.autoMigration object of the Helm values / config file
+ * ({"enable": bool, "scope": {"includes": {"namespaceNames": [], "namespaceSelector": {},
+ * "podSelector": {}}, "excludes": {...}}}). Returns 0 or TF_EINVAL with a message. */
+int tf_webhook_config_automigration(struct tf_webhook_config *cfg, json_object *am, char *err,
+                                    size_t errlen);
+void tf_webhook_config_free(struct tf_webhook_config *cfg);
+
+/* Auto-migration scope: excludes win; with no includes at all every namespace is in scope;
+ * otherwise a namespace name, a namespace selector or a pod selector must match. */
+bool tf_automigration_in_scope(const struct tf_automigration *am, const char *ns,
+                               json_object *ns_obj, json_object *pod);
+
+struct tf_webhook {
+    struct tf_webhook_config cfg; /* owned */
+    struct tf_webhook_env env;
+    pthread_mutex_t memo_lock; /* guards memo */
+    json_object *memo;         /* "ns/owner" -> array of admission times (s), recent takeovers the
+                                  cache may not show yet */
+};
+
+/* Takes ownership of CFG's contents (CFG is zeroed). */
+int tf_webhook_init(struct tf_webhook *wh, struct tf_webhook_config *cfg,
+                    const struct tf_webhook_env *env);
+void tf_webhook_free(struct tf_webhook *wh);
+
+/* The outcome of one review, for the HTTP layer and the tests. */
+struct tf_webhook_result {
+    bool allowed;
+    int code;              /* denial code (400 invalid input, 500 internal) */
+    char message[1024];    /* denial reason */
+    json_object *patch;    /* JSONPatch ops (owned), NULL when unmodified */
+    json_object *mutated;  /* the pod after mutation (owned), NULL when unmodified */
+    json_object *warnings; /* array of strings (owned) */
+    bool taken_over;
+};
+void tf_webhook_result_free(struct tf_webhook_result *r);
+
+/* Reviews REQ (any kind/operation: non-Pod-CREATE requests are allowed unmodified). */
+void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req,
+                       struct tf_webhook_result *out);
+
+/* Whole HTTP exchange: AdmissionReview body in, AdmissionReview response out (new string).
+ * A body that is not an AdmissionReview yields HTTP 400 (*STATUS) with a plain message. */
+char *tf_webhook_handle(struct tf_webhook *wh, const char *body, size_t len, int *status);
+
+#endif

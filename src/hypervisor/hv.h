@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Internal to tf-hypervisor: the daemon's context and the operations the HTTP API calls.
+ * One struct tf_hv per daemon, created by main and passed to every part (no globals).
+ *
+ * Locking: `mu` guards the sample arrays and the device list cache; the state store has its
+ * own lock (state.h). Operations below are thread-safe (the API runs them on libmicrohttpd's
+ * threads while the sampler thread runs).
+ */
+#ifndef TF_HYPERVISOR_HV_H
+#define TF_HYPERVISOR_HV_H
+
+#include "hypervisor/nvml.h"
+#include "hypervisor/state.h"
+#include "metrics/sink.h"
+
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+struct tf_hv_config {
+    char state_dir[512];       /* state.db, metrics.db, hypervisor.addr, shm/ live here */
+    char listen[128];          /* "127.0.0.1:0" by default (port written to hypervisor.addr) */
+    char nvml_lib[256];        /* "" = $TF_NVML_LIBRARY or libnvidia-ml.so.1 */
+    char metrics_sink[600];    /* "" = sqlite:<state_dir>/metrics.db; "none" disables */
+    int metrics_interval_ms;   /* default 1000 */
+    int discovery_interval_ms; /* default 5000 */
+    int liveness_interval_ms;  /* default 250 */
+    char node[64];             /* node tag of metric lines (default: hostname) */
+    char pool[64];             /* pool tag (default "local") */
+    char lib_dir[512];         /* where libtf_limiter.so / libtf_client.so / tf-worker live */
+};
+
+struct tf_hv {
+    struct tf_hv_config cfg;
+    struct tf_hv_state *state;
+    struct tf_hv_nvml *nvml; /* NULL when NVML could not be loaded (no GPUs) */
+    char nvml_error[256];
+    struct tf_metrics_sink *sink; /* NULL when disabled */
+
+    pthread_mutex_t mu;
+    int ndev;                                           /* [mu] */
+    struct tf_hv_gpu_sample samples[TF_HV_MAX_DEVICES]; /* [mu] by device index */
+    char uuids[TF_HV_MAX_DEVICES][64];                  /* [mu] uuid of sample i */
+
+    atomic_bool stop;
+    int port;
+};
+
+/* Creates a workload from the JSON request body: normalise, place, record, set up the
+ * runtime (shm region / worker). On success *RESP is the workload JSON with "env" (the
+ * variables the app must run with). Returns an HTTP status and sets *RESP either way (an
+ * error object {"error": msg, "reasons": [...]} on failure). */
+int tf_hv_api_create(struct tf_hv *hv, json_object *body, json_object **resp);
+/* Deletes workload NAME and tears its runtime down. HTTP status; *RESP set. */
+int tf_hv_api_delete(struct tf_hv *hv, const char *name, json_object **resp);
+/* Adds a process to NAME (body {"pid": N}). HTTP status; *RESP set. */
+int tf_hv_api_add_process(struct tf_hv *hv, const char *name, json_object *body,
+                          json_object **resp);
+
+/* JSON views (new objects, caller owns). */
+json_object *tf_hv_devices_json(struct tf_hv *hv);
+json_object *tf_hv_workloads_json(struct tf_hv *hv);
+json_object *tf_hv_workload_json(const struct tf_hv_workload *w);
+json_object *tf_hv_workers_json(struct tf_hv *hv);
+/* Prometheus text exposition into OUT. */
+int tf_hv_prometheus(struct tf_hv *hv, struct tf_dynbuf *out);
+
+/* Releases workloads whose every registered process has exited (PID liveness). Returns the
+ * number released. */
+int tf_hv_reap(struct tf_hv *hv);
+/* Re-runs discovery when the device set changed. */
+void tf_hv_discover(struct tf_hv *hv);
+/* Samples devices and workers and writes one round of metric lines. */
+void tf_hv_sample_and_record(struct tf_hv *hv);
+
+/* The HTTP server (api.c). */
+struct tf_hv_http;
+int tf_hv_http_start(struct tf_hv *hv, struct tf_hv_http **out, char *err, size_t errlen);
+void tf_hv_http_stop(struct tf_hv_http *h);
+
+#endif

@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * tf-hypervisor: the node daemon in local mode. Discovers GPUs through NVML, keeps workloads
+ * and allocations in the SQLite state store, serves the HTTP API, releases workloads whose
+ * processes are gone, and writes metric lines every interval.
+ *
+ * usage: tf-hypervisor [--state-dir DIR] [--listen HOST:PORT] [--nvml LIB]
+ *                      [--metrics-sink URI|none] [--metrics-interval MS] [--node NAME]
+ *                      [--pool NAME] [--lib-dir DIR] [--log-level LEVEL]
+ */
+#include "common/err.h"
+#include "common/log.h"
+#include "common/strutil.h"
+#include "hypervisor/hv.h"
+#include "hypervisor/paths.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_signal(int sig)
+{
+    stop_requested = sig;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tf-hypervisor [--state-dir DIR] [--listen HOST:PORT] [--nvml LIB]\n"
+               "                     [--metrics-sink sqlite:PATH|file:PATH|http(s)://URL|none]\n"
+               "                     [--metrics-interval MS] [--node NAME] [--pool NAME]\n"
+               "                     [--lib-dir DIR] [--log-level error|warn|info|debug]\n");
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int parse_args(int argc, char **argv, struct tf_hv_config *c)
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->listen, sizeof(c->listen), "127.0.0.1:0");
+    snprintf(c->pool, sizeof(c->pool), "local");
+    c->metrics_interval_ms = 1000;
+    c->discovery_interval_ms = 5000;
+    c->liveness_interval_ms = 250;
+    if (gethostname(c->node, sizeof(c->node)) != 0)
+        snprintf(c->node, sizeof(c->node), "local");
+    c->node[sizeof(c->node) - 1] = '\0';
+    for (int i = 1; i < argc; i += 2) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *dst = NULL;
+        size_t cap = 0;
+        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            usage(stdout);
+            exit(0);
+        }
+        if (!v) {
+            fprintf(stderr, "tf-hypervisor: %s needs a value\n", a);
+            return 2;
+        }
+        if (!strcmp(a, "--state-dir"))
+            dst = c->state_dir, cap = sizeof(c->state_dir);
+        else if (!strcmp(a, "--listen"))
+            dst = c->listen, cap = sizeof(c->listen);
+        else if (!strcmp(a, "--nvml"))
+            dst = c->nvml_lib, cap = sizeof(c->nvml_lib);
+        else if (!strcmp(a, "--metrics-sink"))
+            dst = c->metrics_sink, cap = sizeof(c->metrics_sink);
+        else if (!strcmp(a, "--node"))
+            dst = c->node, cap = sizeof(c->node);
+        else if (!strcmp(a, "--pool"))
+            dst = c->pool, cap = sizeof(c->pool);
+        else if (!strcmp(a, "--lib-dir"))
+            dst = c->lib_dir, cap = sizeof(c->lib_dir);
+        if (dst) {
+            if (!tf_strlcpy(dst, v, cap)) {
+                fprintf(stderr, "tf-hypervisor: %s: value too long\n", a);
+                return 2;
+            }
+        } else if (!strcmp(a, "--metrics-interval") || !strcmp(a, "--discovery-interval")) {
+            char *end;
+            long ms = strtol(v, &end, 10);
+            if (*end || ms < 50 || ms > 3600000) {
+                fprintf(stderr, "tf-hypervisor: %s: \"%s\" is not 50..3600000 ms\n", a, v);
+                return 2;
+            }
+            if (a[2] == 'm')
+                c->metrics_interval_ms = (int)ms;
+            else
+                c->discovery_interval_ms = (int)ms;
+        } else if (!strcmp(a, "--log-level")) {
+            enum tf_log_level lvl;
+            if (tf_log_parse_level(v, &lvl)) {
+                fprintf(stderr, "tf-hypervisor: --log-level: \"%s\" is not a level\n", v);
+                return 2;
+            }
+            tf_log_set_level(lvl);
+        } else {
+            fprintf(stderr, "tf-hypervisor: unknown option %s\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!c->state_dir[0] && tf_hv_state_dir(c->state_dir, sizeof(c->state_dir))) {
+        fprintf(stderr, "tf-hypervisor: cannot determine the state directory; use --state-dir\n");
+        return 2;
+    }
+    if (!c->lib_dir[0]) {
+        /* Default: the directory of this executable (install layout) */
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n > 0) {
+            exe[n] = '\0';
+            char *slash = strrchr(exe, '/');
+            if (slash)
+                *slash = '\0';
+            tf_strlcpy(c->lib_dir, exe, sizeof(c->lib_dir));
+        }
+    }
+    return 0;
+}
+
+static int write_addr(const char *dir, int port)
+{
+    char tmp[600], path[600];
+    snprintf(tmp, sizeof(tmp), "%s/hypervisor.addr.tmp", dir);
+    snprintf(path, sizeof(path), "%s/hypervisor.addr", dir);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return TF_EIO;
+    fprintf(f, "127.0.0.1:%d\n", port);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        return TF_EIO;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct tf_hv hv;
+    memset(&hv, 0, sizeof(hv));
+    int rc = parse_args(argc, argv, &hv.cfg);
+    if (rc)
+        return rc;
+    char err[512], path[700];
+    if (tf_hv_mkdirs(hv.cfg.state_dir, 0755, err, sizeof(err))) {
+        tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
+        return 1;
+    }
+    snprintf(path, sizeof(path), "%s/hypervisor.lock", hv.cfg.state_dir);
+    int lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (lockfd < 0 || flock(lockfd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "?";
+        if (lockfd >= 0) {
+            ssize_t n = pread(lockfd, pid, sizeof(pid) - 1, 0);
+            pid[n > 0 ? n : 0] = '\0';
+            pid[strcspn(pid, "\n")] = '\0';
+        }
+        tf_log(TF_LOG_ERROR, "hypervisor",
+               "another tf-hypervisor (pid %s) holds %s; one per state directory", pid, path);
+        return 1;
+    }
+    char pidbuf[32];
+    int pl = snprintf(pidbuf, sizeof(pidbuf), "%d\n", (int)getpid());
+    if (ftruncate(lockfd, 0) != 0 || pwrite(lockfd, pidbuf, (size_t)pl, 0) != pl)
+        tf_log(TF_LOG_WARN, "hypervisor", "cannot record pid in %s", path);
+
+    snprintf(path, sizeof(path), "%s/state.db", hv.cfg.state_dir);
+    if (tf_hv_state_open(path, &hv.state, err, sizeof(err))) {
+        tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
+        return 1;
+    }
+    pthread_mutex_init(&hv.mu, NULL);
+    if (tf_hv_nvml_open(hv.cfg.nvml_lib[0] ? hv.cfg.nvml_lib : NULL, &hv.nvml, hv.nvml_error,
+                        sizeof(hv.nvml_error))) {
+        tf_log(TF_LOG_WARN, "hypervisor", "%s: running without GPUs", hv.nvml_error);
+    } else {
+        tf_log(TF_LOG_INFO, "hypervisor", "NVML: %s", tf_hv_nvml_library(hv.nvml));
+    }
+    if (strcmp(hv.cfg.metrics_sink, "none") != 0) {
+        char uri[800];
+        if (hv.cfg.metrics_sink[0])
+            snprintf(uri, sizeof(uri), "%s", hv.cfg.metrics_sink);
+        else
+            snprintf(uri, sizeof(uri), "sqlite:%s/metrics.db", hv.cfg.state_dir);
+        if (tf_metrics_sink_open(uri, &hv.sink, err, sizeof(err))) {
+            tf_log(TF_LOG_ERROR, "hypervisor", "metrics sink: %s", err);
+            return 1;
+        }
+    }
+    tf_hv_discover(&hv);
+    /* Workloads that outlived a previous hypervisor keep their allocations and limits; the
+     * ones whose processes died meanwhile are released by the first reap. */
+    struct tf_hv_workload *ws;
+    int nw = 0;
+    if (tf_hv_state_list(hv.state, &ws, &nw, err, sizeof(err)) == 0) {
+        if (nw)
+            tf_log(TF_LOG_INFO, "hypervisor", "resuming %d workload(s) from %s", nw, path);
+        free(ws);
+    }
+    tf_hv_reap(&hv);
+
+    struct tf_hv_http *http;
+    if (tf_hv_http_start(&hv, &http, err, sizeof(err))) {
+        tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
+        return 1;
+    }
+    if (write_addr(hv.cfg.state_dir, hv.port)) {
+        tf_log(TF_LOG_ERROR, "hypervisor", "cannot write %s/hypervisor.addr", hv.cfg.state_dir);
+        return 1;
+    }
+    tf_log(TF_LOG_INFO, "hypervisor", "listening on 127.0.0.1:%d state=%s", hv.port,
+           hv.cfg.state_dir);
+
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    int64_t next_metrics = mono_ms(), next_disc = mono_ms() + hv.cfg.discovery_interval_ms;
+    while (!stop_requested) {
+        int64_t now = mono_ms();
+        tf_hv_reap(&hv);
+        if (now >= next_disc) {
+            tf_hv_discover(&hv);
+            next_disc = now + hv.cfg.discovery_interval_ms;
+        }
+        if (now >= next_metrics) {
+            tf_hv_sample_and_record(&hv);
+            next_metrics = now + hv.cfg.metrics_interval_ms;
+        }
+        struct timespec ts = {0, (long)hv.cfg.liveness_interval_ms * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    tf_log(TF_LOG_INFO, "hypervisor", "stopping (signal %d); workloads stay recorded",
+           (int)stop_requested);
+    tf_hv_http_stop(http);
+    snprintf(path, sizeof(path), "%s/hypervisor.addr", hv.cfg.state_dir);
+    unlink(path);
+    tf_metrics_sink_destroy(hv.sink);
+    tf_hv_nvml_close(hv.nvml);
+    tf_hv_state_close(hv.state);
+    pthread_mutex_destroy(&hv.mu);
+    close(lockfd);
+    return 0;
+}

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * NVML through dlopen (see nvml.h). Only the handful of entry points discovery and sampling
+ * need are resolved; their ABI (stable across NVML versions) is declared here, privately.
+ * TODO(sim): include src/sim/nvml_abi.h for these declarations once it is on main.
+ */
+#include "hypervisor/nvml.h"
+
+#include "common/err.h"
+#include "common/strutil.h"
+#include "core/gpu_models.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvml_ret;
+typedef struct nvml_device *nvml_dev;
+struct nvml_memory {
+    unsigned long long total, free, used;
+};
+struct nvml_util {
+    unsigned int gpu, memory;
+};
+
+struct tf_hv_nvml {
+    void *lib;
+    char path[256];
+    nvml_ret (*init)(void);
+    nvml_ret (*shutdown)(void);
+    const char *(*error_string)(nvml_ret);
+    nvml_ret (*count)(unsigned int *);
+    nvml_ret (*by_index)(unsigned int, nvml_dev *);
+    nvml_ret (*name)(nvml_dev, char *, unsigned int);
+    nvml_ret (*uuid)(nvml_dev, char *, unsigned int);
+    nvml_ret (*memory)(nvml_dev, struct nvml_memory *);
+    nvml_ret (*util)(nvml_dev, struct nvml_util *);
+    nvml_ret (*temperature)(nvml_dev, int, unsigned int *);
+    nvml_ret (*power)(nvml_dev, unsigned int *);
+};
+
+static const char *nvml_msg(struct tf_hv_nvml *n, nvml_ret r)
+{
+    const char *m = n->error_string ? n->error_string(r) : NULL;
+    return m ? m : "NVML error";
+}
+
+static void *sym(void *lib, const char *a, const char *b)
+{
+    void *p = dlsym(lib, a);
+    return p || !b ? p : dlsym(lib, b);
+}
+
+int tf_hv_nvml_open(const char *lib, struct tf_hv_nvml **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!lib || !*lib)
+        lib = getenv("TF_NVML_LIBRARY");
+    if (!lib || !*lib)
+        lib = "libnvidia-ml.so.1";
+    struct tf_hv_nvml *n = calloc(1, sizeof(*n));
+    if (!n)
+        return TF_ENOMEM;
+    tf_strlcpy(n->path, lib, sizeof(n->path));
+    n->lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+    if (!n->lib) {
+        tf_errf(err, errlen, "cannot load NVML (%s): %s", lib, dlerror());
+        free(n);
+        return TF_ENOENT;
+    }
+    *(void **)&n->init = sym(n->lib, "nvmlInit_v2", "nvmlInit");
+    *(void **)&n->shutdown = sym(n->lib, "nvmlShutdown", NULL);
+    *(void **)&n->error_string = sym(n->lib, "nvmlErrorString", NULL);
+    *(void **)&n->count = sym(n->lib, "nvmlDeviceGetCount_v2", "nvmlDeviceGetCount");
+    *(void **)&n->by_index =
+        sym(n->lib, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex");
+    *(void **)&n->name = sym(n->lib, "nvmlDeviceGetName", NULL);
+    *(void **)&n->uuid = sym(n->lib, "nvmlDeviceGetUUID", NULL);
+    *(void **)&n->memory = sym(n->lib, "nvmlDeviceGetMemoryInfo", NULL);
+    *(void **)&n->util = sym(n->lib, "nvmlDeviceGetUtilizationRates", NULL);
+    *(void **)&n->temperature = sym(n->lib, "nvmlDeviceGetTemperature", NULL);
+    *(void **)&n->power = sym(n->lib, "nvmlDeviceGetPowerUsage", NULL);
+    if (!n->init || !n->count || !n->by_index || !n->name || !n->uuid || !n->memory) {
+        tf_errf(err, errlen, "%s lacks the NVML entry points discovery needs", lib);
+        dlclose(n->lib);
+        free(n);
+        return TF_ENOENT;
+    }
+    nvml_ret r = n->init();
+    if (r != 0) {
+        tf_errf(err, errlen, "nvmlInit (%s): %s", lib, nvml_msg(n, r));
+        dlclose(n->lib);
+        free(n);
+        return TF_EIO;
+    }
+    *out = n;
+    return 0;
+}
+
+void tf_hv_nvml_close(struct tf_hv_nvml *n)
+{
+    if (!n)
+        return;
+    if (n->shutdown)
+        n->shutdown();
+    dlclose(n->lib);
+    free(n);
+}
+
+const char *tf_hv_nvml_library(const struct tf_hv_nvml *n)
+{
+    return n->path;
+}
+
+int tf_hv_nvml_devices(struct tf_hv_nvml *n, struct tf_hv_device *out, int max, int *count,
+                       char *err, size_t errlen)
+{
+    *count = 0;
+    unsigned int c = 0;
+    nvml_ret r = n->count(&c);
+    if (r != 0) {
+        tf_errf(err, errlen, "nvmlDeviceGetCount: %s", nvml_msg(n, r));
+        return TF_EIO;
+    }
+    for (unsigned int i = 0; i < c && (int)i < max; i++) {
+        nvml_dev d;
+        struct tf_hv_device *o = &out[*count];
+        memset(o, 0, sizeof(*o));
+        struct nvml_memory mem = {0};
+        if ((r = n->by_index(i, &d)) || (r = n->name(d, o->name, sizeof(o->name))) ||
+            (r = n->uuid(d, o->uuid, sizeof(o->uuid))) || (r = n->memory(d, &mem))) {
+            tf_errf(err, errlen, "NVML device %u: %s", i, nvml_msg(n, r));
+            return TF_EIO;
+        }
+        o->name[sizeof(o->name) - 1] = o->uuid[sizeof(o->uuid) - 1] = '\0';
+        o->index = (int)i;
+        o->vram_bytes = (int64_t)mem.total;
+        o->present = true;
+        const struct tf_gpu_model *m = tf_gpu_model_from_nvml(o->name, o->vram_bytes);
+        if (m) {
+            tf_strlcpy(o->model, m->name, sizeof(o->model));
+            tf_strlcpy(o->vendor, m->vendor, sizeof(o->vendor));
+            o->tflops_milli = m->tflops_milli;
+        } else {
+            tf_strlcpy(o->vendor, "NVIDIA", sizeof(o->vendor));
+        }
+        (*count)++;
+    }
+    return 0;
+}
+
+int tf_hv_nvml_sample(struct tf_hv_nvml *n, int index, struct tf_hv_gpu_sample *out, char *err,
+                      size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    nvml_dev d;
+    nvml_ret r = n->by_index((unsigned int)index, &d);
+    if (r != 0) {
+        tf_errf(err, errlen, "NVML device %d: %s", index, nvml_msg(n, r));
+        return TF_EIO;
+    }
+    struct nvml_memory mem;
+    if (n->memory(d, &mem) == 0) {
+        out->mem_used = (int64_t)mem.used;
+        out->mem_total = (int64_t)mem.total;
+    }
+    struct nvml_util u;
+    if (n->util && n->util(d, &u) == 0)
+        out->util_bp = (int32_t)(u.gpu > 100 ? 10000 : u.gpu * 100);
+    unsigned int v;
+    if (n->temperature && n->temperature(d, 0 /* NVML_TEMPERATURE_GPU */, &v) == 0)
+        out->temperature = v;
+    if (n->power && n->power(d, &v) == 0)
+        out->power_w = v / 1000.0;
+    return 0;
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Where local mode keeps its files, shared by tf-hypervisor and tfctl so both find the same
+ * hypervisor without configuration. The state directory is, in order: $TF_STATE_DIR;
+ * /var/lib/tensor-fusion for root; $XDG_STATE_HOME/tensor-fusion; ~/.local/state/tensor-fusion.
+ * Inside it:
+ *   state.db          the state store (state.h)
+ *   metrics.db        the default SQLite metrics sink (`tfctl query`)
+ *   hypervisor.lock   flock'ed by the running hypervisor (one per state directory)
+ *   hypervisor.addr   "127.0.0.1:PORT" of its HTTP API, written once it listens
+ *   hypervisor.log    its log when tfctl started it
+ *   shm/              per-workload limit regions
+ * Thread-safe.
+ */
+#ifndef TF_HYPERVISOR_PATHS_H
+#define TF_HYPERVISOR_PATHS_H
+
+#include <stddef.h>
+
+/* Writes the state directory into BUF. Returns 0 or TF_ERANGE / TF_ENOENT (no HOME). */
+int tf_hv_state_dir(char *buf, size_t len);
+
+/* mkdir -p DIR with MODE. Returns 0 or TF_EIO (ERR says which component failed). */
+int tf_hv_mkdirs(const char *dir, int mode, char *err, size_t errlen);
+
+#endif

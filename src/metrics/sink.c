@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Sink dispatch and the URI form (see sink.h).
+ */
+#include "metrics/sink.h"
+
+#include "common/err.h"
+#include "common/strutil.h"
+
+#include <string.h>
+
+int tf_metrics_sink_open(const char *uri, struct tf_metrics_sink **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!uri || !*uri) {
+        tf_errf(err, errlen, "metrics sink: empty URI");
+        return TF_EINVAL;
+    }
+    if (!strncmp(uri, "sqlite:", 7))
+        return tf_metrics_sqlite_sink_new(uri + 7, NULL, out, err, errlen);
+    if (!strncmp(uri, "file:", 5))
+        return tf_metrics_file_sink_new(uri + 5, NULL, out, err, errlen);
+    if (!strncmp(uri, "http://", 7) || !strncmp(uri, "https://", 8))
+        return tf_metrics_http_sink_new(uri, NULL, out, err, errlen);
+    tf_errf(err, errlen,
+            "metrics sink \"%s\": expected sqlite:PATH, file:PATH or an http(s):// write URL", uri);
+    return TF_EINVAL;
+}
+
+int tf_metrics_sink_write(struct tf_metrics_sink *s, const struct tf_lp_point *pts, size_t n,
+                          char *err, size_t errlen)
+{
+    return s->ops->write(s, pts, n, err, errlen);
+}
+
+int tf_metrics_sink_flush(struct tf_metrics_sink *s, char *err, size_t errlen)
+{
+    return s->ops->flush ? s->ops->flush(s, err, errlen) : 0;
+}
+
+void tf_metrics_sink_destroy(struct tf_metrics_sink *s)
+{
+    if (s)
+        s->ops->destroy(s);
+}

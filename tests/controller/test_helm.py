@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The Helm chart and the CRDs: the committed CRDs match deploy/gen_crds.py; the chart renders
+(tests/controller/helm_render.py, the template subset it uses) into valid YAML with the
+objects the issue asks for; the webhook is v1-only with a configurable failurePolicy and a
+timeout <= 10 s; the kube-scheduler profile carries the extender; the default
+TensorFusionCluster/GPUPool/SchedulingConfigTemplate validate against their CRD schemas and
+are accepted by kubectl against the in-memory API server. Exit 77 (skip) without python3-yaml.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+try:
+    import yaml
+except ImportError:
+    print("SKIP: python3-yaml not installed")
+    sys.exit(77)
+
+SRC = os.environ.get("TF_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__),
+                                                                  "..", ".."))
+sys.path.insert(0, os.path.join(SRC, "tests", "controller"))
+import helm_render  # noqa: E402
+
+CHART = os.path.join(SRC, "deploy", "helm", "tensor-fusion")
+passed = failed = 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL %s %s" % (name, detail))
+
+
+def render(*sets):
+    text = helm_render.render_chart(CHART, sets=sets)
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def find(docs, kind, name=None):
+    for d in docs:
+        if d.get("kind") == kind and (name is None or d["metadata"]["name"] == name):
+            return d
+    return None
+
+
+def load_crds():
+    out = {}
+    cdir = os.path.join(CHART, "crds")
+    for fn in sorted(os.listdir(cdir)):
+        with open(os.path.join(cdir, fn)) as f:
+            d = yaml.safe_load(f)
+        out[d["spec"]["names"]["kind"]] = d
+    return out
+
+
+def validate(obj, schema, path="", errors=None):
+    """Structural validation against an openAPIV3Schema subset (type, properties, enum,
+    additionalProperties, items, int-or-string, preserve-unknown-fields)."""
+    errors = [] if errors is None else errors
+    if schema.get("x-kubernetes-int-or-string"):
+        if not isinstance(obj, (int, str)) or isinstance(obj, bool):
+            errors.append("%s: want int or string" % path)
+        return errors
+    t = schema.get("type")
+    types = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool}
+    if t in types and not isinstance(obj, types[t]) or (t == "integer" and isinstance(obj, bool)):
+        errors.append("%s: want %s, got %r" % (path, t, obj))
+        return errors
+    if "enum" in schema and obj not in schema["enum"]:
+        errors.append("%s: %r not in %s" % (path, obj, schema["enum"]))
+    if t == "object":
+        props = schema.get("properties")
+        for k, v in obj.items():
+            if props is not None and k in props:
+                validate(v, props[k], path + "." + k, errors)
+            elif "additionalProperties" in schema:
+                validate(v, schema["additionalProperties"], path + "." + k, errors)
+            elif props is not None and not schema.get("x-kubernetes-preserve-unknown-fields"):
+                errors.append("%s: unknown field %s" % (path, k))
+    if t == "array":
+        for n, e in enumerate(obj):
+            validate(e, schema["items"], "%s[%d]" % (path, n), errors)
+    return errors
+
+
+def test_crds():
+    r = subprocess.run([sys.executable, os.path.join(SRC, "deploy", "gen_crds.py"), "--check"],
+                       capture_output=True, text=True)
+    check("committed CRDs match deploy/gen_crds.py", r.returncode == 0, r.stdout)
+    crds = load_crds()
+    want = {"TensorFusionCluster": "Cluster", "GPUPool": "Cluster", "GPUNode": "Cluster",
+            "GPU": "Cluster", "TensorFusionWorkload": "Namespaced",
+            "TensorFusionConnection": "Namespaced", "WorkloadProfile": "Namespaced",
+            "SchedulingConfigTemplate": "Cluster", "GPUResourceQuota": "Namespaced"}
+    check("nine CRDs", set(crds) == set(want), sorted(crds))
+    for kind, scope in want.items():
+        d = crds.get(kind)
+        if not d:
+            continue
+        spec = d["spec"]
+        check(kind + " group", spec["group"] == "tensor-fusion.ai")
+        check(kind + " scope", spec["scope"] == scope, spec["scope"])
+        v = spec["versions"][0]
+        check(kind + " v1 served+storage", v["name"] == "v1" and v["served"] and v["storage"])
+        props = v["schema"]["openAPIV3Schema"]["properties"]
+        check(kind + " status subresource iff status",
+              ("status" in props) == ("status" in v.get("subresources", {})))
+        check(kind + " name", d["metadata"]["name"] == spec["names"]["plural"] +
+              ".tensor-fusion.ai")
+    # Fields users read (seed 004: kubectl get gpu -o custom-columns ...).
+    gpu = crds["GPU"]["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+    for f in ("gpuModel", "capacity", "available"):
+        check("GPU status." + f, f in gpu["status"]["properties"])
+    # Seed 001 WorkloadProfile example validates.
+    with open(os.path.join(SRC, "examples", "seed-001-workloadprofile.yaml")) as f:
+        prof = yaml.safe_load(f)
+    errs = validate(prof, crds["WorkloadProfile"]["spec"]["versions"][0]["schema"]
+                    ["openAPIV3Schema"])
+    check("seed 001 WorkloadProfile validates", not errs, errs)
+    bad = dict(prof, spec=dict(prof["spec"], qos="urgent"))
+    check("schema validation can fail", validate(bad, crds["WorkloadProfile"]["spec"]["versions"]
+                                                 [0]["schema"]["openAPIV3Schema"]))
+
+
+def webhook_problems(docs):
+    mwc = find(docs, "MutatingWebhookConfiguration")
+    probs = []
+    if not mwc:
+        return ["no MutatingWebhookConfiguration"]
+    for w in mwc["webhooks"]:
+        if w.get("admissionReviewVersions") != ["v1"]:
+            probs.append("admissionReviewVersions %r" % w.get("admissionReviewVersions"))
+        if not isinstance(w.get("timeoutSeconds"), int) or not 1 <= w["timeoutSeconds"] <= 10:
+            probs.append("timeoutSeconds %r" % w.get("timeoutSeconds"))
+        if w.get("failurePolicy") not in ("Fail", "Ignore"):
+            probs.append("failurePolicy %r" % w.get("failurePolicy"))
+        if w.get("sideEffects") not in ("None", "NoneOnDryRun"):
+            probs.append("sideEffects %r" % w.get("sideEffects"))
+    return probs
+
+
+def test_chart():
+    docs = render()
+    kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
+    for k in [("Deployment", "tensor-fusion-controller"), ("Service", "tensor-fusion"),
+              ("ClusterRole", "tensor-fusion-controller"),
+              ("ClusterRoleBinding", "tensor-fusion-controller"),
+              ("ServiceAccount", "tensor-fusion"), ("Deployment", "tensor-fusion-scheduler"),
+              ("ConfigMap", "tensor-fusion-scheduler-config"),
+              ("MutatingWebhookConfiguration", "tensor-fusion-webhook"),
+              ("DaemonSet", "tensor-fusion-hypervisor"),
+              ("TensorFusionCluster", "tensor-fusion-cluster"), ("GPUPool", "default-pool"),
+              ("SchedulingConfigTemplate", "tf-scheduling-config")]:
+        check("renders %s/%s" % k, k in kinds)
+    check("webhook shape", not webhook_problems(docs), webhook_problems(docs))
+    check("timeout over 10 s is caught",
+          webhook_problems(render("webhook.timeoutSeconds=30")) == ["timeoutSeconds 30"])
+    mwc = find(render("webhook.failurePolicy=Ignore"), "MutatingWebhookConfiguration")
+    check("failurePolicy is configurable", mwc["webhooks"][0]["failurePolicy"] == "Ignore")
+    w = find(docs, "MutatingWebhookConfiguration")["webhooks"][0]
+    check("webhook excludes its own namespace", "tensor-fusion-sys" in
+          w["namespaceSelector"]["matchExpressions"][0]["values"])
+    check("webhook goes to the controller service",
+          w["clientConfig"]["service"] == {"name": "tensor-fusion",
+                                           "namespace": "tensor-fusion-sys",
+                                           "path": "/mutate-v1-pod", "port": 9443})
+    ds = find(docs, "DaemonSet", "tensor-fusion-hypervisor")
+    check("hypervisor on nvidia.com/gpu.present=true",
+          ds["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.present": "true"})
+    cm = find(docs, "ConfigMap", "tensor-fusion-scheduler-config")
+    sc = yaml.safe_load(cm["data"]["scheduler-config.yaml"])
+    check("scheduler profile", [p["schedulerName"] for p in sc["profiles"]] ==
+          ["tensor-fusion-scheduler"])
+    ext = sc["extenders"][0]
+    check("extender verbs", (ext["filterVerb"], ext["prioritizeVerb"], ext["bindVerb"]) ==
+          ("filter", "prioritize", "bind"))
+    check("extender nodeCacheCapable", ext["nodeCacheCapable"] is True)
+    check("extender managed resource", ext["managedResources"] ==
+          [{"name": "tensor-fusion.ai/vgpu", "ignoredByScheduler": True}])
+    check("extender url", ext["urlPrefix"] ==
+          "https://tensor-fusion.tensor-fusion-sys.svc:9443/scheduler")
+    cfg = yaml.safe_load(find(render("dynamicConfig.autoMigration.enable=true"), "ConfigMap",
+                              "tensor-fusion-config")["data"]["config.yaml"])
+    check("autoMigration values reach the controller config",
+          cfg["autoMigration"]["enable"] is True and
+          cfg["autoMigration"]["scope"]["includes"]["namespaceNames"] == [])
+    ctl = find(render("webhook.certManager=true"), "Deployment", "tensor-fusion-controller")
+    args = ctl["spec"]["template"]["spec"]["containers"][0]["args"]
+    check("cert-manager mode mounts certs", "--cert-dir=/etc/tensor-fusion/certs" in args)
+    crds = load_crds()
+    for kind in ("TensorFusionCluster", "GPUPool", "SchedulingConfigTemplate"):
+        obj = find(docs, kind)
+        errs = validate(obj, crds[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+        check("default %s validates" % kind, not errs, errs)
+    try:
+        helm_render.render("{{ include \"x\" . }}", {})
+        check("unsupported template syntax is an error", False)
+    except helm_render.TemplateError:
+        check("unsupported template syntax is an error", True)
+    return docs
+
+
+def test_kubectl_accepts_defaults(docs):
+    if subprocess.run(["sh", "-c", "command -v kubectl"], capture_output=True).returncode:
+        print("SKIP: kubectl not installed (default CRs not applied)")
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        pf = os.path.join(tmp, "port")
+        fake = subprocess.Popen([sys.executable, os.path.join(SRC, "tests", "controller",
+                                                              "fakeapi.py"),
+                                 "--port", "0", "--port-file", pf], stdout=subprocess.DEVNULL)
+        try:
+            for _ in range(200):
+                if os.path.exists(pf):
+                    break
+                time.sleep(0.02)
+            port = open(pf).read().strip()
+            path = os.path.join(tmp, "defaults.yaml")
+            with open(path, "w") as f:
+                yaml.safe_dump_all([find(docs, k) for k in ("TensorFusionCluster", "GPUPool",
+                                                             "SchedulingConfigTemplate")], f)
+            env = dict(os.environ, KUBECONFIG=os.path.join(tmp, "none"))
+            r = subprocess.run(["kubectl", "--server=http://127.0.0.1:" + port, "apply",
+                                "--validate=false", "-f", path], capture_output=True, text=True,
+                               env=env)
+            check("kubectl applies the default CRs", r.returncode == 0 and
+                  "tensorfusioncluster.tensor-fusion.ai/tensor-fusion-cluster created" in
+                  r.stdout, r.stdout + r.stderr)
+            r = subprocess.run(["kubectl", "--server=http://127.0.0.1:" + port, "get", "gpupool",
+                                "default-pool", "-o",
+                                "jsonpath={.spec.capacityConfig.oversubscription."
+                                "tflopsOversellRatio}"], capture_output=True, text=True, env=env)
+            check("default pool oversubscription", r.stdout == "500", r.stdout + r.stderr)
+        finally:
+            fake.terminate()
+            fake.wait()
+
+
+def main():
+    test_crds()
+    docs = test_chart()
+    test_kubectl_accepts_defaults(docs)
+    print("helm chart: %d passed, %d failed" % (passed, failed))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

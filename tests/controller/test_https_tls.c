@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Certificates and the HTTPS server: a generated CA + serving certificate verify for the
+ * Service names kube-apiserver dials; the server answers over TLS; bodies are bounded; a
+ * rotated certificate is picked up without restarting; mounted files load and bad pairs are
+ * refused.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <curl/curl.h>
+
+#include "common/err.h"
+#include "controller/https.h"
+#include "controller/tls.h"
+
+static void echo(const struct tf_http_req *req, struct tf_http_resp *resp, void *arg)
+{
+    char buf[256];
+    const char *q = tf_http_query(req, "name");
+    snprintf(buf, sizeof(buf), "{\"method\":\"%s\",\"path\":\"%s\",\"len\":%zu,\"name\":\"%s\"}",
+             req->method, req->path, req->body_len, q ? q : "");
+    resp->body = strdup(buf);
+}
+
+struct got {
+    char buf[4096];
+    size_t n;
+};
+
+static size_t collect(char *d, size_t sz, size_t nm, void *arg)
+{
+    struct got *g = arg;
+    size_t n = sz * nm;
+    if (g->n + n < sizeof(g->buf)) {
+        memcpy(g->buf + g->n, d, n);
+        g->n += n;
+        g->buf[g->n] = '\0';
+    }
+    return n;
+}
+
+/* POSTs BODY to https://HOST:PORT/PATH, trusting CA_PEM and resolving HOST to 127.0.0.1.
+ * Returns the HTTP status, or -curl error. */
+static long post(const char *host, uint16_t port, const char *path, const char *ca_pem,
+                 const char *body, struct got *g)
+{
+    CURL *h = curl_easy_init();
+    char url[512], resolve[300];
+    snprintf(url, sizeof(url), "https://%s:%u%s", host, port, path);
+    snprintf(resolve, sizeof(resolve), "%s:%u:127.0.0.1", host, port);
+    struct curl_slist *rs = curl_slist_append(NULL, resolve);
+    struct curl_blob blob = {(void *)ca_pem, strlen(ca_pem), CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_RESOLVE, rs);
+    curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, g);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+    g->n = 0;
+    g->buf[0] = '\0';
+    CURLcode cc = curl_easy_perform(h);
+    long st = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+    curl_easy_cleanup(h);
+    curl_slist_free_all(rs);
+    return cc == CURLE_OK ? st : -(long)cc;
+}
+
+static struct tf_https *serve(const struct tf_tls_bundle *b)
+{
+    char err[256];
+    struct tf_https_opts o = {.bind_addr = "127.0.0.1",
+                              .cert_pem = b->cert_pem,
+                              .key_pem = b->key_pem,
+                              .threads = 2,
+                              .max_body = 1024};
+    struct tf_https *s = tf_https_start(&o, echo, NULL, err, sizeof(err));
+    if (!s)
+        fail_msg("server: %s", err);
+    return s;
+}
+
+static void apiserver_reaches_the_webhook_by_service_dns_name(void **state)
+{
+    struct tf_tls_bundle b;
+    char err[256];
+    assert_int_equal(
+        tf_tls_generate("tensor-fusion", "tensor-fusion-sys", NULL, 0, 365, &b, err, sizeof(err)),
+        0);
+    assert_non_null(strstr(b.ca_pem, "BEGIN CERTIFICATE"));
+    assert_non_null(strstr(b.key_pem, "PRIVATE KEY"));
+    struct tf_https *s = serve(&b);
+    struct got g;
+    assert_int_equal(post("tensor-fusion.tensor-fusion-sys.svc", tf_https_port(s),
+                          "/mutate-pod?name=x", b.ca_pem, "{\"a\":1}", &g),
+                     200);
+    assert_string_equal(g.buf, "{\"method\":\"POST\",\"path\":\"/mutate-pod\",\"len\":7,"
+                               "\"name\":\"x\"}");
+    assert_int_equal(post("tensor-fusion.tensor-fusion-sys.svc.cluster.local", tf_https_port(s),
+                          "/", b.ca_pem, "", &g),
+                     200);
+    /* A name outside the SANs fails verification. */
+    assert_true(post("evil.example", tf_https_port(s), "/", b.ca_pem, "", &g) < 0);
+    tf_https_destroy(s);
+    tf_tls_bundle_free(&b);
+}
+
+static void oversized_bodies_get_413_without_reaching_the_handler(void **state)
+{
+    struct tf_tls_bundle b;
+    char err[256];
+    const char *extra[] = {"127.0.0.1", "localhost"};
+    assert_int_equal(tf_tls_generate(NULL, NULL, extra, 2, 1, &b, err, sizeof(err)), 0);
+    struct tf_https *s = serve(&b);
+    char big[4000];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    struct got g;
+    assert_int_equal(post("localhost", tf_https_port(s), "/", b.ca_pem, big, &g), 413);
+    tf_https_destroy(s);
+    tf_tls_bundle_free(&b);
+}
+
+static void rotated_certificate_is_served_without_restart(void **state)
+{
+    struct tf_tls_bundle a, b;
+    char err[256];
+    const char *extra[] = {"localhost"};
+    assert_int_equal(tf_tls_generate(NULL, NULL, extra, 1, 1, &a, err, sizeof(err)), 0);
+    assert_int_equal(tf_tls_generate(NULL, NULL, extra, 1, 1, &b, err, sizeof(err)), 0);
+    struct tf_https *s = serve(&a);
+    uint16_t port = tf_https_port(s);
+    struct got g;
+    assert_int_equal(post("localhost", port, "/", a.ca_pem, "", &g), 200);
+    assert_true(post("localhost", port, "/", b.ca_pem, "", &g) < 0);
+    assert_int_equal(tf_https_reload(s, b.cert_pem, b.key_pem, err, sizeof(err)), 0);
+    assert_int_equal(tf_https_port(s), port);
+    assert_int_equal(post("localhost", port, "/", b.ca_pem, "", &g), 200);
+    assert_true(post("localhost", port, "/", a.ca_pem, "", &g) < 0);
+    /* A broken pair is refused and the server keeps the current one. */
+    assert_int_equal(tf_https_reload(s, b.cert_pem, a.key_pem, err, sizeof(err)), TF_EINVAL);
+    assert_int_equal(post("localhost", port, "/", b.ca_pem, "", &g), 200);
+    tf_https_destroy(s);
+    tf_tls_bundle_free(&a);
+    tf_tls_bundle_free(&b);
+}
+
+static void mounted_certificate_files_load_and_mismatched_keys_fail(void **state)
+{
+    struct tf_tls_bundle a, b, got;
+    char err[256], dir[] = "/tmp/tf-tls-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    assert_int_equal(tf_tls_generate("svc", "ns", NULL, 0, 1, &a, err, sizeof(err)), 0);
+    assert_int_equal(tf_tls_generate("svc", "ns", NULL, 0, 1, &b, err, sizeof(err)), 0);
+    char crt[64], key[64], ca[64];
+    snprintf(crt, sizeof(crt), "%s/tls.crt", dir);
+    snprintf(key, sizeof(key), "%s/tls.key", dir);
+    snprintf(ca, sizeof(ca), "%s/ca.crt", dir);
+    FILE *f = fopen(crt, "w");
+    fputs(a.cert_pem, f);
+    fclose(f);
+    f = fopen(key, "w");
+    fputs(a.key_pem, f);
+    fclose(f);
+    f = fopen(ca, "w");
+    fputs(a.ca_pem, f);
+    fclose(f);
+    time_t mt = 0;
+    assert_int_equal(tf_tls_load_files(crt, key, ca, &got, &mt, err, sizeof(err)), 0);
+    assert_string_equal(got.cert_pem, a.cert_pem);
+    assert_true(mt > 0);
+    assert_true(tf_tls_files_mtime(crt, key) == mt);
+    tf_tls_bundle_free(&got);
+    f = fopen(key, "w");
+    fputs(b.key_pem, f);
+    fclose(f);
+    assert_int_equal(tf_tls_load_files(crt, key, NULL, &got, NULL, err, sizeof(err)), TF_EINVAL);
+    assert_int_equal(
+        tf_tls_load_files("/nonexistent/tls.crt", key, NULL, &got, NULL, err, sizeof(err)),
+        TF_ENOENT);
+    assert_non_null(strstr(err, "/nonexistent/tls.crt"));
+    unlink(crt);
+    unlink(key);
+    unlink(ca);
+    rmdir(dir);
+    tf_tls_bundle_free(&a);
+    tf_tls_bundle_free(&b);
+}
+
+static void plain_http_mode_serves_health_checks(void **state)
+{
+    char err[256];
+    struct tf_https_opts o = {.bind_addr = "127.0.0.1"};
+    struct tf_https *s = tf_https_start(&o, echo, NULL, err, sizeof(err));
+    assert_non_null(s);
+    CURL *h = curl_easy_init();
+    char url[128];
+    struct got g = {.n = 0};
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", tf_https_port(s));
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &g);
+    assert_int_equal(curl_easy_perform(h), CURLE_OK);
+    curl_easy_cleanup(h);
+    assert_non_null(strstr(g.buf, "\"path\":\"/healthz\""));
+    assert_int_equal(tf_https_reload(s, "x", "y", err, sizeof(err)), TF_ESTATE);
+    tf_https_destroy(s);
+    struct tf_https_opts bad = {.bind_addr = "not-an-ip"};
+    assert_null(tf_https_start(&bad, echo, NULL, err, sizeof(err)));
+    assert_non_null(strstr(err, "not-an-ip"));
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(apiserver_reaches_the_webhook_by_service_dns_name),
+        cmocka_unit_test(oversized_bodies_get_413_without_reaching_the_handler),
+        cmocka_unit_test(rotated_certificate_is_served_without_restart),
+        cmocka_unit_test(mounted_certificate_files_load_and_mismatched_keys_fail),
+        cmocka_unit_test(plain_http_mode_serves_health_checks),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}

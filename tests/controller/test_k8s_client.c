@@ -1,0 +1,514 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The Kubernetes API client against the in-memory API server: CRUD, merge/JSON patch with
+ * optimistic locking, status, binding, events, paginated lists, watches with bookmarks and
+ * 410, retries on 429/5xx, token rotation, in-cluster config and kubeconfig.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/err.h"
+#include "common/yamljson.h"
+#include "controller/base64.h"
+#include "controller/k8s/client.h"
+#include "controller/k8s/informer.h"
+#include "harness.h"
+
+static struct fake_api fake;
+
+static int setup(void **state)
+{
+    if (fake_start(&fake, NULL)) {
+        fprintf(stderr, "SKIP: cannot start fake API server\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fake_stop(&fake);
+    return 0;
+}
+
+static json_object *pod_json(const char *name, const char *label)
+{
+    char buf[512];
+    snprintf(buf, sizeof(buf),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+             "\"labels\":{\"app\":\"%s\"}},\"spec\":{\"containers\":[{\"name\":\"c\","
+             "\"image\":\"busybox\"}]}}",
+             name, label);
+    return jparse(buf);
+}
+
+static void create_pod(const char *name, const char *label)
+{
+    char err[256];
+    json_object *p = pod_json(name, label);
+    assert_int_equal(tf_k8s_create(fake.client, &tf_k8s_pods, "default", p, NULL, err, sizeof(err)),
+                     0);
+    json_object_put(p);
+}
+
+static void controller_creates_reads_patches_and_deletes_a_pod(void **state)
+{
+    char err[256];
+    json_object *out = NULL;
+    create_pod("crud", "web");
+    assert_int_equal(
+        tf_k8s_get(fake.client, &tf_k8s_pods, "default", "crud", &out, err, sizeof(err)), 0);
+    assert_string_equal(tf_json_str(out, "metadata", "labels", "app", NULL), "web");
+    char rv[32];
+    snprintf(rv, sizeof(rv), "%s", tf_json_str(out, "metadata", "resourceVersion", NULL));
+    json_object_put(out);
+
+    /* Merge patch carrying the current resourceVersion succeeds; a stale one conflicts. */
+    char buf[256];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"resourceVersion\":\"%s\",\"annotations\":"
+             "{\"tensor-fusion.ai/gpu-ids\":\"gpu-0\"}}}",
+             rv);
+    json_object *patch = jparse(buf);
+    assert_int_equal(tf_k8s_merge_patch(fake.client, &tf_k8s_pods, "default", "crud", NULL, patch,
+                                        &out, err, sizeof(err)),
+                     0);
+    assert_string_equal(
+        tf_json_str(out, "metadata", "annotations", "tensor-fusion.ai/gpu-ids", NULL), "gpu-0");
+    json_object_put(out);
+    assert_int_equal(tf_k8s_merge_patch(fake.client, &tf_k8s_pods, "default", "crud", NULL, patch,
+                                        NULL, err, sizeof(err)),
+                     TF_ECONFLICT);
+    assert_non_null(strstr(err, "the object has been modified"));
+    json_object_put(patch);
+
+    /* JSON patch with ~1 escaping of the annotation key. */
+    json_object *ops = jparse("[{\"op\":\"replace\",\"path\":"
+                              "\"/metadata/annotations/tensor-fusion.ai~1gpu-ids\","
+                              "\"value\":\"gpu-1\"}]");
+    assert_int_equal(tf_k8s_json_patch(fake.client, &tf_k8s_pods, "default", "crud", NULL, ops,
+                                       &out, err, sizeof(err)),
+                     0);
+    assert_string_equal(
+        tf_json_str(out, "metadata", "annotations", "tensor-fusion.ai/gpu-ids", NULL), "gpu-1");
+    json_object_put(out);
+    json_object_put(ops);
+
+    /* Status goes through the subresource only. */
+    json_object *st = jparse("{\"status\":{\"phase\":\"Running\"}}");
+    assert_int_equal(tf_k8s_merge_patch(fake.client, &tf_k8s_pods, "default", "crud", NULL, st,
+                                        &out, err, sizeof(err)),
+                     0);
+    assert_string_equal(tf_json_str(out, "status", "phase", NULL), "Pending");
+    json_object_put(out);
+    assert_int_equal(tf_k8s_merge_patch(fake.client, &tf_k8s_pods, "default", "crud", "status", st,
+                                        &out, err, sizeof(err)),
+                     0);
+    assert_string_equal(tf_json_str(out, "status", "phase", NULL), "Running");
+    json_object_put(out);
+    json_object_put(st);
+
+    assert_int_equal(tf_k8s_delete(fake.client, &tf_k8s_pods, "default", "crud", err, sizeof(err)),
+                     0);
+    assert_int_equal(
+        tf_k8s_get(fake.client, &tf_k8s_pods, "default", "crud", &out, err, sizeof(err)),
+        TF_ENOENT);
+    assert_null(out);
+    assert_non_null(strstr(err, "not found"));
+}
+
+static void creating_an_existing_object_reports_already_exists(void **state)
+{
+    char err[256];
+    create_pod("dup", "web");
+    json_object *p = pod_json("dup", "web");
+    assert_int_equal(tf_k8s_create(fake.client, &tf_k8s_pods, "default", p, NULL, err, sizeof(err)),
+                     TF_EEXIST);
+    json_object_put(p);
+}
+
+static int add_label(json_object *obj, void *arg)
+{
+    int *calls = arg;
+    (*calls)++;
+    json_object *labels = tf_json_path(obj, "metadata", "labels", NULL);
+    /* The first attempt races with a concurrent writer (simulated below). */
+    if (*calls == 1) {
+        char err[256];
+        json_object *p = jparse("{\"metadata\":{\"labels\":{\"other\":\"writer\"}}}");
+        assert_int_equal(tf_k8s_merge_patch(fake.client, &tf_k8s_pods, "default", "rmw", NULL, p,
+                                            NULL, err, sizeof(err)),
+                         0);
+        json_object_put(p);
+    }
+    json_object_object_add(labels, "mine", json_object_new_string("yes"));
+    return 0;
+}
+
+static void read_modify_write_retries_after_a_conflict(void **state)
+{
+    char err[256];
+    int calls = 0;
+    create_pod("rmw", "web");
+    json_object *out = NULL;
+    assert_int_equal(tf_k8s_update_retry(fake.client, &tf_k8s_pods, "default", "rmw", NULL,
+                                         add_label, &calls, &out, err, sizeof(err)),
+                     0);
+    assert_int_equal(calls, 2);
+    assert_string_equal(tf_json_str(out, "metadata", "labels", "mine", NULL), "yes");
+    assert_string_equal(tf_json_str(out, "metadata", "labels", "other", NULL), "writer");
+    json_object_put(out);
+}
+
+static void binding_a_pod_sets_its_node_once(void **state)
+{
+    char err[256];
+    json_object *out = NULL;
+    create_pod("bindme", "web");
+    assert_int_equal(
+        tf_k8s_bind(fake.client, "default", "bindme", NULL, "gpu-node-1", err, sizeof(err)), 0);
+    assert_int_equal(
+        tf_k8s_get(fake.client, &tf_k8s_pods, "default", "bindme", &out, err, sizeof(err)), 0);
+    assert_string_equal(tf_json_str(out, "spec", "nodeName", NULL), "gpu-node-1");
+    assert_int_equal(
+        tf_k8s_bind(fake.client, "default", "bindme", NULL, "gpu-node-2", err, sizeof(err)),
+        TF_ECONFLICT);
+    assert_int_equal(tf_k8s_event(fake.client, out, "Normal", "GPUAllocated",
+                                  "allocated gpu-0 on gpu-node-1", NULL),
+                     0);
+    json_object_put(out);
+    assert_int_equal(fake_count_requests(&fake, "POST /api/v1/namespaces/default/events"), 1);
+}
+
+static int count_item(json_object *item, void *arg)
+{
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void list_follows_continue_tokens_across_pages(void **state)
+{
+    char err[256], name[32];
+    for (int i = 0; i < 23; i++) {
+        snprintf(name, sizeof(name), "page-%02d", i);
+        create_pod(name, "paged");
+    }
+    int n = 0;
+    char *rv = NULL;
+    assert_int_equal(tf_k8s_list(fake.client, &tf_k8s_pods, "default", "app=paged", NULL, 5,
+                                 count_item, &n, &rv, err, sizeof(err)),
+                     0);
+    assert_int_equal(n, 23);
+    assert_non_null(rv);
+    free(rv);
+    /* 5 pages: the first without a continue token, four with one. */
+    assert_int_equal(fake_count_requests(&fake, "labelSelector=app%3Dpaged&limit=5&continue="), 4);
+}
+
+static void retries_429_and_5xx_then_gives_up(void **state)
+{
+    char err[256];
+    json_object *out = NULL;
+    fake_control(&fake, "fail", "{\"status\":429,\"count\":2,\"retryAfter\":0}");
+    assert_int_equal(
+        tf_k8s_get(fake.client, &tf_k8s_namespaces, NULL, "default", &out, err, sizeof(err)), 0);
+    json_object_put(out);
+    fake_control(&fake, "fail", "{\"status\":503,\"count\":10}");
+    assert_int_equal(
+        tf_k8s_get(fake.client, &tf_k8s_namespaces, NULL, "default", &out, err, sizeof(err)),
+        TF_EIO);
+    assert_non_null(strstr(err, "HTTP 503"));
+    /* 4 attempts were made (max_attempts); drain what is left of the injected failures. */
+    while (tf_k8s_get(fake.client, &tf_k8s_namespaces, NULL, "default", &out, err, sizeof(err)) !=
+           0) {
+    }
+    json_object_put(out);
+}
+
+struct seen {
+    int added, modified, deleted, bookmarks;
+};
+
+static int on_watch(enum tf_k8s_event_type t, json_object *obj, void *arg)
+{
+    struct seen *s = arg;
+    switch (t) {
+    case TF_K8S_ADDED:
+        s->added++;
+        break;
+    case TF_K8S_MODIFIED:
+        s->modified++;
+        break;
+    case TF_K8S_DELETED:
+        s->deleted++;
+        return 1; /* stop: we saw what we wanted */
+    case TF_K8S_BOOKMARK:
+        s->bookmarks++;
+        break;
+    }
+    return 0;
+}
+
+static void watch_streams_changes_from_a_resource_version(void **state)
+{
+    char err[256], rv[64] = "";
+    json_object *out = NULL;
+    create_pod("watched", "w");
+    assert_int_equal(
+        tf_k8s_get(fake.client, &tf_k8s_pods, "default", "watched", &out, err, sizeof(err)), 0);
+    char from[32];
+    snprintf(from, sizeof(from), "%s", tf_json_str(out, "metadata", "resourceVersion", NULL));
+    json_object_put(out);
+    json_object *p = jparse("{\"metadata\":{\"labels\":{\"x\":\"1\"}}}");
+    assert_int_equal(tf_k8s_merge_patch(fake.client, &tf_k8s_pods, "default", "watched", NULL, p,
+                                        NULL, err, sizeof(err)),
+                     0);
+    json_object_put(p);
+    assert_int_equal(
+        tf_k8s_delete(fake.client, &tf_k8s_pods, "default", "watched", err, sizeof(err)), 0);
+    struct seen s = {0};
+    int rc = tf_k8s_watch(fake.client, &tf_k8s_pods, "default", "app=w", NULL, from, 10, on_watch,
+                          &s, NULL, rv, sizeof(rv), err, sizeof(err));
+    assert_int_equal(rc, 1);
+    assert_int_equal(s.added, 0); /* the ADDED happened at FROM, not after it */
+    assert_int_equal(s.modified, 1);
+    assert_int_equal(s.deleted, 1);
+    assert_true(atoll(rv) > atoll(from));
+}
+
+static void watch_sends_bookmarks_while_idle(void **state)
+{
+    char err[256], rv[64] = "";
+    struct seen s = {0};
+    assert_int_equal(tf_k8s_watch(fake.client, &tf_k8s_nodes, NULL, NULL, NULL, "1", 2, on_watch,
+                                  &s, NULL, rv, sizeof(rv), err, sizeof(err)),
+                     0);
+    assert_true(s.bookmarks >= 1);
+    assert_true(rv[0] != '\0');
+}
+
+static void watch_from_a_compacted_version_asks_for_a_relist(void **state)
+{
+    char err[256];
+    create_pod("old-rv", "w410");
+    fake_control(&fake, "compact", NULL);
+    struct seen s = {0};
+    assert_int_equal(tf_k8s_watch(fake.client, &tf_k8s_pods, "default", NULL, NULL, "1", 5,
+                                  on_watch, &s, NULL, NULL, 0, err, sizeof(err)),
+                     TF_ESTATE);
+    assert_non_null(strstr(err, "too old resource version"));
+}
+
+struct counts {
+    int adds, updates, deletes;
+};
+static void inf_add(json_object *o, void *arg)
+{
+    ((struct counts *)arg)->adds++;
+}
+static void inf_upd(json_object *a, json_object *b, void *arg)
+{
+    ((struct counts *)arg)->updates++;
+}
+static void inf_del(json_object *o, void *arg)
+{
+    ((struct counts *)arg)->deletes++;
+}
+
+static void wait_for(bool (*cond)(void *), void *arg)
+{
+    for (int i = 0; i < 400 && !cond(arg); i++)
+        usleep(10000);
+    assert_true(cond(arg));
+}
+
+static bool has_three(void *arg)
+{
+    return tf_informer_count(arg) == 3;
+}
+static bool relisted(void *arg)
+{
+    return tf_informer_relists(arg) >= 2;
+}
+static bool has_two(void *arg)
+{
+    return tf_informer_count(arg) == 2;
+}
+
+static void informer_caches_nodes_and_relists_after_410(void **state)
+{
+    char err[256];
+    for (int i = 0; i < 2; i++) {
+        char buf[128];
+        snprintf(buf, sizeof(buf), "{\"metadata\":{\"name\":\"node-%d\"}}", i);
+        json_object *n = jparse(buf);
+        assert_int_equal(tf_k8s_create(fake.client, &tf_k8s_nodes, NULL, n, NULL, err, sizeof(err)),
+                         0);
+        json_object_put(n);
+    }
+    struct counts c = {0};
+    struct tf_informer_handlers h = {inf_add, inf_upd, inf_del, &c};
+    struct tf_informer *inf = tf_informer_new(fake.client, &tf_k8s_nodes, NULL, NULL, NULL, &h);
+    assert_non_null(inf);
+    assert_int_equal(tf_informer_start(inf, 1), 0);
+    assert_true(tf_informer_wait_synced(inf, 5000));
+    assert_int_equal(tf_informer_count(inf), 2);
+    json_object *n = jparse("{\"metadata\":{\"name\":\"node-2\"}}");
+    assert_int_equal(tf_k8s_create(fake.client, &tf_k8s_nodes, NULL, n, NULL, err, sizeof(err)), 0);
+    json_object_put(n);
+    wait_for(has_three, inf);
+    json_object *got = tf_informer_get(inf, NULL, "node-2");
+    assert_non_null(got);
+    json_object_put(got);
+    /* The watch misses a delete and the history moves past it: the re-watch gets 410, the
+     * informer relists and finds node-0 gone by diffing. */
+    fake_control(&fake, "pause", NULL);
+    assert_int_equal(tf_k8s_delete(fake.client, &tf_k8s_nodes, NULL, "node-0", err, sizeof(err)),
+                     0);
+    fake_control(&fake, "compact", "{\"closeWatches\":true}");
+    wait_for(relisted, inf);
+    wait_for(has_two, inf);
+    assert_null(tf_informer_get(inf, NULL, "node-0"));
+    tf_informer_destroy(inf);
+    assert_int_equal(c.adds, 3);
+    assert_int_equal(c.deletes, 1);
+}
+
+static void rotated_service_account_token_is_reread(void **state)
+{
+    char dir[300], path[400], err[256];
+    snprintf(dir, sizeof(dir), "%s/sa", fake.dir);
+    mkdir(dir, 0700);
+    snprintf(path, sizeof(path), "%s/token", dir);
+    FILE *f = fopen(path, "w");
+    fputs("token-one\n", f);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/namespace", dir);
+    f = fopen(path, "w");
+    fputs("tensor-fusion-sys", f);
+    fclose(f);
+    setenv("KUBERNETES_SERVICE_HOST", "10.96.0.1", 1);
+    setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+    struct tf_k8s_config cfg;
+    tf_k8s_config_init(&cfg);
+    assert_int_equal(tf_k8s_config_in_cluster(&cfg, dir, err, sizeof(err)), 0);
+    assert_string_equal(cfg.server, "https://10.96.0.1:443");
+    assert_string_equal(cfg.token, "token-one");
+    assert_string_equal(cfg.namespace, "tensor-fusion-sys");
+    free(cfg.server);
+    cfg.server = strdup(fake.server); /* the fake speaks plain HTTP */
+    cfg.backoff_base_ms = 5;
+    struct tf_k8s_client *c = tf_k8s_client_new(&cfg);
+    tf_k8s_config_free(&cfg);
+    fake_control(&fake, "auth", "{\"token\":\"token-one\"}");
+    json_object *out = NULL;
+    assert_int_equal(tf_k8s_get(c, &tf_k8s_namespaces, NULL, "default", &out, err, sizeof(err)), 0);
+    json_object_put(out);
+    /* Rotation: the kubelet rewrites the file; the server only accepts the new token. */
+    snprintf(path, sizeof(path), "%s/token", dir);
+    f = fopen(path, "w");
+    fputs("token-two\n", f);
+    fclose(f);
+    fake_control(&fake, "auth", "{\"token\":\"token-two\"}");
+    assert_int_equal(tf_k8s_get(c, &tf_k8s_namespaces, NULL, "default", &out, err, sizeof(err)), 0);
+    json_object_put(out);
+    assert_true(fake_count_requests(&fake, "auth=token-two") >= 1);
+    tf_k8s_client_destroy(c);
+    /* The harness client has no token: give it back an open server. */
+    struct tf_k8s_config open;
+    tf_k8s_config_init(&open);
+    open.server = fake.server;
+    open.token = "token-two";
+    c = tf_k8s_client_new(&open);
+    assert_int_equal(tf_k8s_request(c, "POST", "/_fake/auth", "application/json", "{}", NULL, NULL,
+                                    err, sizeof(err)),
+                     0);
+    tf_k8s_client_destroy(c);
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    assert_int_equal(tf_k8s_config_in_cluster(&cfg, dir, err, sizeof(err)), TF_ENOENT);
+    assert_non_null(strstr(err, "KUBERNETES_SERVICE_HOST"));
+}
+
+static void kubeconfig_context_selects_server_namespace_and_credentials(void **state)
+{
+    char path[400], err[256];
+    snprintf(path, sizeof(path), "%s/kubeconfig", fake.dir);
+    char *ca = tf_base64_encode("-----BEGIN CERTIFICATE-----\nX\n-----END CERTIFICATE-----\n", 56);
+    FILE *f = fopen(path, "w");
+    fprintf(f,
+            "apiVersion: v1\nkind: Config\ncurrent-context: dev\n"
+            "clusters:\n- name: c1\n  cluster:\n    server: https://k8s.example:6443\n"
+            "    certificate-authority-data: %s\n"
+            "- name: c2\n  cluster:\n    server: http://127.0.0.1:1\n"
+            "    insecure-skip-tls-verify: true\n"
+            "users:\n- name: u1\n  user:\n    token: abc\n"
+            "contexts:\n- name: dev\n  context: {cluster: c1, user: u1, namespace: ml}\n"
+            "- name: other\n  context: {cluster: c2, user: u1}\n",
+            ca);
+    fclose(f);
+    free(ca);
+    struct tf_k8s_config cfg;
+    tf_k8s_config_init(&cfg);
+    assert_int_equal(tf_k8s_config_kubeconfig(&cfg, path, NULL, err, sizeof(err)), 0);
+    assert_string_equal(cfg.server, "https://k8s.example:6443");
+    assert_string_equal(cfg.namespace, "ml");
+    assert_string_equal(cfg.token, "abc");
+    assert_non_null(strstr(cfg.ca_pem, "BEGIN CERTIFICATE"));
+    assert_false(cfg.insecure);
+    tf_k8s_config_free(&cfg);
+    assert_int_equal(tf_k8s_config_kubeconfig(&cfg, path, "other", err, sizeof(err)), 0);
+    assert_true(cfg.insecure);
+    assert_string_equal(cfg.namespace, "default");
+    tf_k8s_config_free(&cfg);
+    assert_int_equal(tf_k8s_config_kubeconfig(&cfg, path, "nope", err, sizeof(err)), TF_EINVAL);
+    assert_non_null(strstr(err, "context \"nope\" not found"));
+    tf_k8s_config_free(&cfg);
+}
+
+static void paths_escape_names_and_place_namespaces(void **state)
+{
+    char buf[256];
+    assert_int_equal(tf_k8s_path(buf, sizeof(buf), &tf_k8s_pods, "ns", "p", "binding"), 0);
+    assert_string_equal(buf, "/api/v1/namespaces/ns/pods/p/binding");
+    assert_int_equal(tf_k8s_path(buf, sizeof(buf), &tf_k8s_gpus, "ignored", "gpu-0", "status"), 0);
+    assert_string_equal(buf, "/apis/tensor-fusion.ai/v1/gpus/gpu-0/status");
+    assert_int_equal(tf_k8s_path(buf, sizeof(buf), &tf_k8s_pods, NULL, NULL, NULL), 0);
+    assert_string_equal(buf, "/api/v1/pods");
+    assert_int_equal(tf_k8s_path(buf, sizeof(buf), &tf_k8s_leases, "a b", "x/y", NULL), 0);
+    assert_string_equal(buf, "/apis/coordination.k8s.io/v1/namespaces/a%20b/leases/x%2Fy");
+    assert_int_equal(tf_k8s_path(buf, 10, &tf_k8s_pods, "ns", "p", NULL), TF_ERANGE);
+    long long us;
+    assert_int_equal(tf_k8s_time_parse("2026-01-02T03:04:05.123456Z", &us), 0);
+    assert_int_equal(us % 1000000, 123456);
+    assert_int_equal(tf_k8s_time_parse("2026-01-02T03:04:05Z", &us), 0);
+    assert_int_equal(tf_k8s_time_parse("2026-01-02 03:04:05", &us), TF_EPARSE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(paths_escape_names_and_place_namespaces),
+        cmocka_unit_test(controller_creates_reads_patches_and_deletes_a_pod),
+        cmocka_unit_test(creating_an_existing_object_reports_already_exists),
+        cmocka_unit_test(read_modify_write_retries_after_a_conflict),
+        cmocka_unit_test(binding_a_pod_sets_its_node_once),
+        cmocka_unit_test(list_follows_continue_tokens_across_pages),
+        cmocka_unit_test(retries_429_and_5xx_then_gives_up),
+        cmocka_unit_test(watch_streams_changes_from_a_resource_version),
+        cmocka_unit_test(watch_sends_bookmarks_while_idle),
+        cmocka_unit_test(informer_caches_nodes_and_relists_after_410),
+        cmocka_unit_test(watch_from_a_compacted_version_asks_for_a_relist),
+        cmocka_unit_test(rotated_service_account_token_is_reread),
+        cmocka_unit_test(kubeconfig_context_selects_server_namespace_and_credentials),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The Pod mutating webhook driven with AdmissionReviews built from the seeds' manifests
+ * (examples/) and from `kubectl run --dry-run=client -o json`; every returned JSONPatch is
+ * applied with python3-jsonpatch and the resulting pod is checked.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/err.h"
+#include "common/yamljson.h"
+#include "controller/base64.h"
+#include "controller/webhook.h"
+#include "harness.h"
+
+/* ---- a fixture environment ------------------------------------------------------------------ */
+
+struct fixture {
+    json_object *profile; /* returned for any name */
+    int owner_count;      /* pods already taken over per the "cache" */
+    int workloads_created;
+    char last_workload[128];
+    bool last_join;
+    json_object *ns_labels;
+};
+
+static json_object *load_doc(const char *rel, size_t idx)
+{
+    FILE *f = fopen(src_path(rel), "rb");
+    if (!f)
+        fail_msg("cannot open %s", rel);
+    static char buf[65536];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    json_object *docs = NULL;
+    char err[256];
+    if (tf_manifest_parse(buf, n, &docs, err, sizeof(err)))
+        fail_msg("%s: %s", rel, err);
+    json_object *d = json_object_get(json_object_array_get_idx(docs, idx));
+    json_object_put(docs);
+    return d;
+}
+
+static json_object *fx_profile(void *arg, const char *ns, const char *name)
+{
+    struct fixture *fx = arg;
+    if (!fx->profile || strcmp(name, "missing") == 0)
+        return NULL;
+    json_object *c = NULL;
+    json_object_deep_copy(fx->profile, &c, NULL);
+    return c;
+}
+
+static json_object *fx_namespace(void *arg, const char *name)
+{
+    struct fixture *fx = arg;
+    char buf[256];
+    snprintf(buf, sizeof(buf), "{\"metadata\":{\"name\":\"%s\"}}", name);
+    json_object *o = jparse(buf);
+    if (fx->ns_labels)
+        json_object_object_add(tf_json_path(o, "metadata", NULL), "labels",
+                               json_object_get(fx->ns_labels));
+    return o;
+}
+
+static json_object *fx_pool(void *arg, const char *name)
+{
+    if (strcmp(name, "default-pool") != 0 && strcmp(name, "h100-pool") != 0)
+        return NULL;
+    char buf[256];
+    snprintf(
+        buf, sizeof(buf),
+        "{\"metadata\":{\"name\":\"%s\"},\"spec\":{\"qosConfig\":{\"defaultQoS\":\"medium\"}}}",
+        name);
+    return jparse(buf);
+}
+
+static json_object *fx_owner(void *arg, const char *ns, const char *kind, const char *name)
+{
+    char buf[512];
+    char dep[128];
+    snprintf(dep, sizeof(dep), "%s", name);
+    char *dash = strrchr(dep, '-');
+    if (dash)
+        *dash = '\0'; /* recommender-5d8f9 -> recommender */
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s\",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\","
+             "\"kind\":\"Deployment\",\"name\":\"%s\",\"controller\":true}]}}",
+             name, dep);
+    return jparse(buf);
+}
+
+static int fx_count(void *arg, const char *ns, const char *owner)
+{
+    return ((struct fixture *)arg)->owner_count;
+}
+
+static int fx_ensure(void *arg, const char *ns, const char *name, json_object *w, bool join,
+                     char *err, size_t errlen)
+{
+    struct fixture *fx = arg;
+    fx->workloads_created++;
+    snprintf(fx->last_workload, sizeof(fx->last_workload), "%s/%s", ns, name);
+    fx->last_join = join;
+    assert_string_equal(tf_json_str(w, "kind", NULL), "TensorFusionWorkload");
+    return 0;
+}
+
+static struct fixture fx;
+static struct tf_webhook wh;
+
+static int setup(void **state)
+{
+    memset(&fx, 0, sizeof(fx));
+    struct tf_webhook_config cfg;
+    assert_int_equal(tf_webhook_config_init(&cfg), 0);
+    struct tf_webhook_env env = {fx_profile, fx_namespace, fx_pool, fx_owner,
+                                 fx_count,   fx_ensure,    &fx};
+    json_object *am = jparse("{\"enable\":true,\"scope\":{\"includes\":{\"namespaceNames\":"
+                             "[\"ml-team-a\"]},\"excludes\":{\"podSelector\":{\"matchLabels\":"
+                             "{\"gpu-migration\":\"skip\"}}}}}");
+    char err[256];
+    assert_int_equal(tf_webhook_config_automigration(&cfg, am, err, sizeof(err)), 0);
+    json_object_put(am);
+    return tf_webhook_init(&wh, &cfg, &env);
+}
+
+static int teardown(void **state)
+{
+    tf_webhook_free(&wh);
+    json_object_put(fx.profile);
+    json_object_put(fx.ns_labels);
+    return 0;
+}
+
+/* A pod as a ReplicaSet of DEPLOYMENT would create it from the manifest's template. */
+static json_object *pod_from_template(json_object *doc, const char *ns, const char *deployment)
+{
+    json_object *tpl = tf_spec_pod_template(doc);
+    assert_non_null(tpl);
+    json_object *pod = NULL;
+    json_object_deep_copy(tpl, &pod, NULL);
+    json_object_object_add(pod, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(pod, "kind", json_object_new_string("Pod"));
+    json_object *meta = tf_json_path(pod, "metadata", NULL);
+    char buf[300];
+    snprintf(buf, sizeof(buf), "%s-5d8f9-", deployment);
+    json_object_object_add(meta, "generateName", json_object_new_string(buf));
+    json_object_object_add(meta, "namespace", json_object_new_string(ns));
+    snprintf(buf, sizeof(buf),
+             "[{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"%s-5d8f9\","
+             "\"uid\":\"rs-uid\",\"controller\":true,\"blockOwnerDeletion\":true}]",
+             deployment);
+    json_object_object_add(meta, "ownerReferences", jparse(buf));
+    return pod;
+}
+
+static char *review_for(json_object *pod, const char *ns, bool dry_run)
+{
+    json_object *rev = jparse("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
+                              "\"AdmissionReview\",\"request\":{\"uid\":\"uid-1\",\"kind\":{"
+                              "\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},\"resource\":{"
+                              "\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
+                              "\"operation\":\"CREATE\",\"userInfo\":{\"username\":\"rs\"}}}");
+    json_object *r = tf_json_path(rev, "request", NULL);
+    json_object_object_add(r, "namespace", json_object_new_string(ns));
+    json_object_object_add(r, "object", json_object_get(pod));
+    json_object_object_add(r, "dryRun", json_object_new_boolean(dry_run));
+    char *s = strdup(json_object_to_json_string_ext(rev, JSON_C_TO_STRING_PLAIN));
+    json_object_put(rev);
+    return s;
+}
+
+/* Runs the review through the HTTP handler and returns the pod after applying the patch
+ * (python3-jsonpatch), or NULL when denied (RESPONSE kept for inspection). */
+static json_object *admit(json_object *pod, const char *ns, json_object **response)
+{
+    char *body = review_for(pod, ns, false);
+    int status = 0;
+    char *out = tf_webhook_handle(&wh, body, strlen(body), &status);
+    free(body);
+    assert_int_equal(status, 200);
+    json_object *rev = jparse(out);
+    free(out);
+    json_object *resp = tf_json_path(rev, "response", NULL);
+    assert_string_equal(tf_json_str(resp, "uid", NULL), "uid-1");
+    if (response)
+        *response = json_object_get(resp);
+    json_object *res = NULL;
+    if (json_object_get_boolean(tf_json_path(resp, "allowed", NULL))) {
+        const char *p = tf_json_str(resp, "patch", NULL);
+        if (p) {
+            assert_string_equal(tf_json_str(resp, "patchType", NULL), "JSONPatch");
+            char *ops_text = tf_base64_decode(p, NULL);
+            json_object *ops = jparse(ops_text);
+            free(ops_text);
+            res = py_apply_patch(pod, ops);
+            if (!res)
+                fail_msg("patch does not apply");
+            json_object_put(ops);
+        } else {
+            json_object_deep_copy(pod, &res, NULL);
+        }
+    }
+    json_object_put(rev);
+    return res;
+}
+
+static const char *ann(json_object *pod, const char *key)
+{
+    return tf_json_str(pod, "metadata", "annotations", key, NULL);
+}
+
+static json_object *container(json_object *pod, const char *name)
+{
+    json_object *cs = tf_json_path(pod, "spec", "containers", NULL);
+    for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
+        json_object *c = json_object_array_get_idx(cs, i);
+        if (strcmp(tf_json_str(c, "name", NULL), name) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+static const char *env_of(json_object *c, const char *name)
+{
+    json_object *env = tf_json_path(c, "env", NULL);
+    for (size_t i = 0; env && i < json_object_array_length(env); i++) {
+        json_object *e = json_object_array_get_idx(env, i);
+        if (strcmp(tf_json_str(e, "name", NULL), name) == 0) {
+            const char *v = tf_json_str(e, "value", NULL);
+            return v ? v : "<valueFrom>";
+        }
+    }
+    return NULL;
+}
+
+static size_t count_named(json_object *pod, const char *list, const char *prefix)
+{
+    json_object *a = tf_json_path(pod, "spec", list, NULL);
+    size_t n = 0;
+    for (size_t i = 0; a && i < json_object_array_length(a); i++)
+        if (strncmp(tf_json_str(json_object_array_get_idx(a, i), "name", NULL), prefix,
+                    strlen(prefix)) == 0)
+            n++;
+    return n;
+}
+
+/* ---- scenarios ------------------------------------------------------------------------------ */
+
+static void seed_001_deployment_pod_gets_soft_limiter_and_normalised_annotations(void **state)
+{
+    json_object *dep = load_doc("examples/seed-001-deployment.yaml", 0);
+    fx.profile = load_doc("examples/seed-001-workloadprofile.yaml", 0);
+    json_object *pod = pod_from_template(dep, "ml", "pytorch-example");
+    json_object_object_add(tf_json_path(pod, "spec", NULL), "containers",
+                           jparse("[{\"name\":\"python\",\"image\":\"pytorch/pytorch\",\"env\":"
+                                  "[{\"name\":\"LD_PRELOAD\",\"value\":\"/usr/lib/libjemalloc.so\""
+                                  "}]},{\"name\":\"sidecar\",\"image\":\"busybox\"}]"));
+    json_object *out = admit(pod, "ml", NULL);
+    assert_non_null(out);
+    assert_string_equal(tf_json_str(out, "spec", "schedulerName", NULL), "tensor-fusion-scheduler");
+    assert_string_equal(tf_json_str(out, "metadata", "labels", "tensor-fusion.ai/component", NULL),
+                        "client");
+    assert_string_equal(ann(out, "tensor-fusion.ai/gpupool"), "default-pool");
+    assert_string_equal(ann(out, "tensor-fusion.ai/isolation"), "soft");
+    assert_string_equal(ann(out, "tensor-fusion.ai/qos"), "medium");
+    assert_string_equal(ann(out, "tensor-fusion.ai/tflops-request"), "10");
+    assert_string_equal(ann(out, "tensor-fusion.ai/tflops-limit"), "20");
+    assert_string_equal(ann(out, "tensor-fusion.ai/vram-limit"), "4Gi");
+    assert_string_equal(ann(out, "tensor-fusion.ai/gpu-count"), "1");
+    assert_string_equal(ann(out, "tensor-fusion.ai/workload"), "pytorch-example");
+    assert_string_equal(ann(out, "tensor-fusion.ai/owner"), "Deployment/pytorch-example");
+    json_object *py = container(out, "python");
+    assert_string_equal(env_of(py, "LD_PRELOAD"),
+                        "/tensor-fusion/libtf_limiter.so:/usr/lib/libjemalloc.so");
+    assert_string_equal(env_of(py, "TF_SHM_PATH"),
+                        "/run/tensor-fusion/shm/$(POD_NAMESPACE)/$(POD_NAME)/shm");
+    assert_string_equal(env_of(py, "POD_NAME"), "<valueFrom>");
+    assert_string_equal(env_of(py, "CONTAINER_NAME"), "python");
+    assert_string_equal(tf_json_str(py, "resources", "limits", "tensor-fusion.ai/vgpu", NULL), "1");
+    assert_null(env_of(container(out, "sidecar"), "LD_PRELOAD"));
+    assert_int_equal(count_named(out, "initContainers", "tf-"), 2);
+    assert_int_equal(count_named(out, "volumes", "tf-"), 2);
+    assert_int_equal(fx.workloads_created, 1);
+    assert_string_equal(fx.last_workload, "ml/pytorch-example");
+    json_object_put(out);
+    json_object_put(pod);
+    json_object_put(dep);
+}
+
+static void seed_004_takes_over_enabled_replicas_then_admits_the_rest_unmodified(void **state)
+{
+    json_object *dep = load_doc("examples/seed-004-migration.yaml", 0);
+    json_object *pod = pod_from_template(dep, "ml-team-a", "recommender");
+    fx.owner_count = 0;
+    json_object *out = admit(pod, "ml-team-a", NULL);
+    assert_non_null(out);
+    json_object *app = container(out, "app");
+    assert_null(tf_json_str(app, "resources", "limits", "nvidia.com/gpu", NULL));
+    assert_string_equal(tf_json_str(app, "resources", "limits", "tensor-fusion.ai/vgpu", NULL),
+                        "1");
+    assert_null(tf_json_str(container(out, "log-shipper"), "resources", "limits",
+                            "tensor-fusion.ai/vgpu", NULL));
+    assert_string_equal(ann(out, "tensor-fusion.ai/isolation"), "shared");
+    assert_int_equal(count_named(out, "initContainers", "tf-"), 0); /* shared: nothing else */
+    assert_null(env_of(app, "LD_PRELOAD"));
+    json_object_put(out);
+    /* The cache now shows one taken-over pod of Deployment/recommender: the next is left
+     * alone, with a warning saying why. */
+    fx.owner_count = 1;
+    json_object *resp = NULL;
+    out = admit(pod, "ml-team-a", &resp);
+    assert_non_null(out);
+    assert_true(json_object_equal(out, pod));
+    json_object *w = tf_json_path(resp, "warnings", NULL);
+    assert_non_null(w);
+    assert_non_null(
+        strstr(json_object_get_string(json_object_array_get_idx(w, 0)), "enabled-replicas"));
+    json_object_put(resp);
+    json_object_put(out);
+    json_object_put(pod);
+    json_object_put(dep);
+}
+
+static void invalid_annotation_is_denied_with_the_specs_message(void **state)
+{
+    json_object *pod = jparse("{\"metadata\":{\"name\":\"bad\",\"labels\":{"
+                              "\"tensor-fusion.ai/enabled\":\"true\"},\"annotations\":{"
+                              "\"tensor-fusion.ai/vram-limit\":\"4Gb\"}},\"spec\":{\"containers\":"
+                              "[{\"name\":\"c\",\"image\":\"x\"}]}}");
+    json_object *resp = NULL;
+    assert_null(admit(pod, "default", &resp));
+    assert_false(json_object_get_boolean(tf_json_path(resp, "allowed", NULL)));
+    assert_int_equal(json_object_get_int(tf_json_path(resp, "status", "code", NULL)), 400);
+    const char *msg = tf_json_str(resp, "status", "message", NULL);
+    assert_non_null(strstr(msg, "tensor-fusion.ai/vram-limit"));
+    assert_non_null(strstr(msg, "4Gb"));
+    json_object_put(resp);
+    json_object_put(pod);
+    /* Unknown pool and missing profile are denied too, naming the key. */
+    pod = jparse("{\"metadata\":{\"name\":\"p\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
+                 "\"annotations\":{\"tensor-fusion.ai/gpupool\":\"nope\"}},\"spec\":{"
+                 "\"containers\":[{\"name\":\"c\"}]}}");
+    assert_null(admit(pod, "default", &resp));
+    assert_non_null(strstr(tf_json_str(resp, "status", "message", NULL), "GPUPool \"nope\""));
+    json_object_put(resp);
+    json_object_put(pod);
+}
+
+static void opted_out_own_namespace_and_unlabelled_pods_are_untouched(void **state)
+{
+    const char *pods[] = {
+        "{\"metadata\":{\"name\":\"a\",\"labels\":{\"tensor-fusion.ai/enabled\":\"false\"}},"
+        "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+        "\"nvidia.com/gpu\":\"1\"}}}]}}",
+        "{\"metadata\":{\"name\":\"b\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}",
+    };
+    for (int i = 0; i < 2; i++) {
+        json_object *pod = jparse(pods[i]);
+        json_object *resp = NULL;
+        json_object *out = admit(pod, "ml-team-a", &resp);
+        assert_non_null(out);
+        assert_null(tf_json_path(resp, "patch", NULL));
+        json_object_put(out);
+        json_object_put(resp);
+        json_object_put(pod);
+    }
+    json_object *pod = jparse("{\"metadata\":{\"name\":\"hv\",\"labels\":{"
+                              "\"tensor-fusion.ai/enabled\":\"true\"}},\"spec\":{\"containers\":["
+                              "{\"name\":\"c\"}]}}");
+    json_object *resp = NULL;
+    json_object *out = admit(pod, "tensor-fusion-sys", &resp);
+    assert_null(tf_json_path(resp, "patch", NULL));
+    json_object_put(out);
+    json_object_put(resp);
+    json_object_put(pod);
+}
+
+static void auto_migration_takes_over_native_gpu_pods_in_scope_only(void **state)
+{
+    const char *tpl = "{\"metadata\":{\"name\":\"m\",\"labels\":{%s}},\"spec\":{\"containers\":["
+                      "{\"name\":\"app\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]}}";
+    char buf[512];
+    snprintf(buf, sizeof(buf), tpl, "");
+    json_object *pod = jparse(buf);
+    json_object *out = admit(pod, "ml-team-a", NULL);
+    assert_string_equal(tf_json_str(out, "metadata", "labels", "tensor-fusion.ai/enabled", NULL),
+                        "true");
+    assert_string_equal(ann(out, "tensor-fusion.ai/isolation"), "shared");
+    assert_string_equal(ann(out, "tensor-fusion.ai/gpu-count"), "2");
+    assert_string_equal(
+        tf_json_str(container(out, "app"), "resources", "limits", "tensor-fusion.ai/vgpu", NULL),
+        "2");
+    json_object_put(out);
+    /* Outside the included namespaces: untouched. */
+    out = admit(pod, "other-team", NULL);
+    assert_true(json_object_equal(out, pod));
+    json_object_put(out);
+    json_object_put(pod);
+    /* Excluded by pod selector: untouched. */
+    snprintf(buf, sizeof(buf), tpl, "\"gpu-migration\":\"skip\"");
+    pod = jparse(buf);
+    out = admit(pod, "ml-team-a", NULL);
+    assert_true(json_object_equal(out, pod));
+    json_object_put(out);
+    json_object_put(pod);
+}
+
+static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **state)
+{
+    json_object *pod =
+        jparse("{\"metadata\":{\"name\":\"r\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
+               "\"annotations\":{\"tensor-fusion.ai/is-local-gpu\":\"false\",\"tensor-fusion.ai/"
+               "tflops-limit\":\"20\",\"tensor-fusion.ai/vram-limit\":\"8Gi\"}},\"spec\":{"
+               "\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]}}");
+    json_object *out = admit(pod, "default", NULL);
+    json_object *app = container(out, "app");
+    assert_string_equal(env_of(app, "TF_CONTROLLER_URL"),
+                        "http://tensor-fusion.tensor-fusion-sys.svc:8080/api/connection");
+    assert_string_equal(env_of(app, "TF_CONNECTION_NAME"), "<valueFrom>");
+    assert_string_equal(env_of(app, "LD_LIBRARY_PATH"), "/tensor-fusion/client");
+    assert_null(tf_json_str(app, "resources", "limits", "tensor-fusion.ai/vgpu", NULL));
+    assert_null(container(out, "tf-worker"));
+    assert_string_equal(ann(out, "tensor-fusion.ai/is-local-gpu"), "false");
+    json_object_put(out);
+    json_object_put(pod);
+    pod = jparse("{\"metadata\":{\"name\":\"h\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
+                 "\"annotations\":{\"tensor-fusion.ai/isolation\":\"hard\",\"tensor-fusion.ai/"
+                 "compute-percent-limit\":\"50\",\"tensor-fusion.ai/vram-limit\":\"8Gi\"}},"
+                 "\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]}}");
+    out = admit(pod, "default", NULL);
+    json_object *w = container(out, "tf-worker");
+    assert_non_null(w);
+    assert_string_equal(tf_json_str(w, "resources", "limits", "tensor-fusion.ai/vgpu", NULL), "1");
+    assert_string_equal(env_of(container(out, "app"), "TF_REMOTE"),
+                        "unix:///tensor-fusion/run/worker.sock");
+    assert_string_equal(ann(out, "tensor-fusion.ai/compute-percent-limit"), "50");
+    json_object_put(out);
+    json_object_put(pod);
+}
+
+static void kubectl_dry_run_pod_is_mutated(void **state)
+{
+    if (system("command -v kubectl >/dev/null 2>&1") != 0) {
+        fprintf(stderr, "SKIP: kubectl not installed\n");
+        skip();
+    }
+    /* kubectl reads API discovery even for client dry runs: give it the fake API server. */
+    struct fake_api api;
+    if (fake_start(&api, NULL)) {
+        fprintf(stderr, "SKIP: cannot start the fake API server\n");
+        skip();
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof(cmd),
+             "KUBECONFIG=/nonexistent kubectl --server=%s run web --image=nginx --restart=Never "
+             "--labels=tensor-fusion.ai/enabled=true "
+             "--annotations=tensor-fusion.ai/tflops-limit=15 "
+             "--annotations=tensor-fusion.ai/vram-limit=2Gi "
+             "--annotations=tensor-fusion.ai/workload=shared-wl "
+             "--dry-run=client -o json 2>/dev/null",
+             api.server);
+    FILE *p = popen(cmd, "r");
+    static char buf[16384];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, p);
+    buf[n] = '\0';
+    assert_int_equal(pclose(p), 0);
+    fake_stop(&api);
+    json_object *pod = jparse(buf);
+    assert_string_equal(tf_json_str(pod, "kind", NULL), "Pod");
+    fx.workloads_created = 0;
+    json_object *out = admit(pod, "default", NULL);
+    assert_string_equal(tf_json_str(out, "spec", "schedulerName", NULL), "tensor-fusion-scheduler");
+    assert_string_equal(ann(out, "tensor-fusion.ai/tflops-request"), "15"); /* inherits limit */
+    assert_string_equal(ann(out, "tensor-fusion.ai/vram-request"), "2Gi");
+    assert_string_equal(env_of(container(out, "web"), "LD_PRELOAD"),
+                        "/tensor-fusion/libtf_limiter.so");
+    assert_int_equal(fx.workloads_created, 1);
+    assert_string_equal(fx.last_workload, "default/shared-wl");
+    assert_true(fx.last_join);
+    json_object_put(out);
+    json_object_put(pod);
+}
+
+static void dry_run_does_not_create_workloads_and_garbage_is_400(void **state)
+{
+    json_object *pod = jparse("{\"metadata\":{\"name\":\"d\",\"labels\":{"
+                              "\"tensor-fusion.ai/enabled\":\"true\"},\"annotations\":{"
+                              "\"tensor-fusion.ai/isolation\":\"shared\"}},\"spec\":{"
+                              "\"containers\":[{\"name\":\"c\"}]}}");
+    fx.workloads_created = 0;
+    char *body = review_for(pod, "default", true);
+    int status;
+    char *out = tf_webhook_handle(&wh, body, strlen(body), &status);
+    assert_int_equal(status, 200);
+    if (!strstr(out, "\"patch\""))
+        fail_msg("no patch in %s", out);
+    assert_int_equal(fx.workloads_created, 0);
+    free(out);
+    free(body);
+    json_object_put(pod);
+    out = tf_webhook_handle(&wh, "{not json", 9, &status);
+    assert_int_equal(status, 400);
+    free(out);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(seed_001_deployment_pod_gets_soft_limiter_and_normalised_annotations),
+        cmocka_unit_test(seed_004_takes_over_enabled_replicas_then_admits_the_rest_unmodified),
+        cmocka_unit_test(invalid_annotation_is_denied_with_the_specs_message),
+        cmocka_unit_test(opted_out_own_namespace_and_unlabelled_pods_are_untouched),
+        cmocka_unit_test(auto_migration_takes_over_native_gpu_pods_in_scope_only),
+        cmocka_unit_test(remote_pod_gets_only_the_client_and_hard_local_gets_a_worker),
+        cmocka_unit_test(kubectl_dry_run_pod_is_mutated),
+        cmocka_unit_test(dry_run_does_not_create_workloads_and_garbage_is_400),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
