@@ -56,21 +56,21 @@
 #define TF_PROTO_F_MASK 0x1u
 
 /* Limits every decoder enforces. */
-#define TF_PROTO_MAX_PAYLOAD (2u << 20)      /* bytes after a frame header */
-#define TF_PROTO_CHUNK (1u << 20)            /* bulk copy chunk (HTOD data, DATA events) */
-#define TF_PROTO_MAX_TOKEN 1024u             /* auth token bytes */
-#define TF_PROTO_MAX_NAME 4096u              /* function / global names */
-#define TF_PROTO_MAX_DEVICES 64u             /* devices one worker exposes */
-#define TF_PROTO_MAX_DEV_ATTRS 1024u         /* device attributes per device */
-#define TF_PROTO_MAX_FUNC_ATTRS 64u          /* function attributes per function */
-#define TF_PROTO_MAX_PARAMS 4096u            /* kernel parameters */
-#define TF_PROTO_MAX_PARAM_BYTES 32768u      /* packed kernel parameter buffer */
-#define TF_PROTO_MAX_LAUNCH_ATTRS 16u        /* cuLaunchKernelEx attributes */
-#define TF_PROTO_MAX_FUNCS 65536u            /* functions reported by one module load */
-#define TF_PROTO_MAX_BLOB (512u << 20)       /* module image uploaded with BLOB_APPEND */
-#define TF_PROTO_MAX_LOG 4096u               /* JIT error log returned by MODULE_LOAD */
-#define TF_PROTO_MAX_CLOSE_MSG 512u          /* text of a CLOSE event */
-#define TF_PROTO_0 0u /* a zero tail bound in TF_PROTO_OPS */
+#define TF_PROTO_MAX_PAYLOAD (2u << 20) /* bytes after a frame header */
+#define TF_PROTO_CHUNK (1u << 20)       /* bulk copy chunk (HTOD data, DATA events) */
+#define TF_PROTO_MAX_TOKEN 1024u        /* auth token bytes */
+#define TF_PROTO_MAX_NAME 4096u         /* function / global names */
+#define TF_PROTO_MAX_DEVICES 64u        /* devices one worker exposes */
+#define TF_PROTO_MAX_DEV_ATTRS 1024u    /* device attributes per device */
+#define TF_PROTO_MAX_FUNC_ATTRS 64u     /* function attributes per function */
+#define TF_PROTO_MAX_PARAMS 4096u       /* kernel parameters */
+#define TF_PROTO_MAX_PARAM_BYTES 32768u /* packed kernel parameter buffer */
+#define TF_PROTO_MAX_LAUNCH_ATTRS 16u   /* cuLaunchKernelEx attributes */
+#define TF_PROTO_MAX_FUNCS 65536u       /* functions reported by one module load */
+#define TF_PROTO_MAX_BLOB (512u << 20)  /* module image uploaded with BLOB_APPEND */
+#define TF_PROTO_MAX_LOG 4096u          /* JIT error log returned by MODULE_LOAD */
+#define TF_PROTO_MAX_CLOSE_MSG 512u     /* text of a CLOSE event */
+#define TF_PROTO_0 0u                   /* a zero tail bound in TF_PROTO_OPS */
 #define TF_PROTO_MAX_LAUNCH_TAIL (TF_PROTO_MAX_LAUNCH_ATTRS * 16u + TF_PROTO_MAX_PARAM_BYTES)
 
 /* Handle ids: the top byte is the object type; bits 0..47 a serial number (>= 1). */
@@ -182,7 +182,7 @@
  * than BATCH. */
 #define TF_PROTO_L_batch_rec(F, B, R, M)                                                    \
     F(M,  0, 2, opcode)                                                                  \
-    F(M,  2, 2, rsvd)                                                                    \
+    R(M,  2, 2, rsvd)                                                                    \
     F(M,  4, 4, body_len)
 
 /* HELLO: the first frame of a connection; anything else before it closes the connection.
@@ -470,7 +470,7 @@ enum tf_proto_op {
 #define TF__PROTO_CHK_F(M, off, size, name) unsigned char name[size];
 #define TF__PROTO_CHK_STRUCT(name, size)                                                           \
     struct tf__proto_chk_##name {                                                                  \
-        TF_PROTO_L_##name(TF__PROTO_CHK_F, TF__PROTO_CHK_F, TF__PROTO_CHK_F, name)                                  \
+        TF_PROTO_L_##name(TF__PROTO_CHK_F, TF__PROTO_CHK_F, TF__PROTO_CHK_F, name)                 \
     };
 TF_PROTO_LAYOUTS(TF__PROTO_CHK_STRUCT)
 #undef TF__PROTO_CHK_STRUCT
@@ -483,8 +483,9 @@ TF_PROTO_LAYOUTS(TF__PROTO_CHK_STRUCT)
     _Static_assert((size) == 1 || (size) == 2 || (size) == 4 || (size) == 8,                       \
                    "scalar size of " #M "." #name);
 #define TF__PROTO_CHK_LAYOUT(name, size)                                                           \
-    TF_PROTO_L_##name(TF__PROTO_CHK_SCALAR, TF__PROTO_CHK_OFF, TF__PROTO_CHK_SCALAR, name)                               \
-        _Static_assert(sizeof(struct tf__proto_chk_##name) == (size), "wire size of " #name);
+    TF_PROTO_L_##name(TF__PROTO_CHK_SCALAR, TF__PROTO_CHK_OFF, TF__PROTO_CHK_SCALAR,               \
+                      name) _Static_assert(sizeof(struct tf__proto_chk_##name) == (size),          \
+                                           "wire size of " #name);
 TF_PROTO_LAYOUTS(TF__PROTO_CHK_LAYOUT)
 #undef TF__PROTO_CHK_LAYOUT
 #undef TF__PROTO_CHK_SCALAR

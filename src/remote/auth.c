@@ -17,8 +17,8 @@
 static int token_trim(uint8_t *buf, size_t *len, const char *what, char *err, size_t errlen)
 {
     size_t n = *len;
-    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' ||
-                     buf[n - 1] == '\t'))
+    while (n > 0 &&
+           (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
         n--;
     if (n == 0) {
         tf_errf(err, errlen, "%s: token is empty", what);
@@ -58,8 +58,7 @@ int tf_auth_token_file(const char *path, uint8_t *buf, size_t cap, size_t *len, 
     if (rc)
         return rc;
     if (n > TF_PROTO_MAX_TOKEN || n > cap) {
-        tf_errf(err, errlen, "token file %s: token longer than %u bytes", path,
-                TF_PROTO_MAX_TOKEN);
+        tf_errf(err, errlen, "token file %s: token longer than %u bytes", path, TF_PROTO_MAX_TOKEN);
         return TF_EINVAL;
     }
     memcpy(buf, tmp, n);

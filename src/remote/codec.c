@@ -16,13 +16,8 @@
 
 static const struct tf_proto_op_info op_table[] = {
 #define OP_INFO(name, code, kind, req, rep, tmin, tmax)                                            \
-    {#name,                                                                                        \
-     code,                                                                                         \
-     TF_PROTO_KIND_##kind,                                                                         \
-     TF_PROTO_SIZE_##req,                                                                          \
-     TF_PROTO_SIZE_##rep,                                                                          \
-     tmin,                                                                                         \
-     TF_PROTO_##tmax},
+    {#name, code,           TF_PROTO_KIND_##kind, TF_PROTO_SIZE_##req, TF_PROTO_SIZE_##rep,        \
+     tmin,  TF_PROTO_##tmax},
     TF_PROTO_OPS(OP_INFO)
 #undef OP_INFO
 };
@@ -59,8 +54,7 @@ const char *tf_proto_op_name(uint16_t opcode)
     return op ? op->name : "?";
 }
 
-void tf_proto_hdr_put(uint8_t *p, uint16_t opcode, uint32_t flags, uint32_t length,
-                      uint64_t req_id)
+void tf_proto_hdr_put(uint8_t *p, uint16_t opcode, uint32_t flags, uint32_t length, uint64_t req_id)
 {
     struct tf_msg_frame_hdr h = {
         .magic = TF_PROTO_MAGIC,

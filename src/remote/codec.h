@@ -89,7 +89,7 @@ static inline uint64_t tf__get_8(const uint8_t *p)
     {                                                                                              \
         TF_PROTO_L_##name(TF__MSG_GET_S, TF__MSG_GET_B, TF__MSG_GET_S, name)                       \
     }                                                                                              \
-    /* 1 when every reserved field of the encoded layout at P is zero. */                         \
+    /* 1 when every reserved field of the encoded layout at P is zero. */                          \
     static inline int tf_msg_##name##_rsvd_zero(const uint8_t *p)                                  \
     {                                                                                              \
         (void)p;                                                                                   \
@@ -151,7 +151,7 @@ int tf_proto_launch_tail(const struct tf_msg_launch_req *m, const uint8_t *tail,
 /* A function record (func_info + name + params + attrs) decoded in place. */
 struct tf_proto_func {
     struct tf_msg_func_info info;
-    const uint8_t *name; /* info.name_len bytes, not NUL-terminated */
+    const uint8_t *name;   /* info.name_len bytes, not NUL-terminated */
     const uint8_t *params; /* info.nparams param_info */
     const uint8_t *attrs;  /* info.nattrs attr_val */
 };

@@ -178,8 +178,8 @@ static int listen_tcp(const struct tf_net_addr *a, int backlog, char *bound, siz
     return fd;
 }
 
-int tf_net_listen(const struct tf_net_addr *a, int backlog, char *bound, size_t boundlen,
-                  char *err, size_t errlen)
+int tf_net_listen(const struct tf_net_addr *a, int backlog, char *bound, size_t boundlen, char *err,
+                  size_t errlen)
 {
     char dummy[8];
     if (!bound) {

@@ -28,8 +28,8 @@ int tf_net_addr_parse(const char *s, struct tf_net_addr *a, char *err, size_t er
 /* Creates a listening socket (SO_REUSEADDR for TCP; a stale unix socket file at the path is
  * replaced, any other file is an error). BOUND gets the actual address in tf_net_addr_parse
  * syntax (the real port when PORT was 0). Returns the fd or a negative TF_E* code. */
-int tf_net_listen(const struct tf_net_addr *a, int backlog, char *bound, size_t boundlen,
-                  char *err, size_t errlen);
+int tf_net_listen(const struct tf_net_addr *a, int backlog, char *bound, size_t boundlen, char *err,
+                  size_t errlen);
 
 /* Connects within TIMEOUT_MS (> 0). Returns a blocking fd or a negative TF_E* code. */
 int tf_net_connect(const struct tf_net_addr *a, int timeout_ms, char *err, size_t errlen);

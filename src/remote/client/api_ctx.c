@@ -569,8 +569,7 @@ TFC_API CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
     return r;
 }
 
-TFC_API CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags,
-                                                    int *active)
+TFC_API CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
     struct tfc *t;
     if (!flags || !active)
@@ -587,9 +586,9 @@ TFC_API CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *
 TFC_API CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
 {
     struct tfc *t;
-    if (flags & ~(unsigned)(CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX |
-                            CU_CTX_COREDUMP_ENABLE | CU_CTX_USER_COREDUMP_ENABLE |
-                            CU_CTX_SYNC_MEMOPS))
+    if (flags &
+        ~(unsigned)(CU_CTX_SCHED_MASK | CU_CTX_MAP_HOST | CU_CTX_LMEM_RESIZE_TO_MAX |
+                    CU_CTX_COREDUMP_ENABLE | CU_CTX_USER_COREDUMP_ENABLE | CU_CTX_SYNC_MEMOPS))
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = dev_lock(&t, dev, 1);
     if (r)

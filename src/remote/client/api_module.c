@@ -105,8 +105,7 @@ static CUresult read_file(const char *fname, uint8_t **out, size_t *len)
 
 /* JIT options the client honours: the error log comes back from the worker; the info log is
  * left empty; every other option is a hint and is dropped. */
-static void jit_outputs(CUjit_option *opts, void **vals, unsigned n, const char *log,
-                        size_t loglen)
+static void jit_outputs(CUjit_option *opts, void **vals, unsigned n, const char *log, size_t loglen)
 {
     size_t ecap = 0, icap = 0;
     char *ebuf = NULL, *ibuf = NULL;
@@ -733,8 +732,8 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
         if (r)
             return leave(t, r);
     }
-    size_t body = TF_PROTO_SIZE_launch_req + (size_t)nattrs * TF_PROTO_SIZE_launch_attr +
-                  fn->params_size;
+    size_t body =
+        TF_PROTO_SIZE_launch_req + (size_t)nattrs * TF_PROTO_SIZE_launch_attr + fn->params_size;
     uint8_t *p = tfc_async_reserve(t, TF_OP_LAUNCH, body);
     if (!p)
         return leave(t, CUDA_ERROR_LAUNCH_FAILED);

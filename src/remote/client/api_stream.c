@@ -208,7 +208,7 @@ TFC_API CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
 TFC_API CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
     if (!phEvent || (Flags & ~(unsigned)(CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
-                                          CU_EVENT_INTERPROCESS)))
+                                         CU_EVENT_INTERPROCESS)))
         return CUDA_ERROR_INVALID_VALUE;
     struct tfc *t;
     uint64_t ctx;

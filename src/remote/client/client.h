@@ -38,9 +38,9 @@
 
 #define TFC_API __attribute__((visibility("default")))
 
-#define TFC_BATCH_MAX (256u * 1024u)   /* flush the batch beyond this many bytes */
-#define TFC_INLINE_MAX (16u * 1024u)   /* larger HtoD tails go in their own frame */
-#define TFC_CTX_STACK 64               /* per-thread context stack depth */
+#define TFC_BATCH_MAX (256u * 1024u) /* flush the batch beyond this many bytes */
+#define TFC_INLINE_MAX (16u * 1024u) /* larger HtoD tails go in their own frame */
+#define TFC_CTX_STACK 64             /* per-thread context stack depth */
 
 enum tfc_state { TFC_UNINIT = 0, TFC_CONNECTED = 1, TFC_LOST = 2 };
 
@@ -67,7 +67,7 @@ struct tfc_ctx {
 
 struct tfc_func {
     uint64_t id;
-    unsigned type; /* TF_PROTO_H_FUNC or TF_PROTO_H_KERNEL */
+    unsigned type;  /* TF_PROTO_H_FUNC or TF_PROTO_H_KERNEL */
     uint64_t owner; /* module or library */
     uint64_t ctx;   /* FUNC: context it belongs to */
     uint32_t nparams, params_size;
@@ -173,8 +173,8 @@ uint64_t tfc_new_id(struct tfc *t, unsigned type);
 /* Appends an ASYNC request (fixed part FIXED/FLEN plus TAIL/TLEN) to the batch, flushing
  * first when it would overflow; tails above TFC_INLINE_MAX leave at once in their own frame,
  * sent from TAIL without a copy. Lock held. CUDA_SUCCESS or CUDA_ERROR_LAUNCH_FAILED. */
-CUresult tfc_async(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen,
-                   const void *tail, size_t tlen);
+CUresult tfc_async(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen, const void *tail,
+                   size_t tlen);
 /* Room for an ASYNC record of BODY bytes at the end of the batch (the record header is
  * written); NULL if the connection failed. Lock held. */
 uint8_t *tfc_async_reserve(struct tfc *t, uint16_t op, size_t body);

@@ -287,8 +287,8 @@ uint8_t *tfc_async_reserve(struct tfc *t, uint16_t op, size_t body)
     return p + TF_PROTO_SIZE_batch_rec;
 }
 
-CUresult tfc_async(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen,
-                   const void *tail, size_t tlen)
+CUresult tfc_async(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen, const void *tail,
+                   size_t tlen)
 {
     if (t->state != TFC_CONNECTED)
         return CUDA_ERROR_LAUNCH_FAILED;
@@ -443,8 +443,8 @@ static int rx_frame(struct tfc *t, int block, uint64_t want)
         if (n > TF_PROTO_MAX_CLOSE_MSG)
             n = TF_PROTO_MAX_CLOSE_MSG;
         snprintf(msg, sizeof(msg), "worker closed the connection: %.*s", (int)n,
-                 (const char *)p + (h.length >= TF_PROTO_SIZE_close_ev ? TF_PROTO_SIZE_close_ev
-                                                                       : 0));
+                 (const char *)p +
+                     (h.length >= TF_PROTO_SIZE_close_ev ? TF_PROTO_SIZE_close_ev : 0));
         tfc_lose(t, msg);
         return TF_EIO;
     }
@@ -733,8 +733,7 @@ CUresult tfc_connect(struct tfc *t)
     atomic_store(&t->pump_stop, 0);
     if (t->flush_us > 0 && pthread_create(&t->pump, NULL, pump_main, t) == 0)
         t->pump_running = 1;
-    tf_log(TF_LOG_DEBUG, "client", "connected to the tf-worker at %s: %d device(s)", addr,
-           t->ndev);
+    tf_log(TF_LOG_DEBUG, "client", "connected to the tf-worker at %s: %d device(s)", addr, t->ndev);
     return CUDA_SUCCESS;
 }
 

@@ -26,17 +26,16 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: tf-worker --listen ADDR --token-file FILE [options]\n"
-            "  --listen ADDR          tcp://HOST:PORT (PORT 0: any free port) or unix:///PATH\n"
-            "  --token-file FILE      shared token clients must present (TF_TOKEN)\n"
-            "  --vram-limit Q         VRAM cap per device, a quantity (e.g. 4Gi)\n"
-            "  --compute-percent P    compute share of each device, 0 < P <= 100\n"
-            "  --device N[,N...]      driver device ordinals to expose (default 0)\n"
-            "  --max-clients N        concurrent connections (default 64)\n"
-            "  --driver PATH          CUDA driver library (default libcuda.so.1)\n"
-            "  --ready-file FILE      write the bound address to FILE once listening\n"
-            "  --log-level L          error|warn|info|debug|trace\n");
+    fprintf(f, "usage: tf-worker --listen ADDR --token-file FILE [options]\n"
+               "  --listen ADDR          tcp://HOST:PORT (PORT 0: any free port) or unix:///PATH\n"
+               "  --token-file FILE      shared token clients must present (TF_TOKEN)\n"
+               "  --vram-limit Q         VRAM cap per device, a quantity (e.g. 4Gi)\n"
+               "  --compute-percent P    compute share of each device, 0 < P <= 100\n"
+               "  --device N[,N...]      driver device ordinals to expose (default 0)\n"
+               "  --max-clients N        concurrent connections (default 64)\n"
+               "  --driver PATH          CUDA driver library (default libcuda.so.1)\n"
+               "  --ready-file FILE      write the bound address to FILE once listening\n"
+               "  --log-level L          error|warn|info|debug|trace\n");
 }
 
 static int write_ready(const char *path, const char *addr)
@@ -54,13 +53,17 @@ static int write_ready(const char *path, const char *addr)
 
 int main(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"listen", required_argument, 0, 'l'},     {"token-file", required_argument, 0, 't'},
-        {"vram-limit", required_argument, 0, 'v'}, {"compute-percent", required_argument, 0, 'c'},
-        {"device", required_argument, 0, 'd'},     {"max-clients", required_argument, 0, 'm'},
-        {"driver", required_argument, 0, 'D'},     {"ready-file", required_argument, 0, 'r'},
-        {"log-level", required_argument, 0, 'L'},  {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0}};
+    static const struct option opts[] = {{"listen", required_argument, 0, 'l'},
+                                         {"token-file", required_argument, 0, 't'},
+                                         {"vram-limit", required_argument, 0, 'v'},
+                                         {"compute-percent", required_argument, 0, 'c'},
+                                         {"device", required_argument, 0, 'd'},
+                                         {"max-clients", required_argument, 0, 'm'},
+                                         {"driver", required_argument, 0, 'D'},
+                                         {"ready-file", required_argument, 0, 'r'},
+                                         {"log-level", required_argument, 0, 'L'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
     const char *listen = NULL, *token_file = NULL, *ready = NULL;
     struct tf_worker_config wc = {0};
     int max_clients = 0;
@@ -112,7 +115,8 @@ int main(int argc, char **argv)
         case 'L': {
             enum tf_log_level lvl;
             if (tf_log_parse_level(optarg, &lvl) != 0) {
-                fprintf(stderr, "tf-worker: --log-level \"%s\" is not error|warn|info|debug|trace\n",
+                fprintf(stderr,
+                        "tf-worker: --log-level \"%s\" is not error|warn|info|debug|trace\n",
                         optarg);
                 return 2;
             }
@@ -155,16 +159,14 @@ int main(int argc, char **argv)
                "--compute-percent is accepted but not enforced yet (token bucket pending)");
     struct tf_server_config sc = {
         .listen = listen, .token = token, .token_len = token_len, .max_clients = max_clients};
-    struct tf_server_handler h = {
-        .hello = tf_worker_hello, .serve = tf_worker_serve, .arg = &w};
+    struct tf_server_handler h = {.hello = tf_worker_hello, .serve = tf_worker_serve, .arg = &w};
     struct tf_server *srv;
     if (tf_server_start(&sc, &h, &srv, err, sizeof(err))) {
         fprintf(stderr, "tf-worker: %s\n", err);
         tf_worker_fini(&w);
         return 1;
     }
-    tf_log(TF_LOG_INFO, "worker", "listening on %s (%d device(s))", tf_server_address(srv),
-           w.ndev);
+    tf_log(TF_LOG_INFO, "worker", "listening on %s (%d device(s))", tf_server_address(srv), w.ndev);
     if (ready && write_ready(ready, tf_server_address(srv)) != 0) {
         fprintf(stderr, "tf-worker: cannot write --ready-file %s\n", ready);
         tf_server_destroy(srv);

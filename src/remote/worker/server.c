@@ -36,8 +36,8 @@ struct tf_server {
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t cond;
     struct tf_wconn *conns;
-    int nconn;     /* connection threads alive */
-    int nserving;  /* connections past the handshake */
+    int nconn;    /* connection threads alive */
+    int nserving; /* connections past the handshake */
     uint64_t next_id;
     int stopping;
 };
@@ -143,8 +143,8 @@ static void send_hello_status(struct tf_wconn *c, uint64_t req_id, uint32_t stat
         .status = status, .version = TF_PROTO_VERSION, .max_payload = TF_PROTO_MAX_PAYLOAD};
     tf_msg_hello_rep_put(p, &rep);
     tf_net_set_timeouts(c->fd, 0, 200);
-    (void)tf_wconn_send_frame(c, TF_OP_HELLO, TF_PROTO_F_REPLY, req_id ? req_id : 1, p,
-                              sizeof(p), NULL, 0);
+    (void)tf_wconn_send_frame(c, TF_OP_HELLO, TF_PROTO_F_REPLY, req_id ? req_id : 1, p, sizeof(p),
+                              NULL, 0);
 }
 
 /* 0 when the client is authenticated and has its HELLO reply. */
@@ -171,8 +171,7 @@ static int handshake(struct tf_server *s, struct tf_wconn *c)
     if (rc) {
         if (rc == TF_EIO || rc == TF_ETIMEDOUT)
             tf_log(TF_LOG_WARN, "worker", "conn %llu from %s: no HELLO (%s)",
-                   (unsigned long long)c->id, c->peer,
-                   rc == TF_ETIMEDOUT ? "timed out" : "closed");
+                   (unsigned long long)c->id, c->peer, rc == TF_ETIMEDOUT ? "timed out" : "closed");
         else
             tf_log(TF_LOG_WARN, "worker", "conn %llu from %s: malformed HELLO: %s",
                    (unsigned long long)c->id, c->peer, why);
@@ -291,7 +290,8 @@ static void *accept_main(void *arg)
 {
     struct tf_server *s = arg;
     for (;;) {
-        struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN}, {.fd = s->wake[0], .events = POLLIN}};
+        struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN},
+                              {.fd = s->wake[0], .events = POLLIN}};
         int n = poll(p, 2, -1);
         if (n < 0 && errno == EINTR)
             continue;

@@ -27,14 +27,14 @@ struct tf_server;
 /* One client connection. Owned by the server; valid during the handler's serve() call. */
 struct tf_wconn {
     int fd;
-    uint64_t id;     /* connection number, for logs */
-    char peer[128];  /* "tcp://1.2.3.4:5678" or "unix" */
-    uint32_t pid;    /* client pid from HELLO */
+    uint64_t id;    /* connection number, for logs */
+    char peer[128]; /* "tcp://1.2.3.4:5678" or "unix" */
+    uint32_t pid;   /* client pid from HELLO */
     pthread_mutex_t send_lock;
     struct tf_buf rx; /* received bytes not yet consumed: [rx_off, rx.len) */
     size_t rx_off;
-    struct tf_buf payload;             /* payload of the frame just read */
-    _Atomic int64_t wait_since_ns;     /* CLOCK_MONOTONIC ns a driver wait began; 0: none */
+    struct tf_buf payload;         /* payload of the frame just read */
+    _Atomic int64_t wait_since_ns; /* CLOCK_MONOTONIC ns a driver wait began; 0: none */
     struct tf_server *srv;
     struct tf_wconn *next, *prev; /* the server's list, under its lock */
 };

@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_OBJECTS (1u << 20)   /* handles per client */
-#define MAX_RANGES (1u << 20)    /* allocations + globals per client */
-#define MAX_KFUNCS 64            /* contexts a library kernel is resolved in */
+#define MAX_OBJECTS (1u << 20) /* handles per client */
+#define MAX_RANGES (1u << 20)  /* allocations + globals per client */
+#define MAX_KFUNCS 64          /* contexts a library kernel is resolved in */
 
 /* ---- shared worker state -------------------------------------------------------------------- */
 
@@ -118,8 +118,8 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
         d->deviceGetName(name, sizeof(name) - 1, wd->dev);
         tf_drv_device_uuid(d, &uuid, wd->dev);
         wd->total = (int64_t)total;
-        wd->limit = cfg->vram_limit > 0 && cfg->vram_limit < wd->total ? cfg->vram_limit
-                                                                       : wd->total;
+        wd->limit =
+            cfg->vram_limit > 0 && cfg->vram_limit < wd->total ? cfg->vram_limit : wd->total;
         atomic_init(&wd->used, 0);
         struct tf_msg_dev_info di = {.total_mem = (uint64_t)wd->limit,
                                      .nattrs = CU_DEVICE_ATTRIBUTE_MAX};
@@ -186,10 +186,10 @@ struct obj {
         CUstream st;
         CUevent ev;
     } h;
-    int dev;            /* contexts: worker device index */
-    uint32_t nparams;   /* functions/kernels */
+    int dev;          /* contexts: worker device index */
+    uint32_t nparams; /* functions/kernels */
     uint32_t params_size;
-    uint32_t *param_off; /* nparams offsets, then nparams sizes */
+    uint32_t *param_off;         /* nparams offsets, then nparams sizes */
     struct kfunc kf[MAX_KFUNCS]; /* kernels: their function per context */
     int nkf;
 };
@@ -966,8 +966,7 @@ static int report_one(struct session *s, struct obj *owner, uint64_t ctx, CUfunc
 {
     int is_kernel = kern != NULL;
     struct obj *o = obj_new(s, worker_id(s, is_kernel ? TF_PROTO_H_KERNEL : TF_PROTO_H_FUNC),
-                            is_kernel ? TF_PROTO_H_KERNEL : TF_PROTO_H_FUNC,
-                            is_kernel ? 0 : ctx);
+                            is_kernel ? TF_PROTO_H_KERNEL : TF_PROTO_H_FUNC, is_kernel ? 0 : ctx);
     if (!o)
         return TF_ENOMEM;
     o->owner = owner->id;
@@ -1084,8 +1083,8 @@ static int h_module_unload(struct session *s, struct req *q)
         o = obj_get(s, m.module, TF_PROTO_H_LIBRARY);
     if (!o)
         return CUDA_ERROR_INVALID_HANDLE;
-    destroy_where(s, o->type == TF_PROTO_H_MODULE ? TF_PROTO_H_FUNC : TF_PROTO_H_KERNEL,
-                  pred_owner, o->id);
+    destroy_where(s, o->type == TF_PROTO_H_MODULE ? TF_PROTO_H_FUNC : TF_PROTO_H_KERNEL, pred_owner,
+                  o->id);
     if (o->type == TF_PROTO_H_LIBRARY) {
         /* Functions resolved from its kernels. */
         destroy_where(s, TF_PROTO_H_FUNC, pred_owner, o->id);
@@ -1256,8 +1255,8 @@ static int h_launch(struct session *s, struct req *q)
     for (uint32_t i = 0; i < o->nparams; i++)
         s->kparams[i] = s->pbuf + o->param_off[i];
     if (m.nattrs == 0)
-        return s->d->launchKernel(fn, m.grid_x, m.grid_y, m.grid_z, m.block_x, m.block_y,
-                                  m.block_z, m.shmem, st, o->nparams ? s->kparams : NULL, NULL);
+        return s->d->launchKernel(fn, m.grid_x, m.grid_y, m.grid_z, m.block_x, m.block_y, m.block_z,
+                                  m.shmem, st, o->nparams ? s->kparams : NULL, NULL);
     if (!s->d->launchKernelEx)
         return CUDA_ERROR_NOT_SUPPORTED;
     CUlaunchAttribute la[TF_PROTO_MAX_LAUNCH_ATTRS];
@@ -1594,8 +1593,8 @@ static int exec_one(struct session *s, uint16_t op, const uint8_t *p, size_t len
         s->pending = CUDA_SUCCESS;
     }
     tf__put_4(s->reply.data, (uint32_t)st);
-    rc = tf_wconn_send_frame(s->c, op, TF_PROTO_F_REPLY, req_id, s->reply.data, s->reply.len,
-                             NULL, 0);
+    rc = tf_wconn_send_frame(s->c, op, TF_PROTO_F_REPLY, req_id, s->reply.data, s->reply.len, NULL,
+                             0);
     return rc;
 }
 

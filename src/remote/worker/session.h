@@ -25,10 +25,10 @@
 #include <stdint.h>
 
 struct tf_worker_dev {
-    CUdevice dev;           /* the driver's ordinal */
-    int64_t total;          /* cuDeviceTotalMem */
-    int64_t limit;          /* VRAM cap (= total when unlimited) */
-    _Atomic int64_t used;   /* bytes allocated by this worker's clients */
+    CUdevice dev;         /* the driver's ordinal */
+    int64_t total;        /* cuDeviceTotalMem */
+    int64_t limit;        /* VRAM cap (= total when unlimited) */
+    _Atomic int64_t used; /* bytes allocated by this worker's clients */
 };
 
 struct tf_worker_config {
