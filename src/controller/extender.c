@@ -110,8 +110,8 @@ static void to_alloc(struct req_buf *b)
     r->res.req_vram = p->req_vram;
     r->res.lim_vram = p->lim_vram;
     r->gpu_count = (uint16_t)p->gpu_count;
-    static const enum tf_isolation iso[] = {TF_ISO_SOFT, TF_ISO_HARD, TF_ISO_SHARED,
-                                            TF_ISO_PARTITIONED};
+    static const enum tf_isolation iso[] = {TF_ISOLATION_SOFT, TF_ISOLATION_HARD,
+                                            TF_ISOLATION_SHARED, TF_ISOLATION_PARTITIONED};
     static const enum tf_qos qos[] = {TF_QOS_LOW, TF_QOS_MEDIUM, TF_QOS_HIGH, TF_QOS_CRITICAL};
     r->isolation = iso[p->iso];
     r->qos = qos[p->qos];
@@ -173,7 +173,7 @@ static void pool_config(json_object *pool, json_object *templates, const char *d
         cfg->vram_expand_host_mem_pct = json_object_get_int(v);
     const char *iso = tf_json_str(pool, "spec", "nodeManagerConfig", "defaultIsolationMode", NULL);
     enum tf_isolation m;
-    if (iso && tf_isolation_parse(iso, &m) == 0 && m != TF_ISO_NONE)
+    if (iso && tf_isolation_parse(iso, &m) == 0 && m != TF_ISOLATION_UNSET)
         cfg->default_isolation = m;
     const char *qos = tf_json_str(pool, "spec", "qosConfig", "defaultQoS", NULL);
     enum tf_qos q;
@@ -258,12 +258,12 @@ static void restore_one(struct tf_alloc *a, json_object *pod, const char *node, 
                b.pr.name, err);
 }
 
-/* Builds a fresh cluster + allocator; caller holds the write lock. */
-static void rebuild(struct tf_extender *x)
+/* Builds a fresh cluster + allocator from the arrays (borrowed); caller holds the write
+ * lock. Returns 0 or TF_ENOMEM. */
+static int load(struct tf_extender *x, json_object *gpus, json_object *pools,
+                json_object *templates, json_object *quotas, json_object *pods)
 {
-    json_object *gpus = snapshot(x->src.gpus), *pools = snapshot(x->src.pools),
-                *templates = snapshot(x->src.templates), *quotas = snapshot(x->src.quotas),
-                *pods = snapshot(x->src.pods);
+    int rc = TF_ENOMEM;
     struct tf_cluster *c = tf_cluster_new(x->policy);
     struct tf_quota_set *qs = build_quotas(quotas);
     char err[512];
@@ -383,14 +383,35 @@ static void rebuild(struct tf_extender *x)
            c->ngpus, tf_alloc_count(a));
     c = NULL;
     qs = NULL;
+    rc = 0;
 fail:
     tf_cluster_destroy(c);
     tf_quota_set_destroy(qs);
+    return rc;
+}
+
+static void rebuild(struct tf_extender *x)
+{
+    json_object *gpus = snapshot(x->src.gpus), *pools = snapshot(x->src.pools),
+                *templates = snapshot(x->src.templates), *quotas = snapshot(x->src.quotas),
+                *pods = snapshot(x->src.pods);
+    if (load(x, gpus, pools, templates, quotas, pods))
+        tf_log(TF_LOG_ERROR, "extender", "state rebuild failed: out of memory");
     json_object_put(gpus);
     json_object_put(pools);
     json_object_put(templates);
     json_object_put(quotas);
     json_object_put(pods);
+}
+
+int tf_extender_load(struct tf_extender *x, json_object *gpus, json_object *pools,
+                     json_object *templates, json_object *quotas, json_object *pods)
+{
+    pthread_rwlock_wrlock(&x->lock);
+    atomic_store(&x->dirty, false);
+    int rc = load(x, gpus, pools, templates, quotas, pods);
+    pthread_rwlock_unlock(&x->lock);
+    return rc;
 }
 
 /* Takes the read lock with a current state (rebuilding under the write lock first if

@@ -50,6 +50,12 @@ struct tf_informer_handlers tf_extender_inventory_handlers(struct tf_extender *x
 /* Forces a rebuild on the next request (e.g. after winning the leader election). */
 void tf_extender_invalidate(struct tf_extender *x);
 
+/* Builds the state from explicit arrays of GPU, GPUPool, SchedulingConfigTemplate,
+ * GPUResourceQuota and Pod objects (borrowed) instead of the informers, and clears the dirty
+ * mark (benchmarks, tools). Returns 0 or TF_ENOMEM. */
+int tf_extender_load(struct tf_extender *x, json_object *gpus, json_object *pools,
+                     json_object *templates, json_object *quotas, json_object *pods);
+
 /* Serves REQ when its path is one of the three verbs under /scheduler; false otherwise. */
 bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
                         struct tf_http_resp *resp);

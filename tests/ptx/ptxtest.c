@@ -14,17 +14,26 @@
 
 static int g_argc;
 static char **g_argv;
+static const char *g_suffix = "";
 
 void ptxt_init(int argc, char **argv)
 {
     g_argc = argc;
     g_argv = argv;
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--sm90") == 0)
+            g_suffix = ".sm90";
+}
+
+const char *ptxt_arch(void)
+{
+    return *g_suffix ? "sm_90" : "sm_80";
 }
 
 const char *ptxt_path(const char *name)
 {
     char suffix[128];
-    snprintf(suffix, sizeof(suffix), "/%s.ptx", name);
+    snprintf(suffix, sizeof(suffix), "/%s%s.ptx", name, g_suffix);
     size_t sl = strlen(suffix);
     for (int i = 1; i < g_argc; i++) {
         size_t n = strlen(g_argv[i]);

@@ -13,9 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Records the test's arguments: paths of .ptx files. */
+/* Records the test's arguments: paths of .ptx files, and "--sm90" to pick the sm_90 builds
+ * (NAME.sm90.ptx) instead of the sm_80 ones. */
 void ptxt_init(int argc, char **argv);
-/* Path of NAME.ptx among the arguments (a path ending in "/NAME.ptx"); fails if absent. */
+/* "sm_80" or "sm_90": the architecture the test runs. */
+const char *ptxt_arch(void);
+/* Path of NAME.ptx (or NAME.sm90.ptx) among the arguments; fails if absent. */
 const char *ptxt_path(const char *name);
 /* Reads a whole file into a malloc'd buffer (NUL-terminated; *LEN without the NUL). */
 char *ptxt_read(const char *path, size_t *len);

@@ -1398,6 +1398,48 @@ int tf__d_finish(struct tf__dctx *dc)
         if (funcs[fi].defined)
             stack_need(dc, fi, state, 0);
     free(state);
+    /* per entry: the module variables its call tree references (checked at launch) */
+    uint8_t *fseen = calloc(dc->funcs.n ? dc->funcs.n : 1, 1);
+    uint8_t *vseen = calloc(dc->mvars.n ? dc->mvars.n : 1, 1);
+    uint32_t *stack = calloc(dc->funcs.n ? dc->funcs.n : 1, sizeof(uint32_t));
+    int failed = !fseen || !vseen || !stack;
+    for (uint32_t fi = 0; fi < dc->funcs.n && !failed; fi++) {
+        struct tf__func *fn = &funcs[fi];
+        if (!fn->is_entry || !fn->defined)
+            continue;
+        memset(fseen, 0, dc->funcs.n);
+        memset(vseen, 0, dc->mvars.n ? dc->mvars.n : 1);
+        uint32_t sp = 0, nused = 0;
+        stack[sp++] = fi;
+        fseen[fi] = 1;
+        while (sp) {
+            struct tf__func *f = &funcs[stack[--sp]];
+            for (uint32_t c = 0; c < f->ncallees; c++)
+                if (!fseen[f->callees[c]]) {
+                    fseen[f->callees[c]] = 1;
+                    stack[sp++] = f->callees[c];
+                }
+        }
+        for (uint32_t r = 0; r < dc->relocs.n; r++) {
+            struct tf__reloc *rl = &VEC_AT(dc->relocs, struct tf__reloc, r);
+            if (fseen[rl->func] && !vseen[rl->var]) {
+                vseen[rl->var] = 1;
+                nused++;
+            }
+        }
+        if (!nused)
+            continue;
+        fn->vars_used = tf__arena_alloc(&mod->arena, nused * sizeof(uint32_t));
+        failed = !fn->vars_used;
+        for (uint32_t v = 0; v < dc->mvars.n && !failed; v++)
+            if (vseen[v])
+                fn->vars_used[fn->nvars_used++] = v;
+    }
+    free(fseen);
+    free(vseen);
+    free(stack);
+    if (failed)
+        return oom(dc);
     /* .shared: module region first, then each entry's own */
     uint32_t mshared = (uint32_t)align_up(dc->module_shared, 16);
     for (uint32_t i = 0; i < dc->cfixes.n; i++) {

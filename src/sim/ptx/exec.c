@@ -640,10 +640,10 @@ enum tf_ptx_status tf_ptx_launch_run(const struct tf_ptx_launch *l, uint64_t *in
                 (unsigned long long)(static_shared + l->dynamic_shared), (unsigned long long)limit);
         return launch_err(err, errlen, TF_PTX_LAUNCH_OUT_OF_RESOURCES, msg);
     }
-    for (uint32_t i = 0; i < mod->nrelocs; i++) {
-        if (!mod->var_bound[mod->relocs[i].var]) {
+    for (uint32_t i = 0; i < kf->nvars_used; i++) {
+        if (!mod->var_bound[kf->vars_used[i]]) {
             tf_errf(msg, sizeof(msg), "module variable '%s' is not bound",
-                    mod->vars[mod->relocs[i].var].name);
+                    mod->vars[kf->vars_used[i]].name);
             return launch_err(err, errlen, TF_PTX_INVALID_VALUE, msg);
         }
     }

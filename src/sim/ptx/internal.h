@@ -339,6 +339,8 @@ struct tf__func {
     int has_calls;
     uint32_t *callees; /* distinct callee indices */
     uint32_t ncallees;
+    uint32_t *vars_used; /* entry: module variables it or its callees reference */
+    uint32_t nvars_used;
 };
 
 struct tf_ptx_kernel {

@@ -222,6 +222,45 @@ CARRY_W(32, uint32_t)
 CARRY_W(64, uint64_t)
 /* clang-format on */
 
+/* mad{.lo,.hi}.cc and madc: the product half plus c plus the carry-in (madc), carry-out
+ * into w->cc (.cc) */
+#define MADC(name, UT, prod, usein, setout)                                                        \
+    TF__OP(name)                                                                                   \
+    {                                                                                              \
+        uint64_t *d = TF__R(in->d[0]);                                                             \
+        const uint64_t *pa = TF__R(in->a), *pb = TF__R(in->b), *pc = TF__R(in->c);                 \
+        uint32_t cc = w->cc, out = 0;                                                              \
+        TF__FOR_LANES(m, {                                                                         \
+            UT a = (UT)pa[l], b = (UT)pb[l], c = (UT)pc[l];                                        \
+            UT ci = usein ? (UT)((cc >> l) & 1) : 0;                                               \
+            UT p = (UT)(prod);                                                                     \
+            UT r = (UT)(p + c + ci);                                                               \
+            d[l] = r;                                                                              \
+            out |= (uint32_t)(ci ? r <= p : r < p) << l;                                           \
+        });                                                                                        \
+        if (setout)                                                                                \
+            w->cc = (cc & ~m) | (out & m);                                                         \
+        return TF__GO;                                                                             \
+    }
+#define LO32 (uint64_t) a *b
+#define HIU32 ((uint64_t)a * b) >> 32
+#define HIS32 (uint64_t)(((int64_t)(int32_t)a * (int32_t)b) >> 32)
+#define LO64 (unsigned __int128)a *b
+#define HIU64 ((unsigned __int128)a * b) >> 64
+#define HIS64 (uint64_t)(((__int128)(int64_t)a * (int64_t)b) >> 64)
+#define MADC_ALL(sfx, UT, P)                                                                       \
+    MADC(madcc_##sfx, UT, P, 0, 1)                                                                 \
+    MADC(madc_##sfx, UT, P, 1, 0)                                                                  \
+    MADC(madccc_##sfx, UT, P, 1, 1)
+/* clang-format off */
+MADC_ALL(lo32, uint32_t, LO32)
+MADC_ALL(hiu32, uint32_t, HIU32)
+MADC_ALL(his32, uint32_t, HIS32)
+MADC_ALL(lo64, uint64_t, LO64)
+MADC_ALL(hiu64, uint64_t, HIU64)
+MADC_ALL(his64, uint64_t, HIS64)
+/* clang-format on */
+
 /* bit manipulation */
 /* clang-format off */
 I1(popc_32, uint32_t, int32_t, __builtin_popcount(ua))
@@ -705,6 +744,14 @@ static int ops_same(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__
         n##_16, n##_32, n##_64                                                                     \
     }
 
+static int has_cc(const struct tf__pinsn *pi)
+{
+    for (uint32_t i = 0; i < pi->nmods; i++)
+        if (!strcmp(pi->mods[i], "cc"))
+            return 1;
+    return 0;
+}
+
 static int decode_arith(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in,
                         int ty)
 {
@@ -746,6 +793,23 @@ static int decode_arith(struct tf__dctx *dc, const struct tf__pinsn *pi, struct 
                                              {{addc_32, addccc_32}, {addc_64, addccc_64}}};
         in->fn = t[add][wi - 1][cc];
         return ops_same(dc, pi, in, 2, ty);
+    }
+    if (!strcmp(b, "madc") || (!strcmp(b, "mad") && has_cc(pi))) {
+        static const int ok[] = {MOD_LO, MOD_HI, MOD_CC, MOD_NONE};
+        if (tf__mods(dc, pi, ok, &md))
+            return -1;
+        int hi = tf__has(&md, MOD_HI), cc = tf__has(&md, MOD_CC), madc = b[3] == 'c';
+        if (md.nt != 1 || wi < 1 || hi == tf__has(&md, MOD_LO))
+            return tf__unsupported(dc, pi);
+        /* [width][lo, hi unsigned, hi signed][mad.cc, madc, madc.cc] */
+        static const tf__op_fn t[2][3][3] = {{{madcc_lo32, madc_lo32, madccc_lo32},
+                                              {madcc_hiu32, madc_hiu32, madccc_hiu32},
+                                              {madcc_his32, madc_his32, madccc_his32}},
+                                             {{madcc_lo64, madc_lo64, madccc_lo64},
+                                              {madcc_hiu64, madc_hiu64, madccc_hiu64},
+                                              {madcc_his64, madc_his64, madccc_his64}}};
+        in->fn = t[wi - 1][hi ? 1 + sg : 0][madc ? 1 + cc : 0];
+        return ops_same(dc, pi, in, 3, ty);
     }
     if (!strcmp(b, "mul") || !strcmp(b, "mad")) {
         if (tf__mods(dc, pi, mul_ok, &md))
