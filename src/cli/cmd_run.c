@@ -289,14 +289,17 @@ int tf_cmd_run(int argc, char **argv)
         sigaction(SIGTERM, &old_term, NULL);
         json_object_object_foreach(env, k, v)
         {
-            /* Library paths are prefixes: the app keeps its own after ours. */
+            /* Our library directory goes first on LD_LIBRARY_PATH; our preload goes after
+             * the user's own preloads (a sanitizer runtime must stay first). */
             const char *old = getenv(k);
             const char *val = json_object_get_string(v);
-            if ((!strcmp(k, "LD_LIBRARY_PATH") || !strcmp(k, "LD_PRELOAD")) && old && *old) {
+            bool path = !strcmp(k, "LD_LIBRARY_PATH"), pre = !strcmp(k, "LD_PRELOAD");
+            if ((path || pre) && old && *old) {
                 size_t len = strlen(val) + strlen(old) + 2;
                 char *both = malloc(len);
                 if (both) {
-                    snprintf(both, len, "%s%c%s", val, k[3] == 'L' ? ':' : ' ', old);
+                    snprintf(both, len, "%s%c%s", path ? val : old, path ? ':' : ' ',
+                             path ? old : val);
                     setenv(k, both, 1);
                     free(both);
                     continue;
@@ -329,6 +332,12 @@ int tf_cmd_run(int argc, char **argv)
     snprintf(path, sizeof(path), "/api/v1/workloads/%s", r.name);
     json_object *dr = NULL;
     int ds = tf_cli_hv_call(&hv, "DELETE", path, NULL, &dr, err, sizeof(err));
+    if (ds == 0 && tf_cli_hv_connect(&hv, false, err, sizeof(err)) == 0) {
+        /* The hypervisor restarted while CMD ran (new address): ask the new one. */
+        json_object_put(dr);
+        dr = NULL;
+        ds = tf_cli_hv_call(&hv, "DELETE", path, NULL, &dr, err, sizeof(err));
+    }
     if (ds != 200 && ds != 404)
         fprintf(stderr, "tfctl run: releasing %s: HTTP %d %s\n", r.name, ds, err);
     json_object_put(dr);

@@ -19,6 +19,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
+struct tf_hv_soft;
+
 struct tf_hv_config {
     char state_dir[512];       /* state.db, metrics.db, hypervisor.addr, shm/ live here */
     char listen[128];          /* "127.0.0.1:0" by default (port written to hypervisor.addr) */
@@ -39,6 +41,7 @@ struct tf_hv {
     struct tf_hv_nvml *nvml; /* NULL when NVML could not be loaded (no GPUs) */
     char nvml_error[256];
     struct tf_metrics_sink *sink; /* NULL when disabled */
+    struct tf_hv_soft *soft;      /* limit engine + regions; NULL when it could not start */
 
     pthread_mutex_t mu;
     int ndev;                                           /* [mu] */

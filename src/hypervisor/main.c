@@ -14,6 +14,8 @@
 #include "common/strutil.h"
 #include "hypervisor/hv.h"
 #include "hypervisor/paths.h"
+#include "hypervisor/runtime.h"
+#include "hypervisor/soft.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -206,14 +208,21 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    const char *usage_lib = hv.cfg.nvml_lib[0] ? hv.cfg.nvml_lib : getenv("TF_NVML_LIBRARY");
+    if (tf_hv_soft_new(usage_lib, &hv.soft, err, sizeof(err)))
+        tf_log(TF_LOG_WARN, "hypervisor", "%s: soft isolation unavailable", err);
     tf_hv_discover(&hv);
-    /* Workloads that outlived a previous hypervisor keep their allocations and limits; the
-     * ones whose processes died meanwhile are released by the first reap. */
+    /* Workloads that outlived a previous hypervisor keep their allocations and limits (their
+     * regions are reopened); the ones whose processes died meanwhile are released by the
+     * first reap. */
     struct tf_hv_workload *ws;
     int nw = 0;
     if (tf_hv_state_list(hv.state, &ws, &nw, err, sizeof(err)) == 0) {
         if (nw)
             tf_log(TF_LOG_INFO, "hypervisor", "resuming %d workload(s) from %s", nw, path);
+        for (int i = 0; i < nw; i++)
+            if (tf_hv_runtime_resume(&hv, &ws[i], err, sizeof(err)))
+                tf_log(TF_LOG_ERROR, "hypervisor", "resuming %s: %s", ws[i].req.name, err);
         free(ws);
     }
     tf_hv_reap(&hv);
@@ -241,9 +250,14 @@ int main(int argc, char **argv)
         hv.cfg.sample_interval_ms = hv.cfg.metrics_interval_ms;
     int64_t next_sample = mono_ms(), next_metrics = mono_ms();
     int64_t next_disc = mono_ms() + hv.cfg.discovery_interval_ms;
+    int64_t next_reap = mono_ms();
     while (!stop_requested) {
         int64_t now = mono_ms();
-        tf_hv_reap(&hv);
+        tf_hv_soft_step(&hv);
+        if (now >= next_reap) {
+            tf_hv_reap(&hv);
+            next_reap = now + hv.cfg.liveness_interval_ms;
+        }
         if (now >= next_disc) {
             tf_hv_discover(&hv);
             next_disc = now + hv.cfg.discovery_interval_ms;
@@ -255,7 +269,7 @@ int main(int argc, char **argv)
             if (record)
                 next_metrics = now + hv.cfg.metrics_interval_ms;
         }
-        struct timespec ts = {0, (long)hv.cfg.liveness_interval_ms * 1000000L};
+        struct timespec ts = {0, (long)TF_HV_ENGINE_PERIOD_MS * 1000000L};
         nanosleep(&ts, NULL);
     }
     tf_log(TF_LOG_INFO, "hypervisor", "stopping (signal %d); workloads stay recorded",
@@ -264,6 +278,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof(path), "%s/hypervisor.addr", hv.cfg.state_dir);
     unlink(path);
     tf_metrics_sink_destroy(hv.sink);
+    tf_hv_soft_destroy(hv.soft); /* regions stay: running apps keep their limits */
     tf_hv_nvml_close(hv.nvml);
     tf_hv_state_close(hv.state);
     pthread_mutex_destroy(&hv.mu);

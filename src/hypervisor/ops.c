@@ -11,6 +11,7 @@
 #include "core/quantity.h"
 #include "hypervisor/proc.h"
 #include "hypervisor/runtime.h"
+#include "hypervisor/soft.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -224,6 +225,9 @@ int tf_hv_reap(struct tf_hv *hv)
         bool alive = false;
         for (int k = 0; k < w->npids && !alive; k++)
             alive = tf_hv_proc_alive(w->pids[k].pid, w->pids[k].start_ticks);
+        /* Soft: any process the limiter registered (the app's children too) keeps it. */
+        if (!alive && w->req.isolation == TF_HV_SOFT)
+            alive = tf_hv_soft_has_processes(hv, w->req.name);
         if (!alive && release(hv, w->req.name, "last process exited", err, sizeof(err)) == 0)
             released++;
     }

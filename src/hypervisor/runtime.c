@@ -7,6 +7,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
+#include "hypervisor/soft.h"
 #include "hypervisor/worker.h"
 
 #include <stdio.h>
@@ -18,10 +19,7 @@ int tf_hv_runtime_check(struct tf_hv *hv, const struct tf_hv_request *r, char *e
     case TF_HV_SHARED:
         return 0;
     case TF_HV_SOFT:
-        tf_errf(err, errlen,
-                "isolation soft needs the limit engine and libtf_limiter.so, which are not part "
-                "of this build yet; use --isolation shared for whole GPUs");
-        return TF_ENOTSUP;
+        return tf_hv_soft_find_limiter(hv, NULL, err, errlen);
     case TF_HV_HARD:
         return tf_hv_worker_find(hv, NULL, NULL, err, errlen);
     case TF_HV_REMOTE:
@@ -56,18 +54,35 @@ int tf_hv_runtime_setup(struct tf_hv *hv, const struct tf_hv_workload *w, json_o
         return rc;
     if (w->req.isolation == TF_HV_HARD)
         return tf_hv_worker_start(hv, w, env, err, errlen);
+    if (w->req.isolation == TF_HV_SOFT)
+        return tf_hv_soft_start(hv, w, false, env, err, errlen);
     return 0;
+}
+
+int tf_hv_runtime_resume(struct tf_hv *hv, const struct tf_hv_workload *w, char *err, size_t errlen)
+{
+    if (w->req.isolation == TF_HV_SOFT)
+        return tf_hv_soft_start(hv, w, true, NULL, err, errlen);
+    return 0; /* shared: nothing; hard: the worker outlived us and is recorded */
 }
 
 void tf_hv_runtime_teardown(struct tf_hv *hv, const struct tf_hv_workload *w)
 {
     if (w->req.isolation == TF_HV_HARD)
         tf_hv_worker_stop(hv, w);
+    if (w->req.isolation == TF_HV_SOFT)
+        tf_hv_soft_stop(hv, w);
 }
 
 void tf_hv_runtime_usage(struct tf_hv *hv, const struct tf_hv_workload *w, struct tf_hv_usage *u)
 {
     memset(u, 0, sizeof(*u));
+    if (w->req.isolation == TF_HV_SOFT) {
+        /* The engine's measured share and the limiters' VRAM reservations. */
+        for (int k = 0; k < w->nalloc; k++)
+            tf_hv_soft_usage(hv, w->req.name, k, &u->gpu[k].compute_bp, &u->gpu[k].vram_used);
+        return;
+    }
     pthread_mutex_lock(&hv->mu);
     for (int k = 0; k < w->nalloc; k++) {
         for (int i = 0; i < hv->ndev; i++) {

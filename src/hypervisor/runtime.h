@@ -5,7 +5,7 @@
  * NVIDIA_VISIBLE_DEVICES = the allocated UUIDs, TF_WORKLOAD = its name).
  *   shared  whole GPUs, nothing else.
  *   soft    a shm limit region per workload written by the limit engine (src/limits) and the
- *           LD_PRELOAD limiter (libtf_limiter.so) reading it.
+ *           LD_PRELOAD limiter (libtf_limiter.so) reading it (soft.h).
  *   hard    a tf-worker process holding the GPU with the limits, the app running on the
  *           remote client (libtf_client.so as libcuda.so.1) pointed at it.
  *   remote  the worker runs under another machine's hypervisor (--remote host:port).
@@ -33,6 +33,9 @@ int tf_hv_runtime_check(struct tf_hv *hv, const struct tf_hv_request *r, char *e
  * nothing is left behind; the caller releases the allocation. */
 int tf_hv_runtime_setup(struct tf_hv *hv, const struct tf_hv_workload *w, json_object *env,
                         char *err, size_t errlen);
+/* After a hypervisor restart: reattaches W's runtime (reopens its limit region). */
+int tf_hv_runtime_resume(struct tf_hv *hv, const struct tf_hv_workload *w, char *err,
+                         size_t errlen);
 /* Tears W's runtime down (idempotent; after a restart too). */
 void tf_hv_runtime_teardown(struct tf_hv *hv, const struct tf_hv_workload *w);
 /* Current usage of W per allocated GPU (zeros when unknown). */

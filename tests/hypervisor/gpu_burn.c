@@ -82,6 +82,7 @@ int main(int argc, char **argv)
         printf("%s vram_refused mib=%zu total_mib=%zu error=%s\n", name, mib, total >> 20,
                en ? en : "?");
         fflush(stdout);
+        free(ptx);
         return 3;
     }
     printf("%s vram_total_mib=%zu vram_alloc_mib=%zu\n", name, total >> 20, mib);

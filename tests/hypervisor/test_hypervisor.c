@@ -24,8 +24,8 @@
 #include "hvtest.h"
 
 #define A100                                                                                       \
-    "NVIDIA A100-SXM4-80GB|GPU-a100-0000-0000-0000-000000000001|85899345920|40|1073741824\n"
-#define L4 "NVIDIA L4|GPU-l4-0000-0000-0000-000000000002|24152899584|0|0\n"
+    "NVIDIA A100-SXM4-80GB|GPU-a1000000-0000-4000-8000-000000000001|85899345920|40|1073741824\n"
+#define L4 "NVIDIA L4|GPU-14000000-0000-4000-8000-000000000002|24152899584|0|0\n"
 
 static struct hvt T;
 
@@ -120,8 +120,9 @@ static void bad_api_input_gets_4xx_json_and_changes_nothing(void **state)
     expect_error("PUT", "/api/v1/devices", "{}", NULL, 405, "not allowed");
     expect_error("POST", "/api/v1/workloads/x/processes", "{\"pid\":-1}", NULL, 400, "pid");
     expect_error("POST", "/api/v1/workloads/x/processes", "{\"pid\":1,\"x\":2}", NULL, 400, "pid");
-    /* Valid input this build cannot enforce is refused, not run unlimited. */
-    expect_error("POST", W, "{\"name\":\"a\",\"computePercentLimit\":\"50\"}", NULL, 501, "soft");
+    /* Valid input that local mode cannot serve is refused, not run without its limits. */
+    expect_error("POST", W, "{\"name\":\"a\",\"isolation\":\"remote\",\"remote\":\"h:1\"}", NULL,
+                 501, "remote");
     assert_int_equal(hvt_count_workloads(&T), 0);
     assert_int_equal(allocated_vram(), 0);
     /* The server still works after all that. */
@@ -130,12 +131,33 @@ static void bad_api_input_gets_4xx_json_and_changes_nothing(void **state)
         hvt_http(&T, "POST", W, "{\"name\":\"ok\",\"isolation\":\"shared\"}", NULL, &o), 201);
     assert_string_equal(json_object_get_string(json_object_object_get(
                             json_object_object_get(o, "env"), "CUDA_VISIBLE_DEVICES")),
-                        "GPU-a100-0000-0000-0000-000000000001");
+                        "GPU-a1000000-0000-4000-8000-000000000001");
     json_object_put(o);
     expect_error("POST", W, "{\"name\":\"ok\",\"isolation\":\"shared\"}", NULL, 409,
                  "already exists");
     assert_int_equal(hvt_http(&T, "DELETE", "/api/v1/workloads/ok", NULL, NULL, &o), 200);
     json_object_put(o);
+    assert_int_equal(allocated_vram(), 0);
+    /* A soft workload gets its limit region and the limiter. */
+    assert_int_equal(hvt_http(&T, "POST", W,
+                              "{\"name\":\"soft\",\"computePercentLimit\":\"25\","
+                              "\"vramLimit\":\"1Gi\"}",
+                              NULL, &o),
+                     201);
+    json_object *env = json_object_object_get(o, "env");
+    const char *shm = json_object_get_string(json_object_object_get(env, "TF_SHM_PATH"));
+    const char *pre = json_object_get_string(json_object_object_get(env, "LD_PRELOAD"));
+    assert_non_null(shm);
+    assert_non_null(pre);
+    assert_non_null(strstr(pre, "libtf_limiter.so"));
+    assert_int_equal(access(shm, R_OK | W_OK), 0);
+    char region[512];
+    snprintf(region, sizeof(region), "%s", shm);
+    json_object_put(o);
+    assert_int_equal(allocated_vram(), INT64_C(1) << 30);
+    assert_int_equal(hvt_http(&T, "DELETE", "/api/v1/workloads/soft", NULL, NULL, &o), 200);
+    json_object_put(o);
+    assert_int_not_equal(access(region, F_OK), 0);
     assert_int_equal(allocated_vram(), 0);
 }
 
@@ -151,7 +173,7 @@ static void shared_run_sees_its_gpu_and_returns_the_exit_code(void **state)
                           "echo visible=$CUDA_VISIBLE_DEVICES workload=$TF_WORKLOAD; exit 7",
                           NULL};
     assert_int_equal(hvt_tfctl(&T, &out, argv), 7);
-    assert_non_null(strstr(out, "visible=GPU-a100-0000-0000-0000-000000000001 workload=run-"));
+    assert_non_null(strstr(out, "visible=GPU-a1000000-0000-4000-8000-000000000001 workload=run-"));
     free(out);
     assert_int_equal(hvt_count_workloads(&T), 0);
     /* A manifest's annotations through the core workload model (seed 004: shared). */
@@ -414,10 +436,10 @@ static void prometheus_text_has_gpu_and_worker_limits(void **state)
     json_object_put(o);
     char *txt = hvt_get_text(&T, "/metrics");
     assert_non_null(strstr(txt, "# TYPE tf_gpu_tflops_capacity gauge\n"));
-    assert_non_null(strstr(txt, "tf_gpu_tflops_capacity{uuid=\"GPU-a100-0000-0000-0000-"
+    assert_non_null(strstr(txt, "tf_gpu_tflops_capacity{uuid=\"GPU-a1000000-0000-4000-8000-"
                                 "000000000001\",index=\"0\",model=\"A100-80GB\"} 312\n"));
     assert_non_null(strstr(txt, "tf_worker_vram_bytes_limit{workload=\"prom\",namespace="
-                                "\"default\",uuid=\"GPU-a100-0000-0000-0000-000000000001\","
+                                "\"default\",uuid=\"GPU-a1000000-0000-4000-8000-000000000001\","
                                 "isolation=\"shared\"} 85899345920\n"));
     assert_non_null(strstr(txt, "tf_allocations_total{result=\"success\"} 1\n"));
     free(txt);
@@ -462,7 +484,7 @@ static void metric_rows_answer_the_seed_queries(void **state)
          "       max(memory_percentage)  AS vram_peak_pct\nFROM tf_gpu_usage\n"
          "WHERE greptime_timestamp >= now() - '1d'::INTERVAL\nGROUP BY node, uuid\n"
          "ORDER BY compute_used_pct;",
-         "GPU-a100-0000-0000-0000-000000000001,40,1.25\n"},
+         "GPU-a1000000-0000-4000-8000-000000000001,40,1.25\n"},
         {"SELECT node, pool,\n       avg(allocated_tflops_percent) AS tflops_allocated_pct,\n"
          "       avg(allocated_vram_percent)   AS vram_allocated_pct\nFROM tf_node_metrics\n"
          "WHERE greptime_timestamp >= now() - '1d'::INTERVAL\nGROUP BY node, pool\n"
