@@ -76,20 +76,30 @@ if [ "$gpu" != none ] && [ -x "$burn" ]; then
     wait "$run_pid"
 
     if "$tfctl" run --compute-percent 30 --vram-limit 1Gi -q -- true 2>/dev/null; then
-        say "Two workloads side by side with different limits (--isolation soft)"
+        say "Two workloads side by side on one GPU with different limits (--isolation soft):"
+        echo "   burn-30: 30 % compute, 2Gi VRAM (uses 1Gi); burn-60: 60 % compute, 4Gi (uses 3Gi)"
         "$tfctl" run --compute-percent 30 --vram-limit 2Gi --name burn-30 -- \
             "$burn" "$ptx" 4 1024 1000 burn-30 &
         a=$!
         "$tfctl" run --compute-percent 60 --vram-limit 4Gi --name burn-60 -- \
             "$burn" "$ptx" 4 3072 1000 burn-60 &
         b=$!
-        sleep 2
+        sleep 2.5
         "$tfctl" top --once
         wait "$a" "$b"
+        echo "   (vram_total_mib is what each app's driver reports: its limit; share_pct is the"
+        echo "    GPU time its kernels got; the simulated GPU runs PTX on this machine's CPUs)"
+
+        say "Inside its limit an allocation above it fails as the driver would (OOM)"
+        set +e
+        "$tfctl" run --compute-percent 30 --vram-limit 2Gi --name burn-oom -- \
+            "$burn" "$ptx" 1 3072 1000 burn-oom
+        echo "exit code: $?"
+        set -e
     else
         say "Fractional vGPUs (--isolation soft: compute and VRAM limits on one GPU)"
         "$tfctl" run --compute-percent 30 --vram-limit 1Gi -q -- true || true
-        echo "   (skipped: the soft limiter is not in this build yet)"
+        echo "   (skipped: the soft limiter is not in this build)"
     fi
 elif [ "$gpu" != none ]; then
     echo "   (gpu_burn was not built: the CUDA toolkit headers are missing; skipping the workloads)"
