@@ -17,6 +17,9 @@
 #include "hypervisor/workload.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +33,61 @@ static void forward(int sig)
 {
     if (child_pid > 0)
         kill((pid_t)child_pid, sig);
+}
+
+/* Keeps a remote workload's lease alive while the app runs. */
+struct heartbeat {
+    struct tf_cli_hv hv;
+    char path[160];
+    int period_ms;
+    atomic_bool stop;
+};
+
+static void *heartbeat_main(void *arg)
+{
+    struct heartbeat *hb = arg;
+    int waited = 0;
+    while (!atomic_load(&hb->stop)) {
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+        if ((waited += 20) < hb->period_ms)
+            continue;
+        waited = 0;
+        json_object *resp = NULL;
+        char err[256];
+        int st = tf_cli_hv_call(&hb->hv, "POST", hb->path, NULL, &resp, err, sizeof(err));
+        if (st != 200)
+            fprintf(stderr, "tfctl run: heartbeat to %s: HTTP %d %s\n", hb->hv.base, st,
+                    resp ? json_object_get_string(json_object_object_get(resp, "error")) : err);
+        json_object_put(resp);
+    }
+    return NULL;
+}
+
+static void release_remote(struct tf_cli_hv *hv, const char *name)
+{
+    char path[128], err[256];
+    snprintf(path, sizeof(path), "/api/v1/workloads/%s", name);
+    json_object *resp = NULL;
+    (void)tf_cli_hv_call(hv, "DELETE", path, NULL, &resp, err, sizeof(err));
+    json_object_put(resp);
+}
+
+/* A worker listening on a wildcard address is reached through the host we asked. */
+static void fix_remote_host(json_object *env, const char *hostport)
+{
+    const char *addr = json_object_get_string(json_object_object_get(env, "TF_REMOTE"));
+    if (!addr || strncmp(addr, "tcp://", 6))
+        return;
+    const char *colon = strrchr(addr, ':');
+    size_t hl = colon ? (size_t)(colon - (addr + 6)) : 0;
+    if (!colon || !((hl == 7 && !strncmp(addr + 6, "0.0.0.0", 7)) ||
+                    (hl == 4 && !strncmp(addr + 6, "[::]", 4))))
+        return;
+    const char *hc = strrchr(hostport, ':');
+    char fixed[256];
+    snprintf(fixed, sizeof(fixed), "tcp://%.*s%s", (int)(hc - hostport), hostport, colon);
+    json_object_object_add(env, "TF_REMOTE", json_object_new_string(fixed));
 }
 
 static void usage(FILE *f)
@@ -256,11 +314,28 @@ int tf_cmd_run(int argc, char **argv)
         return 2;
     }
     struct tf_cli_hv hv;
-    if (tf_cli_hv_connect(&hv, true, err, sizeof(err))) {
+    bool remote = r.isolation == TF_HV_REMOTE;
+    struct tf_hv_request q = r;
+    if (remote) {
+        /* The GPU is another machine's: its hypervisor runs a worker for us (hard isolation
+         * there), kept alive by our heartbeats; the app here runs on the remote client. */
+        if (tf_cli_hv_remote(&hv, r.remote, err, sizeof(err))) {
+            fprintf(stderr, "tfctl run: %s\n", err);
+            return 1;
+        }
+        q.isolation = TF_HV_HARD;
+        q.remote[0] = '\0';
+        q.pid = 0;
+        q.lease = true;
+        if (tf_hv_request_normalize(&q, err, sizeof(err))) {
+            fprintf(stderr, "tfctl run: %s\n", err);
+            return 2;
+        }
+    } else if (tf_cli_hv_connect(&hv, true, err, sizeof(err))) {
         fprintf(stderr, "tfctl run: %s\n", err);
         return 1;
     }
-    json_object *body = tf_hv_request_to_json(&r), *resp = NULL;
+    json_object *body = tf_hv_request_to_json(&q), *resp = NULL;
     int st = tf_cli_hv_call(&hv, "POST", "/api/v1/workloads", body, &resp, err, sizeof(err));
     json_object_put(body);
     if (st != 201) {
@@ -277,6 +352,25 @@ int tf_cmd_run(int argc, char **argv)
     if (!quiet)
         print_allocation(resp);
     json_object *env = json_object_object_get(resp, "env");
+    struct heartbeat hb = {.hv = hv};
+    pthread_t hb_thread;
+    bool hb_running = false;
+    if (remote) {
+        char client[1024];
+        if (tf_cli_client_dir(client, sizeof(client))) {
+            fprintf(stderr, "tfctl run: --remote needs the remote client library (libcuda.so.1 of "
+                            "libtf_client.so) next to tfctl or in $TF_CLIENT_DIR\n");
+            release_remote(&hv, r.name);
+            json_object_put(resp);
+            return 1;
+        }
+        json_object_object_add(env, "LD_LIBRARY_PATH", json_object_new_string(client));
+        fix_remote_host(env, r.remote);
+        snprintf(hb.path, sizeof(hb.path), "/api/v1/workloads/%s/heartbeat", r.name);
+        const char *ms = getenv("TF_REMOTE_HEARTBEAT_MS");
+        hb.period_ms = ms && atoi(ms) >= 50 ? atoi(ms) : 5000;
+        hb_running = pthread_create(&hb_thread, NULL, heartbeat_main, &hb) == 0;
+    }
 
     struct sigaction sa, old_int, old_term;
     memset(&sa, 0, sizeof(sa));
@@ -317,22 +411,29 @@ int tf_cmd_run(int argc, char **argv)
     } else {
         child_pid = pid;
         char path[128];
+        if (remote)
+            goto wait_child;
         snprintf(path, sizeof(path), "/api/v1/workloads/%s/processes", r.name);
         json_object *pb = json_object_new_object(), *pr = NULL;
         json_object_object_add(pb, "pid", json_object_new_int((int)pid));
         (void)tf_cli_hv_call(&hv, "POST", path, pb, &pr, err, sizeof(err));
         json_object_put(pb);
         json_object_put(pr);
+    wait_child:;
         int wst;
         while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
             ;
         code = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
     }
+    if (hb_running) {
+        atomic_store(&hb.stop, true);
+        pthread_join(hb_thread, NULL);
+    }
     char path[128];
     snprintf(path, sizeof(path), "/api/v1/workloads/%s", r.name);
     json_object *dr = NULL;
     int ds = tf_cli_hv_call(&hv, "DELETE", path, NULL, &dr, err, sizeof(err));
-    if (ds == 0 && tf_cli_hv_connect(&hv, false, err, sizeof(err)) == 0) {
+    if (ds == 0 && !remote && tf_cli_hv_connect(&hv, false, err, sizeof(err)) == 0) {
         /* The hypervisor restarted while CMD ran (new address): ask the new one. */
         json_object_put(dr);
         dr = NULL;

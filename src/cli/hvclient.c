@@ -27,12 +27,14 @@ static size_t collect(char *p, size_t size, size_t nmemb, void *arg)
 }
 
 static int request(const char *url, const char *method, const char *body, struct tf_dynbuf *out,
-                   long timeout_ms, char *err, size_t errlen)
+                   long timeout_ms, const char *auth, char *err, size_t errlen)
 {
     CURL *c = curl_easy_init();
     if (!c)
         return 0;
     struct curl_slist *h = curl_slist_append(NULL, "Content-Type: application/json");
+    if (auth && *auth)
+        h = curl_slist_append(h, auth);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
@@ -52,6 +54,8 @@ static int request(const char *url, const char *method, const char *body, struct
     curl_easy_cleanup(c);
     return (int)status;
 }
+
+static void curl_once(void);
 
 static bool read_addr(struct tf_cli_hv *hv)
 {
@@ -75,7 +79,7 @@ static bool healthy(struct tf_cli_hv *hv)
     snprintf(url, sizeof(url), "%s/healthz", hv->base);
     struct tf_dynbuf b;
     tf_dynbuf_init(&b, 1 << 16);
-    int st = request(url, "GET", NULL, &b, 2000, NULL, 0);
+    int st = request(url, "GET", NULL, &b, 2000, hv->auth, NULL, 0);
     tf_dynbuf_free(&b);
     return st == 200;
 }
@@ -139,11 +143,7 @@ static int spawn(struct tf_cli_hv *hv, char *err, size_t errlen)
 
 int tf_cli_hv_connect(struct tf_cli_hv *hv, bool autostart, char *err, size_t errlen)
 {
-    static int curl_ready;
-    if (!curl_ready) {
-        curl_global_init(CURL_GLOBAL_DEFAULT);
-        curl_ready = 1;
-    }
+    curl_once();
     memset(hv, 0, sizeof(*hv));
     if (tf_hv_state_dir(hv->state_dir, sizeof(hv->state_dir))) {
         tf_errf(err, errlen, "cannot determine the state directory (set TF_STATE_DIR)");
@@ -177,8 +177,8 @@ int tf_cli_hv_call(struct tf_cli_hv *hv, const char *method, const char *path, j
     snprintf(url, sizeof(url), "%s%s", hv->base, path);
     struct tf_dynbuf b;
     tf_dynbuf_init(&b, 16 << 20);
-    int st = request(url, method, body ? json_object_to_json_string(body) : NULL, &b, 30000, err,
-                     errlen);
+    int st = request(url, method, body ? json_object_to_json_string(body) : NULL, &b, 30000,
+                     hv->auth, err, errlen);
     if (st)
         *out = json_tokener_parse(tf_dynbuf_str(&b));
     tf_dynbuf_free(&b);
@@ -191,8 +191,81 @@ int tf_cli_hv_get_text(struct tf_cli_hv *hv, const char *path, char **out, char 
     snprintf(url, sizeof(url), "%s%s", hv->base, path);
     struct tf_dynbuf b;
     tf_dynbuf_init(&b, 16 << 20);
-    int st = request(url, "GET", NULL, &b, 30000, err, errlen);
+    int st = request(url, "GET", NULL, &b, 30000, hv->auth, err, errlen);
     *out = strdup(tf_dynbuf_str(&b));
     tf_dynbuf_free(&b);
     return st;
+}
+
+static void curl_once(void)
+{
+    static int done; /* tfctl is single-threaded when it connects */
+    if (!done) {
+        curl_global_init(CURL_GLOBAL_DEFAULT);
+        done = 1;
+    }
+}
+
+int tf_cli_hv_remote(struct tf_cli_hv *hv, const char *hostport, char *err, size_t errlen)
+{
+    curl_once();
+    memset(hv, 0, sizeof(*hv));
+    if (!hostport || !strchr(hostport, ':') || strlen(hostport) > 120) {
+        tf_errf(err, errlen, "--remote: \"%s\" is not HOST:PORT", hostport ? hostport : "");
+        return TF_EINVAL;
+    }
+    snprintf(hv->base, sizeof(hv->base), "http://%s", hostport);
+    char tok[160] = "";
+    const char *t = getenv("TF_REMOTE_API_TOKEN");
+    const char *f = getenv("TF_REMOTE_API_TOKEN_FILE");
+    if (t && *t) {
+        tf_strlcpy(tok, t, sizeof(tok));
+    } else if (f && *f) {
+        FILE *fp = fopen(f, "r");
+        if (!fp || !fgets(tok, sizeof(tok), fp)) {
+            tf_errf(err, errlen, "TF_REMOTE_API_TOKEN_FILE %s: cannot read a token", f);
+            if (fp)
+                fclose(fp);
+            return TF_EINVAL;
+        }
+        fclose(fp);
+        tok[strcspn(tok, "\r\n")] = '\0';
+    }
+    if (tok[0])
+        snprintf(hv->auth, sizeof(hv->auth), "Authorization: Bearer %.150s", tok);
+    if (!healthy(hv)) {
+        tf_errf(err, errlen, "no hypervisor answers at %s", hv->base);
+        return TF_EIO;
+    }
+    return 0;
+}
+
+int tf_cli_client_dir(char *out, size_t len)
+{
+    const char *e = getenv("TF_CLIENT_DIR");
+    char probe[PATH_MAX + 32];
+    if (e && *e) {
+        snprintf(probe, sizeof(probe), "%s/libcuda.so.1", e);
+        if (access(probe, R_OK) == 0 && tf_strlcpy(out, e, len))
+            return 0;
+    }
+    char exe[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0)
+        return TF_ENOENT;
+    exe[n] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (!slash)
+        return TF_ENOENT;
+    *slash = '\0';
+    static const char *const rel[] = {"/../remote/client", "/../lib/tensor-fusion/client"};
+    for (size_t i = 0; i < 2; i++) {
+        int w = snprintf(probe, sizeof(probe), "%s%s/libcuda.so.1", exe, rel[i]);
+        if (w > 0 && (size_t)w < sizeof(probe) && access(probe, R_OK) == 0) {
+            w = snprintf(out, len, "%s%s", exe, rel[i]);
+            if (w > 0 && (size_t)w < len)
+                return 0;
+        }
+    }
+    return TF_ENOENT;
 }

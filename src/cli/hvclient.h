@@ -17,11 +17,22 @@
 struct tf_cli_hv {
     char base[160]; /* "http://127.0.0.1:PORT" */
     char state_dir[512];
+    char auth[200]; /* "Authorization: Bearer ..." header, or "" */
 };
 
 /* Finds (or starts) the hypervisor. Returns 0, or TF_ENOENT (none running and AUTOSTART
  * false), TF_EIO / TF_ETIMEDOUT with ERR set. */
 int tf_cli_hv_connect(struct tf_cli_hv *hv, bool autostart, char *err, size_t errlen);
+
+/* Targets the hypervisor at HOSTPORT (another machine's, for --remote) with the API token in
+ * $TF_REMOTE_API_TOKEN or the file $TF_REMOTE_API_TOKEN_FILE (if any), checking /healthz.
+ * 0, or TF_EIO / TF_EINVAL with ERR set. */
+int tf_cli_hv_remote(struct tf_cli_hv *hv, const char *hostport, char *err, size_t errlen);
+
+/* The directory of the remote client library (libcuda.so.1 of libtf_client.so) for this
+ * tfctl: $TF_CLIENT_DIR, else ../remote/client or ../lib/tensor-fusion/client next to tfctl.
+ * 0 or TF_ENOENT. */
+int tf_cli_client_dir(char *out, size_t len);
 
 /* METHOD PATH with optional JSON BODY. Returns the HTTP status (0: no answer, ERR set) and
  * the parsed JSON answer in *OUT (caller owns; NULL if the answer is not JSON). */

@@ -10,6 +10,8 @@
  *   GET    /api/v1/workloads/NAME           one workload
  *   DELETE /api/v1/workloads/NAME           release
  *   POST   /api/v1/workloads/NAME/processes register a process {"pid": N}
+ *   POST   /api/v1/workloads/NAME/heartbeat renew a leased workload (remote clients)
+ * With an API token configured, /api/ paths need "Authorization: Bearer <token>" (401).
  * Errors are JSON {"error": "..."} with 400 (bad input), 404, 405, 409 (exists), 413 (body over
  * TF_HV_MAX_BODY), 415 (not JSON), 422 (unschedulable, with "reasons"), 500, 501. A rejected
  * request changes nothing.
@@ -147,6 +149,16 @@ static enum MHD_Result route(struct tf_hv *hv, struct MHD_Connection *c, const c
         tf_dynbuf_free(&b);
         return r;
     }
+    if (hv->cfg.api_token[0] && !strncmp(url, "/api/", 5)) {
+        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+        size_t tl = strlen(hv->cfg.api_token);
+        /* Constant-time comparison of the bearer token. */
+        unsigned diff = !auth || strncmp(auth, "Bearer ", 7) || strlen(auth + 7) != tl;
+        for (size_t i = 0; !diff && i < tl; i++)
+            diff |= (unsigned char)auth[7 + i] ^ (unsigned char)hv->cfg.api_token[i];
+        if (diff)
+            return send_error(c, 401, "missing or wrong API token (Authorization: Bearer ...)");
+    }
     if (!strcmp(url, "/api/v1/devices") || !strcmp(url, "/api/v1/workers")) {
         if (!get)
             return send_error(c, 405, "%s not allowed on %s", method, url);
@@ -187,6 +199,13 @@ static enum MHD_Result route(struct tf_hv *hv, struct MHD_Connection *c, const c
             json_object *resp = NULL;
             int status = tf_hv_api_add_process(hv, name, body, &resp);
             json_object_put(body);
+            return send_json(c, status, resp);
+        }
+        if (slash && !strcmp(slash, "/heartbeat")) {
+            if (!post)
+                return send_error(c, 405, "%s not allowed on %s", method, url);
+            json_object *resp = NULL;
+            int status = tf_hv_api_heartbeat(hv, name, &resp);
             return send_json(c, status, resp);
         }
         if (slash)

@@ -33,6 +33,9 @@ struct tf_hv_config {
     char node[64];             /* node tag of metric lines (default: hostname) */
     char pool[64];             /* pool tag (default "local") */
     char lib_dir[512];         /* where libtf_limiter.so / libtf_client.so / tf-worker live */
+    char worker_host[64];      /* address hard-isolation workers listen on (127.0.0.1) */
+    char api_token[128];       /* when set, /api/ requires "Authorization: Bearer <token>" */
+    int lease_timeout_ms;      /* a leased workload without heartbeat this long is released */
 };
 
 struct tf_hv {
@@ -59,6 +62,8 @@ struct tf_hv {
 int tf_hv_api_create(struct tf_hv *hv, json_object *body, json_object **resp);
 /* Deletes workload NAME and tears its runtime down. HTTP status; *RESP set. */
 int tf_hv_api_delete(struct tf_hv *hv, const char *name, json_object **resp);
+/* Renews NAME's lease (remote clients). HTTP status; *RESP set. */
+int tf_hv_api_heartbeat(struct tf_hv *hv, const char *name, json_object **resp);
 /* Adds a process to NAME (body {"pid": N}). HTTP status; *RESP set. */
 int tf_hv_api_add_process(struct tf_hv *hv, const char *name, json_object *body,
                           json_object **resp);

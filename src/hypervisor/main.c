@@ -41,7 +41,8 @@ static void usage(FILE *f)
                "                     [--metrics-sink sqlite:PATH|file:PATH|http(s)://URL|none]\n"
                "                     [--metrics-interval MS] [--sample-interval MS]\n"
                "                     [--discovery-interval MS] [--node NAME] [--pool NAME]\n"
-               "                     [--lib-dir DIR] [--log-level error|warn|info|debug]\n");
+               "                     [--lib-dir DIR] [--worker-host ADDR] [--api-token-file F]\n"
+               "                     [--lease-timeout MS] [--log-level error|warn|info|debug]\n");
 }
 
 static int64_t mono_ms(void)
@@ -60,6 +61,8 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c)
     c->sample_interval_ms = 1000;
     c->discovery_interval_ms = 5000;
     c->liveness_interval_ms = 250;
+    c->lease_timeout_ms = 15000;
+    snprintf(c->worker_host, sizeof(c->worker_host), "127.0.0.1");
     if (gethostname(c->node, sizeof(c->node)) != 0)
         snprintf(c->node, sizeof(c->node), "local");
     c->node[sizeof(c->node) - 1] = '\0';
@@ -90,11 +93,36 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c)
             dst = c->pool, cap = sizeof(c->pool);
         else if (!strcmp(a, "--lib-dir"))
             dst = c->lib_dir, cap = sizeof(c->lib_dir);
+        else if (!strcmp(a, "--worker-host"))
+            dst = c->worker_host, cap = sizeof(c->worker_host);
         if (dst) {
             if (!tf_strlcpy(dst, v, cap)) {
                 fprintf(stderr, "tf-hypervisor: %s: value too long\n", a);
                 return 2;
             }
+        } else if (!strcmp(a, "--api-token-file")) {
+            FILE *f = fopen(v, "r");
+            if (!f || !fgets(c->api_token, sizeof(c->api_token), f)) {
+                fprintf(stderr, "tf-hypervisor: --api-token-file %s: cannot read a token\n", v);
+                if (f)
+                    fclose(f);
+                return 2;
+            }
+            fclose(f);
+            c->api_token[strcspn(c->api_token, "\r\n")] = '\0';
+            if (strlen(c->api_token) < 16) {
+                fprintf(stderr, "tf-hypervisor: --api-token-file %s: token shorter than 16\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--lease-timeout")) {
+            char *end;
+            long ms = strtol(v, &end, 10);
+            if (*end || ms < 500 || ms > 3600000) {
+                fprintf(stderr, "tf-hypervisor: --lease-timeout: \"%s\" is not 500..3600000 ms\n",
+                        v);
+                return 2;
+            }
+            c->lease_timeout_ms = (int)ms;
         } else if (!strcmp(a, "--metrics-interval") || !strcmp(a, "--discovery-interval") ||
                    !strcmp(a, "--sample-interval")) {
             char *end;
@@ -236,8 +264,12 @@ int main(int argc, char **argv)
         tf_log(TF_LOG_ERROR, "hypervisor", "cannot write %s/hypervisor.addr", hv.cfg.state_dir);
         return 1;
     }
-    tf_log(TF_LOG_INFO, "hypervisor", "listening on 127.0.0.1:%d state=%s", hv.port,
+    tf_log(TF_LOG_INFO, "hypervisor", "listening on %s (port %d) state=%s", hv.cfg.listen, hv.port,
            hv.cfg.state_dir);
+    if (strncmp(hv.cfg.listen, "127.", 4) && !hv.cfg.api_token[0])
+        tf_log(TF_LOG_WARN, "hypervisor",
+               "the API listens beyond loopback without --api-token-file: anyone who can reach "
+               "it can allocate GPUs");
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static json_object *error_json(const char *msg)
 {
@@ -89,6 +90,8 @@ json_object *tf_hv_workload_json(const struct tf_hv_workload *w)
     if (w->worker_addr[0])
         json_object_object_add(o, "workerAddr", json_object_new_string(w->worker_addr));
     json_object_object_add(o, "createdMs", json_object_new_int64(w->created_ms));
+    if (w->req.lease)
+        json_object_object_add(o, "leaseMs", json_object_new_int64(w->lease_ms));
     return o;
 }
 
@@ -182,6 +185,19 @@ int tf_hv_api_delete(struct tf_hv *hv, const char *name, json_object **resp)
     return 200;
 }
 
+int tf_hv_api_heartbeat(struct tf_hv *hv, const char *name, json_object **resp)
+{
+    char err[256];
+    int rc = tf_hv_state_heartbeat(hv->state, name, err, sizeof(err));
+    if (rc) {
+        *resp = error_json(err);
+        return status_for(rc);
+    }
+    *resp = json_object_new_object();
+    json_object_object_add(*resp, "renewed", json_object_new_string(name));
+    return 200;
+}
+
 int tf_hv_api_add_process(struct tf_hv *hv, const char *name, json_object *body, json_object **resp)
 {
     json_object *pid;
@@ -220,6 +236,15 @@ int tf_hv_reap(struct tf_hv *hv)
         return 0;
     for (int i = 0; i < n; i++) {
         struct tf_hv_workload *w = &ws[i];
+        if (w->req.lease) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+            if (now - w->lease_ms > hv->cfg.lease_timeout_ms &&
+                release(hv, w->req.name, "lease expired", err, sizeof(err)) == 0)
+                released++;
+            continue;
+        }
         if (w->npids == 0)
             continue; /* API-managed workload without processes: deleted explicitly */
         bool alive = false;

@@ -24,8 +24,8 @@ int tf_hv_runtime_check(struct tf_hv *hv, const struct tf_hv_request *r, char *e
         return tf_hv_worker_find(hv, NULL, NULL, err, errlen);
     case TF_HV_REMOTE:
         tf_errf(err, errlen,
-                "isolation remote (a worker on another machine's hypervisor) is not available in "
-                "local mode yet; use hard for a worker on this machine");
+                "isolation remote is not served by a hypervisor itself: tfctl run --remote "
+                "HOST:PORT asks the GPU machine's hypervisor for a leased hard workload");
         return TF_ENOTSUP;
     }
     tf_errf(err, errlen, "unknown isolation mode");

@@ -33,7 +33,8 @@ static const char schema[] =
     " percent_request INTEGER NOT NULL, percent_limit INTEGER NOT NULL,"
     " vram_request INTEGER NOT NULL, vram_limit INTEGER NOT NULL, remote TEXT NOT NULL,"
     " shm_path TEXT NOT NULL DEFAULT '', worker_pid INTEGER NOT NULL DEFAULT 0,"
-    " worker_addr TEXT NOT NULL DEFAULT '', created_ms INTEGER NOT NULL);"
+    " worker_addr TEXT NOT NULL DEFAULT '', created_ms INTEGER NOT NULL,"
+    " lease INTEGER NOT NULL DEFAULT 0, lease_ms INTEGER NOT NULL DEFAULT 0);"
     "CREATE TABLE IF NOT EXISTS allocations(workload TEXT NOT NULL REFERENCES workloads(name)"
     " ON DELETE CASCADE, ord INTEGER NOT NULL, uuid TEXT NOT NULL,"
     " tflops_milli INTEGER NOT NULL, vram_bytes INTEGER NOT NULL,"
@@ -44,7 +45,13 @@ static const char schema[] =
     " ON DELETE CASCADE, pid INTEGER NOT NULL, start_ticks INTEGER NOT NULL,"
     " PRIMARY KEY(workload, pid));"
     "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-    "PRAGMA user_version = 1;";
+    "PRAGMA user_version = 2;";
+
+/* Version 1 stores lacked the lease columns. */
+static const char migrate_1_2[] =
+    "ALTER TABLE workloads ADD COLUMN lease INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE workloads ADD COLUMN lease_ms INTEGER NOT NULL DEFAULT 0;"
+    "PRAGMA user_version = 2;";
 
 static int64_t now_ms(void)
 {
@@ -112,7 +119,16 @@ int tf_hv_state_open(const char *path, struct tf_hv_state **out, char *err, size
     if (!rc)
         rc = exec_sql(st, "BEGIN IMMEDIATE", err, errlen);
     if (!rc) {
-        rc = exec_sql(st, schema, err, errlen);
+        sqlite3_stmt *v;
+        int version = 0;
+        if (prep(st, "PRAGMA user_version", &v, NULL, 0) == 0) {
+            if (sqlite3_step(v) == SQLITE_ROW)
+                version = sqlite3_column_int(v, 0);
+            sqlite3_finalize(v);
+        }
+        rc = version == 1 ? exec_sql(st, migrate_1_2, err, errlen) : 0;
+        if (!rc)
+            rc = exec_sql(st, schema, err, errlen);
         if (!rc)
             rc = exec_sql(st, "COMMIT", err, errlen);
         else
@@ -378,7 +394,8 @@ static int do_create(struct tf_hv_state *st, void *arg, char *err, size_t errlen
     if ((rc = prep(st,
                    "INSERT INTO workloads(name, namespace, isolation, qos, gpu_count, gpu_model,"
                    " tflops_request, tflops_limit, percent_request, percent_limit, vram_request,"
-                   " vram_limit, remote, created_ms) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                   " vram_limit, remote, created_ms, lease, lease_ms)"
+                   " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                    &s, err, errlen)))
         goto out;
     int64_t created = now_ms();
@@ -396,6 +413,8 @@ static int do_create(struct tf_hv_state *st, void *arg, char *err, size_t errlen
     sqlite3_bind_int64(s, 12, r->vram_limit);
     sqlite3_bind_text(s, 13, r->remote, -1, SQLITE_STATIC);
     sqlite3_bind_int64(s, 14, created);
+    sqlite3_bind_int(s, 15, r->lease ? 1 : 0);
+    sqlite3_bind_int64(s, 16, r->lease ? created : 0);
     rc = step_done(st, s, err, errlen);
     sqlite3_finalize(s);
     if (rc)
@@ -527,7 +546,7 @@ static int load_children(struct tf_hv_state *st, struct tf_hv_workload *w, char 
 #define WL_COLS                                                                                    \
     "name, namespace, isolation, qos, gpu_count, gpu_model, tflops_request, tflops_limit,"         \
     " percent_request, percent_limit, vram_request, vram_limit, remote, shm_path, worker_pid,"     \
-    " worker_addr, created_ms"
+    " worker_addr, created_ms, lease, lease_ms"
 
 static void read_workload_row(sqlite3_stmt *s, struct tf_hv_workload *w)
 {
@@ -551,6 +570,8 @@ static void read_workload_row(sqlite3_stmt *s, struct tf_hv_workload *w)
     w->worker_pid = sqlite3_column_int(s, 14);
     col_text(s, 15, w->worker_addr, sizeof(w->worker_addr));
     w->created_ms = sqlite3_column_int64(s, 16);
+    w->req.lease = sqlite3_column_int(s, 17) != 0;
+    w->lease_ms = sqlite3_column_int64(s, 18);
 }
 
 int tf_hv_state_get(struct tf_hv_state *st, const char *name, struct tf_hv_workload *out, char *err,
@@ -698,6 +719,40 @@ int tf_hv_state_set_runtime(struct tf_hv_state *st, const char *name, const char
 {
     struct runtime_args a = {name, shm_path, worker_addr, worker_pid};
     return in_txn(st, do_runtime, &a, err, errlen);
+}
+
+static int do_heartbeat(struct tf_hv_state *st, void *arg, char *err, size_t errlen)
+{
+    const char *name = arg;
+    sqlite3_stmt *s;
+    int rc = prep(st, "SELECT lease FROM workloads WHERE name = ?", &s, err, errlen);
+    if (rc)
+        return rc;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+    int lease = -1;
+    if (sqlite3_step(s) == SQLITE_ROW)
+        lease = sqlite3_column_int(s, 0);
+    sqlite3_finalize(s);
+    if (lease < 0) {
+        tf_errf(err, errlen, "workload \"%s\" not found", name);
+        return TF_ENOENT;
+    }
+    if (!lease) {
+        tf_errf(err, errlen, "workload \"%s\" is not leased (its processes keep it)", name);
+        return TF_EINVAL;
+    }
+    if ((rc = prep(st, "UPDATE workloads SET lease_ms = ? WHERE name = ?", &s, err, errlen)))
+        return rc;
+    sqlite3_bind_int64(s, 1, now_ms());
+    sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+    rc = step_done(st, s, err, errlen);
+    sqlite3_finalize(s);
+    return rc;
+}
+
+int tf_hv_state_heartbeat(struct tf_hv_state *st, const char *name, char *err, size_t errlen)
+{
+    return in_txn(st, do_heartbeat, (void *)name, err, errlen);
 }
 
 struct counter_args {

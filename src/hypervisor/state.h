@@ -12,7 +12,7 @@
  *   devices(uuid PK, idx, name, model, vendor, tflops_milli, vram_bytes, present, seen_ms)
  *   workloads(name PK, namespace, isolation, qos, gpu_count, gpu_model, tflops_request,
  *             tflops_limit, percent_request, percent_limit, vram_request, vram_limit, remote,
- *             shm_path, worker_pid, worker_addr, created_ms)
+ *             shm_path, worker_pid, worker_addr, created_ms, lease, lease_ms)
  *   allocations(workload FK, ord, uuid, tflops_milli, vram_bytes, tflops_limit, vram_limit,
  *               compute_limit_bp; PK(workload, ord))
  *   processes(workload FK, pid, start_ticks; PK(workload, pid))
@@ -72,6 +72,7 @@ struct tf_hv_workload {
     int worker_pid;
     char worker_addr[128];
     int64_t created_ms;
+    int64_t lease_ms; /* last heartbeat of a leased workload (req.lease), wall-clock ms */
 };
 
 struct tf_hv_state;
@@ -120,6 +121,9 @@ int tf_hv_state_remove_process(struct tf_hv_state *st, const char *name, int pid
 /* Records where a workload's runtime lives (shm region path, worker pid and address). */
 int tf_hv_state_set_runtime(struct tf_hv_state *st, const char *name, const char *shm_path,
                             int worker_pid, const char *worker_addr, char *err, size_t errlen);
+
+/* Renews a leased workload's lease (now). TF_ENOENT; TF_EINVAL when it is not leased. */
+int tf_hv_state_heartbeat(struct tf_hv_state *st, const char *name, char *err, size_t errlen);
 
 /* Counters (alloc_success, alloc_fail): add DELTA / read. */
 int tf_hv_state_counter_add(struct tf_hv_state *st, const char *name, int64_t delta);

@@ -167,9 +167,10 @@ int tf_hv_worker_start(struct tf_hv *hv, const struct tf_hv_workload *w, json_ob
             dup2(nul, 0);
         setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
         unsetenv("CUDA_VISIBLE_DEVICES");
-        execl(bin, "tf-worker", "--listen", "tcp://127.0.0.1:0", "--token-file", token,
-              "--vram-limit", vram, "--compute-percent", pct, "--device", devices, "--ready-file",
-              ready, (char *)NULL);
+        char listen[96];
+        snprintf(listen, sizeof(listen), "tcp://%s:0", hv->cfg.worker_host);
+        execl(bin, "tf-worker", "--listen", listen, "--token-file", token, "--vram-limit", vram,
+              "--compute-percent", pct, "--device", devices, "--ready-file", ready, (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);
@@ -209,7 +210,19 @@ int tf_hv_worker_start(struct tf_hv *hv, const struct tf_hv_workload *w, json_ob
         return rc;
     }
     json_object_object_add(env, "TF_REMOTE", json_object_new_string(addr));
-    json_object_object_add(env, "TF_TOKEN_FILE", json_object_new_string(token));
+    if (w->req.lease) {
+        /* A client on another machine cannot read our token file: hand it the token. */
+        char hex[80] = "";
+        FILE *tf = fopen(token, "r");
+        if (tf) {
+            if (!fgets(hex, sizeof(hex), tf))
+                hex[0] = '\0';
+            fclose(tf);
+        }
+        json_object_object_add(env, "TF_TOKEN", json_object_new_string(hex));
+    } else {
+        json_object_object_add(env, "TF_TOKEN_FILE", json_object_new_string(token));
+    }
     json_object_object_add(env, "LD_LIBRARY_PATH", json_object_new_string(client));
     tf_log(TF_LOG_INFO, "worker", "workload %s: tf-worker pid %d at %s devices=%s", w->req.name,
            (int)wpid, addr, devices);

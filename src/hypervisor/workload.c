@@ -143,6 +143,10 @@ int tf_hv_request_normalize(struct tf_hv_request *r, char *err, size_t errlen)
         tf_errf(err, errlen, "isolation remote needs remote: \"host:port\"");
         return TF_EINVAL;
     }
+    if (r->lease && r->pid) {
+        tf_errf(err, errlen, "lease: a leased workload has no local pid");
+        return TF_EINVAL;
+    }
     if (r->isolation != TF_HV_REMOTE && r->remote[0]) {
         tf_errf(err, errlen, "remote is only valid with isolation remote");
         return TF_EINVAL;
@@ -257,6 +261,12 @@ int tf_hv_request_from_json(json_object *obj, struct tf_hv_request *r, char *err
         } else if (!strcmp(key, "gpuCount")) {
             rc = get_int(v, key, 1, 128, &q, err, errlen);
             r->gpu_count = (int)q;
+        } else if (!strcmp(key, "lease")) {
+            if (!json_object_is_type(v, json_type_boolean)) {
+                tf_errf(err, errlen, "lease: expected true or false");
+                rc = TF_EINVAL;
+            }
+            r->lease = json_object_get_boolean(v);
         } else if (!strcmp(key, "pid")) {
             rc = get_int(v, key, 0, INT32_MAX, &q, err, errlen);
             r->pid = (int)q;
@@ -319,6 +329,8 @@ json_object *tf_hv_request_to_json(const struct tf_hv_request *r)
     }
     if (r->pid)
         json_object_object_add(o, "pid", json_object_new_int(r->pid));
+    if (r->lease)
+        json_object_object_add(o, "lease", json_object_new_boolean(true));
     if (r->remote[0])
         json_object_object_add(o, "remote", json_object_new_string(r->remote));
     return o;

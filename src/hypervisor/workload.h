@@ -7,7 +7,7 @@
  *    "tflopsRequest": "10", "tflopsLimit": "20"        (TFLOPS quantities, or)
  *    "computePercentRequest": "25", "computePercentLimit": "50",
  *    "vramRequest": "4Gi", "vramLimit": "4Gi",
- *    "pid": 1234, "remote": "host:port"}
+ *    "pid": 1234, "remote": "host:port", "lease": false}
  * Numbers may be JSON numbers or quantity strings. Unknown keys are errors (typos must not
  * silently give a default).
  *
@@ -16,7 +16,8 @@
  * all the workload gets 100 % of each GPU, with no VRAM the whole memory of each GPU; gpuCount
  * 1..128 (default 1); shared takes whole GPUs; QoS defaults to high when requests == limits
  * (non-zero), else medium; names are DNS-1123 labels (1..63 of [a-z0-9-], alphanumeric at the
- * ends).
+ * ends). "lease": true (for clients on another machine, with isolation hard) keeps the workload
+ * alive through POST .../heartbeat instead of local PIDs.
  *
  * Pure and thread-safe.
  */
@@ -47,6 +48,7 @@ struct tf_hv_request {
     int64_t vram_request;    /* bytes per GPU; 0 = whole GPU */
     int64_t vram_limit;      /* bytes per GPU; 0 = whole GPU */
     int pid;                 /* owner process on this host (0 = none) */
+    bool lease;              /* kept alive by heartbeats (a remote client), not by PIDs */
     char remote[128];        /* host:port of the GPU's hypervisor for isolation remote */
 };
 

@@ -152,6 +152,8 @@ static int raw_http(struct hvt *t, const char *method, const char *path, const c
     struct curl_slist *h = NULL;
     snprintf(hdr, sizeof(hdr), "Content-Type: %s", ctype ? ctype : "application/json");
     h = curl_slist_append(h, hdr);
+    if (t->auth[0])
+        h = curl_slist_append(h, t->auth);
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);

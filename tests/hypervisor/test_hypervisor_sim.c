@@ -329,6 +329,77 @@ static void a_hard_workload_runs_on_its_worker_with_the_limits(void **state)
     assert_int_equal(hvt_count_workloads(&T), 0);
 }
 
+static void remote_runs_use_a_worker_of_another_hypervisor_kept_by_heartbeats(void **state)
+{
+    /* T plays the GPU machine: API token, short leases. This side needs no hypervisor. */
+    char tokfile[400];
+    snprintf(tokfile, sizeof(tokfile), "%s/api.token", T.dir);
+    FILE *f = fopen(tokfile, "w");
+    assert_non_null(f);
+    fputs("0123456789abcdef0123456789abcdef\n", f);
+    fclose(f);
+    hvt_kill(&T, SIGTERM);
+    const char *extra[] = {"--api-token-file", tokfile, "--lease-timeout", "1500", NULL};
+    hvt_start(&T, extra);
+    const char *hostport = T.base + 7; /* past "http://" */
+    char *out = NULL;
+    int rc;
+    const char *argv[] = {"run",
+                          "--remote",
+                          hostport,
+                          "--compute-percent",
+                          "30",
+                          "--vram-limit",
+                          "2Gi",
+                          "--",
+                          getenv("TF_GPU_BURN"),
+                          getenv("TF_TIMER_PTX"),
+                          "2.5",
+                          "1024",
+                          "1000",
+                          "far",
+                          NULL};
+    /* Without the token: refused by the GPU machine. */
+    setenv("TF_REMOTE_API_TOKEN", "wrong-token-wrong-token", 1);
+    out = burn_argv_out(argv, &rc);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(out, "API token"));
+    free(out);
+    /* With it: the app runs here on the remote client, the worker there holds the GPU and its
+     * limits; heartbeats keep the lease past its 1.5 s timeout. */
+    setenv("TF_REMOTE_API_TOKEN", "0123456789abcdef0123456789abcdef", 1);
+    setenv("TF_REMOTE_HEARTBEAT_MS", "300", 1);
+    out = burn_argv_out(argv, &rc);
+    if (rc != 0)
+        fail_msg("remote run failed (%d):\n%s", rc, out);
+    assert_non_null(strstr(out, "far vram_total_mib=2048 vram_alloc_mib=1024"));
+    assert_true(field(out, "far", "kernels=") > 0);
+    free(out);
+    snprintf(T.auth, sizeof(T.auth), "Authorization: Bearer 0123456789abcdef0123456789abcdef");
+    assert_int_equal(hvt_count_workloads(&T), 0);
+    /* A client that vanishes without releasing: its lease expires, the worker goes. */
+    json_object *o = NULL;
+    assert_int_equal(hvt_http(&T, "POST", "/api/v1/workloads",
+                              "{\"name\":\"ghost\",\"isolation\":\"hard\",\"lease\":true,"
+                              "\"vramLimit\":\"1Gi\",\"computePercentLimit\":\"10\"}",
+                              NULL, &o),
+                     201);
+    int wpid = json_object_get_int(json_object_object_get(o, "workerPid"));
+    json_object_put(o);
+    assert_true(wpid > 0);
+    assert_int_equal(hvt_http(&T, "POST", "/api/v1/workloads/ghost/heartbeat", NULL, NULL, &o),
+                     200);
+    json_object_put(o);
+    int zero = 0;
+    assert_true(hvt_wait(has_workloads, &T, &zero, 6000));
+    for (int i = 0; i < 100 && kill(wpid, 0) == 0; i++)
+        usleep(20000);
+    assert_int_not_equal(kill(wpid, 0), 0);
+    T.auth[0] = '\0';
+    unsetenv("TF_REMOTE_API_TOKEN");
+    unsetenv("TF_REMOTE_HEARTBEAT_MS");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -343,6 +414,9 @@ int main(void)
             teardown),
         cmocka_unit_test_setup_teardown(a_hard_workload_runs_on_its_worker_with_the_limits,
                                         setup_a100, teardown),
+        cmocka_unit_test_setup_teardown(
+            remote_runs_use_a_worker_of_another_hypervisor_kept_by_heartbeats, setup_a100,
+            teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
