@@ -21,12 +21,12 @@ static enum tf_isolation iso_of(enum tf_hv_isolation m)
 {
     switch (m) {
     case TF_HV_SHARED:
-        return TF_ISO_SHARED;
+        return TF_ISOLATION_SHARED;
     case TF_HV_HARD:
     case TF_HV_REMOTE:
-        return TF_ISO_HARD;
+        return TF_ISOLATION_HARD;
     default:
-        return TF_ISO_SOFT;
+        return TF_ISOLATION_SOFT;
     }
 }
 
@@ -98,7 +98,7 @@ int tf_hv_place(const struct tf_hv_request *r, const struct tf_hv_gpu_view *gpus
     cfg.is_default = true;
     cfg.placement = TF_PLACE_COMPACT_FIRST;
     uint32_t pool, node;
-    struct tf_node_spec nspec = {NODE, TF_ISO_NONE, 0, 0, spec, (uint16_t)ns};
+    struct tf_node_spec nspec = {NODE, TF_ISOLATION_UNSET, 0, 0, spec, (uint16_t)ns};
     if ((rc = tf_cluster_add_pool(c, "local", &cfg, &pool, err, sizeof(err))) ||
         (rc = tf_cluster_add_node(c, pool, &nspec, &node, err, sizeof(err)))) {
         tf_dynbuf_addf(reasons, "%s\n", err);
