@@ -159,7 +159,7 @@ static int milli(struct px *x, json_object *o, const char *path, const char *key
         *present = v != NULL;
     if (!v)
         return 0;
-    const char *t;
+    const char *t = NULL;
     int rc = qtext(x, v, p, &t);
     if (rc)
         return rc;
@@ -180,7 +180,7 @@ static int bytes(struct px *x, json_object *o, const char *path, const char *key
         *present = v != NULL;
     if (!v)
         return 0;
-    const char *t;
+    const char *t = NULL;
     int rc = qtext(x, v, p, &t);
     if (rc)
         return rc;
@@ -199,7 +199,7 @@ static int micro(struct px *x, json_object *o, const char *path, const char *key
     json_object *v = get(o, key);
     if (!v)
         return 0;
-    const char *t;
+    const char *t = NULL;
     int rc = qtext(x, v, p, &t);
     if (rc)
         return rc;
