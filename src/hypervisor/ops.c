@@ -144,6 +144,9 @@ int tf_hv_api_create(struct tf_hv *hv, json_object *body, json_object **resp)
     if (rc) {
         char derr[256];
         json_object_put(env);
+        struct tf_hv_workload cur;
+        if (tf_hv_state_get(hv->state, r.name, &cur, derr, sizeof(derr)) == 0)
+            tf_hv_runtime_teardown(hv, &cur); /* whatever part of the runtime did start */
         (void)tf_hv_state_delete(hv->state, r.name, derr, sizeof(derr));
         *resp = error_json(err);
         return status_for(rc);

@@ -115,7 +115,7 @@ static char *burn_argv_out(const char *const *argv, int *rc)
     return out;
 }
 
-static double field(const char *out, const char *who, const char *key)
+__attribute__((noinline)) static double field(const char *out, const char *who, const char *key)
 {
     char pat[128];
     snprintf(pat, sizeof(pat), "%s kernels=", who);
