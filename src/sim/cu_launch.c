@@ -205,6 +205,7 @@ static CUresult launch(const struct launch_args *a)
     memcpy(k->l.grid, a->grid, sizeof(k->l.grid));
     memcpy(k->l.block, a->block, sizeof(k->l.block));
     k->l.dynamic_shared = a->shmem;
+    k->l.max_dynamic_shared = (uint32_t)f->max_dynamic_smem;
     struct sim_op *op = tf__op_new(OP_KERNEL);
     if (!op) {
         free(k);
