@@ -313,6 +313,22 @@ static int drop_context(void **state)
     return 0;
 }
 
+static const char *spin_ptx_text =
+    ".version 9.0\n.target sm_80\n.address_size 64\n"
+    ".visible .entry forever()\n{\n\t.reg .pred %p<2>;\n$L:\n\tbra $L;\n\tret;\n}\n";
+
+static void runaway_kernels_stop_at_the_instruction_budget(void **state)
+{
+    /* TF_SIM_LAUNCH_MAX_INSNS (set in main) bounds every launch. */
+    CUmodule m;
+    CUfunction f;
+    CU_OK(cuModuleLoadData(&m, spin_ptx_text));
+    CU_OK(cuModuleGetFunction(&f, m, "forever"));
+    CU_OK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, NULL, NULL));
+    CU_IS(CUDA_ERROR_LAUNCH_TIMEOUT, cuCtxSynchronize());
+    CU_IS(CUDA_ERROR_LAUNCH_TIMEOUT, cuStreamQuery(NULL)); /* sticky, like a fault */
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -323,6 +339,7 @@ int main(int argc, char **argv)
     oob_ptx_path = argv[2];
     simtest_env("L4:1Gi:8,A100-40GB:2Gi");
     driver_ptx = slurp(driver_ptx_path);
+    setenv("TF_SIM_LAUNCH_MAX_INSNS", "2000000", 1);
     CU_OK(cuInit(0));
 #define T(name) cmocka_unit_test_setup_teardown(name, fresh_context, drop_context)
     const struct CMUnitTest tests[] = {
@@ -334,6 +351,7 @@ int main(int argc, char **argv)
         T(libraries_instantiate_in_every_context),
         T(jit_errors_name_the_problem),
         T(illegal_address_breaks_only_its_own_context),
+        T(runaway_kernels_stop_at_the_instruction_budget),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(driver_ptx);
