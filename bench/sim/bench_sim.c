@@ -4,7 +4,7 @@
  * launch + stream synchronize of an empty grid), the cost of a synchronous driver call, and
  * memcpy / memset bandwidth (host memory is device memory, so these measure the driver's
  * queueing plus the host's memory bandwidth). Launch figures need the PTX engine; without it
- * they are skipped. Prints `name: value unit` lines.
+ * they are skipped (built without it, or the PTX file is missing). Prints `name: value unit` lines.
  * Usage: bench_sim [PTX_DIR] (default: the source tree's tests/cuda/ptx)
  */
 #include <cuda.h>
@@ -33,6 +33,7 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+#if TF_SIM_HAVE_PTX
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -47,6 +48,7 @@ static char *slurp(const char *path)
     fclose(f);
     return s;
 }
+#endif
 
 static void bandwidth(const char *name, CUresult (*op)(void *), void *arg, size_t bytes)
 {
@@ -129,6 +131,7 @@ int main(int argc, char **argv)
     bandwidth("sim_memcpy_dtod_bandwidth", dtod, NULL, BYTES);
     bandwidth("sim_memset_d32_bandwidth", memset32, NULL, BYTES);
 
+#if TF_SIM_HAVE_PTX
     char path[1024];
     snprintf(path, sizeof(path), "%s/vecadd.ptx", argc > 1 ? argv[1] : TF_PTX_DIR);
     char *ptx = slurp(path);
@@ -165,6 +168,9 @@ int main(int argc, char **argv)
         CK(cuModuleUnload(mod));
     }
     free(ptx);
+#else
+    fprintf(stderr, "bench_sim: launch figures skipped (built without the PTX engine)\n");
+#endif
     free(host);
     CK(cuMemFree(da));
     CK(cuMemFree(db));
