@@ -237,7 +237,7 @@ static void utilisation_comes_from_shared_busy_time(void **state)
     snprintf(path, sizeof(path), "%s%s", cfg.shm_prefix, cfg.dev[1].uuid_str);
     struct tf_sim_shm *shm;
     int slot;
-    assert_int_equal(tf_sim_shm_open(path, cfg.dev[1].uuid_str, "T4", 1, &shm, NULL, err, 256), 0);
+    assert_int_equal(tf_sim_shm_open(path, cfg.dev[1].uuid_str, "T4", 0, &shm, NULL, err, 256), 0);
     assert_int_equal(tf_sim_shm_attach(shm, &slot), 0);
     uint64_t now = tf_sim_now_ns();
     tf_sim_shm_exec_release(shm, slot, now - 700000000ull, now - 300000000ull);
