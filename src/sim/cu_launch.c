@@ -64,7 +64,7 @@ void tf__kernel_run(struct sim_device *d, CUcontext ctx, struct sim_kernel_op *k
     k->l.max_instructions = tf__drv()->max_insns;
     char err[512] = "";
     uint64_t insns = 0;
-    if (tf_sim_shm_exec_acquire(d->shm, d->slot) != 0) {
+    if (tf_sim_shm_exec_acquire(d->shm, atomic_load(&d->slot)) != 0) {
         tf__ctx_set_sticky(ctx, CUDA_ERROR_LAUNCH_FAILED);
         tf_log(TF_LOG_ERROR, "sim", "kernel %s: device %d state region unusable", k->name,
                d->index);
@@ -73,7 +73,7 @@ void tf__kernel_run(struct sim_device *d, CUcontext ctx, struct sim_kernel_op *k
     uint64_t t0 = tf_sim_now_ns();
     enum tf_ptx_status st = tf_ptx_launch_run(&k->l, &insns, err, sizeof(err));
     uint64_t t1 = tf_sim_now_ns();
-    tf_sim_shm_exec_release(d->shm, d->slot, t0, t1);
+    tf_sim_shm_exec_release(d->shm, atomic_load(&d->slot), t0, t1);
     if (st != TF_PTX_OK) {
         CUresult code = fault_code(st);
         tf__ctx_set_sticky(ctx, code);
