@@ -171,6 +171,7 @@ void tf__ctx_teardown(CUcontext ctx)
     destroy_ctx_streams(ctx);
     tf__mem_free_ctx(ctx);
     ctx->null_stream = NULL;
+    tf__device_unref(ctx->dev);
     /* A primary context keeps its handle (retain revives it); others stay as zombies. */
 }
 
@@ -198,14 +199,15 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
     struct sim_device *d = tf__device(dev);
     if (!d)
         return CUDA_ERROR_INVALID_DEVICE;
-    if ((rc = tf__device_attach(d)))
+    if ((rc = tf__device_ref(d)))
         return rc;
     CUcontext c;
-    if ((rc = tf__ctx_new(d, flags, 0, &c)))
+    if ((rc = tf__ctx_new(d, flags, 0, &c))) {
+        tf__device_unref(d);
         return rc;
+    }
     if ((rc = push(c))) {
-        tf__ctx_teardown(c);
-        tf__handle_del(c);
+        tf__ctx_teardown(c); /* drops the device reference */
         return rc;
     }
     *pctx = c;

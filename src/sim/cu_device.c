@@ -371,20 +371,24 @@ CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         return rc;
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
-    if ((rc = tf__device_attach(d)))
+    if ((rc = tf__device_ref(d)))
         return rc;
+    int keep_ref = 0; /* the device reference belongs to a newly activated context */
     pthread_mutex_lock(&d->mu);
     if (d->primary_refs == 0) {
         if (!d->primary)
             rc = tf__ctx_new(d, d->primary_flags, 1, &d->primary);
         else
             rc = tf__ctx_revive(d->primary, d->primary_flags);
+        keep_ref = rc == CUDA_SUCCESS;
     }
     if (rc == CUDA_SUCCESS) {
         d->primary_refs++;
         *pctx = d->primary;
     }
     pthread_mutex_unlock(&d->mu);
+    if (!keep_ref)
+        tf__device_unref(d);
     return rc;
 }
 

@@ -64,7 +64,7 @@ void tf__kernel_run(struct sim_device *d, CUcontext ctx, struct sim_kernel_op *k
     k->l.max_instructions = tf__drv()->max_insns;
     char err[512] = "";
     uint64_t insns = 0;
-    if (tf_sim_shm_exec_acquire(d->shm, d->slot) != 0) {
+    if (tf_sim_shm_exec_acquire(d->shm, atomic_load(&d->slot)) != 0) {
         tf__ctx_set_sticky(ctx, CUDA_ERROR_LAUNCH_FAILED);
         tf_log(TF_LOG_ERROR, "sim", "kernel %s: device %d state region unusable", k->name,
                d->index);
@@ -73,7 +73,7 @@ void tf__kernel_run(struct sim_device *d, CUcontext ctx, struct sim_kernel_op *k
     uint64_t t0 = tf_sim_now_ns();
     enum tf_ptx_status st = tf_ptx_launch_run(&k->l, &insns, err, sizeof(err));
     uint64_t t1 = tf_sim_now_ns();
-    tf_sim_shm_exec_release(d->shm, d->slot, t0, t1);
+    tf_sim_shm_exec_release(d->shm, atomic_load(&d->slot), t0, t1);
     if (st != TF_PTX_OK) {
         CUresult code = fault_code(st);
         tf__ctx_set_sticky(ctx, code);
@@ -205,6 +205,7 @@ static CUresult launch(const struct launch_args *a)
     memcpy(k->l.grid, a->grid, sizeof(k->l.grid));
     memcpy(k->l.block, a->block, sizeof(k->l.block));
     k->l.dynamic_shared = a->shmem;
+    k->l.max_dynamic_shared = (uint32_t)f->max_dynamic_smem;
     struct sim_op *op = tf__op_new(OP_KERNEL);
     if (!op) {
         free(k);

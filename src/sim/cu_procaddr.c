@@ -13,6 +13,8 @@
  */
 #include "sim/drv.h"
 
+#include "common/log.h"
+
 #include <string.h>
 
 struct proc {
@@ -76,6 +78,11 @@ static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64
     }
     if (status)
         *status = st;
+    if (rc != CUDA_SUCCESS && tf_log_enabled(TF_LOG_DEBUG))
+        tf_log(TF_LOG_DEBUG, "sim", "cuGetProcAddress: %s (CUDA %d, flags %llu): %s", symbol,
+               cudaVersion, (unsigned long long)flags,
+               st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT ? "version not sufficient"
+                                                                : "not found");
     return rc;
 }
 

@@ -292,6 +292,17 @@ int tf_sim_shm_open(const char *path, const char *uuid, const char *model, int64
         rc = TF_ECONFLICT;
         goto out;
     }
+    /* The configured budget applies whenever no live process uses the device (a stale file
+     * of an earlier run must not keep an old size); while one does, the region's stays. */
+    if (total_mem > 0 && r->total_mem != total_mem && lock(r) == 0) {
+        reap_locked(r, NULL);
+        int live = 0;
+        for (int i = 0; i < TF_SIM_MAX_PROCS; i++)
+            live |= r->procs[i].pid != 0;
+        if (!live)
+            r->total_mem = total_mem;
+        unlock(r);
+    }
     s = calloc(1, sizeof(*s));
     if (!s) {
         rc = TF_ENOMEM;

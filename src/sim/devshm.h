@@ -27,7 +27,8 @@
  *        8         4  version (1)
  *       12         4  header_size (offset of `buckets`)
  *       16         8  region_size
- *       24         8  total_mem       device memory budget, bytes (first creator's config)
+ *       24         8  total_mem       device memory budget, bytes (config of the first opener
+ *                                   while no process is attached)
  *       32        48  uuid            "GPU-..." NUL-terminated
  *       80        32  model           canonical model name
  *      112        64  mu              pthread_mutex_t, robust + process-shared
@@ -65,8 +66,9 @@
 struct tf_sim_shm;
 
 /* Opens (creating and initialising if needed) the region at PATH for device UUID/MODEL with
- * budget TOTAL_MEM. An existing region keeps its own budget; *EFFECTIVE_MEM (if non-NULL)
- * gets the budget in force. */
+ * budget TOTAL_MEM. An existing region takes TOTAL_MEM when no live process is attached and
+ * keeps its budget otherwise (TOTAL_MEM <= 0: keep it always, for openers without a
+ * configuration of their own); *EFFECTIVE_MEM (if non-NULL) gets the budget in force. */
 int tf_sim_shm_open(const char *path, const char *uuid, const char *model, int64_t total_mem,
                     struct tf_sim_shm **out, int64_t *effective_mem, char *err, size_t errlen);
 /* Unmaps (NULL is fine). Does not detach: call tf_sim_shm_detach first. */

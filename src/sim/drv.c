@@ -56,7 +56,7 @@ static void child_after_fork(void)
     atomic_store(&drv_ready, 0);
     for (int i = 0; i < drv.ndev; i++) {
         drv.dev[i].exec.started = 0;
-        drv.dev[i].slot = -1;
+        atomic_store(&drv.dev[i].slot, -1);
     }
 }
 
@@ -82,8 +82,9 @@ static void init_driver(void)
         struct sim_device *d = &drv.dev[i];
         d->index = i;
         d->cfg = &drv.cfg.dev[i];
-        d->slot = -1;
+        atomic_store(&d->slot, -1);
         pthread_mutex_init(&d->mu, NULL);
+        pthread_mutex_init(&d->attach_mu, NULL);
         exec_init(&d->exec);
         char path[512];
         snprintf(path, sizeof(path), "%s%s", drv.cfg.shm_prefix, d->cfg->uuid_str);
@@ -114,22 +115,36 @@ CUresult CUDAAPI cuInit(unsigned int Flags)
     return drv.init_result;
 }
 
-CUresult tf__device_attach(struct sim_device *d)
+CUresult tf__device_ref(struct sim_device *d)
 {
     CUresult rc = CUDA_SUCCESS;
-    pthread_mutex_lock(&d->mu);
-    if (d->slot < 0) {
+    pthread_mutex_lock(&d->attach_mu);
+    if (atomic_load(&d->slot) < 0) {
         int slot;
         if (tf_sim_shm_attach(d->shm, &slot) != 0) {
             tf_log(TF_LOG_ERROR, "sim", "device %d: all %d process slots of the device are taken",
                    d->index, TF_SIM_MAX_PROCS);
             rc = CUDA_ERROR_OUT_OF_MEMORY;
         } else {
-            d->slot = slot;
+            atomic_store(&d->slot, slot);
         }
     }
-    pthread_mutex_unlock(&d->mu);
-    return rc == CUDA_SUCCESS ? tf__exec_start(d) : rc;
+    if (rc == CUDA_SUCCESS)
+        d->users++;
+    pthread_mutex_unlock(&d->attach_mu);
+    if (rc == CUDA_SUCCESS && (rc = tf__exec_start(d)) != CUDA_SUCCESS)
+        tf__device_unref(d);
+    return rc;
+}
+
+void tf__device_unref(struct sim_device *d)
+{
+    pthread_mutex_lock(&d->attach_mu);
+    if (d->users > 0 && --d->users == 0 && atomic_load(&d->slot) >= 0) {
+        tf_sim_shm_detach(d->shm, atomic_load(&d->slot));
+        atomic_store(&d->slot, -1);
+    }
+    pthread_mutex_unlock(&d->attach_mu);
 }
 
 /* Library unload (normal process exit): stop the executors and give the device budget back
@@ -141,8 +156,8 @@ __attribute__((destructor)) static void drv_fini(void)
     tf__exec_shutdown();
     for (int i = 0; i < drv.ndev; i++) {
         struct sim_device *d = &drv.dev[i];
-        if (d->slot >= 0)
-            tf_sim_shm_detach(d->shm, d->slot);
+        if (atomic_load(&d->slot) >= 0)
+            tf_sim_shm_detach(d->shm, atomic_load(&d->slot));
     }
 }
 

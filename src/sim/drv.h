@@ -73,10 +73,12 @@ struct sim_exec {
 struct sim_device {
     int index;
     const struct tf_sim_devcfg *cfg;
-    int64_t total_mem;      /* budget in force (the shared region's) */
-    struct tf_sim_shm *shm; /* shared state, opened at cuInit */
-    int slot;               /* this process's slot in shm, -1 until the first context */
-    pthread_mutex_t mu;     /* guards slot attach and the primary context fields */
+    int64_t total_mem;         /* budget in force (the shared region's) */
+    struct tf_sim_shm *shm;    /* shared state, opened at cuInit */
+    _Atomic int slot;          /* this process's slot in shm while it has contexts here, or -1 */
+    pthread_mutex_t attach_mu; /* guards slot changes and users */
+    int users;                 /* live contexts (and creations in progress) on the device */
+    pthread_mutex_t mu;        /* guards the primary context fields; taken before attach_mu */
     struct CUctx_st *primary;
     int primary_refs;
     unsigned primary_flags;
@@ -100,8 +102,12 @@ struct sim_driver *tf__drv(void);
 CUresult tf__init_check(void);
 /* Device DEV or NULL (INVALID_DEVICE). */
 struct sim_device *tf__device(CUdevice dev);
-/* Attaches this process to DEV's shared state (first context on DEV). */
-CUresult tf__device_attach(struct sim_device *d);
+/* Takes a reference on D for a context being created: the first one attaches this process to
+ * the device's shared state (it then shows in NVML's process list) and starts the
+ * executor. Every successful call is paired with one tf__device_unref (context teardown, or
+ * a failed creation); the last one detaches the process again. */
+CUresult tf__device_ref(struct sim_device *d);
+void tf__device_unref(struct sim_device *d);
 
 /* ---- Contexts (cu_ctx.c) --------------------------------------------------------------- */
 enum { SIM_LIMIT_COUNT = 8 };

@@ -151,14 +151,14 @@ static void execute(struct sim_device *d, struct CUstream_st *s, struct sim_op *
             break;
         t0 = tf_sim_now_ns();
         memmove(op->u.copy.dst, op->u.copy.src, op->u.copy.n);
-        tf_sim_shm_account_copy(d->shm, d->slot, t0, tf_sim_now_ns());
+        tf_sim_shm_account_copy(d->shm, atomic_load(&d->slot), t0, tf_sim_now_ns());
         break;
     case OP_SET:
         if (broken || !op->u.set.count)
             break;
         t0 = tf_sim_now_ns();
         fill(op->u.set.dst, op->u.set.value, op->u.set.count, op->u.set.width);
-        tf_sim_shm_account_copy(d->shm, d->slot, t0, tf_sim_now_ns());
+        tf_sim_shm_account_copy(d->shm, atomic_load(&d->slot), t0, tf_sim_now_ns());
         break;
     case OP_HOST:
         if (op->u.host.fn)

@@ -71,7 +71,7 @@ CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, uns
         return CUDA_ERROR_OUT_OF_MEMORY;
     struct sim_device *d = ctx->dev;
     uint64_t charge = charged_kind(kind) ? size : 0;
-    if (charge && tf_sim_shm_mem_reserve(d->shm, d->slot, charge) != 0)
+    if (charge && tf_sim_shm_mem_reserve(d->shm, atomic_load(&d->slot), charge) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     void *p = NULL;
     size_t map_len = 0;
@@ -125,7 +125,7 @@ fail:
     else
         free(p);
     if (charge)
-        tf_sim_shm_mem_release(d->shm, d->slot, charge);
+        tf_sim_shm_mem_release(d->shm, atomic_load(&d->slot), charge);
     return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
@@ -138,7 +138,7 @@ static void release_backing(const struct sim_alloc *a)
         free(p);
     if (a->charged) {
         struct sim_device *d = a->ctx->dev;
-        tf_sim_shm_mem_release(d->shm, d->slot, a->charged);
+        tf_sim_shm_mem_release(d->shm, atomic_load(&d->slot), a->charged);
     }
 }
 

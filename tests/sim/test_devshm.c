@@ -60,7 +60,7 @@ static pid_t holder(uint64_t bytes, int take_exec_lock)
         struct tf_sim_shm *s = NULL;
         char err[128];
         int slot = -1;
-        if (tf_sim_shm_open(path, UUID, "L4", 1, &s, NULL, err, sizeof(err)) ||
+        if (tf_sim_shm_open(path, UUID, "L4", 0, &s, NULL, err, sizeof(err)) ||
             tf_sim_shm_attach(s, &slot) || tf_sim_shm_mem_reserve(s, slot, bytes) ||
             (take_exec_lock && tf_sim_shm_exec_acquire(s, slot)))
             _exit(1);
@@ -289,10 +289,17 @@ static void stale_or_foreign_region_files_are_rejected(void **state)
     assert_int_equal(tf_sim_shm_open(path, "GPU-other", "L4", 100, &s, NULL, err, sizeof(err)),
                      TF_ECONFLICT);
     assert_non_null(strstr(err, "belongs to"));
-    /* A later budget does not override the first creator's one. */
+    /* Another budget takes effect while nobody uses the device, not while someone does. */
     int64_t eff = 0;
     assert_int_equal(tf_sim_shm_open(path, UUID, "L4", 999, &s, &eff, err, sizeof(err)), 0);
-    assert_int_equal(eff, 100);
+    assert_int_equal(eff, 999);
+    int slot;
+    assert_int_equal(tf_sim_shm_attach(s, &slot), 0);
+    struct tf_sim_shm *t;
+    assert_int_equal(tf_sim_shm_open(path, UUID, "L4", 5, &t, &eff, err, sizeof(err)), 0);
+    assert_int_equal(eff, 999);
+    tf_sim_shm_close(t);
+    tf_sim_shm_detach(s, slot);
     tf_sim_shm_close(s);
     /* A region of another layout version names the file and asks to remove it. */
     FILE *f = fopen(path, "r+b");

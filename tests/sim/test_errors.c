@@ -442,6 +442,30 @@ static void copies_and_memsets_move_the_bytes(void **state)
     free(dst);
 }
 
+/* cuInit's result in a fresh process whose TF_SIM_DEVICES is DEVICES. */
+static int init_code_with(const char *devices)
+{
+    char *old = getenv("TF_SIM_DEVICES") ? strdup(getenv("TF_SIM_DEVICES")) : NULL;
+    setenv("TF_SIM_DEVICES", devices, 1);
+    int out;
+    const char *args[] = {"init", NULL};
+    pid_t pid = simtest_spawn(&out, NULL, args);
+    char line[64] = "";
+    simtest_read_line(out, line, sizeof(line));
+    close(out);
+    assert_int_equal(simtest_wait(pid), 0);
+    setenv("TF_SIM_DEVICES", old ? old : "", 1);
+    free(old);
+    return atoi(line);
+}
+
+static void failed_initialisation_reports_the_real_codes(void **state)
+{
+    assert_int_equal(init_code_with("none"), CUDA_ERROR_NO_DEVICE);
+    assert_int_equal(init_code_with("X100:1Gi"), CUDA_ERROR_INVALID_VALUE); /* logged */
+    assert_int_equal(init_code_with("T4"), CUDA_SUCCESS);
+}
+
 int main(void)
 {
     simtest_env("L4:64Mi:4,T4");
@@ -449,6 +473,7 @@ int main(void)
         cmocka_unit_test(calls_before_cuinit_return_not_initialized),
         cmocka_unit_test(every_cuda_h_code_has_a_name_and_message),
         cmocka_unit_test(calls_without_a_context_return_invalid_context),
+        cmocka_unit_test(failed_initialisation_reports_the_real_codes),
         cmocka_unit_test(devices_are_reported_as_configured),
         cmocka_unit_test(attribute_table_follows_the_model),
         cmocka_unit_test(context_stack_and_primary_context),

@@ -217,6 +217,42 @@ static void a_process_that_exits_normally_returns_its_memory_at_once(void **stat
     assert_int_equal(used_by(pi, procs(pi), helper), 0);
 }
 
+static void a_process_leaves_the_list_with_its_last_context(void **state)
+{
+    nvmlDevice_t d;
+    assert_int_equal(nvmlDeviceGetHandleByIndex(1, &d), NVML_SUCCESS);
+    unsigned n = 0;
+    assert_int_equal(nvmlDeviceGetComputeRunningProcesses_v3(d, &n, NULL), NVML_SUCCESS);
+    assert_int_equal(n, 0);
+    CUcontext a, b;
+    CU_OK(cuCtxCreate(&a, NULL, 0, 1));
+    CU_OK(cuCtxCreate(&b, NULL, 0, 1));
+    nvmlProcessInfo_t pi[4];
+    n = 4;
+    assert_int_equal(nvmlDeviceGetComputeRunningProcesses_v3(d, &n, pi), NVML_SUCCESS);
+    assert_int_equal(n, 1);
+    assert_int_equal(pi[0].pid, (unsigned)getpid());
+    CU_OK(cuCtxDestroy(b));
+    n = 4;
+    assert_int_equal(nvmlDeviceGetComputeRunningProcesses_v3(d, &n, pi), NVML_SUCCESS);
+    assert_int_equal(n, 1); /* still one context there */
+    CU_OK(cuCtxDestroy(a));
+    n = 4;
+    assert_int_equal(nvmlDeviceGetComputeRunningProcesses_v3(d, &n, pi), NVML_SUCCESS);
+    assert_int_equal(n, 0);
+    /* The primary context counts the same way. */
+    CUcontext p;
+    CU_OK(cuDevicePrimaryCtxRetain(&p, 1));
+    n = 4;
+    assert_int_equal(nvmlDeviceGetComputeRunningProcesses_v3(d, &n, pi), NVML_SUCCESS);
+    assert_int_equal(n, 1);
+    CU_OK(cuDevicePrimaryCtxRelease(1));
+    n = 4;
+    assert_int_equal(nvmlDeviceGetComputeRunningProcesses_v3(d, &n, pi), NVML_SUCCESS);
+    assert_int_equal(n, 0);
+    CU_OK(cuCtxSetCurrent(ctx));
+}
+
 static void utilisation_comes_from_shared_busy_time(void **state)
 {
     nvmlDevice_t d;
@@ -237,7 +273,7 @@ static void utilisation_comes_from_shared_busy_time(void **state)
     snprintf(path, sizeof(path), "%s%s", cfg.shm_prefix, cfg.dev[1].uuid_str);
     struct tf_sim_shm *shm;
     int slot;
-    assert_int_equal(tf_sim_shm_open(path, cfg.dev[1].uuid_str, "T4", 1, &shm, NULL, err, 256), 0);
+    assert_int_equal(tf_sim_shm_open(path, cfg.dev[1].uuid_str, "T4", 0, &shm, NULL, err, 256), 0);
     assert_int_equal(tf_sim_shm_attach(shm, &slot), 0);
     uint64_t now = tf_sim_now_ns();
     tf_sim_shm_exec_release(shm, slot, now - 700000000ull, now - 300000000ull);
@@ -286,6 +322,7 @@ int main(void)
         cmocka_unit_test(devices_match_what_cuda_reports),
         cmocka_unit_test(memory_of_every_process_on_the_device_is_visible),
         cmocka_unit_test(a_process_that_exits_normally_returns_its_memory_at_once),
+        cmocka_unit_test(a_process_leaves_the_list_with_its_last_context),
         cmocka_unit_test(utilisation_comes_from_shared_busy_time),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
