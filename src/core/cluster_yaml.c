@@ -36,14 +36,21 @@ __attribute__((format(printf, 4, 5))) static int bad(struct px *x, int rc, const
     return rc;
 }
 
+/* Paths longer than PATHLEN (absurdly deep or long keys) end in "...". */
+static void clip(char *out, int n)
+{
+    if (n < 0 || n >= PATHLEN)
+        memcpy(out + PATHLEN - 4, "...", 4);
+}
+
 static void join(char *out, const char *path, const char *key)
 {
-    snprintf(out, PATHLEN, "%s%s%s", path, *path ? "." : "", key);
+    clip(out, snprintf(out, PATHLEN, "%s%s%s", path, *path ? "." : "", key));
 }
 
 static void at(char *out, const char *path, size_t i)
 {
-    snprintf(out, PATHLEN, "%s[%zu]", path, i);
+    clip(out, snprintf(out, PATHLEN, "%s[%zu]", path, i));
 }
 
 /* O must be a mapping whose keys are all in ALLOWED (NULL-terminated). */
