@@ -601,8 +601,9 @@ enum tf_ptx_status tf_ptx_launch_run(const struct tf_ptx_launch *l, uint64_t *in
     uint64_t nthreads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
     if (l->block[0] > 1024 || l->block[1] > 1024 || l->block[2] > 64 ||
         nthreads > TF_PTX_MAX_THREADS_PER_BLOCK) {
-        tf_errf(msg, sizeof(msg), "block (%u,%u,%u) exceeds %u threads per block", l->block[0],
-                l->block[1], l->block[2], TF_PTX_MAX_THREADS_PER_BLOCK);
+        tf_errf(msg, sizeof(msg),
+                "block (%u,%u,%u) exceeds the limits of %u threads per block, 1024x1024x64",
+                l->block[0], l->block[1], l->block[2], TF_PTX_MAX_THREADS_PER_BLOCK);
         return launch_err(err, errlen, TF_PTX_LAUNCH_OUT_OF_RESOURCES, msg);
     }
     if (kf->max_threads && nthreads > kf->max_threads) {

@@ -262,10 +262,13 @@ static int parse_var(struct ps *ps, int space, int is_extern, int paramlist,
             break;
         if (tf__tok_is(&ps->t, ".align")) {
             uint64_t a;
+            uint32_t line = ps->t.line;
             if (next(ps) || expect_int(ps, &a))
                 return -1;
-            if (a == 0 || (a & (a - 1)) || a > 4096)
+            if (a == 0 || (a & (a - 1)) || a > 4096) {
+                ps->t.line = line;
                 return perr(ps, "%s", "bad .align value");
+            }
             v.align = (uint32_t)a;
         } else if (tf__tok_is(&ps->t, ".v2") || tf__tok_is(&ps->t, ".v4") ||
                    tf__tok_is(&ps->t, ".v8")) {
@@ -706,7 +709,12 @@ static int parse_insn(struct ps *ps)
         return unexpected(ps, "an instruction");
     pi.line = ps->t.line;
     pi.opcode = tokdup(ps);
-    if (!pi.opcode || split_opcode(ps, &pi) || next(ps))
+    if (!pi.opcode || split_opcode(ps, &pi))
+        return -1;
+    /* refuse unknown instructions before their operands, whatever syntax those use */
+    if (!tf__known_opcode(pi.base))
+        return perr(ps, "unsupported instruction '%s'", pi.opcode);
+    if (next(ps))
         return -1;
     while (!is_punct(ps, ';')) {
         if (pi.nops == TF__MAX_OPS)
@@ -909,10 +917,13 @@ static int parse_module(struct ps *ps)
             }
         } else if (tf__tok_is(t, ".address_size")) {
             uint64_t v;
+            uint32_t line = t->line;
             if (next(ps) || expect_int(ps, &v))
                 return -1;
-            if (v != 64)
+            if (v != 64) {
+                ps->t.line = line;
                 return perr(ps, "%s", "unsupported .address_size (only 64)");
+            }
         } else if (tf__tok_is(t, ".file") || tf__tok_is(t, ".loc")) {
             tf__lex_skip_line(&ps->lx);
             if (next(ps))
