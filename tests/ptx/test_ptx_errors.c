@@ -48,7 +48,7 @@ static char *kernel(const char *body)
 {
     static char buf[8192];
     snprintf(buf, sizeof(buf),
-             HDR ".visible .entry k(.param .u64 k_p0)\n{\n"  /* lines 4, 5 */
+             HDR ".visible .entry k(.param .u64 k_p0)\n{\n"    /* lines 4, 5 */
                  "\t.reg .pred %%p<4>;\n\t.reg .b32 %%r<8>;\n" /* lines 6, 7 */
                  "\t.reg .f32 %%f<8>;\n\t.reg .b64 %%rd<8>;\n" /* lines 8, 9 */
                  "\t.reg .b16 %%rs<4>;\n"                      /* line 10 */
@@ -70,7 +70,8 @@ static void unsupported_instructions_are_refused_naming_instruction_and_line(voi
          "line 11: unsupported instruction 'mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32'"},
         {"\tcp.async.ca.shared.global [%r1], [%rd1], 16;",
          "line 11: unsupported instruction 'cp.async.ca.shared.global'"},
-        {"\twgmma.fence.sync.aligned;", "line 11: unsupported instruction 'wgmma.fence.sync.aligned'"},
+        {"\twgmma.fence.sync.aligned;",
+         "line 11: unsupported instruction 'wgmma.fence.sync.aligned'"},
         {"\tadd.f16 %rs1, %rs2, %rs3;", "line 11: unsupported instruction 'add.f16'"},
         {"\tadd.rn.u32 %r1, %r2, %r3;", "line 11: unsupported instruction 'add.rn.u32'"},
         {"\tld.global.b128 %rd1, [%rd2];", "line 11: unsupported instruction 'ld.global.b128'"},
@@ -182,21 +183,24 @@ static void launch_geometry_and_resources_are_checked(void **state)
         {{0, 1, 1}, {32, 1, 1}, 0, TF_PTX_INVALID_VALUE, "zero grid or block dimension"},
         {{1, 1, 1}, {32, 0, 1}, 0, TF_PTX_INVALID_VALUE, "zero grid or block dimension"},
         {{1, 65536, 1}, {32, 1, 1}, 0, TF_PTX_INVALID_VALUE, "grid dimension too large"},
-        {{1, 1, 1}, {64, 1, 1}, 48 * 1024 + 1, TF_PTX_LAUNCH_OUT_OF_RESOURCES,
+        {{1, 1, 1},
+         {64, 1, 1},
+         48 * 1024 + 1,
+         TF_PTX_LAUNCH_OUT_OF_RESOURCES,
          "bytes of shared memory exceed the limit of 49152"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        enum tf_ptx_status st = ptxt_launch(k, cases[i].grid, cases[i].block, cases[i].dyn, args,
-                                            3, bufs, 2, 0, NULL, err, sizeof(err));
+        enum tf_ptx_status st = ptxt_launch(k, cases[i].grid, cases[i].block, cases[i].dyn, args, 3,
+                                            bufs, 2, 0, NULL, err, sizeof(err));
         assert_int_equal(st, cases[i].st);
         if (!strstr(err, cases[i].msg))
             fail_msg("case %zu: message '%s' lacks '%s'", i, err, cases[i].msg);
     }
     /* exactly 48 KiB of dynamic shared memory fits */
     out = 0;
-    assert_int_equal(ptxt_launch(k, DIM(1), DIM(64), 48 * 1024, args, 3, bufs, 2, 0, NULL, err,
-                                 sizeof(err)),
-                     TF_PTX_OK);
+    assert_int_equal(
+        ptxt_launch(k, DIM(1), DIM(64), 48 * 1024, args, 3, bufs, 2, 0, NULL, err, sizeof(err)),
+        TF_PTX_OK);
     assert_int_equal(out, 10);
 
     /* the opt-in limit (cuFuncSetAttribute) raises it up to TF_PTX_MAX_SHARED_OPTIN */
@@ -214,20 +218,22 @@ static void launch_geometry_and_resources_are_checked(void **state)
         bufs[0] = bufs[1];
         bufs[1] = t;
     }
-    struct tf_ptx_launch l = {.kernel = k, .grid = {1, 1, 1}, .block = {64, 1, 1},
-                              .dynamic_shared = 100 * 1024, .params = params,
-                              .params_size = info.params_size, .mem = &mv,
+    struct tf_ptx_launch l = {.kernel = k,
+                              .grid = {1, 1, 1},
+                              .block = {64, 1, 1},
+                              .dynamic_shared = 100 * 1024,
+                              .params = params,
+                              .params_size = info.params_size,
+                              .mem = &mv,
                               .max_dynamic_shared = 128 * 1024};
     out = 0;
     assert_int_equal(tf_ptx_launch_run(&l, NULL, err, sizeof(err)), TF_PTX_OK);
     assert_int_equal(out, 10);
     l.dynamic_shared = 130 * 1024;
-    assert_int_equal(tf_ptx_launch_run(&l, NULL, err, sizeof(err)),
-                     TF_PTX_LAUNCH_OUT_OF_RESOURCES);
+    assert_int_equal(tf_ptx_launch_run(&l, NULL, err, sizeof(err)), TF_PTX_LAUNCH_OUT_OF_RESOURCES);
     l.max_dynamic_shared = 300 * 1024;
     l.dynamic_shared = TF_PTX_MAX_SHARED_OPTIN + 1;
-    assert_int_equal(tf_ptx_launch_run(&l, NULL, err, sizeof(err)),
-                     TF_PTX_LAUNCH_OUT_OF_RESOURCES);
+    assert_int_equal(tf_ptx_launch_run(&l, NULL, err, sizeof(err)), TF_PTX_LAUNCH_OUT_OF_RESOURCES);
     /* parameter buffer of the wrong size */
     l.dynamic_shared = 256;
     l.params_size = info.params_size - 4;
@@ -245,8 +251,9 @@ static void launch_geometry_and_resources_are_checked(void **state)
 static void launch_bounds_directives_are_enforced(void **state)
 {
     (void)state;
-    const char *text = HDR ".visible .entry k()\n.maxntid 128, 1, 1\n.minnctapersm 2\n{\n\tret;\n}\n"
-                           ".visible .entry k2()\n.reqntid 16, 8, 1\n{\n\tret;\n}\n";
+    const char *text =
+        HDR ".visible .entry k()\n.maxntid 128, 1, 1\n.minnctapersm 2\n{\n\tret;\n}\n"
+            ".visible .entry k2()\n.reqntid 16, 8, 1\n{\n\tret;\n}\n";
     struct tf_ptx_module *m = ptxt_load_text(text);
     const struct tf_ptx_kernel *k = ptxt_kernel(m, "k"), *k2 = ptxt_kernel(m, "k2");
     struct tf_ptx_kernel_info info;
@@ -257,19 +264,19 @@ static void launch_bounds_directives_are_enforced(void **state)
     assert_int_equal(info.reqntid[1], 8);
     assert_int_equal(info.reqntid[2], 1);
     char err[256];
-    assert_int_equal(ptxt_launch(k, DIM(1), DIM(128), 0, NULL, 0, NULL, 0, 0, NULL, err,
-                                 sizeof(err)),
-                     TF_PTX_OK);
-    assert_int_equal(ptxt_launch(k, DIM(1), DIM(129), 0, NULL, 0, NULL, 0, 0, NULL, err,
-                                 sizeof(err)),
-                     TF_PTX_LAUNCH_OUT_OF_RESOURCES);
+    assert_int_equal(
+        ptxt_launch(k, DIM(1), DIM(128), 0, NULL, 0, NULL, 0, 0, NULL, err, sizeof(err)),
+        TF_PTX_OK);
+    assert_int_equal(
+        ptxt_launch(k, DIM(1), DIM(129), 0, NULL, 0, NULL, 0, 0, NULL, err, sizeof(err)),
+        TF_PTX_LAUNCH_OUT_OF_RESOURCES);
     assert_non_null(strstr(err, ".maxntid 128"));
     assert_int_equal(ptxt_launch(k2, DIM(1), ((struct ptxt_dim){16, 8, 1}), 0, NULL, 0, NULL, 0, 0,
                                  NULL, err, sizeof(err)),
                      TF_PTX_OK);
-    assert_int_equal(ptxt_launch(k2, DIM(1), DIM(128), 0, NULL, 0, NULL, 0, 0, NULL, err,
-                                 sizeof(err)),
-                     TF_PTX_INVALID_VALUE);
+    assert_int_equal(
+        ptxt_launch(k2, DIM(1), DIM(128), 0, NULL, 0, NULL, 0, 0, NULL, err, sizeof(err)),
+        TF_PTX_INVALID_VALUE);
     assert_non_null(strstr(err, ".reqntid 16,8,1"));
     tf_ptx_module_destroy(m);
 }
@@ -281,8 +288,7 @@ static const char spin_ptx[] = HDR ".visible .entry k()\n{\n\t.reg .b32 %r<3>;\n
 static void runaway_kernel_stops_at_max_instructions(void **state)
 {
     (void)state;
-    struct tf_ptx_launch l = {.grid = {2, 1, 1}, .block = {64, 1, 1},
-                              .max_instructions = 100000};
+    struct tf_ptx_launch l = {.grid = {2, 1, 1}, .block = {64, 1, 1}, .max_instructions = 100000};
     char err[256];
     uint64_t insns = 0;
     assert_int_equal(run_text(spin_ptx, &l, NULL, 0, NULL, 0, err, sizeof(err), &insns),
@@ -307,17 +313,17 @@ static void runtime_faults_stop_the_launch_with_a_message(void **state)
         const char *msg;
     } cases[] = {
         /* misaligned: 4-byte load from buf+2 */
-        {"\tld.param.u64 %rd1, [k_p0];\n\tld.global.u32 %r1, [%rd1+2];",
-         0, TF_PTX_MISALIGNED_ADDRESS, "misaligned address"},
+        {"\tld.param.u64 %rd1, [k_p0];\n\tld.global.u32 %r1, [%rd1+2];", 0,
+         TF_PTX_MISALIGNED_ADDRESS, "misaligned address"},
         /* vector alignment is the whole vector's */
-        {"\tld.param.u64 %rd1, [k_p0];\n\tld.global.v4.u32 {%r1,%r2,%r3,%r4}, [%rd1+8];",
-         0, TF_PTX_MISALIGNED_ADDRESS, "ld.global.v4.u32"},
+        {"\tld.param.u64 %rd1, [k_p0];\n\tld.global.v4.u32 {%r1,%r2,%r3,%r4}, [%rd1+8];", 0,
+         TF_PTX_MISALIGNED_ADDRESS, "ld.global.v4.u32"},
         /* a store to read-only (.const) memory */
-        {"\tld.param.u64 %rd1, [k_p0];\n\tst.global.u32 [%rd1], %r1;",
-         1, TF_PTX_ILLEGAL_ADDRESS, "write to read-only memory"},
+        {"\tld.param.u64 %rd1, [k_p0];\n\tst.global.u32 [%rd1], %r1;", 1, TF_PTX_ILLEGAL_ADDRESS,
+         "write to read-only memory"},
         /* past the end of the only range */
-        {"\tld.param.u64 %rd1, [k_p0];\n\tld.global.u32 %r1, [%rd1+64];",
-         0, TF_PTX_ILLEGAL_ADDRESS, "illegal address"},
+        {"\tld.param.u64 %rd1, [k_p0];\n\tld.global.u32 %r1, [%rd1+64];", 0, TF_PTX_ILLEGAL_ADDRESS,
+         "illegal address"},
         /* null */
         {"\tmov.u64 %rd1, 0;\n\tld.u32 %r1, [%rd1];", 0, TF_PTX_ILLEGAL_ADDRESS,
          "illegal address 0x0 in kernel k at line 12: ld.u32"},
@@ -337,11 +343,11 @@ static void runtime_faults_stop_the_launch_with_a_message(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         r.read_only = cases[i].read_only;
         struct tf_ptx_launch l = {.grid = {1, 1, 1}, .block = {16, 3, 1}};
-        enum tf_ptx_status st = run_text(kernel(cases[i].body), &l, &p, 8, &r, 1, err,
-                                         sizeof(err), NULL);
+        enum tf_ptx_status st =
+            run_text(kernel(cases[i].body), &l, &p, 8, &r, 1, err, sizeof(err), NULL);
         if (st != cases[i].st || !strstr(err, cases[i].msg))
-            fail_msg("case %zu: status %s, message '%s', want %s '%s'", i,
-                     tf_ptx_status_str(st), err, tf_ptx_status_str(cases[i].st), cases[i].msg);
+            fail_msg("case %zu: status %s, message '%s', want %s '%s'", i, tf_ptx_status_str(st),
+                     err, tf_ptx_status_str(cases[i].st), cases[i].msg);
     }
 }
 

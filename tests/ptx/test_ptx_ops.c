@@ -52,8 +52,9 @@ static const char epilogue[] = "\tld.param.u64 %rd21, [pd];\n\tadd.s64 %rd21, %r
 #define OUT_F32 "\tmov.b32 %r4, %f4;\n\tcvt.u64.u32 %rd4, %r4;\n"
 #define OUT_R32 "\tcvt.u64.u32 %rd4, %r4;\n"
 #define OUT_F64 "\tmov.b64 %rd4, %fd4;\n"
-#define OUT_P12 "\tselp.u32 %r4, 1, 0, %p1;\n\tselp.u32 %r5, 2, 0, %p2;\n" \
-                "\tor.b32 %r4, %r4, %r5;\n\tcvt.u64.u32 %rd4, %r4;\n"
+#define OUT_P12                                                                                    \
+    "\tselp.u32 %r4, 1, 0, %p1;\n\tselp.u32 %r5, 2, 0, %p2;\n"                                     \
+    "\tor.b32 %r4, %r4, %r5;\n\tcvt.u64.u32 %rd4, %r4;\n"
 #define OUT_H16 "\tcvt.u64.u16 %rd4, %h4;\n"
 
 typedef uint64_t (*ref_fn)(uint64_t a, uint64_t b, uint64_t c);
@@ -100,8 +101,8 @@ static const uint64_t i64_vals[] = {0,
                                     100,
                                     0xffffffffffffff9cull,
                                     0x0000000100000000ull};
-static const uint64_t i16_vals[] = {0,      1,      0xffff, 2,      15,     16,     17,
-                                    0x7fff, 0x8000, 0x1234, 0xbeef, 100,    0xff9c, 0x00ff};
+static const uint64_t i16_vals[] = {0,      1,      0xffff, 2,      15,  16,     17,
+                                    0x7fff, 0x8000, 0x1234, 0xbeef, 100, 0xff9c, 0x00ff};
 
 static void run_case(const struct tcase *tc)
 {
@@ -116,10 +117,22 @@ static void run_case(const struct tcase *tc)
         nv = sizeof(tmp) / sizeof(tmp[0]);
         break;
     }
-    case S_F64: vals = f64_vals; nv = sizeof(f64_vals) / sizeof(f64_vals[0]); break;
-    case S_I32: vals = i32_vals; nv = sizeof(i32_vals) / sizeof(i32_vals[0]); break;
-    case S_I64: vals = i64_vals; nv = sizeof(i64_vals) / sizeof(i64_vals[0]); break;
-    default: vals = i16_vals; nv = sizeof(i16_vals) / sizeof(i16_vals[0]); break;
+    case S_F64:
+        vals = f64_vals;
+        nv = sizeof(f64_vals) / sizeof(f64_vals[0]);
+        break;
+    case S_I32:
+        vals = i32_vals;
+        nv = sizeof(i32_vals) / sizeof(i32_vals[0]);
+        break;
+    case S_I64:
+        vals = i64_vals;
+        nv = sizeof(i64_vals) / sizeof(i64_vals[0]);
+        break;
+    default:
+        vals = i16_vals;
+        nv = sizeof(i16_vals) / sizeof(i16_vals[0]);
+        break;
     }
     uint32_t n = (uint32_t)(nv * nv);
     uint64_t *a = malloc(n * 8), *b = malloc(n * 8), *c = malloc(n * 8), *d = malloc(n * 8);
@@ -146,9 +159,8 @@ static void run_case(const struct tcase *tc)
         uint64_t want = tc->ref(a[i], b[i], c[i]);
         if (d[i] != want)
             fail_msg("'%s' a=0x%llx b=0x%llx c=0x%llx: got 0x%llx want 0x%llx", tc->body,
-                     (unsigned long long)a[i], (unsigned long long)b[i],
-                     (unsigned long long)c[i], (unsigned long long)d[i],
-                     (unsigned long long)want);
+                     (unsigned long long)a[i], (unsigned long long)b[i], (unsigned long long)c[i],
+                     (unsigned long long)d[i], (unsigned long long)want);
     }
     tf_ptx_module_destroy(m);
     free(text);
@@ -329,7 +341,8 @@ static uint64_t f2i(double x, int bits, int sgn)
     if (x <= (sgn ? -hi : 0.0))
         v = (uint64_t)lo;
     else if (x >= hi)
-        v = sgn ? ((uint64_t)1 << (bits - 1)) - 1 : (bits == 64 ? ~0ull : ((uint64_t)1 << bits) - 1);
+        v = sgn ? ((uint64_t)1 << (bits - 1)) - 1
+                : (bits == 64 ? ~0ull : ((uint64_t)1 << bits) - 1);
     else
         v = sgn ? (uint64_t)(int64_t)x : (uint64_t)x;
     return bits == 64 ? v : v & (((uint64_t)1 << bits) - 1);
@@ -407,14 +420,15 @@ REF(r_abs_ftz, RAWF(FTZ(F(a))) & 0x7fffffffu)
 REF(r_copysign, ((uint32_t)b & 0x7fffffffu) | ((uint32_t)a & 0x80000000u))
 /* compares: p1 | p2 << 1 */
 REF(r_setp_lt, (uint64_t)(F(a) < F(b)) | (uint64_t)(!(F(a) < F(b))) << 1)
-REF(r_setp_ltu, (uint64_t)!(F(a) >= F(b)) | (uint64_t)(F(a) >= F(b)) << 1)
+REF(r_setp_ltu, (uint64_t) !(F(a) >= F(b)) | (uint64_t)(F(a) >= F(b)) << 1)
 REF(r_setp_ne, (uint64_t)(F(a) < F(b) || F(a) > F(b)))
-REF(r_setp_neu, (uint64_t)!(F(a) == F(b)))
+REF(r_setp_neu, (uint64_t) !(F(a) == F(b)))
 REF(r_setp_equ, (uint64_t)(F(a) == F(b) || F(a) != F(a) || F(b) != F(b)))
 REF(r_setp_num, (uint64_t)(F(a) == F(a) && F(b) == F(b)))
 REF(r_setp_nan, (uint64_t)(F(a) != F(a) || F(b) != F(b)))
 REF(r_setp_ge_ftz, (uint64_t)(FTZ(F(a)) >= FTZ(F(b))))
-REF(r_setp_gt_and, (uint64_t)((F(a) > F(b)) && (c & 1)) | (uint64_t)(!(F(a) > F(b)) && (c & 1)) << 1)
+REF(r_setp_gt_and, (uint64_t)((F(a) > F(b)) && (c & 1)) | (uint64_t)(!(F(a) > F(b)) && (c & 1))
+                                                              << 1)
 REF(r_setp_le_or_not,
     (uint64_t)((F(a) <= F(b)) || !(c & 1)) | (uint64_t)(!(F(a) <= F(b)) || !(c & 1)) << 1)
 REF(r_set_lt_u32, F(a) < F(b) ? 0xffffffffu : 0)
@@ -456,20 +470,21 @@ REF(r_cvt_rni_s64_f64, f2i(rint(D(a)), 64, 1))
 REF(r_cvt_rzi_u64_f64, f2i(trunc(D(a)), 64, 0))
 REF(r_cvt_rzi_s32_f64, f2i(trunc(D(a)), 32, 1))
 REF(r_cvt_rpi_f64, UD(ceil(D(a))))
-REF(r_setp_ltu64, (uint64_t)!(D(a) >= D(b)))
+REF(r_setp_ltu64, (uint64_t) !(D(a) >= D(b)))
 /* i32 */
 REF(r_addi, (uint32_t)(A32 + B32))
 REF(r_subi, (uint32_t)(A32 - B32))
-REF(r_mullo, (uint32_t)(A32 * B32))
+REF(r_mullo, (uint32_t)(A32 *B32))
 REF(r_mulhi_s, (uint32_t)(((int64_t)SA32 * SB32) >> 32))
 REF(r_mulhi_u, (uint32_t)(((uint64_t)A32 * B32) >> 32))
-REF(r_mulwide_s, (uint64_t)((int64_t)SA32 * SB32))
-REF(r_mulwide_u, (uint64_t)A32 * B32)
-REF(r_madlo, (uint32_t)(A32 * B32 + C32))
+REF(r_mulwide_s, (uint64_t)((int64_t)SA32 *SB32))
+REF(r_mulwide_u, (uint64_t)A32 *B32)
+REF(r_madlo, (uint32_t)(A32 *B32 + C32))
 REF(r_madhi_s, (uint32_t)((uint32_t)(((int64_t)SA32 * SB32) >> 32) + C32))
-REF(r_madwide_u, (uint64_t)A32 * B32 + c)
-REF(r_div_s, SB32 == 0 ? (SA32 < 0 ? 1u : 0xffffffffu)
-             : (SA32 == INT32_MIN && SB32 == -1) ? 0x80000000u : (uint32_t)(SA32 / SB32))
+REF(r_madwide_u, (uint64_t)A32 *B32 + c)
+REF(r_div_s, SB32 == 0                           ? (SA32 < 0 ? 1u : 0xffffffffu)
+             : (SA32 == INT32_MIN && SB32 == -1) ? 0x80000000u
+                                                 : (uint32_t)(SA32 / SB32))
 REF(r_div_u, B32 == 0 ? 0xffffffffu : A32 / B32)
 REF(r_rem_s, SB32 == 0 ? A32 : SB32 == -1 ? 0 : (uint32_t)(SA32 % SB32))
 REF(r_rem_u, B32 == 0 ? A32 : A32 % B32)
@@ -479,11 +494,11 @@ REF(r_max_relu, (uint32_t)((SA32 > SB32 ? SA32 : SB32) < 0 ? 0 : (SA32 > SB32 ? 
 REF(r_abs_s, SA32 < 0 ? 0u - A32 : A32)
 REF(r_neg_s, 0u - A32)
 REF(r_addsat, (uint32_t)(int32_t)((int64_t)SA32 + SB32 > INT32_MAX   ? INT32_MAX
-                                   : (int64_t)SA32 + SB32 < INT32_MIN ? INT32_MIN
-                                                                      : SA32 + (int64_t)SB32))
+                                  : (int64_t)SA32 + SB32 < INT32_MIN ? INT32_MIN
+                                                                     : SA32 + (int64_t)SB32))
 REF(r_subsat, (uint32_t)(int32_t)((int64_t)SA32 - SB32 > INT32_MAX   ? INT32_MAX
-                                   : (int64_t)SA32 - SB32 < INT32_MIN ? INT32_MIN
-                                                                      : SA32 - (int64_t)SB32))
+                                  : (int64_t)SA32 - SB32 < INT32_MIN ? INT32_MIN
+                                                                     : SA32 - (int64_t)SB32))
 REF(r_and, A32 &B32)
 REF(r_xor, A32 ^ B32)
 REF(r_not, (uint32_t)~A32)
@@ -503,8 +518,8 @@ static uint64_t r_brev(uint64_t a, uint64_t b, uint64_t c)
     return r;
 }
 REF(r_bfind_u, A32 ? 31u - (uint32_t)__builtin_clz(A32) : 0xffffffffu)
-REF(r_bfind_s, (SA32 < 0 ? ~A32 : A32) ? 31u - (uint32_t)__builtin_clz(SA32 < 0 ? ~A32 : A32)
-                                       : 0xffffffffu)
+REF(r_bfind_s,
+    (SA32 < 0 ? ~A32 : A32) ? 31u - (uint32_t)__builtin_clz(SA32 < 0 ? ~A32 : A32) : 0xffffffffu)
 REF(r_bfind_shift, A32 ? (uint32_t)__builtin_clz(A32) : 0xffffffffu)
 static uint64_t bfe_ref(uint64_t x, uint32_t pos, uint32_t len, int w, int sgn)
 {
@@ -583,27 +598,32 @@ REF(r_setp_ne_xor, (uint64_t)((A32 != B32) ^ (c & 1)))
 REF(r_set_le_s, SA32 <= SB32 ? 0xffffffffu : 0)
 REF(r_cvt_s8_s32, (uint32_t)(int32_t)(int8_t)A32)
 REF(r_cvt_u8_s32, A32 & 0xff)
-REF(r_cvt_sat_u8_s32, (uint64_t)(SA32 < 0 ? 0 : SA32 > 255 ? 255 : SA32))
-REF(r_cvt_sat_s8_s32, (uint32_t)(int32_t)(SA32 < -128 ? -128 : SA32 > 127 ? 127 : SA32))
+REF(r_cvt_sat_u8_s32, (uint64_t)(SA32<0 ? 0 : SA32> 255 ? 255 : SA32))
+REF(r_cvt_sat_s8_s32, (uint32_t)(int32_t)(SA32<-128 ? -128 : SA32> 127 ? 127 : SA32))
 REF(r_cvt_sat_s16_u32, (uint64_t)(A32 > 32767 ? 32767 : A32))
 REF(r_cvt_s64_s32, (uint64_t)(int64_t)SA32)
 REF(r_cvt_u64_s32, (uint64_t)(int64_t)SA32)
-REF(r_cvt_sat_u32_s64, (uint64_t)(SA64 < 0 ? 0 : SA64 > (int64_t)UINT32_MAX ? UINT32_MAX : (uint64_t)SA64))
+REF(r_cvt_sat_u32_s64,
+    (uint64_t)(SA64<0 ? 0 : SA64>(int64_t) UINT32_MAX ? UINT32_MAX : (uint64_t)SA64))
 REF(r_cvt_sat_s32_u64, (uint64_t)(uint32_t)(a > INT32_MAX ? INT32_MAX : (int32_t)a))
 REF(r_cvt_rn_f32_s32, UF((float)SA32))
 REF(r_cvt_rz_f32_s32, UF(ri2f(SA32, 0, RZ)))
 REF(r_cvt_rm_f32_u32, UF(ri2f(A32, 1, RM)))
 REF(r_cvt_rp_f32_u64, UF(ri2f((int64_t)a, 1, RP)))
 REF(r_cvt_rn_f64_s64, UD((double)SA64))
-REF(r_dp4a_su, (uint32_t)(C32 + (uint32_t)((int8_t)A32 * (uint8_t)B32 + (int8_t)(A32 >> 8) * (uint8_t)(B32 >> 8) + (int8_t)(A32 >> 16) * (uint8_t)(B32 >> 16) + (int8_t)(A32 >> 24) * (uint8_t)(B32 >> 24))))
+REF(r_dp4a_su, (uint32_t)(C32 + (uint32_t)((int8_t)A32 * (uint8_t)B32 +
+                                           (int8_t)(A32 >> 8) * (uint8_t)(B32 >> 8) +
+                                           (int8_t)(A32 >> 16) * (uint8_t)(B32 >> 16) +
+                                           (int8_t)(A32 >> 24) * (uint8_t)(B32 >> 24))))
 REF(r_add64_cc, a + b)
 REF(r_sub64_cc, a - b)
 /* i64 */
 REF(r_mullo64, a *b)
 REF(r_mulhi64_s, (uint64_t)(((__int128)SA64 * SB64) >> 64))
 REF(r_mulhi64_u, (uint64_t)(((unsigned __int128)a * b) >> 64))
-REF(r_div64_s, b == 0 ? (SA64 < 0 ? 1 : ~0ull)
-               : (SA64 == INT64_MIN && SB64 == -1) ? a : (uint64_t)(SA64 / SB64))
+REF(r_div64_s, b == 0                              ? (SA64 < 0 ? 1 : ~0ull)
+               : (SA64 == INT64_MIN && SB64 == -1) ? a
+                                                   : (uint64_t)(SA64 / SB64))
 REF(r_rem64_u, b == 0 ? a : a % b)
 REF(r_min64_s, (uint64_t)(SA64 < SB64 ? SA64 : SB64))
 REF(r_shl64, (uint32_t)b >= 64 ? 0 : a << (uint32_t)b)
@@ -613,10 +633,11 @@ REF(r_clz64, a ? (uint64_t)__builtin_clzll(a) : 64)
 REF(r_madlocc64, (a * b) + c)
 /* i16 */
 REF(r_add16, (uint16_t)(a + b))
-REF(r_mullo16, (uint16_t)((uint32_t)(uint16_t)a * (uint16_t)b))
-REF(r_mulwide16_s, (uint32_t)((int32_t)(int16_t)a * (int16_t)b))
+REF(r_mullo16, (uint16_t)((uint32_t)(uint16_t)a *(uint16_t)b))
+REF(r_mulwide16_s, (uint32_t)((int32_t)(int16_t)a *(int16_t)b))
 REF(r_min16_s, (uint16_t)((int16_t)a < (int16_t)b ? a : b))
-REF(r_shr16_s, (uint16_t)((uint32_t)b >= 16 ? ((int16_t)a < 0 ? 0xffff : 0) : (uint16_t)((int16_t)a >> (uint32_t)b)))
+REF(r_shr16_s, (uint16_t)((uint32_t)b >= 16 ? ((int16_t)a < 0 ? 0xffff : 0)
+                                            : (uint16_t)((int16_t)a >> (uint32_t)b)))
 REF(r_cvt_s32_s16, (uint32_t)(int32_t)(int16_t)a)
 REF(r_setp_lt16_s, (uint64_t)((int16_t)a < (int16_t)b))
 
@@ -740,8 +761,8 @@ static const struct tcase cases[] = {
      S_I32, r_bfe_u},
     {"\tand.b32 %r5, %r2, 63;\n\tand.b32 %r6, %r3, 63;\n\tbfe.s32 %r4, %r1, %r5, %r6;\n" OUT_R32,
      S_I32, r_bfe_s},
-    {"\tand.b32 %r5, %r2, 127;\n\tand.b32 %r6, %r3, 127;\n\tbfe.s64 %rd4, %rd1, %r5, %r6;\n",
-     S_I64, r_bfe_s64},
+    {"\tand.b32 %r5, %r2, 127;\n\tand.b32 %r6, %r3, 127;\n\tbfe.s64 %rd4, %rd1, %r5, %r6;\n", S_I64,
+     r_bfe_s64},
     {"\tand.b32 %r5, %r3, 63;\n\tshr.u32 %r6, %r3, 8;\n\tand.b32 %r6, %r6, 63;\n"
      "\tbfi.b32 %r4, %r1, %r2, %r5, %r6;\n" OUT_R32,
      S_I32, r_bfi},
@@ -836,8 +857,8 @@ static uint64_t r_h2f_trip(uint64_t a, uint64_t b, uint64_t c)
 static void half_round_trip_is_exact(void **state)
 {
     (void)state;
-    static const struct tcase c = {
-        "\tcvt.rn.f16.f32 %h4, %f1;\n\tcvt.f32.f16 %f4, %h4;\n" OUT_F32, S_F32, r_h2f_trip};
+    static const struct tcase c = {"\tcvt.rn.f16.f32 %h4, %f1;\n\tcvt.f32.f16 %f4, %h4;\n" OUT_F32,
+                                   S_F32, r_h2f_trip};
     run_case(&c);
 }
 
