@@ -158,7 +158,7 @@ static int init_scalar(struct ps *ps, struct initbuf *b, int ty)
     }
     unsigned bits = tf__ty_bits(ty);
     uint8_t bytes[8];
-    uint64_t v;
+    uint64_t v = 0;
     if (ps->t.kind == TK_INT || ps->t.kind == TK_F32 || ps->t.kind == TK_F64 ||
         ps->t.kind == TK_DEC) {
         int k = ps->t.kind;
@@ -261,7 +261,7 @@ static int parse_var(struct ps *ps, int space, int is_extern, int paramlist,
         if (ps->t.kind != TK_DIR)
             break;
         if (tf__tok_is(&ps->t, ".align")) {
-            uint64_t a;
+            uint64_t a = 0;
             uint32_t line = ps->t.line;
             if (next(ps) || expect_int(ps, &a))
                 return -1;
@@ -281,7 +281,7 @@ static int parse_var(struct ps *ps, int space, int is_extern, int paramlist,
             if (ps->t.kind == TK_DIR && space_of(&ps->t) != MOD_NONE && next(ps))
                 return -1;
             if (tf__tok_is(&ps->t, ".align")) {
-                uint64_t a;
+                uint64_t a = 0;
                 if (next(ps) || expect_int(ps, &a))
                     return -1;
             }
@@ -324,7 +324,7 @@ static int parse_var(struct ps *ps, int space, int is_extern, int paramlist,
             if (is_punct(ps, ']')) {
                 one.unsized = 1;
             } else {
-                uint64_t n;
+                uint64_t n = 0;
                 if (expect_int(ps, &n))
                     return -1;
                 if (n == 0 || one.count > (UINT64_C(1) << 40) / n)
@@ -422,7 +422,7 @@ static int parse_dims(struct ps *ps, uint32_t d[3])
 {
     d[0] = d[1] = d[2] = 1;
     for (int i = 0; i < 3; i++) {
-        uint64_t v;
+        uint64_t v = 0;
         if (expect_int(ps, &v))
             return -1;
         if (v == 0 || v > 1024 * 1024)
@@ -477,7 +477,7 @@ static int parse_func(struct ps *ps, int is_entry, int is_extern)
                 return -1;
         } else if (tf__tok_is(&ps->t, ".minnctapersm") || tf__tok_is(&ps->t, ".maxnctapersm") ||
                    tf__tok_is(&ps->t, ".maxnreg") || tf__tok_is(&ps->t, ".maxclusterrank")) {
-            uint64_t v;
+            uint64_t v = 0;
             if (next(ps) || expect_int(ps, &v))
                 return -1;
         } else if (tf__tok_is(&ps->t, ".noreturn") || tf__tok_is(&ps->t, ".explicitcluster") ||
@@ -559,7 +559,7 @@ static int parse_offset(struct ps *ps, int64_t *off)
             if (next(ps))
                 return -1;
         }
-        uint64_t v;
+        uint64_t v = 0;
         if (expect_int(ps, &v))
             return -1;
         if (v > (UINT64_C(1) << 62))
@@ -765,7 +765,7 @@ static int parse_reg(struct ps *ps)
             return -1;
         int64_t count = -1;
         if (is_punct(ps, '<')) {
-            uint64_t n;
+            uint64_t n = 0;
             if (next(ps) || expect_int(ps, &n) || expect_punct(ps, '>'))
                 return -1;
             if (n > TF__MAX_SLOTS)
@@ -916,7 +916,7 @@ static int parse_module(struct ps *ps)
                     return -1;
             }
         } else if (tf__tok_is(t, ".address_size")) {
-            uint64_t v;
+            uint64_t v = 0;
             uint32_t line = t->line;
             if (next(ps) || expect_int(ps, &v))
                 return -1;
