@@ -206,6 +206,28 @@ static int sym_in_scope(struct tf__dctx *dc, const char *name, uint32_t mark)
     return 0;
 }
 
+/* Whether NAME (prefix + number) falls in a NAME<N> range declared at or after MARK. */
+static int in_scoped_range(struct tf__dctx *dc, const char *name, uint32_t mark)
+{
+    size_t n = strlen(name), d = n;
+    while (d > 0 && name[d - 1] >= '0' && name[d - 1] <= '9')
+        d--;
+    if (d == n || d == 0 || n - d > 9 || d >= 64)
+        return 0;
+    char prefix[64];
+    memcpy(prefix, name, d);
+    prefix[d] = 0;
+    int i = dc->buckets[hash_str(prefix) % NBUCKET];
+    while (i >= 0 && (uint32_t)i >= mark) {
+        struct sym *s = &VEC_AT(dc->syms, struct sym, i);
+        if (strcmp(s->name, prefix) == 0)
+            return (s->kind == SYM_REGRANGE || s->kind == SYM_PREDRANGE) &&
+                   strtoul(name + d, NULL, 10) < s->count;
+        i = s->next;
+    }
+    return 0;
+}
+
 static void sym_pop_to(struct tf__dctx *dc, uint32_t n)
 {
     while (dc->syms.n > n) {
@@ -436,6 +458,26 @@ int tf__mods(struct tf__dctx *dc, const struct tf__pinsn *pi, const int *allowed
             return tf__unsupported(dc, pi);
         out->set[m / 64] |= 1ull << (m % 64);
     }
+    return 0;
+}
+
+int tf__known_opcode(const char *base)
+{
+    static const char *const known[] = {
+        "mov",        "add",      "sub",       "mul",    "mad",   "mul24",     "mad24", "sad",
+        "div",        "rem",      "min",       "max",    "abs",   "neg",       "and",   "or",
+        "xor",        "not",      "cnot",      "shl",    "shr",   "popc",      "clz",   "brev",
+        "bfind",      "bfe",      "bfi",       "prmt",   "lop3",  "shf",       "dp4a",  "setp",
+        "set",        "selp",     "slct",      "addc",   "subc",  "madc",      "fma",   "rcp",
+        "sqrt",       "rsqrt",    "sin",       "cos",    "ex2",   "lg2",       "tanh",  "copysign",
+        "testp",      "cvt",      "ld",        "ldu",    "st",    "atom",      "red",   "cvta",
+        "isspacep",   "prefetch", "prefetchu", "bra",    "ret",   "exit",      "trap",  "brkpt",
+        "call",       "bar",      "barrier",   "membar", "fence", "nanosleep", "shfl",  "vote",
+        "activemask", "match",    "redux",     "elect",
+    };
+    for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+        if (strcmp(known[i], base) == 0)
+            return 1;
     return 0;
 }
 
@@ -1035,7 +1077,7 @@ int tf__d_reg(struct tf__dctx *dc, uint32_t line, int ty, const char *name, int6
     dc->cur_line = line;
     if (!dc->in_func)
         return tf__derr(dc, line, ".reg outside a function");
-    if (sym_in_scope(dc, name, scope_mark(dc)))
+    if (sym_in_scope(dc, name, scope_mark(dc)) || in_scoped_range(dc, name, scope_mark(dc)))
         return tf__derr(dc, line, "duplicate declaration of '%s'", name);
     if (ty == TY_B128 || ty == TY_F16X2 || ty == TY_BF16X2) {
         if (ty == TY_B128)

@@ -444,32 +444,61 @@ void tf__bar_check(struct tf__run *run, uint32_t id)
 
 /* ---- warps and blocks ---- */
 
+static inline uint32_t popc32(uint32_t x)
+{
+    x = x - ((x >> 1) & 0x55555555u);
+    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+    x = (x + (x >> 4)) & 0x0f0f0f0fu;
+    return (x * 0x01010101u) >> 24;
+}
+
+/* Runs W for up to TF__SLICE instructions; returns why it stopped (TF__STOP_*). The
+ * thread-instruction count (active lanes per instruction) goes to run->insns. */
 static int run_warp(struct tf__warp *w)
 {
     struct tf__run *run = w->run;
     const struct tf__insn *code = run->mod->code;
+    uint64_t insns = run->insns;
+    const uint64_t max = run->max_insns;
+    uint32_t cmask = 0, cnt = 0;
+    int rc = TF__STOP_YIELD;
     for (int budget = TF__SLICE; budget > 0; budget--) {
         const struct tf__insn *in = &code[w->pc];
-        uint32_t m = w->active;
+        uint32_t act = w->active, m = act;
         if (in->has_guard) {
             uint32_t g = w->p[in->guard];
             m &= in->gneg ? ~g : g;
         }
         w->pc++;
-        run->insns += (uint32_t)__builtin_popcount(w->active);
-        int rc = m ? in->fn(w, in, m) : TF__GO;
-        if (rc == TF__STOP_FAULT)
-            return rc;
-        if ((w->pc == w->rpc || !w->active) && reconverge(w))
-            return TF__STOP_DONE;
-        if (rc)
-            return rc;
-        if (run->fault)
+        if (act != cmask) {
+            cmask = act;
+            cnt = popc32(act);
+        }
+        insns += cnt;
+        int r = m ? in->fn(w, in, m) : TF__GO;
+        if (r == TF__STOP_FAULT) {
+            rc = r;
+            break;
+        }
+        if ((w->pc == w->rpc || !w->active) && reconverge(w)) {
+            rc = TF__STOP_DONE;
+            break;
+        }
+        if (r) {
+            rc = r;
+            break;
+        }
+        if (run->fault) {
+            run->insns = insns;
             return tf__fault(w, in, 0, run->fault, 0, NULL);
-        if (run->insns > run->max_insns)
+        }
+        if (insns > max) {
+            run->insns = insns;
             return tf__fault(w, in, __builtin_ctz(w->active), TF_PTX_LAUNCH_TIMEOUT, 0, NULL);
+        }
     }
-    return TF__STOP_YIELD;
+    run->insns = insns;
+    return rc;
 }
 
 static int warp_start(struct tf__run *run, struct tf__warp *w)
@@ -601,8 +630,9 @@ enum tf_ptx_status tf_ptx_launch_run(const struct tf_ptx_launch *l, uint64_t *in
     uint64_t nthreads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
     if (l->block[0] > 1024 || l->block[1] > 1024 || l->block[2] > 64 ||
         nthreads > TF_PTX_MAX_THREADS_PER_BLOCK) {
-        tf_errf(msg, sizeof(msg), "block (%u,%u,%u) exceeds %u threads per block", l->block[0],
-                l->block[1], l->block[2], TF_PTX_MAX_THREADS_PER_BLOCK);
+        tf_errf(msg, sizeof(msg),
+                "block (%u,%u,%u) exceeds the limits of %u threads per block, 1024x1024x64",
+                l->block[0], l->block[1], l->block[2], TF_PTX_MAX_THREADS_PER_BLOCK);
         return launch_err(err, errlen, TF_PTX_LAUNCH_OUT_OF_RESOURCES, msg);
     }
     if (kf->max_threads && nthreads > kf->max_threads) {

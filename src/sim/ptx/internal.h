@@ -589,6 +589,8 @@ uint32_t tf__sink(struct tf__dctx *dc);
 int tf__const_slot(struct tf__dctx *dc, uint64_t v, uint32_t *slot);
 /* Immediate operand value (must be a literal). */
 int tf__imm(struct tf__dctx *dc, const struct tf__pinsn *pi, const struct tf__pop *op, int64_t *v);
+/* Whether BASE ("ld", "shfl", ...) is an instruction some family decoder handles. */
+int tf__known_opcode(const char *base);
 int tf__opcount(struct tf__dctx *dc, const struct tf__pinsn *pi, uint32_t lo, uint32_t hi);
 /* Module/function info for control-flow decoders. */
 int tf__in_entry(struct tf__dctx *dc);

@@ -151,6 +151,33 @@ F64_OP(min64, 2, fmin64(a, b))
 F64_OP(max64, 2, fmax64(a, b))
 /* clang-format on */
 
+/* fma.rn.f32 with the host's FMA instruction when it has one (chosen at decode time): the
+ * same IEEE result as fmaf, without a libm call per lane. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define TF__HAVE_FMA_TARGET 1
+__attribute__((target("fma"))) static int fma32_hw(struct tf__warp *w, const struct tf__insn *in,
+                                                   uint32_t m)
+{
+    uint64_t *d = TF__R(in->d[0]);
+    const uint64_t *pa = TF__R(in->a), *pb = TF__R(in->b), *pc = TF__R(in->c);
+    TF__FOR_LANES(m, {
+        float r = __builtin_fmaf(tf__f32(pa[l]), tf__f32(pb[l]), tf__f32(pc[l]));
+        d[l] = r != r ? 0x7fffffffu : tf__uf32(r);
+    });
+    return TF__GO;
+}
+
+static int host_has_fma(void)
+{
+    static int cached = -1; /* benign race: every thread computes the same value */
+    if (cached < 0) {
+        __builtin_cpu_init();
+        cached = __builtin_cpu_supports("fma") ? 1 : 0;
+    }
+    return cached;
+}
+#endif
+
 /* sign-bit operations keep NaN payloads */
 TF__OP(abs32)
 {
@@ -451,6 +478,10 @@ int tf__decode_float(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf_
         } else {
             static const tf__op_fn t[] = F32_TAB(fma32);
             in->fn = t[v];
+#ifdef TF__HAVE_FMA_TARGET
+            if (v == 0 && host_has_fma())
+                in->fn = fma32_hw;
+#endif
         }
         return fops(dc, pi, in, 3, ty);
     }

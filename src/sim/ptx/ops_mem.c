@@ -10,104 +10,281 @@
  */
 #include "sim/ptx/internal.h"
 
-/* ---- address -> host pointer, per space (P gets the pointer; a fault returns) ---- */
+/* ---- address -> host pointer, per space ----
+ * PREP_x loads the space's window into locals once per instruction (stores through the
+ * register file would otherwise force reloads); ADDR_x(WR) turns address A of lane L into P
+ * or returns the fault. TOTAL is the access size (vector size for .v2/.v4). */
 
+#define PREP_GLOBAL                                                                                \
+    uint64_t cb = run->c_base, cs = run->c_size;                                                   \
+    int cro = run->c_ro;
 #define ADDR_GLOBAL(WR)                                                                            \
-    uint8_t *p = tf__gmem(w, in, l, a, total, WR);                                                 \
-    if (!p)                                                                                        \
-        return TF__STOP_FAULT;
+    uint8_t *p;                                                                                    \
+    {                                                                                              \
+        uint64_t off_ = a - cb;                                                                    \
+        if (!(a & (total - 1)) && off_ < cs && cs - off_ >= total && !((WR) && cro)) {             \
+            p = (uint8_t *)(uintptr_t)a;                                                           \
+        } else {                                                                                   \
+            p = tf__gmem(w, in, l, a, total, WR);                                                  \
+            if (!p)                                                                                \
+                return TF__STOP_FAULT;                                                             \
+            cb = run->c_base;                                                                      \
+            cs = run->c_size;                                                                      \
+            cro = run->c_ro;                                                                       \
+        }                                                                                          \
+    }
+#define PREP_GENERIC PREP_GLOBAL
 #define ADDR_GENERIC(WR)                                                                           \
-    uint8_t *p = tf__generic(w, in, l, a, total, WR);                                              \
-    if (!p)                                                                                        \
-        return TF__STOP_FAULT;
+    uint8_t *p;                                                                                    \
+    {                                                                                              \
+        uint64_t off_ = a - cb;                                                                    \
+        if (!(a & (total - 1)) && off_ < cs && cs - off_ >= total && !((WR) && cro)) {             \
+            p = (uint8_t *)(uintptr_t)a;                                                           \
+        } else {                                                                                   \
+            p = tf__generic(w, in, l, a, total, WR);                                               \
+            if (!p)                                                                                \
+                return TF__STOP_FAULT;                                                             \
+            cb = run->c_base;                                                                      \
+            cs = run->c_size;                                                                      \
+            cro = run->c_ro;                                                                       \
+        }                                                                                          \
+    }
+#define PREP_SHARED                                                                                \
+    uint8_t *shb = run->shared;                                                                    \
+    uint64_t shs = run->shared_size;
 #define ADDR_SHARED(WR)                                                                            \
     if (a & (total - 1))                                                                           \
         return tf__fault(w, in, l, TF_PTX_MISALIGNED_ADDRESS, a, ".shared");                       \
-    if (a >= run->shared_size || run->shared_size - a < total)                                     \
+    if (a >= shs || shs - a < total)                                                               \
         return tf__fault(w, in, l, TF_PTX_ILLEGAL_ADDRESS, a, ".shared window");                   \
-    uint8_t *p = run->shared + a;
+    uint8_t *p = shb + a;
+#define PREP_LOCAL                                                                                 \
+    uint8_t *lob = run->local + (uint64_t)w->tid0 * run->local_stride;                             \
+    uint64_t los = run->local_stride;
 #define ADDR_LOCAL(WR)                                                                             \
     if (a & (total - 1))                                                                           \
         return tf__fault(w, in, l, TF_PTX_MISALIGNED_ADDRESS, a, ".local");                        \
-    if (a >= run->local_stride || run->local_stride - a < total)                                   \
+    if (a >= los || los - a < total)                                                               \
         return tf__fault(w, in, l, TF_PTX_ILLEGAL_ADDRESS, a, ".local window");                    \
-    uint8_t *p = run->local + (uint64_t)(w->tid0 + (uint32_t)l) * run->local_stride + a;
+    uint8_t *p = lob + (uint64_t)l * los + a;
+#define PREP_KPARAM                                                                                \
+    const uint8_t *pab = run->params;                                                              \
+    uint64_t pas = run->params_size;
 #define ADDR_KPARAM(WR)                                                                            \
     if (a & (total - 1))                                                                           \
         return tf__fault(w, in, l, TF_PTX_MISALIGNED_ADDRESS, a, ".param");                        \
-    if (a >= run->params_size || run->params_size - a < total)                                     \
+    if (a >= pas || pas - a < total)                                                               \
         return tf__fault(w, in, l, TF_PTX_ILLEGAL_ADDRESS, a, ".param window");                    \
-    const uint8_t *p = run->params + a;
-#define ADDR_FPARAM(WR) uint8_t *p = w->prm + (size_t)l * w->prm_stride + (uint64_t)in->imm;
+    const uint8_t *p = pab + a;
+#define PREP_FPARAM                                                                                \
+    uint8_t *fpb = w->prm + (uint64_t)in->imm;                                                     \
+    size_t fps = w->prm_stride;
+#define ADDR_FPARAM(WR) uint8_t *p = fpb + (size_t)l * fps;
 
-/* fields: esize, nvec, flags 1 = sign-extend, mask = destination register mask */
-#define LD(name, ADDR, ES, BASE)                                                                   \
+/* Whole-warp fast path: FASTLIM_x(WR, TOTAL) sets LIM (the largest valid offset) and OK;
+ * when every lane's offset A - FBASE is aligned and <= LIM, FPTR_x(l, a) is lane L's pointer
+ * and no lane needs the per-lane checks. */
+#define FAST_GLOBAL(WR, TOT)                                                                       \
+    uint64_t fbase = cb, lim = cs - (TOT);                                                         \
+    int fok = cs >= (TOT) && !((WR) && cro);
+#define FPTR_GLOBAL(l, a) ((uint8_t *)(uintptr_t)(a))
+#define FAST_GENERIC FAST_GLOBAL
+#define FPTR_GENERIC FPTR_GLOBAL
+#define FAST_SHARED(WR, TOT)                                                                       \
+    uint64_t fbase = 0, lim = shs - (TOT);                                                         \
+    int fok = shs >= (TOT);
+#define FPTR_SHARED(l, a) (shb + (a))
+#define FAST_LOCAL(WR, TOT)                                                                        \
+    uint64_t fbase = 0, lim = los - (TOT);                                                         \
+    int fok = los >= (TOT);
+#define FPTR_LOCAL(l, a) (lob + (uint64_t)(l)*los + (a))
+#define FAST_KPARAM(WR, TOT)                                                                       \
+    uint64_t fbase = 0, lim = pas - (TOT);                                                         \
+    int fok = pas >= (TOT);
+#define FPTR_KPARAM(l, a) (pab + (a))
+#define FAST_FPARAM(WR, TOT)                                                                       \
+    uint64_t fbase = 0, lim = ~0ull;                                                               \
+    int fok = 1;
+#define FPTR_FPARAM(l, a) (fpb + (size_t)(l)*fps)
+#define BASE_GLOBAL 1
+#define BASE_GENERIC 1
+#define BASE_SHARED 1
+#define BASE_LOCAL 1
+#define BASE_KPARAM 1
+#define BASE_FPARAM 0
+/* Sets FAST_ when every lane of a full warp may skip the per-lane checks (BASE: the address
+ * comes from a register). */
+#define WARP_FAST(SP, WR, TOT, BASE)                                                               \
+    int fast_ = 0;                                                                                 \
+    if (m == TF__FULL) {                                                                           \
+        FAST_##SP(WR, TOT) uint64_t bad_ = !fok;                                                   \
+        (void)fbase;                                                                               \
+        (void)lim;                                                                                 \
+        if ((BASE) && fok)                                                                         \
+            for (int l = 0; l < TF__WARP; l++) {                                                   \
+                uint64_t a_ = pa[l] + (uint64_t)imm;                                               \
+                bad_ |= (a_ & ((TOT)-1)) | (uint64_t)(a_ - fbase > lim);                           \
+            }                                                                                      \
+        fast_ = !bad_;                                                                             \
+    }
+
+/* ld: fields esize, nvec, flags 1 = sign-extend, mask = destination register mask, d[] the
+ * destinations, a the address base (unused for frame params), imm the offset */
+#define LD(name, SP, ES)                                                                           \
     TF__OP(name)                                                                                   \
     {                                                                                              \
         struct tf__run *run = w->run;                                                              \
         (void)run;                                                                                 \
-        const uint64_t *pa = TF__R(in->a);                                                         \
+        PREP_##SP const uint64_t *pa = TF__R(in->a);                                               \
         (void)pa;                                                                                  \
-        unsigned nv = in->nvec;                                                                    \
-        uint32_t total = ES * nv;                                                                  \
+        const uint32_t total = ES;                                                                 \
         (void)total;                                                                               \
-        int sx = in->flags & 1;                                                                    \
-        uint64_t mk = in->mask;                                                                    \
+        const int64_t imm = in->imm;                                                               \
+        (void)imm;                                                                                 \
+        const int sx = in->flags & 1;                                                              \
+        const uint64_t mk = in->mask;                                                              \
+        uint64_t *d = TF__R(in->d[0]);                                                             \
+        WARP_FAST(SP, 0, ES, BASE_##SP)                                                            \
+        if (fast_) {                                                                               \
+            for (int l = 0; l < TF__WARP; l++) {                                                   \
+                uint64_t a = pa[l] + (uint64_t)imm, v = 0;                                         \
+                (void)a;                                                                           \
+                memcpy(&v, FPTR_##SP(l, a), ES);                                                   \
+                if (sx)                                                                            \
+                    v = tf__sext(v, ES * 8);                                                       \
+                d[l] = v & mk;                                                                     \
+            }                                                                                      \
+            return TF__GO;                                                                         \
+        }                                                                                          \
         TF__FOR_LANES(m, {                                                                         \
-            uint64_t a = (BASE) ? pa[l] + (uint64_t)in->imm : 0;                                   \
+            uint64_t a = pa[l] + (uint64_t)imm;                                                    \
             (void)a;                                                                               \
-            ADDR(0)                                                                                \
-            for (unsigned k = 0; k < nv; k++) {                                                    \
+            ADDR_##SP(0) uint64_t v = 0;                                                           \
+            memcpy(&v, p, ES);                                                                     \
+            if (sx)                                                                                \
+                v = tf__sext(v, ES * 8);                                                           \
+            d[l] = v & mk;                                                                         \
+        });                                                                                        \
+        return TF__GO;                                                                             \
+    }
+#define LDV(name, SP, ES)                                                                          \
+    TF__OP(name)                                                                                   \
+    {                                                                                              \
+        struct tf__run *run = w->run;                                                              \
+        (void)run;                                                                                 \
+        PREP_##SP const uint64_t *pa = TF__R(in->a);                                               \
+        (void)pa;                                                                                  \
+        const unsigned nv = in->nvec;                                                              \
+        const uint32_t total = ES * nv;                                                            \
+        (void)total;                                                                               \
+        const int64_t imm = in->imm;                                                               \
+        (void)imm;                                                                                 \
+        const int sx = in->flags & 1;                                                              \
+        const uint64_t mk = in->mask;                                                              \
+        uint64_t *d[4];                                                                            \
+        for (unsigned k = 0; k < 4; k++)                                                           \
+            d[k] = TF__R(in->d[k < nv ? k : 0]);                                                   \
+        TF__FOR_LANES(m, {                                                                         \
+            uint64_t a = pa[l] + (uint64_t)imm;                                                    \
+            (void)a;                                                                               \
+            ADDR_##SP(0) for (unsigned k = 0; k < nv; k++)                                         \
+            {                                                                                      \
                 uint64_t v = 0;                                                                    \
                 memcpy(&v, p + k * ES, ES);                                                        \
                 if (sx)                                                                            \
                     v = tf__sext(v, ES * 8);                                                       \
-                w->r[in->d[k] + (uint32_t)l] = v & mk;                                             \
+                d[k][l] = v & mk;                                                                  \
             }                                                                                      \
         });                                                                                        \
         return TF__GO;                                                                             \
     }
-/* st: sources in d[] (the values), address base in a */
-#define ST(name, ADDR, ES, BASE)                                                                   \
+/* st: the values in d[] (slots), the address base in a */
+#define ST(name, SP, ES)                                                                           \
     TF__OP(name)                                                                                   \
     {                                                                                              \
         struct tf__run *run = w->run;                                                              \
         (void)run;                                                                                 \
-        const uint64_t *pa = TF__R(in->a);                                                         \
+        PREP_##SP const uint64_t *pa = TF__R(in->a);                                               \
         (void)pa;                                                                                  \
-        unsigned nv = in->nvec;                                                                    \
-        uint32_t total = ES * nv;                                                                  \
+        const uint32_t total = ES;                                                                 \
         (void)total;                                                                               \
+        const int64_t imm = in->imm;                                                               \
+        (void)imm;                                                                                 \
+        const uint64_t *s = TF__R(in->d[0]);                                                       \
+        WARP_FAST(SP, 1, ES, BASE_##SP)                                                            \
+        if (fast_) {                                                                               \
+            for (int l = 0; l < TF__WARP; l++) {                                                   \
+                uint64_t a = pa[l] + (uint64_t)imm, v = s[l];                                      \
+                (void)a;                                                                           \
+                memcpy(FPTR_##SP(l, a), &v, ES);                                                   \
+            }                                                                                      \
+            return TF__GO;                                                                         \
+        }                                                                                          \
         TF__FOR_LANES(m, {                                                                         \
-            uint64_t a = (BASE) ? pa[l] + (uint64_t)in->imm : 0;                                   \
+            uint64_t a = pa[l] + (uint64_t)imm;                                                    \
             (void)a;                                                                               \
-            ADDR(1)                                                                                \
-            for (unsigned k = 0; k < nv; k++) {                                                    \
-                uint64_t v = w->r[in->d[k] + (uint32_t)l];                                         \
+            ADDR_##SP(1) uint64_t v = s[l];                                                        \
+            memcpy(p, &v, ES);                                                                     \
+        });                                                                                        \
+        return TF__GO;                                                                             \
+    }
+#define STV(name, SP, ES)                                                                          \
+    TF__OP(name)                                                                                   \
+    {                                                                                              \
+        struct tf__run *run = w->run;                                                              \
+        (void)run;                                                                                 \
+        PREP_##SP const uint64_t *pa = TF__R(in->a);                                               \
+        (void)pa;                                                                                  \
+        const unsigned nv = in->nvec;                                                              \
+        const uint32_t total = ES * nv;                                                            \
+        (void)total;                                                                               \
+        const int64_t imm = in->imm;                                                               \
+        (void)imm;                                                                                 \
+        const uint64_t *s[4];                                                                      \
+        for (unsigned k = 0; k < 4; k++)                                                           \
+            s[k] = TF__R(in->d[k < nv ? k : 0]);                                                   \
+        TF__FOR_LANES(m, {                                                                         \
+            uint64_t a = pa[l] + (uint64_t)imm;                                                    \
+            (void)a;                                                                               \
+            ADDR_##SP(1) for (unsigned k = 0; k < nv; k++)                                         \
+            {                                                                                      \
+                uint64_t v = s[k][l];                                                              \
                 memcpy(p + k * ES, &v, ES);                                                        \
             }                                                                                      \
         });                                                                                        \
         return TF__GO;                                                                             \
     }
-#define LDST_SIZES(sp, ADDR, BASE)                                                                 \
-    LD(ld_##sp##_1, ADDR, 1, BASE)                                                                 \
-    LD(ld_##sp##_2, ADDR, 2, BASE)                                                                 \
-    LD(ld_##sp##_4, ADDR, 4, BASE)                                                                 \
-    LD(ld_##sp##_8, ADDR, 8, BASE)                                                                 \
-    ST(st_##sp##_1, ADDR, 1, BASE)                                                                 \
-    ST(st_##sp##_2, ADDR, 2, BASE)                                                                 \
-    ST(st_##sp##_4, ADDR, 4, BASE)                                                                 \
-    ST(st_##sp##_8, ADDR, 8, BASE)
+#define LDST_SIZES(sp, SP)                                                                         \
+    LD(ld_##sp##_1, SP, 1)                                                                         \
+    LD(ld_##sp##_2, SP, 2)                                                                         \
+    LD(ld_##sp##_4, SP, 4)                                                                         \
+    LD(ld_##sp##_8, SP, 8)                                                                         \
+    LDV(ldv_##sp##_1, SP, 1)                                                                       \
+    LDV(ldv_##sp##_2, SP, 2)                                                                       \
+    LDV(ldv_##sp##_4, SP, 4)                                                                       \
+    LDV(ldv_##sp##_8, SP, 8)                                                                       \
+    ST(st_##sp##_1, SP, 1)                                                                         \
+    ST(st_##sp##_2, SP, 2)                                                                         \
+    ST(st_##sp##_4, SP, 4)                                                                         \
+    ST(st_##sp##_8, SP, 8)                                                                         \
+    STV(stv_##sp##_1, SP, 1)                                                                       \
+    STV(stv_##sp##_2, SP, 2)                                                                       \
+    STV(stv_##sp##_4, SP, 4)                                                                       \
+    STV(stv_##sp##_8, SP, 8)
 /* clang-format off */
-LDST_SIZES(global, ADDR_GLOBAL, 1)
-LDST_SIZES(generic, ADDR_GENERIC, 1)
-LDST_SIZES(shared, ADDR_SHARED, 1)
-LDST_SIZES(local, ADDR_LOCAL, 1)
-LDST_SIZES(fparam, ADDR_FPARAM, 0)
-LD(ld_kparam_1, ADDR_KPARAM, 1, 1)
-LD(ld_kparam_2, ADDR_KPARAM, 2, 1)
-LD(ld_kparam_4, ADDR_KPARAM, 4, 1)
-LD(ld_kparam_8, ADDR_KPARAM, 8, 1)
+LDST_SIZES(global, GLOBAL)
+LDST_SIZES(generic, GENERIC)
+LDST_SIZES(shared, SHARED)
+LDST_SIZES(local, LOCAL)
+LDST_SIZES(fparam, FPARAM)
+LD(ld_kparam_1, KPARAM, 1)
+LD(ld_kparam_2, KPARAM, 2)
+LD(ld_kparam_4, KPARAM, 4)
+LD(ld_kparam_8, KPARAM, 8)
+LDV(ldv_kparam_1, KPARAM, 1)
+LDV(ldv_kparam_2, KPARAM, 2)
+LDV(ldv_kparam_4, KPARAM, 4)
+LDV(ldv_kparam_8, KPARAM, 8)
 /* clang-format on */
 
 enum { SPI_GLOBAL, SPI_GENERIC, SPI_SHARED, SPI_LOCAL, SPI_FPARAM, SPI_KPARAM };
@@ -115,12 +292,17 @@ enum { SPI_GLOBAL, SPI_GENERIC, SPI_SHARED, SPI_LOCAL, SPI_FPARAM, SPI_KPARAM };
     {                                                                                              \
         pfx##sp##_1, pfx##sp##_2, pfx##sp##_4, pfx##sp##_8                                         \
     }
-static const tf__op_fn ld_tab[6][4] = {SZ_ROW(ld_, global), SZ_ROW(ld_, generic),
-                                       SZ_ROW(ld_, shared), SZ_ROW(ld_, local),
-                                       SZ_ROW(ld_, fparam), SZ_ROW(ld_, kparam)};
-static const tf__op_fn st_tab[5][4] = {SZ_ROW(st_, global), SZ_ROW(st_, generic),
-                                       SZ_ROW(st_, shared), SZ_ROW(st_, local),
-                                       SZ_ROW(st_, fparam)};
+/* [vector][space][size] */
+static const tf__op_fn ld_tab[2][6][4] = {
+    {SZ_ROW(ld_, global), SZ_ROW(ld_, generic), SZ_ROW(ld_, shared), SZ_ROW(ld_, local),
+     SZ_ROW(ld_, fparam), SZ_ROW(ld_, kparam)},
+    {SZ_ROW(ldv_, global), SZ_ROW(ldv_, generic), SZ_ROW(ldv_, shared), SZ_ROW(ldv_, local),
+     SZ_ROW(ldv_, fparam), SZ_ROW(ldv_, kparam)}};
+static const tf__op_fn st_tab[2][5][4] = {
+    {SZ_ROW(st_, global), SZ_ROW(st_, generic), SZ_ROW(st_, shared), SZ_ROW(st_, local),
+     SZ_ROW(st_, fparam)},
+    {SZ_ROW(stv_, global), SZ_ROW(stv_, generic), SZ_ROW(stv_, shared), SZ_ROW(stv_, local),
+     SZ_ROW(stv_, fparam)}};
 
 /* ---- atomics ---- */
 
@@ -200,29 +382,28 @@ DESC(dec_u32) DESC(addf_f32) DESC(addf_f64) DESC(cas_b32) DESC(cas_b64)
 /* clang-format on */
 
 /* fields: esize, aux = struct rmw, d[0] (TF__NONE for red), a address, b, c operands */
-#define ATOM(name, ADDR)                                                                           \
+#define ATOM(name, SP)                                                                             \
     TF__OP(name)                                                                                   \
     {                                                                                              \
         struct tf__run *run = w->run;                                                              \
         (void)run;                                                                                 \
         const uint64_t *pa = TF__R(in->a), *pb = TF__R(in->b), *pc = TF__R(in->c);                 \
-        rmw_fn fn = ((const struct rmw *)in->aux)->fn;                                             \
+        PREP_##SP rmw_fn fn = ((const struct rmw *)in->aux)->fn;                                   \
         uint32_t total = in->esize;                                                                \
         uint64_t mk = in->mask;                                                                    \
         for (uint32_t mm = m; mm; mm &= mm - 1) {                                                  \
             int l = __builtin_ctz(mm);                                                             \
             uint64_t a = pa[l] + (uint64_t)in->imm;                                                \
-            ADDR(1)                                                                                \
-            uint64_t old = fn(p, pb[l], pc[l]);                                                    \
+            ADDR_##SP(1) uint64_t old = fn(p, pb[l], pc[l]);                                       \
             if (in->d[0] != TF__NONE)                                                              \
                 w->r[in->d[0] + (uint32_t)l] = old & mk;                                           \
         }                                                                                          \
         return TF__GO;                                                                             \
     }
     /* clang-format off */
-ATOM(atom_global, ADDR_GLOBAL)
-ATOM(atom_shared, ADDR_SHARED)
-ATOM(atom_generic, ADDR_GENERIC)
+ATOM(atom_global, GLOBAL)
+ATOM(atom_shared, SHARED)
+ATOM(atom_generic, GENERIC)
     /* clang-format on */
 
     /* ---- cvta / isspacep ---- */
@@ -414,7 +595,7 @@ static int decode_ldst(struct tf__dctx *dc, const struct tf__pinsn *pi, struct t
         return tf__derr(dc, pi->line, "unsupported: store to a kernel parameter");
     if (space == MOD_CONST && !is_ld)
         return tf__derr(dc, pi->line, "store to .const space in '%s'", pi->opcode);
-    in->fn = is_ld ? ld_tab[si][ei] : st_tab[si][ei];
+    in->fn = is_ld ? ld_tab[nvec > 1][si][ei] : st_tab[nvec > 1][si][ei];
     in->flags = (uint8_t)(is_ld && tf__ty_is_signed(ty));
     for (unsigned k = 0; k < nvec; k++) {
         const struct tf__pop *e = nvec > 1 ? &vop->elems[k] : vop;

@@ -158,7 +158,7 @@ static int init_scalar(struct ps *ps, struct initbuf *b, int ty)
     }
     unsigned bits = tf__ty_bits(ty);
     uint8_t bytes[8];
-    uint64_t v;
+    uint64_t v = 0;
     if (ps->t.kind == TK_INT || ps->t.kind == TK_F32 || ps->t.kind == TK_F64 ||
         ps->t.kind == TK_DEC) {
         int k = ps->t.kind;
@@ -261,11 +261,14 @@ static int parse_var(struct ps *ps, int space, int is_extern, int paramlist,
         if (ps->t.kind != TK_DIR)
             break;
         if (tf__tok_is(&ps->t, ".align")) {
-            uint64_t a;
+            uint64_t a = 0;
+            uint32_t line = ps->t.line;
             if (next(ps) || expect_int(ps, &a))
                 return -1;
-            if (a == 0 || (a & (a - 1)) || a > 4096)
+            if (a == 0 || (a & (a - 1)) || a > 4096) {
+                ps->t.line = line;
                 return perr(ps, "%s", "bad .align value");
+            }
             v.align = (uint32_t)a;
         } else if (tf__tok_is(&ps->t, ".v2") || tf__tok_is(&ps->t, ".v4") ||
                    tf__tok_is(&ps->t, ".v8")) {
@@ -278,7 +281,7 @@ static int parse_var(struct ps *ps, int space, int is_extern, int paramlist,
             if (ps->t.kind == TK_DIR && space_of(&ps->t) != MOD_NONE && next(ps))
                 return -1;
             if (tf__tok_is(&ps->t, ".align")) {
-                uint64_t a;
+                uint64_t a = 0;
                 if (next(ps) || expect_int(ps, &a))
                     return -1;
             }
@@ -321,7 +324,7 @@ static int parse_var(struct ps *ps, int space, int is_extern, int paramlist,
             if (is_punct(ps, ']')) {
                 one.unsized = 1;
             } else {
-                uint64_t n;
+                uint64_t n = 0;
                 if (expect_int(ps, &n))
                     return -1;
                 if (n == 0 || one.count > (UINT64_C(1) << 40) / n)
@@ -419,7 +422,7 @@ static int parse_dims(struct ps *ps, uint32_t d[3])
 {
     d[0] = d[1] = d[2] = 1;
     for (int i = 0; i < 3; i++) {
-        uint64_t v;
+        uint64_t v = 0;
         if (expect_int(ps, &v))
             return -1;
         if (v == 0 || v > 1024 * 1024)
@@ -474,7 +477,7 @@ static int parse_func(struct ps *ps, int is_entry, int is_extern)
                 return -1;
         } else if (tf__tok_is(&ps->t, ".minnctapersm") || tf__tok_is(&ps->t, ".maxnctapersm") ||
                    tf__tok_is(&ps->t, ".maxnreg") || tf__tok_is(&ps->t, ".maxclusterrank")) {
-            uint64_t v;
+            uint64_t v = 0;
             if (next(ps) || expect_int(ps, &v))
                 return -1;
         } else if (tf__tok_is(&ps->t, ".noreturn") || tf__tok_is(&ps->t, ".explicitcluster") ||
@@ -556,7 +559,7 @@ static int parse_offset(struct ps *ps, int64_t *off)
             if (next(ps))
                 return -1;
         }
-        uint64_t v;
+        uint64_t v = 0;
         if (expect_int(ps, &v))
             return -1;
         if (v > (UINT64_C(1) << 62))
@@ -706,7 +709,12 @@ static int parse_insn(struct ps *ps)
         return unexpected(ps, "an instruction");
     pi.line = ps->t.line;
     pi.opcode = tokdup(ps);
-    if (!pi.opcode || split_opcode(ps, &pi) || next(ps))
+    if (!pi.opcode || split_opcode(ps, &pi))
+        return -1;
+    /* refuse unknown instructions before their operands, whatever syntax those use */
+    if (!tf__known_opcode(pi.base))
+        return perr(ps, "unsupported instruction '%s'", pi.opcode);
+    if (next(ps))
         return -1;
     while (!is_punct(ps, ';')) {
         if (pi.nops == TF__MAX_OPS)
@@ -757,7 +765,7 @@ static int parse_reg(struct ps *ps)
             return -1;
         int64_t count = -1;
         if (is_punct(ps, '<')) {
-            uint64_t n;
+            uint64_t n = 0;
             if (next(ps) || expect_int(ps, &n) || expect_punct(ps, '>'))
                 return -1;
             if (n > TF__MAX_SLOTS)
@@ -908,11 +916,14 @@ static int parse_module(struct ps *ps)
                     return -1;
             }
         } else if (tf__tok_is(t, ".address_size")) {
-            uint64_t v;
+            uint64_t v = 0;
+            uint32_t line = t->line;
             if (next(ps) || expect_int(ps, &v))
                 return -1;
-            if (v != 64)
+            if (v != 64) {
+                ps->t.line = line;
                 return perr(ps, "%s", "unsupported .address_size (only 64)");
+            }
         } else if (tf__tok_is(t, ".file") || tf__tok_is(t, ".loc")) {
             tf__lex_skip_line(&ps->lx);
             if (next(ps))

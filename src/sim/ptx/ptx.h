@@ -142,7 +142,10 @@ struct tf_ptx_launch {
 /* Executes the whole grid synchronously on the calling thread. Returns TF_PTX_OK or the first
  * fault; on a fault, ERR gets a description ("illegal address 0x... in kernel k at line N:
  * st.global.u32, block (3,0,0) thread (17,0,0)"). Memory writes done before a fault stay done,
- * as on hardware. Statistics (instructions executed) are added to *INSNS when non-NULL. */
+ * as on hardware. Statistics (instructions executed) are added to *INSNS when non-NULL:
+ * thread-instructions, each executed instruction counting its active lanes; max_instructions
+ * bounds the same count. Warps run one after another on this thread, so a kernel that spins
+ * on %globaltimer for N ns in each of W warps takes about W*N ns. */
 enum tf_ptx_status tf_ptx_launch_run(const struct tf_ptx_launch *l, uint64_t *insns, char *err,
                                      size_t errlen);
 
