@@ -303,7 +303,8 @@ CUresult tfc_async(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen
     uint8_t *p = tfc_async_reserve(t, op, flen + tlen);
     if (!p)
         return CUDA_ERROR_LAUNCH_FAILED;
-    memcpy(p, fixed, flen);
+    if (flen)
+        memcpy(p, fixed, flen);
     if (tlen)
         memcpy(p + flen, tail, tlen);
     return CUDA_SUCCESS;

@@ -1017,6 +1017,12 @@ static int h_module_load(struct session *s, struct req *q)
 {
     struct tf_msg_module_load_req m;
     tf_msg_module_load_req_get(q->p, &m);
+    if (!s->d->moduleLoadData || !s->d->moduleUnload || !s->d->moduleGetFunction ||
+        !s->d->funcGetParamInfo ||
+        !s->d->funcGetAttribute || !s->d->launchKernel) {
+        tf_buf_reset(&s->blob);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
     unsigned type = m.kind == TF_PROTO_LOAD_LIBRARY ? TF_PROTO_H_LIBRARY : TF_PROTO_H_MODULE;
     if (m.kind > TF_PROTO_LOAD_LIBRARY || !client_id_ok(s, m.module, type))
         PROTO_FAIL(q, "bad module load request");
