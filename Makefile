@@ -22,8 +22,9 @@ deps-test:
 demo: all
 	@scripts/demo.sh $(REL)
 
-# Unit + integration tests under ASan/UBSan (gcc), a clang build, bounded fuzz runs, format check.
-test: deps-test format-check unit fuzz
+# Format check, the release build (what `make demo` runs), unit + integration tests under
+# ASan/UBSan (gcc), a clang libFuzzer build with bounded fuzz runs.
+test: deps-test format-check all unit fuzz
 	@echo "make test: all suites passed"
 
 unit:

@@ -28,10 +28,13 @@ static int64_t jint(json_object *o, const char *k)
 
 static void gib(int64_t bytes, char *buf, size_t len)
 {
-    if (bytes >= (INT64_C(1) << 30))
-        snprintf(buf, len, "%.1fGi", (double)bytes / (double)(INT64_C(1) << 30));
-    else
+    /* Whole tenths of a GiB in integer arithmetic: bounded width, no float formatting. */
+    if (bytes >= (INT64_C(1) << 30)) {
+        long long tenths = (long long)(bytes / ((INT64_C(1) << 30) / 10));
+        snprintf(buf, len, "%lld.%lldGi", tenths / 10, tenths % 10);
+    } else {
         snprintf(buf, len, "%lldMi", (long long)(bytes >> 20));
+    }
 }
 
 static void print_gpus(json_object *arr)
@@ -40,7 +43,7 @@ static void print_gpus(json_object *arr)
            "VRAM(ALLOC/CAP)", "UTIL", "MEM-USED", "WORKLOADS");
     for (size_t i = 0; i < json_object_array_length(arr); i++) {
         json_object *d = json_object_array_get_idx(arr, i);
-        char tf[40], vr[40], a[16], c[16], used[16];
+        char tf[40], vr[72], a[32], c[32], used[32];
         snprintf(tf, sizeof(tf), "%s/%s", jstr(d, "allocatedTflops"), jstr(d, "tflops"));
         gib(jint(d, "allocatedVramBytes"), a, sizeof(a));
         gib(jint(d, "vramBytes"), c, sizeof(c));
@@ -147,7 +150,7 @@ static void print_workers(json_object *arr)
            "VRAM-USED", "VRAM-LIMIT");
     for (size_t i = 0; i < json_object_array_length(arr); i++) {
         json_object *w = json_object_array_get_idx(arr, i);
-        char used[16], lim[16];
+        char used[32], lim[32];
         gib(jint(w, "memoryBytes"), used, sizeof(used));
         gib(jint(w, "vramLimitBytes"), lim, sizeof(lim));
         printf("%-22s %-40s %-9s %8.1f%% %8s%% %12s %12s\n", jstr(w, "worker"), jstr(w, "uuid"),

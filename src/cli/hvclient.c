@@ -94,11 +94,10 @@ static void find_binary(char *out, size_t len)
         char *slash = strrchr(exe, '/');
         if (slash) {
             *slash = '\0';
-            snprintf(out, len, "%s/tf-hypervisor", exe);
-            if (access(out, X_OK) == 0)
+            if (snprintf(out, len, "%s/tf-hypervisor", exe) < (int)len && access(out, X_OK) == 0)
                 return;
-            snprintf(out, len, "%s/../hypervisor/tf-hypervisor", exe);
-            if (access(out, X_OK) == 0)
+            if (snprintf(out, len, "%s/../hypervisor/tf-hypervisor", exe) < (int)len &&
+                access(out, X_OK) == 0)
                 return;
         }
     }

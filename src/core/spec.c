@@ -1071,11 +1071,26 @@ static int parse_body(struct ctx *c, json_object *meta, json_object *podspec)
         return rc;
     if (s->opted_out)
         return 0;
-    if ((rc = read_containers(c, podspec)))
-        return rc;
-    if (!s->enabled && c->pool && c->pool->auto_migration && native_total(c) > 0) {
-        s->enabled = true;
-        s->auto_migrated = true;
+    /* Containers matter to enabled pods, and to auto-migration candidates. A pod that is
+     * not ours is never rejected for its containers (Kubernetes validates those itself). */
+    if (s->enabled) {
+        if ((rc = read_containers(c, podspec)))
+            return rc;
+    } else if (c->pool && c->pool->auto_migration) {
+        char why[256];
+        char *saved = c->err;
+        size_t savedlen = c->errlen;
+        c->err = why;
+        c->errlen = sizeof(why);
+        rc = read_containers(c, podspec);
+        c->err = saved;
+        c->errlen = savedlen;
+        if (rc == TF_ENOMEM)
+            return rc;
+        if (rc)
+            WARN(c, "auto-migration skipped: %s", why);
+        else if (native_total(c) > 0)
+            s->enabled = s->auto_migrated = true;
     }
     if (!s->enabled) {
         int n = count_tf_annotations(c);

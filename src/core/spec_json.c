@@ -8,6 +8,7 @@
 
 #include "core/quantity.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 /* A decimal number from thousandths (3 decimals max), written exactly. */
@@ -18,103 +19,125 @@ static json_object *milli_number(int64_t milli)
     return json_object_new_double_s((double)milli / 1000.0, buf);
 }
 
-static json_object *str_or_null(const char *s)
+/* Every constructor result goes through NN: a NULL where a value was due marks the whole
+ * conversion failed (json-c out of memory), so no half-built object is ever returned. */
+static json_object *nn(json_object *v, bool *bad)
 {
-    return s ? json_object_new_string(s) : NULL;
+    if (!v)
+        *bad = true;
+    return v;
+}
+#define NN(x) nn((x), bad)
+
+static json_object *str_or_null(const char *s, bool *bad)
+{
+    return s ? NN(json_object_new_string(s)) : NULL;
 }
 
-static json_object *strv(char *const *v, size_t n)
+static json_object *strv(char *const *v, size_t n, bool *bad)
 {
-    json_object *a = json_object_new_array();
+    json_object *a = NN(json_object_new_array());
     for (size_t i = 0; a && i < n; i++)
-        json_object_array_add(a, json_object_new_string(v[i]));
+        if (json_object_array_add(a, NN(json_object_new_string(v[i]))))
+            *bad = true;
     return a;
 }
 
-static json_object *res_json(const struct tf_spec *s, const struct tf_spec_res *r)
+static json_object *res_json(const struct tf_spec *s, const struct tf_spec_res *r, bool *bad)
 {
-    json_object *o = json_object_new_object();
+    json_object *o = NN(json_object_new_object());
     if (!o)
         return NULL;
     json_object *tflops = NULL;
     if (r->tflops_set)
-        tflops = milli_number(r->tflops_milli);
+        tflops = NN(milli_number(r->tflops_milli));
     else if (r->percent_set && s->model)
-        tflops = milli_number(tf_percent_to_tflops(r->percent_bp, s->model->tflops_milli));
+        tflops = NN(milli_number(tf_percent_to_tflops(r->percent_bp, s->model->tflops_milli)));
     json_object_object_add(o, "tflops", tflops);
     json_object_object_add(o, "computePercent",
-                           r->percent_set ? milli_number((int64_t)r->percent_bp * 10) : NULL);
+                           r->percent_set ? NN(milli_number((int64_t)r->percent_bp * 10)) : NULL);
     json_object_object_add(o, "vramBytes",
-                           r->vram_set ? json_object_new_int64(r->vram_bytes) : NULL);
+                           r->vram_set ? NN(json_object_new_int64(r->vram_bytes)) : NULL);
     return o;
 }
 
 json_object *tf_spec_to_json(const struct tf_spec *s)
 {
-    json_object *o = json_object_new_object();
+    bool failed = false, *bad = &failed;
+    json_object *o = NN(json_object_new_object());
     if (!o)
         return NULL;
     bool on = s->enabled;
-#define ADD(k, v) json_object_object_add(o, k, v)
-    ADD("name", str_or_null(s->name));
-    ADD("namespace", str_or_null(s->ns));
-    ADD("enabled", json_object_new_boolean(on));
-    ADD("poolName", on ? str_or_null(s->pool) : NULL);
-    ADD("isolation", on ? str_or_null(tf_isolation_name(s->isolation)) : NULL);
-    ADD("qos", on ? str_or_null(tf_qos_name(s->qos)) : NULL);
-    ADD("isLocalGPU", on ? json_object_new_boolean(s->is_local_gpu) : NULL);
-    ADD("gpuCount", on ? json_object_new_int(s->gpu_count) : NULL);
-    ADD("requests", on ? res_json(s, &s->requests) : NULL);
-    ADD("limits", on ? res_json(s, &s->limits) : NULL);
-    ADD("gpuModel", on ? str_or_null(s->gpu_model) : NULL);
-    ADD("vendor", on ? str_or_null(s->vendor) : NULL);
-    json_object *idx = json_object_new_array();
+#define ADD(obj, k, v)                                                                             \
+    do {                                                                                           \
+        if (json_object_object_add(obj, k, v))                                                     \
+            failed = true;                                                                         \
+    } while (0)
+#define BOOL(b) NN(json_object_new_boolean(b))
+#define INT(i) NN(json_object_new_int(i))
+    ADD(o, "name", str_or_null(s->name, bad));
+    ADD(o, "namespace", str_or_null(s->ns, bad));
+    ADD(o, "enabled", BOOL(on));
+    ADD(o, "poolName", on ? str_or_null(s->pool, bad) : NULL);
+    ADD(o, "isolation", on ? str_or_null(tf_isolation_name(s->isolation), bad) : NULL);
+    ADD(o, "qos", on ? str_or_null(tf_qos_name(s->qos), bad) : NULL);
+    ADD(o, "isLocalGPU", on ? BOOL(s->is_local_gpu) : NULL);
+    ADD(o, "gpuCount", on ? INT(s->gpu_count) : NULL);
+    ADD(o, "requests", on ? res_json(s, &s->requests, bad) : NULL);
+    ADD(o, "limits", on ? res_json(s, &s->limits, bad) : NULL);
+    ADD(o, "gpuModel", on ? str_or_null(s->gpu_model, bad) : NULL);
+    ADD(o, "vendor", on ? str_or_null(s->vendor, bad) : NULL);
+    json_object *idx = NN(json_object_new_array());
     for (int i = 0; idx && i < s->ngpu_indices; i++)
-        json_object_array_add(idx, json_object_new_int(s->gpu_indices[i]));
-    ADD("gpuIndices", idx);
-    ADD("dedicatedGPU", on ? json_object_new_boolean(s->dedicated_gpu) : NULL);
-    ADD("workloadProfile", on ? str_or_null(s->workload_profile) : NULL);
-    ADD("workload", on ? str_or_null(s->workload) : NULL);
-    ADD("enabledReplicas",
-        on && s->has_enabled_replicas ? json_object_new_int(s->enabled_replicas) : NULL);
+        if (json_object_array_add(idx, INT(s->gpu_indices[i])))
+            failed = true;
+    ADD(o, "gpuIndices", idx);
+    ADD(o, "dedicatedGPU", on ? BOOL(s->dedicated_gpu) : NULL);
+    ADD(o, "workloadProfile", on ? str_or_null(s->workload_profile, bad) : NULL);
+    ADD(o, "workload", on ? str_or_null(s->workload, bad) : NULL);
+    ADD(o, "enabledReplicas", on && s->has_enabled_replicas ? INT(s->enabled_replicas) : NULL);
     json_object *as = NULL;
-    if (on && (as = json_object_new_object())) {
-        json_object_object_add(as, "enabled", json_object_new_boolean(s->autoscale));
-        json_object_object_add(as, "target",
-                               str_or_null(tf_autoscale_target_name(s->autoscale_target)));
+    if (on && (as = NN(json_object_new_object()))) {
+        ADD(as, "enabled", BOOL(s->autoscale));
+        ADD(as, "target", str_or_null(tf_autoscale_target_name(s->autoscale_target), bad));
     }
-    ADD("autoscale", as);
-    ADD("standaloneWorkerMode", on && s->has_standalone_worker_mode
-                                    ? json_object_new_boolean(s->standalone_worker_mode)
-                                    : NULL);
-    ADD("disableFeatures", strv(s->disable_feature_names, s->ndisable_feature_names));
-    json_object *ctr = json_object_new_object();
+    ADD(o, "autoscale", as);
+    ADD(o, "standaloneWorkerMode",
+        on && s->has_standalone_worker_mode ? BOOL(s->standalone_worker_mode) : NULL);
+    ADD(o, "disableFeatures", strv(s->disable_feature_names, s->ndisable_feature_names, bad));
+    json_object *ctr = NN(json_object_new_object());
     for (size_t i = 0; ctr && i < s->ncontainers; i++)
-        json_object_object_add(ctr, s->containers[i].name,
-                               json_object_new_int(s->containers[i].gpu_count));
-    ADD("containers", ctr);
-    ADD("warnings", strv(s->warnings, s->nwarnings));
+        ADD(ctr, s->containers[i].name, INT(s->containers[i].gpu_count));
+    ADD(o, "containers", ctr);
+    ADD(o, "warnings", strv(s->warnings, s->nwarnings, bad));
     /* Extensions beyond the list (additive). */
-    ADD("kind", str_or_null(s->kind));
-    ADD("optedOut", json_object_new_boolean(s->opted_out));
-    ADD("autoMigrated", json_object_new_boolean(s->auto_migrated));
-    ADD("wholeGPU", on ? json_object_new_boolean(s->whole_gpu) : NULL);
-    ADD("injectContainers", strv(s->inject_containers, s->ninject_containers));
-    json_object *mig = json_object_new_array();
+    ADD(o, "kind", str_or_null(s->kind, bad));
+    ADD(o, "optedOut", BOOL(s->opted_out));
+    ADD(o, "autoMigrated", BOOL(s->auto_migrated));
+    ADD(o, "wholeGPU", on ? BOOL(s->whole_gpu) : NULL);
+    ADD(o, "injectContainers", strv(s->inject_containers, s->ninject_containers, bad));
+    json_object *mig = NN(json_object_new_array());
     for (size_t i = 0; mig && i < s->ncontainers; i++)
-        if (s->containers[i].migrated)
-            json_object_array_add(mig, json_object_new_string(s->containers[i].name));
-    ADD("migratedContainers", mig);
+        if (s->containers[i].migrated &&
+            json_object_array_add(mig, NN(json_object_new_string(s->containers[i].name))))
+            failed = true;
+    ADD(o, "migratedContainers", mig);
     json_object *ids = NULL;
     for (size_t i = 0; i < s->ncontainers; i++) {
         if (!s->containers[i].gpu_ids)
             continue;
-        if (!ids && !(ids = json_object_new_object()))
+        if (!ids && !(ids = NN(json_object_new_object())))
             break;
-        json_object_object_add(ids, s->containers[i].name,
-                               strv(s->containers[i].gpu_ids, s->containers[i].ngpu_ids));
+        ADD(ids, s->containers[i].name,
+            strv(s->containers[i].gpu_ids, s->containers[i].ngpu_ids, bad));
     }
-    ADD("containerGPUs", ids);
+    ADD(o, "containerGPUs", ids);
 #undef ADD
+#undef BOOL
+#undef INT
+    if (failed) {
+        json_object_put(o);
+        return NULL;
+    }
     return o;
 }

@@ -165,6 +165,14 @@ static void auto_migration_takes_over_unlabelled_gpu_pods_as_shared(void **state
     spec_ok(pod3("", "", SIDECAR), NULL, &pool, &s);
     assert_false(s.enabled);
     tf_spec_free(&s);
+    /* A pod that is not ours is never rejected for its containers. */
+    spec_ok(pod3("", "", GPU_APP("'1.5'")), NULL, &pool, &s);
+    assert_false(s.enabled);
+    assert_warning(&s, "auto-migration skipped", "nvidia.com/gpu", NULL);
+    tf_spec_free(&s);
+    spec_ok(yaml_doc("metadata: {name: x}\nspec: {containers: [{image: x}, 3]}\n"), NULL, NULL, &s);
+    assert_false(s.enabled);
+    tf_spec_free(&s);
     /* Without the flag the same pod is left alone. */
     spec_ok(pod3("", "", GPU_APP("1")), NULL, NULL, &s);
     assert_false(s.enabled);
