@@ -66,8 +66,8 @@ static int c_device_queries(void *arg)
     E2E_CHECK(major == 8);
     E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
     E2E_CHECK(v > 0);
-    E2E_CHECK_CU(cuDeviceGetAttribute(&v, (CUdevice_attribute)100000, 0),
-                 CUDA_ERROR_INVALID_VALUE, "bad attribute");
+    E2E_CHECK_CU(cuDeviceGetAttribute(&v, (CUdevice_attribute)100000, 0), CUDA_ERROR_INVALID_VALUE,
+                 "bad attribute");
     E2E_CHECK_CU(cuDeviceGetName(name, sizeof(name), 1), CUDA_ERROR_INVALID_DEVICE, "device 1");
     CUuuid u;
     E2E_CU(cuDeviceGetUuid(&u, 0));
@@ -421,7 +421,7 @@ static int raw_call(int fd, uint16_t op, const void *fixed, size_t flen, const v
 
 static uint64_t raw_ctx(int fd)
 {
-    uint64_t id = TF_PROTO_HANDLE(TF_PROTO_H_CTX, 1);
+    uint64_t id = TF_PROTO_HANDLE(TF_PROTO_H_CTX, 0x777); /* not an id the victims use */
     uint8_t p[TF_PROTO_SIZE_ctx_create_req], rep[64];
     struct tf_msg_ctx_create_req m = {.ctx = id};
     tf_msg_ctx_create_req_put(p, &m);
@@ -620,8 +620,7 @@ static void async_errors_surface_at_the_next_synchronising_call(void **state)
     assert_int_equal(raw_send(fd, TF_OP_MEM_FREE, 0, f, sizeof(f), NULL, 0), 0);
     assert_int_equal(raw_call(fd, TF_OP_FLUSH, NULL, 0, NULL, 0, rep, sizeof(rep)),
                      CUDA_ERROR_INVALID_HANDLE);
-    assert_int_equal(raw_call(fd, TF_OP_FLUSH, NULL, 0, NULL, 0, rep, sizeof(rep)),
-                     CUDA_SUCCESS);
+    assert_int_equal(raw_call(fd, TF_OP_FLUSH, NULL, 0, NULL, 0, rep, sizeof(rep)), CUDA_SUCCESS);
     close(fd);
 }
 

@@ -194,6 +194,18 @@ struct obj {
     int nkf;
 };
 
+/* An asynchronous HtoD copy in flight: its source buffer lives until its event completes
+ * (drivers may read the source when the copy runs, not when it is queued). */
+struct h2d {
+    CUevent ev;
+    void *buf;
+    size_t len;
+    uint64_t ctx;
+    struct h2d *next;
+};
+
+#define H2D_MAX_BYTES (256u << 20) /* in-flight async HtoD data per client */
+
 struct session {
     struct tf_worker *w;
     const struct tf_drv *d;
@@ -210,8 +222,9 @@ struct session {
     void *kparams[TF_PROTO_MAX_PARAMS];
     _Alignas(16) uint8_t pbuf[TF_PROTO_MAX_PARAM_BYTES];
     uint8_t *staging; /* DtoH chunk buffer */
+    struct h2d *h2d_head, *h2d_tail;
+    size_t h2d_bytes;
     int goodbye;
-    int protocol_logged;
 };
 
 static void defer(struct session *s, CUresult r)
@@ -300,6 +313,34 @@ static CUresult get_event(struct session *s, uint64_t id, CUevent *ev)
         return CUDA_ERROR_INVALID_HANDLE;
     *ev = o->h.ev;
     return CUDA_SUCCESS;
+}
+
+/* Frees the buffers of finished async HtoD copies (oldest first). WAIT: wait for them all;
+ * CTX non-zero: only (and all of) those of context CTX, waiting (it is being destroyed). */
+static void h2d_reap(struct session *s, int wait, uint64_t ctx)
+{
+    struct h2d **pp = &s->h2d_head, *last = NULL;
+    while (*pp) {
+        struct h2d *h = *pp;
+        if (ctx && h->ctx != ctx) {
+            last = h;
+            pp = &h->next;
+            continue;
+        }
+        if (use_ctx(s, h->ctx, NULL) == CUDA_SUCCESS) {
+            CUresult r = wait || ctx ? s->d->eventSynchronize(h->ev) : s->d->eventQuery(h->ev);
+            if (r == CUDA_ERROR_NOT_READY)
+                break;
+            s->d->eventDestroy(h->ev);
+        }
+        *pp = h->next;
+        s->h2d_bytes -= h->len;
+        free(h->buf);
+        free(h);
+    }
+    s->h2d_tail = last;
+    for (struct h2d *h = s->h2d_head; h; h = h->next)
+        s->h2d_tail = h;
 }
 
 /* [PTR, PTR+LEN) must lie inside one of this client's allocations or globals. */
@@ -421,6 +462,7 @@ static void forget_kfuncs(struct session *s, uint64_t ctx)
 static void destroy_ctx(struct session *s, struct obj *ctx)
 {
     uint64_t id = ctx->id;
+    h2d_reap(s, 1, id);
     destroy_where(s, TF_PROTO_H_STREAM, pred_ctx, id);
     destroy_where(s, TF_PROTO_H_EVENT, pred_ctx, id);
     destroy_where(s, TF_PROTO_H_FUNC, pred_ctx, id);
@@ -459,6 +501,7 @@ static void destroy_ctx(struct session *s, struct obj *ctx)
 
 static void session_cleanup(struct session *s)
 {
+    h2d_reap(s, 1, 0);
     destroy_where(s, TF_PROTO_H_STREAM, pred_all, 0);
     destroy_where(s, TF_PROTO_H_EVENT, pred_all, 0);
     for (size_t i = 0; i < s->mem.n; i++)
@@ -663,11 +706,54 @@ static int h_htod(struct session *s, struct req *q)
         return CUDA_SUCCESS;
     if (!mem_ok(s, m.dst, q->tlen))
         return CUDA_ERROR_INVALID_VALUE;
-    /* The payload buffer is pageable memory: the driver stages it before returning (CUDA's
-     * rule for pageable sources), so the buffer may be reused for the next frame. */
     if (m.stream == TF_PROTO_STREAM_NULL)
         return s->d->memcpyHtoD(m.dst, q->tail, q->tlen);
-    return s->d->memcpyHtoDAsync(m.dst, q->tail, q->tlen, st);
+    /* The frame buffer is reused for the next frame, but the driver may read the source when
+     * the copy runs: copy it to a buffer that lives until the copy's event completes. */
+    struct h2d *h = calloc(1, sizeof(*h));
+    void *buf = malloc(q->tlen);
+    if (!h || !buf) {
+        free(h);
+        free(buf);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(buf, q->tail, q->tlen);
+    CUresult r2 = s->d->memcpyHtoDAsync(m.dst, buf, q->tlen, st);
+    if (r2 == CUDA_SUCCESS)
+        r2 = s->d->eventCreate(&h->ev, CU_EVENT_DISABLE_TIMING);
+    if (r2 == CUDA_SUCCESS)
+        r2 = s->d->eventRecord(h->ev, st);
+    if (r2 != CUDA_SUCCESS) {
+        /* Cannot track it: wait for the stream instead, then the buffer is free. */
+        (void)s->d->streamSynchronize(st);
+        if (h->ev)
+            s->d->eventDestroy(h->ev);
+        free(buf);
+        free(h);
+        return r2;
+    }
+    h->buf = buf;
+    h->len = q->tlen;
+    h->ctx = m.ctx;
+    if (s->h2d_tail)
+        s->h2d_tail->next = h;
+    else
+        s->h2d_head = h;
+    s->h2d_tail = h;
+    s->h2d_bytes += q->tlen;
+    if (s->h2d_bytes > H2D_MAX_BYTES) {
+        tf_wconn_wait_begin(s->c);
+        while (s->h2d_head && s->h2d_bytes > H2D_MAX_BYTES / 2) {
+            struct h2d *o = s->h2d_head;
+            if (use_ctx(s, o->ctx, NULL) == CUDA_SUCCESS)
+                (void)s->d->eventSynchronize(o->ev);
+            h2d_reap(s, 0, 0);
+            if (s->h2d_head == o)
+                break;
+        }
+        tf_wconn_wait_end(s->c);
+    }
+    return CUDA_SUCCESS;
 }
 
 static void send_dtoh_done(struct session *s, uint64_t tag, CUresult r)
@@ -1018,8 +1104,7 @@ static int h_module_load(struct session *s, struct req *q)
     struct tf_msg_module_load_req m;
     tf_msg_module_load_req_get(q->p, &m);
     if (!s->d->moduleLoadData || !s->d->moduleUnload || !s->d->moduleGetFunction ||
-        !s->d->funcGetParamInfo ||
-        !s->d->funcGetAttribute || !s->d->launchKernel) {
+        !s->d->funcGetParamInfo || !s->d->funcGetAttribute || !s->d->launchKernel) {
         tf_buf_reset(&s->blob);
         return CUDA_ERROR_NOT_SUPPORTED;
     }
@@ -1623,6 +1708,8 @@ void tf_worker_serve(void *arg, struct tf_wconn *c)
     while (!s->goodbye) {
         struct tf_msg_frame_hdr h;
         const char *why = NULL;
+        if (s->h2d_head)
+            h2d_reap(s, 0, 0);
         int rc = tf_wconn_read_frame(c, &h, &why);
         if (rc == 0 && h.opcode == TF_OP_BATCH) {
             struct tf_proto_batch_iter it;
