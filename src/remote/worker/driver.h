@@ -46,6 +46,10 @@
     X(memsetD8Async,      "cuMemsetD8Async",            PFN_cuMemsetD8Async_v3020,         1)    \
     X(memsetD16Async,     "cuMemsetD16Async",           PFN_cuMemsetD16Async_v3020,        1)    \
     X(memsetD32Async,     "cuMemsetD32Async",           PFN_cuMemsetD32Async_v3020,        1)    \
+    X(memHostAlloc,       "cuMemHostAlloc",             PFN_cuMemHostAlloc_v2020,          0)    \
+    X(memFreeHost,        "cuMemFreeHost",              PFN_cuMemFreeHost_v2000,           0)    \
+    X(primaryCtxRetain,   "cuDevicePrimaryCtxRetain",   PFN_cuDevicePrimaryCtxRetain_v7000, 0)   \
+    X(primaryCtxRelease,  "cuDevicePrimaryCtxRelease_v2", PFN_cuDevicePrimaryCtxRelease_v11000, 0) \
     X(pointerGetAttribute,"cuPointerGetAttribute",      PFN_cuPointerGetAttribute_v4000,   0)    \
     X(moduleLoadDataEx,   "cuModuleLoadDataEx",         PFN_cuModuleLoadDataEx_v2010,      0)    \
     X(moduleLoadData,     "cuModuleLoadData",           PFN_cuModuleLoadData_v2000,        0)    \

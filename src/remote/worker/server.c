@@ -70,14 +70,30 @@ static int rx_fill(struct tf_wconn *c, size_t n)
     return 0;
 }
 
-int tf_wconn_read_frame(struct tf_wconn *c, struct tf_msg_frame_hdr *h, const char **why)
+int tf_wconn_read_header(struct tf_wconn *c, struct tf_msg_frame_hdr *h, const char **why)
 {
     int rc = rx_fill(c, TF_PROTO_HDR_SIZE);
     if (rc)
         return rc;
     tf_msg_frame_hdr_get(c->rx.data + c->rx_off, h);
     c->rx_off += TF_PROTO_HDR_SIZE;
-    rc = tf_proto_hdr_check(h, 0, why);
+    return tf_proto_hdr_check(h, 0, why);
+}
+
+int tf_wconn_read_body(struct tf_wconn *c, void *dst, size_t n)
+{
+    uint8_t *d = dst;
+    size_t have = c->rx.len - c->rx_off, take = have < n ? have : n;
+    if (take)
+        memcpy(d, c->rx.data + c->rx_off, take);
+    c->rx_off += take;
+    /* Large bodies (bulk copies) go straight to their destination. */
+    return take < n ? tf_net_recv_all(c->fd, d + take, n - take) : 0;
+}
+
+int tf_wconn_read_frame(struct tf_wconn *c, struct tf_msg_frame_hdr *h, const char **why)
+{
+    int rc = tf_wconn_read_header(c, h, why);
     if (rc)
         return rc;
     tf_buf_reset(&c->payload);
@@ -86,17 +102,7 @@ int tf_wconn_read_frame(struct tf_wconn *c, struct tf_msg_frame_hdr *h, const ch
         *why = "cannot buffer the payload";
         return TF_EPROTO;
     }
-    size_t have = c->rx.len - c->rx_off, take = have < h->length ? have : h->length;
-    if (take)
-        memcpy(dst, c->rx.data + c->rx_off, take);
-    c->rx_off += take;
-    if (take < h->length) {
-        /* Large payloads (bulk copies) go straight into the payload buffer. */
-        rc = tf_net_recv_all(c->fd, dst + take, h->length - take);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return tf_wconn_read_body(c, dst, h->length);
 }
 
 int tf_wconn_send_frame(struct tf_wconn *c, uint16_t op, uint32_t flags, uint64_t req_id,
@@ -281,7 +287,7 @@ static void peer_name(int fd, char *buf, size_t len)
         (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
         getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), p, sizeof(p),
                     NI_NUMERICHOST | NI_NUMERICSERV) == 0)
-        snprintf(buf, len, "tcp://%s:%s", h, p);
+        snprintf(buf, len, "tcp://%.64s:%.16s", h, p);
     else
         snprintf(buf, len, "unix");
 }
