@@ -4,6 +4,7 @@
  */
 #include "e2e.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -39,6 +40,12 @@ void e2e_fail_cu(const char *file, int line, const char *what, int got, int want
 void e2e_start(struct e2e_worker *w, int tcp, const char *const *extra)
 {
     memset(w, 0, sizeof(*w));
+    /* A test program linked against the client must really be using it (LD_LIBRARY_PATH
+     * could put another libcuda.so.1 first). */
+    void *init = dlsym(RTLD_DEFAULT, "cuInit");
+    Dl_info di;
+    if (init && dladdr(init, &di) && di.dli_fname && !strstr(di.dli_fname, "remote/client"))
+        fail_msg("cuInit comes from %s, not libtf_client", di.dli_fname);
     snprintf(w->dir, sizeof(w->dir), "/tmp/tf-e2e-XXXXXX");
     if (!mkdtemp(w->dir))
         fail_msg("mkdtemp: %s", strerror(errno));

@@ -167,6 +167,34 @@ static int c_memory_round_trip(void *arg)
     return 0;
 }
 
+/* A 32 MiB async DtoH and no call for a while: the worker's DATA exceeds the socket buffers,
+ * so the client must drain it (pump thread, or the next call when the pump is off). */
+static int c_async_dtoh_drained(void *arg)
+{
+    if (!arg)
+        setenv("TF_REMOTE_FLUSH_US", "0", 1);
+    CUcontext ctx;
+    if (open_primary(&ctx))
+        return 1;
+    const size_t n = 32 * MiB;
+    uint8_t *a = malloc(n), *b = calloc(1, n);
+    fill(a, n, 11);
+    CUdeviceptr d;
+    E2E_CU(cuMemAlloc(&d, n));
+    E2E_CU(cuMemcpyHtoD(d, a, n));
+    CUstream s;
+    E2E_CU(cuStreamCreate(&s, 0));
+    E2E_CU(cuMemcpyDtoHAsync(b, d, n, s));
+    struct timespec pause = {0, 300 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    E2E_CU(cuMemsetD8Async(d, 0, n, s)); /* more work queued behind the copy */
+    E2E_CU(cuStreamSynchronize(s));
+    E2E_CHECK(memcmp(a, b, n) == 0);
+    free(a);
+    free(b);
+    return 0;
+}
+
 static int c_streams_and_events(void *arg)
 {
     (void)arg;
@@ -439,6 +467,12 @@ static void device_facts_come_from_the_worker_cache(void **state)
 static void memory_round_trips_bit_exactly_through_the_worker(void **state)
 {
     assert_int_equal(e2e_run(c_memory_round_trip, NULL, 60), 0);
+}
+
+static void big_async_copies_back_land_even_without_a_prompt_sync(void **state)
+{
+    assert_int_equal(e2e_run(c_async_dtoh_drained, (void *)1, 60), 0);
+    assert_int_equal(e2e_run(c_async_dtoh_drained, NULL, 60), 0);
 }
 
 static void streams_and_events_order_work_as_on_a_local_gpu(void **state)
@@ -795,6 +829,7 @@ int main(void)
         cmocka_unit_test(device_facts_come_from_the_worker_cache),
         cmocka_unit_test(memory_round_trips_bit_exactly_through_the_worker),
         cmocka_unit_test(streams_and_events_order_work_as_on_a_local_gpu),
+        cmocka_unit_test(big_async_copies_back_land_even_without_a_prompt_sync),
         cmocka_unit_test(contexts_stack_per_thread_and_free_their_memory),
         cmocka_unit_test(unknown_symbols_are_not_supported_never_a_crash),
         cmocka_unit_test(allocation_beyond_the_vram_limit_is_out_of_memory),

@@ -6,7 +6,7 @@
  * globals, opt-in shared memory, libraries and kernels, thousands of batched launches, JIT
  * error logs and unloading. Results are checked bit-exactly against the CPU.
  *
- * Arguments (from meson): the vecadd.ptx and driver.ptx paths.
+ * Arguments (from meson): the vecadd.ptx, driver.ptx and timer.ptx paths.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cmocka.h>
 #include <cuda.h>
@@ -22,7 +23,7 @@
 #include "e2e.h"
 
 static struct e2e_worker W;
-static char *vecadd_ptx, *driver_ptx;
+static char *vecadd_ptx, *driver_ptx, *timer_ptx;
 
 static char *slurp(const char *path)
 {
@@ -344,6 +345,45 @@ static int c_jit_error(void *arg)
     return 0;
 }
 
+/* A 100 ms kernel launched, then no call for 400 ms: with the background flush (default)
+ * the kernel has run by then; with TF_REMOTE_FLUSH_US=0 it leaves only with the next call. */
+static int c_flush(void *arg)
+{
+    int pump = arg != NULL;
+    if (!pump)
+        setenv("TF_REMOTE_FLUSH_US", "0", 1);
+    if (setup_ctx())
+        return 1;
+    CUmodule m;
+    E2E_CU(cuModuleLoadData(&m, timer_ptx));
+    CUfunction f;
+    E2E_CU(cuModuleGetFunction(&f, m, "spin_ns"));
+    CUdeviceptr done;
+    E2E_CU(cuMemAlloc(&done, 8));
+    E2E_CU(cuMemsetD32(done, 0, 2));
+    CUstream s;
+    E2E_CU(cuStreamCreate(&s, 0));
+    E2E_CU(cuStreamSynchronize(s));
+    unsigned long long ns = 100 * 1000 * 1000;
+    void *p[] = {&ns, &done};
+    E2E_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, p, NULL));
+    struct timespec d = {0, 400 * 1000 * 1000};
+    nanosleep(&d, NULL);
+    E2E_CHECK_CU(cuStreamQuery(s), pump ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY,
+                 "query after the pause");
+    E2E_CU(cuStreamSynchronize(s));
+    unsigned long long n = 0;
+    E2E_CU(cuMemcpyDtoH(&n, done, 8));
+    E2E_CHECK(n == 1);
+    return 0;
+}
+
+static void batched_work_leaves_within_the_flush_delay_without_a_sync(void **state)
+{
+    assert_int_equal(e2e_run(c_flush, (void *)1, 60), 0);
+    assert_int_equal(e2e_run(c_flush, NULL, 60), 0);
+}
+
 static void module_loads_fill_the_function_cache(void **state)
 {
     assert_int_equal(e2e_run(c_function_cache, NULL, 60), 0);
@@ -390,8 +430,9 @@ static int teardown(void **state)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 || !(vecadd_ptx = slurp(argv[1])) || !(driver_ptx = slurp(argv[2]))) {
-        fprintf(stderr, "usage: test_kernels VECADD.ptx DRIVER.ptx\n");
+    if (argc != 4 || !(vecadd_ptx = slurp(argv[1])) || !(driver_ptx = slurp(argv[2])) ||
+        !(timer_ptx = slurp(argv[3]))) {
+        fprintf(stderr, "usage: test_kernels VECADD.ptx DRIVER.ptx TIMER.ptx\n");
         return 2;
     }
     const struct CMUnitTest tests[] = {
@@ -401,9 +442,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(globals_struct_parameters_and_opt_in_shared_memory_work),
         cmocka_unit_test(libraries_and_kernels_work_remotely),
         cmocka_unit_test(jit_errors_come_back_with_their_log),
+        cmocka_unit_test(batched_work_leaves_within_the_flush_delay_without_a_sync),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     free(vecadd_ptx);
     free(driver_ptx);
+    free(timer_ptx);
     return rc;
 }
