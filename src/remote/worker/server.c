@@ -487,9 +487,23 @@ void tf_server_destroy(struct tf_server *s)
     pthread_join(s->accept_thr, NULL);
     pthread_join(s->tick_thr, NULL);
     pthread_mutex_lock(&s->lock);
-    for (struct tf_wconn *c = s->conns; c; c = c->next)
-        if (c->fd >= 0)
-            shutdown(c->fd, SHUT_RDWR);
+    uint8_t bye[TF_PROTO_HDR_SIZE + TF_PROTO_SIZE_close_ev + 24];
+    const char *why = "worker shutting down";
+    struct tf_msg_close_ev ev = {.reason = TF_PROTO_CLOSE_SHUTDOWN};
+    tf_proto_hdr_put(bye, TF_OP_CLOSE, 0, TF_PROTO_SIZE_close_ev + (uint32_t)strlen(why), 0);
+    tf_msg_close_ev_put(bye + TF_PROTO_HDR_SIZE, &ev);
+    memcpy(bye + TF_PROTO_HDR_SIZE + TF_PROTO_SIZE_close_ev, why, strlen(why));
+    size_t byelen = TF_PROTO_HDR_SIZE + TF_PROTO_SIZE_close_ev + strlen(why);
+    for (struct tf_wconn *c = s->conns; c; c = c->next) {
+        if (c->fd < 0)
+            continue;
+        /* Tell clients between frames why they are losing the GPU; never wait for them. */
+        if (pthread_mutex_trylock(&c->send_lock) == 0) {
+            (void)!send(c->fd, bye, byelen, MSG_DONTWAIT | MSG_NOSIGNAL);
+            pthread_mutex_unlock(&c->send_lock);
+        }
+        shutdown(c->fd, SHUT_RDWR);
+    }
     while (s->nconn > 0)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);
