@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_OBJECTS (1u << 20) /* handles per client */
-#define MAX_RANGES (1u << 20)  /* allocations + globals per client */
+#define MAX_OBJECTS (1u << 18) /* handles per client */
+#define MAX_RANGES (1u << 18)  /* allocations + globals per client */
 #define MAX_KFUNCS 64          /* contexts a library kernel is resolved in */
 
 /* ---- shared worker state -------------------------------------------------------------------- */
