@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -74,6 +75,7 @@ void e2e_start(struct e2e_worker *w, int tcp, const char *const *extra)
     argv[n] = NULL;
     pid_t pid = fork();
     if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         setenv("LD_LIBRARY_PATH", simdir, 1);
         setenv("TF_SIM_SHM_PREFIX", shm, 1);
         if (!getenv("TF_SIM_DEVICES"))
@@ -150,8 +152,11 @@ pid_t e2e_spawn(int (*fn)(void *arg), void *arg)
 {
     fflush(NULL);
     pid_t pid = fork();
-    if (pid == 0)
+    if (pid == 0) {
+        /* A scenario never outlives its test (a killed or timed-out test takes it along). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         exit(fn(arg));
+    }
     return pid;
 }
 
