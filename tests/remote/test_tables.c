@@ -19,6 +19,7 @@
 #include "remote/auth.h"
 #include "remote/htab.h"
 #include "remote/rangeset.h"
+#include "remote/worker/staging.h"
 #include "tf/protocol.h"
 
 static void handle_table_survives_heavy_churn(void **state)
@@ -156,6 +157,46 @@ static void client_token_comes_from_the_environment(void **state)
     unsetenv("TF_TOKEN");
 }
 
+static void staging_regions_are_fifo_and_never_overlap(void **state)
+{
+    enum { CAP = 1000, MAXE = 8 };
+    static uint8_t owner[CAP];
+    struct tf_stage st;
+    assert_int_equal(tf_stage_init(&st, (uint8_t *)0x1000, CAP, MAXE), 0);
+    unsigned seed = 1;
+    int tag = 1, live = 0;
+    for (int round = 0; round < 20000; round++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t n = 1 + (seed >> 8) % 400;
+        size_t charge;
+        long off = tf_stage_place(&st, n, &charge);
+        if (off < 0 || (seed & 0x10)) {
+            /* Full (or by chance): return the oldest region. */
+            struct tf_stage_ent *e = tf_stage_oldest(&st);
+            if (!e) {
+                assert_true(off >= 0); /* an empty ring always has room */
+                continue;
+            }
+            for (size_t i = 0; i < e->len; i++)
+                assert_int_equal(owner[e->off + i], (uint8_t)(uintptr_t)e->ev);
+            memset(owner + e->off, 0, e->len);
+            tf_stage_pop(&st);
+            live--;
+            continue;
+        }
+        assert_true((size_t)off + n <= CAP);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(owner[off + i], 0); /* never overlaps a live region */
+        uint8_t t = (uint8_t)(tag++ % 250 + 1);
+        memset(owner + off, t, n);
+        tf_stage_push(&st, (size_t)off, n, charge, (void *)(uintptr_t)t, 0);
+        live++;
+        assert_true(live <= MAXE);
+        assert_true(st.used <= CAP);
+    }
+    tf_stage_free(&st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -165,6 +206,7 @@ int main(void)
         cmocka_unit_test(tokens_compare_exactly),
         cmocka_unit_test(token_files_lose_their_trailing_newline_and_must_not_be_empty),
         cmocka_unit_test(client_token_comes_from_the_environment),
+        cmocka_unit_test(staging_regions_are_fifo_and_never_overlap),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -708,6 +708,9 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
     uint64_t ctx = tfc_current(), sid;
     if (!ctx || !tfc_ctx_of(t, ctx))
         return leave(t, CUDA_ERROR_INVALID_CONTEXT);
+    r = tfc_sticky(t, ctx);
+    if (r)
+        return leave(t, r);
     struct tfc_func *fn = func_of(t, (uintptr_t)f);
     if (!fn)
         return leave(t, CUDA_ERROR_INVALID_HANDLE);

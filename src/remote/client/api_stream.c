@@ -25,6 +25,8 @@ static CUresult enter(struct tfc **tp, uint64_t *ctx)
         *ctx = tfc_current();
         if (!*ctx || !tfc_ctx_of(t, *ctx))
             r = CUDA_ERROR_INVALID_CONTEXT;
+        else
+            r = tfc_sticky(t, *ctx);
     }
     if (r)
         pthread_mutex_unlock(&t->lock);

@@ -63,6 +63,7 @@ struct tfc_ctx {
     int dev;
     unsigned flags;
     int primary;
+    CUresult sticky; /* a kernel fault poisoned the context: every later call returns it */
 };
 
 struct tfc_func {
@@ -187,6 +188,11 @@ CUresult tfc_call(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen,
                   size_t tlen);
 /* Processes incoming events without blocking (pump thread, send back-pressure). Lock held. */
 void tfc_drain(struct tfc *t);
+
+/* The sticky error of context CTX (CUDA_SUCCESS when healthy). Replies carrying a sticky
+ * code (illegal address, launch failure, ...) mark the calling thread's current context, so
+ * later fire-and-forget calls in it fail at once, as on a local GPU. Lock held. */
+CUresult tfc_sticky(struct tfc *t, uint64_t ctx);
 
 /* Object lookups (NULL when ID is not a live object of that type). Lock held. */
 void *tfc_obj(struct tfc *t, uint64_t id, unsigned type);

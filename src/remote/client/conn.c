@@ -303,7 +303,8 @@ CUresult tfc_async(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen
     uint8_t *p = tfc_async_reserve(t, op, flen + tlen);
     if (!p)
         return CUDA_ERROR_LAUNCH_FAILED;
-    memcpy(p, fixed, flen);
+    if (flen)
+        memcpy(p, fixed, flen);
     if (tlen)
         memcpy(p + flen, tail, tlen);
     return CUDA_SUCCESS;
@@ -461,6 +462,30 @@ void tfc_drain(struct tfc *t)
         ;
 }
 
+static int is_sticky(CUresult r)
+{
+    switch (r) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+    case CUDA_ERROR_ASSERT:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_INVALID_ADDRESS_SPACE:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_FAILED:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+CUresult tfc_sticky(struct tfc *t, uint64_t ctx)
+{
+    struct tfc_ctx *c = ctx ? tfc_ctx_of(t, ctx) : NULL;
+    return c ? c->sticky : CUDA_SUCCESS;
+}
+
 static CUresult wait_reply(struct tfc *t, uint64_t req)
 {
     for (;;) {
@@ -470,7 +495,13 @@ static CUresult wait_reply(struct tfc *t, uint64_t req)
         if (rc < 0)
             return CUDA_ERROR_LAUNCH_FAILED;
     }
-    return (CUresult)tf__get_4(t->reply.data);
+    CUresult r = (CUresult)tf__get_4(t->reply.data);
+    if (is_sticky(r)) {
+        struct tfc_ctx *c = tfc_ctx_of(t, tfc_current());
+        if (c)
+            c->sticky = r;
+    }
+    return r;
 }
 
 CUresult tfc_call(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen, const void *tail,

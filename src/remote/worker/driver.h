@@ -16,7 +16,8 @@
 
 /* clang-format off */
 /* X(FIELD, SYMBOL, PFN TYPE, REQUIRED). Optional entries may be NULL; the operations that need
- * them answer CUDA_ERROR_NOT_SUPPORTED. */
+ * them answer CUDA_ERROR_NOT_SUPPORTED (a driver without modules still serves memory, streams
+ * and events). */
 #define TF_DRV_FUNCS(X)                                                                          \
     X(init,               "cuInit",                     PFN_cuInit_v2000,                  1)    \
     X(driverGetVersion,   "cuDriverGetVersion",         PFN_cuDriverGetVersion_v2020,      1)    \
@@ -45,19 +46,23 @@
     X(memsetD8Async,      "cuMemsetD8Async",            PFN_cuMemsetD8Async_v3020,         1)    \
     X(memsetD16Async,     "cuMemsetD16Async",           PFN_cuMemsetD16Async_v3020,        1)    \
     X(memsetD32Async,     "cuMemsetD32Async",           PFN_cuMemsetD32Async_v3020,        1)    \
+    X(memHostAlloc,       "cuMemHostAlloc",             PFN_cuMemHostAlloc_v2020,          0)    \
+    X(memFreeHost,        "cuMemFreeHost",              PFN_cuMemFreeHost_v2000,           0)    \
+    X(primaryCtxRetain,   "cuDevicePrimaryCtxRetain",   PFN_cuDevicePrimaryCtxRetain_v7000, 0)   \
+    X(primaryCtxRelease,  "cuDevicePrimaryCtxRelease_v2", PFN_cuDevicePrimaryCtxRelease_v11000, 0) \
     X(pointerGetAttribute,"cuPointerGetAttribute",      PFN_cuPointerGetAttribute_v4000,   0)    \
     X(moduleLoadDataEx,   "cuModuleLoadDataEx",         PFN_cuModuleLoadDataEx_v2010,      0)    \
-    X(moduleLoadData,     "cuModuleLoadData",           PFN_cuModuleLoadData_v2000,        1)    \
-    X(moduleUnload,       "cuModuleUnload",             PFN_cuModuleUnload_v2000,          1)    \
-    X(moduleGetFunction,  "cuModuleGetFunction",        PFN_cuModuleGetFunction_v2000,     1)    \
+    X(moduleLoadData,     "cuModuleLoadData",           PFN_cuModuleLoadData_v2000,        0)    \
+    X(moduleUnload,       "cuModuleUnload",             PFN_cuModuleUnload_v2000,          0)    \
+    X(moduleGetFunction,  "cuModuleGetFunction",        PFN_cuModuleGetFunction_v2000,     0)    \
     X(moduleGetGlobal,    "cuModuleGetGlobal_v2",       PFN_cuModuleGetGlobal_v3020,       0)    \
     X(moduleGetFunctionCount, "cuModuleGetFunctionCount", PFN_cuModuleGetFunctionCount_v12040, 0) \
     X(moduleEnumerateFunctions, "cuModuleEnumerateFunctions",                                    \
                                                   PFN_cuModuleEnumerateFunctions_v12040,   0)    \
     X(funcGetName,        "cuFuncGetName",              PFN_cuFuncGetName_v12030,          0)    \
-    X(funcGetAttribute,   "cuFuncGetAttribute",         PFN_cuFuncGetAttribute_v2020,      1)    \
+    X(funcGetAttribute,   "cuFuncGetAttribute",         PFN_cuFuncGetAttribute_v2020,      0)    \
     X(funcSetAttribute,   "cuFuncSetAttribute",         PFN_cuFuncSetAttribute_v9000,      0)    \
-    X(funcGetParamInfo,   "cuFuncGetParamInfo",         PFN_cuFuncGetParamInfo_v12040,     1)    \
+    X(funcGetParamInfo,   "cuFuncGetParamInfo",         PFN_cuFuncGetParamInfo_v12040,     0)    \
     X(libraryLoadData,    "cuLibraryLoadData",          PFN_cuLibraryLoadData_v12000,      0)    \
     X(libraryUnload,      "cuLibraryUnload",            PFN_cuLibraryUnload_v12000,        0)    \
     X(libraryGetKernel,   "cuLibraryGetKernel",         PFN_cuLibraryGetKernel_v12000,     0)    \
@@ -68,7 +73,7 @@
     X(kernelGetName,      "cuKernelGetName",            PFN_cuKernelGetName_v12030,        0)    \
     X(kernelGetFunction,  "cuKernelGetFunction",        PFN_cuKernelGetFunction_v12000,    0)    \
     X(kernelSetAttribute, "cuKernelSetAttribute",       PFN_cuKernelSetAttribute_v12000,   0)    \
-    X(launchKernel,       "cuLaunchKernel",             PFN_cuLaunchKernel_v4000,          1)    \
+    X(launchKernel,       "cuLaunchKernel",             PFN_cuLaunchKernel_v4000,          0)    \
     X(launchKernelEx,     "cuLaunchKernelEx",           PFN_cuLaunchKernelEx_v11060,       0)    \
     X(streamCreate,       "cuStreamCreate",             PFN_cuStreamCreate_v2000,          1)    \
     X(streamCreateWithPriority, "cuStreamCreateWithPriority",                                    \

@@ -70,14 +70,30 @@ static int rx_fill(struct tf_wconn *c, size_t n)
     return 0;
 }
 
-int tf_wconn_read_frame(struct tf_wconn *c, struct tf_msg_frame_hdr *h, const char **why)
+int tf_wconn_read_header(struct tf_wconn *c, struct tf_msg_frame_hdr *h, const char **why)
 {
     int rc = rx_fill(c, TF_PROTO_HDR_SIZE);
     if (rc)
         return rc;
     tf_msg_frame_hdr_get(c->rx.data + c->rx_off, h);
     c->rx_off += TF_PROTO_HDR_SIZE;
-    rc = tf_proto_hdr_check(h, 0, why);
+    return tf_proto_hdr_check(h, 0, why);
+}
+
+int tf_wconn_read_body(struct tf_wconn *c, void *dst, size_t n)
+{
+    uint8_t *d = dst;
+    size_t have = c->rx.len - c->rx_off, take = have < n ? have : n;
+    if (take)
+        memcpy(d, c->rx.data + c->rx_off, take);
+    c->rx_off += take;
+    /* Large bodies (bulk copies) go straight to their destination. */
+    return take < n ? tf_net_recv_all(c->fd, d + take, n - take) : 0;
+}
+
+int tf_wconn_read_frame(struct tf_wconn *c, struct tf_msg_frame_hdr *h, const char **why)
+{
+    int rc = tf_wconn_read_header(c, h, why);
     if (rc)
         return rc;
     tf_buf_reset(&c->payload);
@@ -86,17 +102,7 @@ int tf_wconn_read_frame(struct tf_wconn *c, struct tf_msg_frame_hdr *h, const ch
         *why = "cannot buffer the payload";
         return TF_EPROTO;
     }
-    size_t have = c->rx.len - c->rx_off, take = have < h->length ? have : h->length;
-    if (take)
-        memcpy(dst, c->rx.data + c->rx_off, take);
-    c->rx_off += take;
-    if (take < h->length) {
-        /* Large payloads (bulk copies) go straight into the payload buffer. */
-        rc = tf_net_recv_all(c->fd, dst + take, h->length - take);
-        if (rc)
-            return rc;
-    }
-    return 0;
+    return tf_wconn_read_body(c, dst, h->length);
 }
 
 int tf_wconn_send_frame(struct tf_wconn *c, uint16_t op, uint32_t flags, uint64_t req_id,
@@ -281,7 +287,7 @@ static void peer_name(int fd, char *buf, size_t len)
         (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) &&
         getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), p, sizeof(p),
                     NI_NUMERICHOST | NI_NUMERICSERV) == 0)
-        snprintf(buf, len, "tcp://%s:%s", h, p);
+        snprintf(buf, len, "tcp://%.64s:%.16s", h, p);
     else
         snprintf(buf, len, "unix");
 }
@@ -481,9 +487,23 @@ void tf_server_destroy(struct tf_server *s)
     pthread_join(s->accept_thr, NULL);
     pthread_join(s->tick_thr, NULL);
     pthread_mutex_lock(&s->lock);
-    for (struct tf_wconn *c = s->conns; c; c = c->next)
-        if (c->fd >= 0)
-            shutdown(c->fd, SHUT_RDWR);
+    uint8_t bye[TF_PROTO_HDR_SIZE + TF_PROTO_SIZE_close_ev + 24];
+    const char *why = "worker shutting down";
+    struct tf_msg_close_ev ev = {.reason = TF_PROTO_CLOSE_SHUTDOWN};
+    tf_proto_hdr_put(bye, TF_OP_CLOSE, 0, TF_PROTO_SIZE_close_ev + (uint32_t)strlen(why), 0);
+    tf_msg_close_ev_put(bye + TF_PROTO_HDR_SIZE, &ev);
+    memcpy(bye + TF_PROTO_HDR_SIZE + TF_PROTO_SIZE_close_ev, why, strlen(why));
+    size_t byelen = TF_PROTO_HDR_SIZE + TF_PROTO_SIZE_close_ev + strlen(why);
+    for (struct tf_wconn *c = s->conns; c; c = c->next) {
+        if (c->fd < 0)
+            continue;
+        /* Tell clients between frames why they are losing the GPU; never wait for them. */
+        if (pthread_mutex_trylock(&c->send_lock) == 0) {
+            (void)!send(c->fd, bye, byelen, MSG_DONTWAIT | MSG_NOSIGNAL);
+            pthread_mutex_unlock(&c->send_lock);
+        }
+        shutdown(c->fd, SHUT_RDWR);
+    }
     while (s->nconn > 0)
         pthread_cond_wait(&s->cond, &s->lock);
     pthread_mutex_unlock(&s->lock);

@@ -73,6 +73,10 @@ void tf_server_destroy(struct tf_server *s);
  * most TF_PROTO_MAX_PAYLOAD). 0; TF_EIO when the peer closed or the link failed; TF_EPROTO
  * or TF_ESTATE (version) with *WHY set for a malformed frame; TF_ETIMEDOUT. */
 int tf_wconn_read_frame(struct tf_wconn *c, struct tf_msg_frame_hdr *h, const char **why);
+/* The same in two steps: the checked header, then LENGTH bytes of body into DST (buffered
+ * bytes first, the rest straight from the socket). */
+int tf_wconn_read_header(struct tf_wconn *c, struct tf_msg_frame_hdr *h, const char **why);
+int tf_wconn_read_body(struct tf_wconn *c, void *dst, size_t n);
 /* Sends one frame whose payload is A (ALEN bytes) followed by B (BLEN bytes). Thread-safe. */
 int tf_wconn_send_frame(struct tf_wconn *c, uint16_t op, uint32_t flags, uint64_t req_id,
                         const void *a, size_t alen, const void *b, size_t blen);

@@ -12,13 +12,14 @@
 #include "remote/codec.h"
 #include "remote/htab.h"
 #include "remote/rangeset.h"
+#include "remote/worker/staging.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_OBJECTS (1u << 20) /* handles per client */
-#define MAX_RANGES (1u << 20)  /* allocations + globals per client */
+#define MAX_OBJECTS (1u << 18) /* handles per client */
+#define MAX_RANGES (1u << 18)  /* allocations + globals per client */
 #define MAX_KFUNCS 64          /* contexts a library kernel is resolved in */
 
 /* ---- shared worker state -------------------------------------------------------------------- */
@@ -139,6 +140,9 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
                 goto nomem;
             tf_msg_attr_val_put(q, &av);
         }
+        if (i == 0 && d->primaryCtxRetain && d->memHostAlloc && d->memFreeHost &&
+            d->primaryCtxRetain(&w->stage_ctx, wd->dev) != CUDA_SUCCESS)
+            w->stage_ctx = NULL;
         tf_log(TF_LOG_INFO, "worker", "device %d = driver device %d: %s, %lld bytes (limit %lld)",
                i, ord, name, (long long)wd->total, (long long)wd->limit);
     }
@@ -152,6 +156,9 @@ fail:
 
 void tf_worker_fini(struct tf_worker *w)
 {
+    if (w->stage_ctx && w->drv.primaryCtxRelease)
+        w->drv.primaryCtxRelease(w->devs[0].dev);
+    w->stage_ctx = NULL;
     tf_buf_free(&w->hello_tail);
     tf_drv_close(&w->drv);
 }
@@ -194,6 +201,15 @@ struct obj {
     int nkf;
 };
 
+#define STAGE_BYTES (16u << 20) /* staging ring per client */
+#define STAGE_ENTRIES 256
+#define EV_POOL 32
+
+struct evslot {
+    uint64_t ctx;
+    CUevent ev;
+};
+
 struct session {
     struct tf_worker *w;
     const struct tf_drv *d;
@@ -210,8 +226,13 @@ struct session {
     void *kparams[TF_PROTO_MAX_PARAMS];
     _Alignas(16) uint8_t pbuf[TF_PROTO_MAX_PARAM_BYTES];
     uint8_t *staging; /* DtoH chunk buffer */
+    struct tf_stage stage;
+    uint8_t *stage_mem; /* NULL until the first bulk copy */
+    int stage_pinned;
+    int stage_failed;
+    struct evslot evs[EV_POOL]; /* spare events per context */
+    int nevs;
     int goodbye;
-    int protocol_logged;
 };
 
 static void defer(struct session *s, CUresult r)
@@ -300,6 +321,137 @@ static CUresult get_event(struct session *s, uint64_t id, CUevent *ev)
         return CUDA_ERROR_INVALID_HANDLE;
     *ev = o->h.ev;
     return CUDA_SUCCESS;
+}
+
+/* ---- staging ring -------------------------------------------------------------------------- */
+
+/* An event of context CTX (current) for a staging region. */
+static CUresult ev_get(struct session *s, uint64_t ctx, CUevent *ev)
+{
+    for (int i = s->nevs - 1; i >= 0; i--) {
+        if (s->evs[i].ctx == ctx) {
+            *ev = s->evs[i].ev;
+            s->evs[i] = s->evs[--s->nevs];
+            return CUDA_SUCCESS;
+        }
+    }
+    return s->d->eventCreate(ev, CU_EVENT_DISABLE_TIMING);
+}
+
+static void ev_put(struct session *s, uint64_t ctx, CUevent ev)
+{
+    if (s->nevs < EV_POOL)
+        s->evs[s->nevs++] = (struct evslot){ctx, ev};
+    else
+        s->d->eventDestroy(ev);
+}
+
+/* Destroys the spare events of CTX (all when 0) before their context goes. */
+static void ev_forget(struct session *s, uint64_t ctx)
+{
+    for (int i = 0; i < s->nevs;) {
+        if (!ctx || s->evs[i].ctx == ctx) {
+            s->d->eventDestroy(s->evs[i].ev);
+            s->evs[i] = s->evs[--s->nevs];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Allocates the ring on first use: pinned and portable when the worker can, else pageable. */
+static int stage_ready(struct session *s)
+{
+    if (s->stage_mem)
+        return 1;
+    if (s->stage_failed)
+        return 0;
+    void *p = NULL;
+    if (s->w->stage_ctx && s->d->ctxSetCurrent(s->w->stage_ctx) == CUDA_SUCCESS) {
+        s->cur_id = 0; /* the client's context must be made current again */
+        if (s->d->memHostAlloc(&p, STAGE_BYTES, CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS)
+            s->stage_pinned = 1;
+        else
+            p = NULL;
+    }
+    if (!p)
+        p = malloc(STAGE_BYTES);
+    if (!p || tf_stage_init(&s->stage, p, STAGE_BYTES, STAGE_ENTRIES) != 0) {
+        if (p && s->stage_pinned && s->d->ctxSetCurrent(s->w->stage_ctx) == CUDA_SUCCESS)
+            s->d->memFreeHost(p);
+        else
+            free(p);
+        s->stage_pinned = 0;
+        s->stage_failed = 1;
+        return 0;
+    }
+    s->stage_mem = p;
+    return 1;
+}
+
+/* Waits for the oldest region's copy and returns the region. The copy's error, if any, is
+ * the error of an asynchronous request: deferred. */
+static void stage_wait_oldest(struct session *s)
+{
+    struct tf_stage_ent *e = tf_stage_oldest(&s->stage);
+    if (!e)
+        return;
+    if (use_ctx(s, e->ctx, NULL) == CUDA_SUCCESS) {
+        tf_wconn_wait_begin(s->c);
+        CUresult r = s->d->eventSynchronize((CUevent)e->ev);
+        tf_wconn_wait_end(s->c);
+        defer(s, r);
+        ev_put(s, e->ctx, (CUevent)e->ev);
+    }
+    tf_stage_pop(&s->stage);
+}
+
+/* Returns the regions whose copies are done, oldest first, without waiting. */
+static void stage_reap(struct session *s)
+{
+    struct tf_stage_ent *e;
+    while ((e = tf_stage_oldest(&s->stage)) != NULL) {
+        if (use_ctx(s, e->ctx, NULL) == CUDA_SUCCESS) {
+            CUresult r = s->d->eventQuery((CUevent)e->ev);
+            if (r == CUDA_ERROR_NOT_READY)
+                return;
+            defer(s, r);
+            ev_put(s, e->ctx, (CUevent)e->ev);
+        }
+        tf_stage_pop(&s->stage);
+    }
+}
+
+static void stage_drain(struct session *s)
+{
+    while (tf_stage_oldest(&s->stage))
+        stage_wait_oldest(s);
+}
+
+/* N bytes of ring (N <= TF_PROTO_CHUNK), waiting for older copies when it is full. */
+static uint8_t *stage_alloc(struct session *s, size_t n, size_t *off, size_t *charge)
+{
+    long o;
+    while ((o = tf_stage_place(&s->stage, n, charge)) < 0)
+        stage_wait_oldest(s);
+    *off = (size_t)o;
+    return s->stage_mem + o;
+}
+
+static void stage_release_all(struct session *s)
+{
+    if (s->stage_mem)
+        stage_drain(s);
+    ev_forget(s, 0);
+    if (s->stage_mem) {
+        if (s->stage_pinned && s->d->ctxSetCurrent(s->w->stage_ctx) == CUDA_SUCCESS)
+            s->d->memFreeHost(s->stage_mem);
+        else if (!s->stage_pinned)
+            free(s->stage_mem);
+        s->cur_id = 0;
+        tf_stage_free(&s->stage);
+        s->stage_mem = NULL;
+    }
 }
 
 /* [PTR, PTR+LEN) must lie inside one of this client's allocations or globals. */
@@ -421,6 +573,9 @@ static void forget_kfuncs(struct session *s, uint64_t ctx)
 static void destroy_ctx(struct session *s, struct obj *ctx)
 {
     uint64_t id = ctx->id;
+    if (s->stage_mem)
+        stage_drain(s);
+    ev_forget(s, id);
     destroy_where(s, TF_PROTO_H_STREAM, pred_ctx, id);
     destroy_where(s, TF_PROTO_H_EVENT, pred_ctx, id);
     destroy_where(s, TF_PROTO_H_FUNC, pred_ctx, id);
@@ -459,6 +614,7 @@ static void destroy_ctx(struct session *s, struct obj *ctx)
 
 static void session_cleanup(struct session *s)
 {
+    stage_release_all(s);
     destroy_where(s, TF_PROTO_H_STREAM, pred_all, 0);
     destroy_where(s, TF_PROTO_H_EVENT, pred_all, 0);
     for (size_t i = 0; i < s->mem.n; i++)
@@ -649,25 +805,69 @@ static int h_mem_info(struct session *s, struct req *q)
     return CUDA_SUCCESS;
 }
 
+/* One HtoD chunk of N bytes to M->dst. The data is at SRC, or (SRC NULL) still in the socket:
+ * then it is received straight into the staging ring. Returns a CUresult, or TF_EIO when the
+ * connection failed while the data was read. */
+static int htod_chunk(struct session *s, const struct tf_msg_htod_req *m, const uint8_t *src,
+                      size_t n)
+{
+    CUstream st = NULL;
+    CUresult r = use_ctx(s, m->ctx, NULL);
+    if (!r)
+        r = get_stream(s, m->stream, &st);
+    if (!r && n && !mem_ok(s, m->dst, n))
+        r = CUDA_ERROR_INVALID_VALUE;
+    if (n && stage_ready(s)) {
+        size_t off, charge;
+        uint8_t *p = stage_alloc(s, n, &off, &charge);
+        if (!src && tf_wconn_read_body(s->c, p, n) != 0)
+            return TF_EIO;
+        if (r)
+            return r; /* the bytes are consumed, the region is not handed out */
+        if (src)
+            memcpy(p, src, n);
+        CUevent ev = NULL;
+        r = use_ctx(s, m->ctx, NULL);
+        if (!r)
+            r = s->d->memcpyHtoDAsync(m->dst, p, n, st);
+        if (!r && ev_get(s, m->ctx, &ev) == CUDA_SUCCESS &&
+            s->d->eventRecord(ev, st) == CUDA_SUCCESS) {
+            tf_stage_push(&s->stage, off, n, charge, ev, m->ctx);
+            return CUDA_SUCCESS;
+        }
+        /* Not tracked: wait for the copy so the region may be reused at once. */
+        if (!r) {
+            if (ev)
+                s->d->eventDestroy(ev);
+            tf_wconn_wait_begin(s->c);
+            r = s->d->streamSynchronize(st);
+            tf_wconn_wait_end(s->c);
+        }
+        return r;
+    }
+    if (!src && n) {
+        /* No ring: receive into the payload buffer and copy synchronously from it. */
+        tf_buf_reset(&s->c->payload);
+        uint8_t *p = tf_buf_grow(&s->c->payload, n);
+        if (!p || tf_wconn_read_body(s->c, p, n) != 0)
+            return TF_EIO;
+        src = p;
+    }
+    if (r || n == 0)
+        return r;
+    tf_wconn_wait_begin(s->c);
+    r = s->d->memcpyHtoDAsync(m->dst, src, n, st);
+    if (!r)
+        r = s->d->streamSynchronize(st);
+    tf_wconn_wait_end(s->c);
+    return r;
+}
+
 static int h_htod(struct session *s, struct req *q)
 {
     struct tf_msg_htod_req m;
     tf_msg_htod_req_get(q->p, &m);
-    CUstream st;
-    CUresult r = use_ctx(s, m.ctx, NULL);
-    if (!r)
-        r = get_stream(s, m.stream, &st);
-    if (r)
-        return r;
-    if (q->tlen == 0)
-        return CUDA_SUCCESS;
-    if (!mem_ok(s, m.dst, q->tlen))
-        return CUDA_ERROR_INVALID_VALUE;
-    /* The payload buffer is pageable memory: the driver stages it before returning (CUDA's
-     * rule for pageable sources), so the buffer may be reused for the next frame. */
-    if (m.stream == TF_PROTO_STREAM_NULL)
-        return s->d->memcpyHtoD(m.dst, q->tail, q->tlen);
-    return s->d->memcpyHtoDAsync(m.dst, q->tail, q->tlen, st);
+    return htod_chunk(s, &m, q->tail, q->tlen);
 }
 
 static void send_dtoh_done(struct session *s, uint64_t tag, CUresult r)
@@ -676,6 +876,60 @@ static void send_dtoh_done(struct session *s, uint64_t tag, CUresult r)
     struct tf_msg_dtoh_done_ev ev = {.tag = tag, .status = (uint32_t)r};
     tf_msg_dtoh_done_ev_put(p, &ev);
     (void)tf_wconn_send_frame(s->c, TF_OP_DTOH_DONE, 0, 0, p, sizeof(p), NULL, 0);
+}
+
+static int send_data(struct session *s, uint64_t tag, uint64_t off, const void *p, size_t n)
+{
+    uint8_t hdr[TF_PROTO_SIZE_data_ev];
+    struct tf_msg_data_ev ev = {.tag = tag, .offset = off};
+    tf_msg_data_ev_put(hdr, &ev);
+    return tf_wconn_send_frame(s->c, TF_OP_DATA, 0, 0, hdr, sizeof(hdr), p, n);
+}
+
+/* Device to host through two halves of the ring: the copy of chunk k+1 runs while chunk k
+ * is being sent. */
+static CUresult dtoh_pipelined(struct session *s, const struct tf_msg_dtoh_req *m, CUstream st,
+                               int *sent_fail)
+{
+    stage_drain(s); /* the ring is ours alone now */
+    CUresult r = use_ctx(s, m->ctx, NULL);
+    CUevent ev[2] = {NULL, NULL};
+    if (!r)
+        r = ev_get(s, m->ctx, &ev[0]);
+    if (!r)
+        r = ev_get(s, m->ctx, &ev[1]);
+    uint8_t *buf[2] = {s->stage_mem, s->stage_mem + TF_PROTO_CHUNK};
+    uint64_t nchunks = (m->len + TF_PROTO_CHUNK - 1) / TF_PROTO_CHUNK;
+#define CHUNK_LEN(k) ((size_t)((k) + 1 < nchunks ? TF_PROTO_CHUNK : m->len - (k)*TF_PROTO_CHUNK))
+    if (!r)
+        r = s->d->memcpyDtoHAsync(buf[0], m->src, CHUNK_LEN(0), st);
+    if (!r)
+        r = s->d->eventRecord(ev[0], st);
+    for (uint64_t k = 0; !r && k < nchunks; k++) {
+        tf_wconn_wait_begin(s->c);
+        r = s->d->eventSynchronize(ev[k % 2]);
+        tf_wconn_wait_end(s->c);
+        if (r)
+            break;
+        if (k + 1 < nchunks) {
+            r = s->d->memcpyDtoHAsync(buf[(k + 1) % 2], m->src + (k + 1) * TF_PROTO_CHUNK,
+                                      CHUNK_LEN(k + 1), st);
+            if (!r)
+                r = s->d->eventRecord(ev[(k + 1) % 2], st);
+        }
+        if (send_data(s, m->tag, k * TF_PROTO_CHUNK, buf[k % 2], CHUNK_LEN(k)) != 0) {
+            *sent_fail = 1;
+            break;
+        }
+    }
+#undef CHUNK_LEN
+    /* An error may leave a copy in flight into the ring: let it finish. */
+    if (r && use_ctx(s, m->ctx, NULL) == CUDA_SUCCESS)
+        (void)s->d->streamSynchronize(st);
+    for (int i = 0; i < 2; i++)
+        if (ev[i])
+            ev_put(s, m->ctx, ev[i]);
+    return r;
 }
 
 static int h_dtoh(struct session *s, struct req *q)
@@ -690,33 +944,27 @@ static int h_dtoh(struct session *s, struct req *q)
         r = get_stream(s, m.stream, &st);
     if (!r && m.len && !mem_ok(s, m.src, m.len))
         r = CUDA_ERROR_INVALID_VALUE;
-    if (!r && m.len && !s->staging) {
-        s->staging = malloc(TF_PROTO_CHUNK);
-        if (!s->staging)
-            r = CUDA_ERROR_OUT_OF_MEMORY;
-    }
     int sent_fail = 0;
-    for (uint64_t off = 0; !r && off < m.len;) {
-        size_t n = m.len - off < TF_PROTO_CHUNK ? (size_t)(m.len - off) : TF_PROTO_CHUNK;
-        tf_wconn_wait_begin(s->c);
-        if (m.stream == TF_PROTO_STREAM_NULL) {
-            r = s->d->memcpyDtoH(s->staging, m.src + off, n);
-        } else {
-            r = s->d->memcpyDtoHAsync(s->staging, m.src + off, n, st);
+    if (!r && m.len && stage_ready(s)) {
+        r = dtoh_pipelined(s, &m, st, &sent_fail);
+    } else if (!r && m.len) {
+        uint8_t *tmp = malloc(TF_PROTO_CHUNK);
+        if (!tmp)
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        for (uint64_t off = 0; !r && off < m.len;) {
+            size_t n = m.len - off < TF_PROTO_CHUNK ? (size_t)(m.len - off) : TF_PROTO_CHUNK;
+            tf_wconn_wait_begin(s->c);
+            r = s->d->memcpyDtoHAsync(tmp, m.src + off, n, st);
             if (!r)
                 r = s->d->streamSynchronize(st);
+            tf_wconn_wait_end(s->c);
+            if (!r && send_data(s, m.tag, off, tmp, n) != 0) {
+                sent_fail = 1;
+                break;
+            }
+            off += n;
         }
-        tf_wconn_wait_end(s->c);
-        if (r)
-            break;
-        uint8_t hdr[TF_PROTO_SIZE_data_ev];
-        struct tf_msg_data_ev ev = {.tag = m.tag, .offset = off};
-        tf_msg_data_ev_put(hdr, &ev);
-        if (tf_wconn_send_frame(s->c, TF_OP_DATA, 0, 0, hdr, sizeof(hdr), s->staging, n) != 0) {
-            sent_fail = 1;
-            break;
-        }
-        off += n;
+        free(tmp);
     }
     if (!sent_fail)
         send_dtoh_done(s, m.tag, r);
@@ -1017,6 +1265,11 @@ static int h_module_load(struct session *s, struct req *q)
 {
     struct tf_msg_module_load_req m;
     tf_msg_module_load_req_get(q->p, &m);
+    if (!s->d->moduleLoadData || !s->d->moduleUnload || !s->d->moduleGetFunction ||
+        !s->d->funcGetParamInfo || !s->d->funcGetAttribute || !s->d->launchKernel) {
+        tf_buf_reset(&s->blob);
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
     unsigned type = m.kind == TF_PROTO_LOAD_LIBRARY ? TF_PROTO_H_LIBRARY : TF_PROTO_H_MODULE;
     if (m.kind > TF_PROTO_LOAD_LIBRARY || !client_id_ok(s, m.module, type))
         PROTO_FAIL(q, "bad module load request");
@@ -1483,6 +1736,9 @@ static int dispatch(struct session *s, uint16_t op, struct req *q)
 {
     switch (op) {
     case TF_OP_FLUSH:
+        /* Synchronous copies end with FLUSH: their staged chunks must have landed. */
+        if (s->stage_mem)
+            stage_drain(s);
         return CUDA_SUCCESS;
     case TF_OP_GOODBYE:
         s->goodbye = 1;
@@ -1617,7 +1873,36 @@ void tf_worker_serve(void *arg, struct tf_wconn *c)
     while (!s->goodbye) {
         struct tf_msg_frame_hdr h;
         const char *why = NULL;
-        int rc = tf_wconn_read_frame(c, &h, &why);
+        if (s->stage_mem && s->stage.qn)
+            stage_reap(s);
+        int rc = tf_wconn_read_header(c, &h, &why);
+        if (rc == 0 && h.opcode == TF_OP_MEMCPY_HTOD && h.length >= TF_PROTO_SIZE_htod_req &&
+            h.length - TF_PROTO_SIZE_htod_req <= TF_PROTO_CHUNK) {
+            uint8_t fixed[TF_PROTO_SIZE_htod_req];
+            struct tf_msg_htod_req m;
+            rc = tf_wconn_read_body(c, fixed, sizeof(fixed));
+            if (rc == 0) {
+                tf_msg_htod_req_get(fixed, &m);
+                rc = htod_chunk(s, &m, NULL, h.length - TF_PROTO_SIZE_htod_req);
+                if (rc > 0) {
+                    defer(s, (CUresult)rc);
+                    rc = 0;
+                }
+            }
+            if (rc == TF_EIO)
+                break;
+            continue;
+        }
+        if (rc == 0) {
+            tf_buf_reset(&c->payload);
+            uint8_t *dst = tf_buf_grow(&c->payload, h.length);
+            if (!dst && h.length) {
+                rc = TF_EPROTO;
+                why = "cannot buffer the payload";
+            } else {
+                rc = tf_wconn_read_body(c, dst, h.length);
+            }
+        }
         if (rc == 0 && h.opcode == TF_OP_BATCH) {
             struct tf_proto_batch_iter it;
             uint16_t op;

@@ -11,6 +11,11 @@
  * (an atomic reservation taken before each allocation; over the cap the client gets
  * CUDA_ERROR_OUT_OF_MEMORY and cuMemGetInfo/cuDeviceTotalMem report the cap as total).
  *
+ * Bulk copies go through a per-session staging ring (staging.h): HtoD chunks are received
+ * from the socket straight into it and copied to the device asynchronously while the next
+ * chunk arrives; DtoH chunks are copied into it asynchronously while the previous one is
+ * sent.
+ *
  * Threads: tf_worker_init/fini run alone; tf_worker_hello and tf_worker_serve run on
  * connection threads concurrently (the shared state is read-only or atomic).
  */
@@ -45,6 +50,10 @@ struct tf_worker {
     struct tf_worker_dev devs[TF_PROTO_MAX_DEVICES];
     int32_t compute_bp;
     struct tf_buf hello_tail; /* device records of the HELLO reply, built once */
+    /* The worker's own context (the primary context of its first device, never given to a
+     * client), in which the sessions' pinned staging rings are allocated (portable). NULL:
+     * the driver cannot, rings are pageable memory. */
+    CUcontext stage_ctx;
 };
 
 /* Loads the driver, initialises it and collects the devices' immutable facts. */

@@ -1,0 +1,510 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Remote-GPU benchmark on loopback, side by side in one run:
+ *   - raw TCP ping-pong RTT (24-byte frames, TCP_NODELAY) vs a synchronous driver call's RTT
+ *     through libtf_client -> tf-worker (cuStreamQuery on the NULL stream);
+ *   - raw socket bandwidth (1 MiB writes) vs cuMemcpyHtoD / cuMemcpyDtoH of 64 MiB;
+ *   - asynchronous launches per second (an empty-work kernel, batched): the client's issue
+ *     rate and the end-to-end rate including cuCtxSynchronize, local (simulated GPU
+ *     directly) and remote;
+ *   - a small real workload (200 sgemm launches with their copies), local vs remote.
+ * Prints `name: value unit` lines. The worker, the client library and the simulated GPU
+ * are found at the build paths compiled in (bench/remote/meson.build).
+ *
+ * The CUDA parts run in child processes that dlopen libcuda.so.1 from LD_LIBRARY_PATH: the
+ * simulated driver for "local", libtf_client for "remote", so the same code measures both.
+ */
+#include <cudaTypedefs.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef BENCH_WORKER
+#error "BENCH_WORKER, BENCH_CLIENT_DIR, BENCH_SIM_DIR, BENCH_VECADD_PTX, BENCH_SGEMM_PTX"
+#endif
+
+#define MiB (1024u * 1024u)
+#define PING_N 20000
+#define COPY_BYTES (64u * MiB)
+#define LAUNCH_N 200000
+#define SGEMM_N 200
+#define SGEMM_DIM 64
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- raw sockets ---------------------------------------------------------------------------- */
+
+static int full_io(int fd, void *p, size_t n, int wr)
+{
+    uint8_t *q = p;
+    while (n) {
+        ssize_t k = wr ? send(fd, q, n, MSG_NOSIGNAL) : recv(fd, q, n, 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return -1;
+        q += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static void tune(int fd)
+{
+    int one = 1, buf = 4 << 20;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
+}
+
+/* The raw server: a mode byte and a u32 N: 'p' = ping-pong N frames, 'u' = receive N MiB
+ * then ack, 'd' = send N MiB, 'q' = quit. */
+static void *raw_server(void *arg)
+{
+    int lfd = *(int *)arg;
+    static uint8_t chunk[MiB];
+    for (;;) {
+        int fd = accept(lfd, NULL, NULL);
+        if (fd < 0)
+            return NULL;
+        tune(fd);
+        char mode;
+        uint32_t cnt;
+        if (full_io(fd, &mode, 1, 0) != 0 || full_io(fd, &cnt, 4, 0) != 0) {
+            close(fd);
+            continue;
+        }
+        if (mode == 'q') {
+            close(fd);
+            return NULL;
+        }
+        if (mode == 'p') {
+            uint8_t f[24];
+            for (uint32_t i = 0; i < cnt && full_io(fd, f, 24, 0) == 0; i++)
+                full_io(fd, f, 24, 1);
+        } else if (mode == 'u') {
+            for (uint32_t got = 0; got < cnt; got++)
+                if (full_io(fd, chunk, MiB, 0) != 0)
+                    break;
+            full_io(fd, &mode, 1, 1);
+        } else if (mode == 'd') {
+            for (uint32_t sent = 0; sent < cnt; sent++)
+                if (full_io(fd, chunk, MiB, 1) != 0)
+                    break;
+        }
+        close(fd);
+    }
+}
+
+static int raw_connect(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0)
+        return -1;
+    tune(fd);
+    return fd;
+}
+
+static int raw_open(int port, char mode, uint32_t n)
+{
+    int fd = raw_connect(port);
+    if (fd < 0 || full_io(fd, &mode, 1, 1) != 0 || full_io(fd, &n, 4, 1) != 0)
+        return -1;
+    return fd;
+}
+
+/* Mean RTT in us of N raw 24-byte ping-pongs. */
+static double raw_ping(int port, int n)
+{
+    int fd = raw_open(port, 'p', (uint32_t)n);
+    uint8_t f[24] = {0};
+    double t0 = now_s();
+    for (int i = 0; i < n; i++) {
+        full_io(fd, f, 24, 1);
+        full_io(fd, f, 24, 0);
+    }
+    double us = (now_s() - t0) / n * 1e6;
+    close(fd);
+    return us;
+}
+
+/* MiB/s of MIB MiB sent (UP) or received. */
+static double raw_bw(int port, int up, uint32_t mib)
+{
+    static uint8_t chunk[MiB];
+    int fd = raw_open(port, up ? 'u' : 'd', mib);
+    double t0 = now_s();
+    for (uint32_t i = 0; i < mib; i++)
+        full_io(fd, chunk, MiB, up);
+    if (up) {
+        char ack;
+        full_io(fd, &ack, 1, 0);
+    }
+    double r = mib / (now_s() - t0);
+    close(fd);
+    return r;
+}
+
+static int raw_listen(int *port, pthread_t *th, int *lfd)
+{
+    *lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t sl = sizeof(a);
+    if (bind(*lfd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(*lfd, 4) != 0 ||
+        getsockname(*lfd, (struct sockaddr *)&a, &sl) != 0)
+        return -1;
+    *port = ntohs(a.sin_port);
+    return pthread_create(th, NULL, raw_server, lfd);
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_d);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- the CUDA side (child process) ---------------------------------------------------------- */
+
+static struct {
+    PFN_cuInit_v2000 init;
+    PFN_cuDevicePrimaryCtxRetain_v7000 retain;
+    PFN_cuCtxSetCurrent_v4000 setcur;
+    PFN_cuCtxSynchronize_v2000 sync;
+    PFN_cuStreamQuery_v2000 squery;
+    PFN_cuMemAlloc_v3020 alloc;
+    PFN_cuMemcpyHtoD_v3020 htod;
+    PFN_cuMemcpyDtoH_v3020 dtoh;
+    PFN_cuModuleLoadData_v2000 load;
+    PFN_cuModuleGetFunction_v2000 getfn;
+    PFN_cuLaunchKernel_v4000 launch;
+} cu;
+
+static void *sym(void *dl, const char *name)
+{
+    void *p = dlsym(dl, name);
+    if (!p) {
+        fprintf(stderr, "bench_remote: libcuda.so.1 lacks %s\n", name);
+        exit(3);
+    }
+    return p;
+}
+
+#define CK(x)                                                                                      \
+    do {                                                                                           \
+        CUresult r_ = (x);                                                                         \
+        if (r_ != CUDA_SUCCESS) {                                                                  \
+            fprintf(stderr, "bench_remote: %s failed: %d\n", #x, (int)r_);                         \
+            exit(4);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static char *read_text(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *t = malloc((size_t)n + 1);
+    if (fread(t, 1, (size_t)n, f) != (size_t)n) {
+        fclose(f);
+        free(t);
+        return NULL;
+    }
+    t[n] = 0;
+    fclose(f);
+    return t;
+}
+
+/* Measures and writes "key value" lines to FD. REMOTE adds the transport-only figures. */
+static int cuda_child(int out, int remote)
+{
+    void *dl = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!dl) {
+        fprintf(stderr, "bench_remote: %s\n", dlerror());
+        return 3;
+    }
+    cu.init = sym(dl, "cuInit");
+    cu.retain = sym(dl, "cuDevicePrimaryCtxRetain");
+    cu.setcur = sym(dl, "cuCtxSetCurrent");
+    cu.sync = sym(dl, "cuCtxSynchronize");
+    cu.squery = sym(dl, "cuStreamQuery");
+    cu.alloc = sym(dl, "cuMemAlloc_v2");
+    cu.htod = sym(dl, "cuMemcpyHtoD_v2");
+    cu.dtoh = sym(dl, "cuMemcpyDtoH_v2");
+    cu.load = sym(dl, "cuModuleLoadData");
+    cu.getfn = sym(dl, "cuModuleGetFunction");
+    cu.launch = sym(dl, "cuLaunchKernel");
+    FILE *o = fdopen(out, "w");
+    CUcontext ctx;
+    CK(cu.init(0));
+    CK(cu.retain(&ctx, 0));
+    CK(cu.setcur(ctx));
+    char *vptx = read_text(BENCH_VECADD_PTX), *sptx = read_text(BENCH_SGEMM_PTX);
+    if (!vptx || !sptx)
+        return 5;
+    CUmodule vm, sm;
+    CUfunction vecadd, sgemm;
+    CK(cu.load(&vm, vptx));
+    CK(cu.load(&sm, sptx));
+    CK(cu.getfn(&vecadd, vm, "vecadd"));
+    CK(cu.getfn(&sgemm, sm, "sgemm_tiled"));
+    if (remote) {
+        /* Raw and remote measurements alternate in blocks so that both see the same load on
+         * the machine; each figure is the median of its blocks. */
+        int port = atoi(getenv("BENCH_RAW_PORT"));
+        enum { BLOCKS = 11, PER = PING_N / 10 };
+        double raw[BLOCKS], rem[BLOCKS];
+        for (int i = 0; i < 1000; i++)
+            CK(cu.squery(NULL));
+        for (int b = 0; b < BLOCKS; b++) {
+            raw[b] = raw_ping(port, PER);
+            double t0 = now_s();
+            for (int i = 0; i < PER; i++)
+                CK(cu.squery(NULL));
+            rem[b] = (now_s() - t0) / PER * 1e6;
+        }
+        fprintf(o, "raw_rtt_us %.3f\n", median(raw, BLOCKS));
+        fprintf(o, "sync_rtt_us %.3f\n", median(rem, BLOCKS));
+        CUdeviceptr d;
+        uint8_t *h = malloc(COPY_BYTES);
+        memset(h, 1, COPY_BYTES);
+        CK(cu.alloc(&d, COPY_BYTES));
+        CK(cu.htod(d, h, COPY_BYTES)); /* warm-up */
+        CK(cu.dtoh(h, d, COPY_BYTES));
+        enum { BWB = 5 };
+        double ru[BWB], hd[BWB], rd[BWB], dh[BWB];
+        for (int b = 0; b < BWB; b++) {
+            ru[b] = raw_bw(port, 1, COPY_BYTES / MiB);
+            double t0 = now_s();
+            CK(cu.htod(d, h, COPY_BYTES));
+            hd[b] = COPY_BYTES / MiB / (now_s() - t0);
+            rd[b] = raw_bw(port, 0, COPY_BYTES / MiB);
+            t0 = now_s();
+            CK(cu.dtoh(h, d, COPY_BYTES));
+            dh[b] = COPY_BYTES / MiB / (now_s() - t0);
+        }
+        fprintf(o, "raw_up_mbs %.1f\n", median(ru, BWB));
+        fprintf(o, "htod_mbs %.1f\n", median(hd, BWB));
+        fprintf(o, "raw_down_mbs %.1f\n", median(rd, BWB));
+        fprintf(o, "dtoh_mbs %.1f\n", median(dh, BWB));
+        free(h);
+    }
+    /* Launch rate: vecadd with n = 0 (every thread returns at once). */
+    CUdeviceptr z;
+    CK(cu.alloc(&z, 256));
+    int zero = 0;
+    void *vp[] = {&z, &z, &z, &zero};
+    for (int i = 0; i < 1000; i++)
+        CK(cu.launch(vecadd, 1, 1, 1, 32, 1, 1, 0, NULL, vp, NULL));
+    CK(cu.sync());
+    double t0 = now_s();
+    for (int i = 0; i < LAUNCH_N; i++)
+        CK(cu.launch(vecadd, 1, 1, 1, 32, 1, 1, 0, NULL, vp, NULL));
+    double t1 = now_s();
+    CK(cu.sync());
+    double t2 = now_s();
+    fprintf(o, "launch_issue_per_s %.0f\n", LAUNCH_N / (t1 - t0));
+    fprintf(o, "launch_e2e_per_s %.0f\n", LAUNCH_N / (t2 - t0));
+    /* Workload: SGEMM_N sgemm launches on fresh inputs, results copied back each time. */
+    int n = SGEMM_DIM;
+    size_t bytes = sizeof(float) * (size_t)n * n;
+    float *A = malloc(bytes), *B = malloc(bytes), *C = malloc(bytes);
+    for (int i = 0; i < n * n; i++) {
+        A[i] = (float)(i % 7) * 0.25f;
+        B[i] = (float)(i % 5) * 0.5f;
+    }
+    CUdeviceptr dA, dB, dC;
+    CK(cu.alloc(&dA, bytes));
+    CK(cu.alloc(&dB, bytes));
+    CK(cu.alloc(&dC, bytes));
+    float alpha = 1.0f, beta = 0.0f;
+    void *sp[] = {&n, &n, &n, &alpha, &dA, &dB, &beta, &dC};
+    t0 = now_s();
+    double sum = 0;
+    for (int i = 0; i < SGEMM_N; i++) {
+        A[0] = (float)i;
+        CK(cu.htod(dA, A, bytes));
+        CK(cu.htod(dB, B, bytes));
+        CK(cu.launch(sgemm, (unsigned)n / 16, (unsigned)n / 16, 1, 16, 16, 1, 0, NULL, sp, NULL));
+        CK(cu.dtoh(C, dC, bytes));
+        sum += C[0];
+    }
+    fprintf(o, "sgemm_workload_s %.4f\n", now_s() - t0);
+    fprintf(o, "sgemm_checksum %.1f\n", sum);
+    fclose(o);
+    return 0;
+}
+
+/* ---- orchestration -------------------------------------------------------------------------- */
+
+struct kv {
+    char key[64];
+    double val;
+};
+
+static int run_child(const char *self, const char *libdir, const char *remote, struct kv *kv,
+                     int cap)
+{
+    int p[2];
+    if (pipe(p) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(p[0]);
+        setenv("LD_LIBRARY_PATH", libdir, 1);
+        setenv("TF_LOG_LEVEL", "error", 1);
+        char fd[16];
+        snprintf(fd, sizeof(fd), "%d", p[1]);
+        execl(self, self, "--cuda", fd, remote ? "remote" : "local", (char *)NULL);
+        _exit(127);
+    }
+    close(p[1]);
+    FILE *f = fdopen(p[0], "r");
+    int n = 0;
+    while (n < cap && fscanf(f, "%63s %lf", kv[n].key, &kv[n].val) == 2)
+        n++;
+    fclose(f);
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? n : -1;
+}
+
+static double get(const struct kv *kv, int n, const char *key)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(kv[i].key, key) == 0)
+            return kv[i].val;
+    return -1;
+}
+
+static pid_t start_worker(char *addr, size_t len, char *dir)
+{
+    char tok[160], ready[160], shm[160];
+    snprintf(tok, sizeof(tok), "%s/token", dir);
+    snprintf(ready, sizeof(ready), "%s/ready", dir);
+    snprintf(shm, sizeof(shm), "%s/sim-", dir);
+    FILE *f = fopen(tok, "w");
+    fprintf(f, "bench-token-0123456789\n");
+    fclose(f);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setenv("LD_LIBRARY_PATH", BENCH_SIM_DIR, 1);
+        setenv("TF_SIM_SHM_PREFIX", shm, 1);
+        setenv("TF_LOG_LEVEL", "error", 1);
+        execl(BENCH_WORKER, BENCH_WORKER, "--listen", "tcp://127.0.0.1:0", "--token-file", tok,
+              "--ready-file", ready, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 1000; i++) {
+        f = fopen(ready, "r");
+        if (f) {
+            if (!fgets(addr, (int)len, f))
+                addr[0] = 0;
+            addr[strcspn(addr, "\n")] = 0;
+            fclose(f);
+            return pid;
+        }
+        struct timespec d = {0, 10 * 1000 * 1000};
+        nanosleep(&d, NULL);
+    }
+    kill(pid, SIGKILL);
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && strcmp(argv[1], "--cuda") == 0)
+        return cuda_child(atoi(argv[2]), strcmp(argv[3], "remote") == 0);
+    signal(SIGPIPE, SIG_IGN);
+    int port, lfd;
+    pthread_t th;
+    if (raw_listen(&port, &th, &lfd) != 0) {
+        fprintf(stderr, "bench_remote: cannot start the raw socket server\n");
+        return 1;
+    }
+    char ps[16];
+    snprintf(ps, sizeof(ps), "%d", port);
+    setenv("BENCH_RAW_PORT", ps, 1);
+    char dir[] = "/tmp/tf-bench-remote-XXXXXX";
+    if (!mkdtemp(dir))
+        return 1;
+    char addr[160];
+    pid_t w = start_worker(addr, sizeof(addr), dir);
+    if (w < 0) {
+        fprintf(stderr, "bench_remote: tf-worker did not start\n");
+        return 1;
+    }
+    setenv("TF_REMOTE", addr, 1);
+    setenv("TF_TOKEN", "bench-token-0123456789", 1);
+    struct kv rk[16], lk[16];
+    int rn = run_child(argv[0], BENCH_CLIENT_DIR, "remote", rk, 16);
+    int ln = run_child(argv[0], BENCH_SIM_DIR, NULL, lk, 16);
+    int qfd = raw_open(port, 'q', 0);
+    if (qfd >= 0)
+        close(qfd);
+    pthread_join(th, NULL);
+    close(lfd);
+    kill(w, SIGTERM);
+    waitpid(w, NULL, 0);
+    char cmd[128];
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "bench_remote: cannot remove %s\n", dir);
+    if (rn < 0 || ln < 0) {
+        fprintf(stderr, "bench_remote: a CUDA run failed\n");
+        return 1;
+    }
+    double sync_rtt = get(rk, rn, "sync_rtt_us"), raw_rtt = get(rk, rn, "raw_rtt_us");
+    double htod = get(rk, rn, "htod_mbs"), dtoh = get(rk, rn, "dtoh_mbs");
+    double up = get(rk, rn, "raw_up_mbs"), down = get(rk, rn, "raw_down_mbs");
+    printf("remote_raw_tcp_rtt: %.2f us\n", raw_rtt);
+    printf("remote_sync_call_rtt: %.2f us\n", sync_rtt);
+    printf("remote_sync_call_rtt_ratio: %.3f x\n", sync_rtt / raw_rtt);
+    printf("remote_raw_tcp_bw_up: %.0f MiB/s\n", up);
+    printf("remote_htod_bw: %.0f MiB/s\n", htod);
+    printf("remote_htod_bw_fraction: %.1f %%\n", 100.0 * htod / up);
+    printf("remote_raw_tcp_bw_down: %.0f MiB/s\n", down);
+    printf("remote_dtoh_bw: %.0f MiB/s\n", dtoh);
+    printf("remote_dtoh_bw_fraction: %.1f %%\n", 100.0 * dtoh / down);
+    printf("remote_launch_issue_rate: %.0f launches/s\n", get(rk, rn, "launch_issue_per_s"));
+    printf("remote_launch_e2e_rate: %.0f launches/s\n", get(rk, rn, "launch_e2e_per_s"));
+    printf("local_launch_issue_rate: %.0f launches/s\n", get(lk, ln, "launch_issue_per_s"));
+    printf("local_launch_e2e_rate: %.0f launches/s\n", get(lk, ln, "launch_e2e_per_s"));
+    double ls = get(lk, ln, "sgemm_workload_s"), rs = get(rk, rn, "sgemm_workload_s");
+    printf("local_sgemm_workload: %.4f s\n", ls);
+    printf("remote_sgemm_workload: %.4f s\n", rs);
+    printf("remote_sgemm_workload_ratio: %.3f x\n", rs / ls);
+    if (get(lk, ln, "sgemm_checksum") != get(rk, rn, "sgemm_checksum")) {
+        fprintf(stderr, "bench_remote: local and remote sgemm results differ\n");
+        return 1;
+    }
+    return 0;
+}

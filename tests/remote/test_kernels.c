@@ -1,0 +1,452 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Real kernels through libtf_client -> tf-worker -> simulated GPU: module loads and the
+ * function cache (parameter layouts, attributes, names), the three ways to pass parameters
+ * (kernelParams, extra, cuLaunchKernelEx), by-value struct parameters with padding, module
+ * globals, opt-in shared memory, libraries and kernels, thousands of batched launches, JIT
+ * error logs and unloading. Results are checked bit-exactly against the CPU.
+ *
+ * Arguments (from meson): the vecadd.ptx, driver.ptx and timer.ptx paths.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+#include <cuda.h>
+
+#include "e2e.h"
+
+static struct e2e_worker W;
+static char *vecadd_ptx, *driver_ptx, *timer_ptx;
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *t = malloc((size_t)n + 1);
+    if (fread(t, 1, (size_t)n, f) != (size_t)n) {
+        fclose(f);
+        free(t);
+        return NULL;
+    }
+    t[n] = 0;
+    fclose(f);
+    return t;
+}
+
+static int setup_ctx(void)
+{
+    E2E_CU(cuInit(0));
+    CUcontext c;
+    E2E_CU(cuDevicePrimaryCtxRetain(&c, 0));
+    E2E_CU(cuCtxSetCurrent(c));
+    return 0;
+}
+
+static int c_function_cache(void *arg)
+{
+    (void)arg;
+    if (setup_ctx())
+        return 1;
+    CUmodule m;
+    E2E_CU(cuModuleLoadData(&m, vecadd_ptx));
+    CUfunction va, sx, again;
+    E2E_CU(cuModuleGetFunction(&va, m, "vecadd"));
+    E2E_CU(cuModuleGetFunction(&sx, m, "saxpy"));
+    E2E_CU(cuModuleGetFunction(&again, m, "vecadd"));
+    E2E_CHECK(va == again && va != sx);
+    CUfunction none;
+    E2E_CHECK_CU(cuModuleGetFunction(&none, m, "no_such_kernel"), CUDA_ERROR_NOT_FOUND,
+                 "unknown kernel");
+    size_t off, sz;
+    size_t want[4][2] = {{0, 8}, {8, 8}, {16, 8}, {24, 4}}; /* a, b, c, n */
+    for (int i = 0; i < 4; i++) {
+        E2E_CU(cuFuncGetParamInfo(va, (size_t)i, &off, &sz));
+        E2E_CHECK(off == want[i][0] && sz == want[i][1]);
+    }
+    E2E_CHECK_CU(cuFuncGetParamInfo(va, 4, &off, &sz), CUDA_ERROR_INVALID_VALUE, "param 4");
+    int v = 0;
+    E2E_CU(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, va));
+    E2E_CHECK(v > 0);
+    const char *name = NULL;
+    E2E_CU(cuFuncGetName(&name, sx));
+    E2E_CHECK(strcmp(name, "saxpy") == 0);
+    E2E_CU(cuModuleUnload(m));
+    int zero = 0;
+    void *p[] = {&zero, &zero, &zero, &zero};
+    E2E_CHECK_CU(cuLaunchKernel(va, 1, 1, 1, 1, 1, 1, 0, NULL, p, NULL), CUDA_ERROR_INVALID_HANDLE,
+                 "function of an unloaded module");
+    return 0;
+}
+
+static float frand(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return (float)(int)(*s >> 20) - 2048.0f; /* exact small integers */
+}
+
+static int c_launch_variants(void *arg)
+{
+    (void)arg;
+    if (setup_ctx())
+        return 1;
+    CUmodule m;
+    E2E_CU(cuModuleLoadData(&m, vecadd_ptx));
+    CUfunction va, sx;
+    E2E_CU(cuModuleGetFunction(&va, m, "vecadd"));
+    E2E_CU(cuModuleGetFunction(&sx, m, "saxpy"));
+    int n = 10007;
+    size_t bytes = sizeof(float) * (size_t)n;
+    float *a = malloc(bytes), *b = malloc(bytes), *c = malloc(bytes);
+    uint32_t seed = 5;
+    for (int i = 0; i < n; i++) {
+        a[i] = frand(&seed);
+        b[i] = frand(&seed);
+    }
+    CUdeviceptr da, db, dc;
+    E2E_CU(cuMemAlloc(&da, bytes));
+    E2E_CU(cuMemAlloc(&db, bytes));
+    E2E_CU(cuMemAlloc(&dc, bytes));
+    E2E_CU(cuMemcpyHtoD(da, a, bytes));
+    E2E_CU(cuMemcpyHtoD(db, b, bytes));
+    /* kernelParams */
+    void *p[] = {&da, &db, &dc, &n};
+    E2E_CU(cuLaunchKernel(va, (unsigned)(n + 255) / 256, 1, 1, 256, 1, 1, 0, NULL, p, NULL));
+    E2E_CU(cuMemcpyDtoH(c, dc, bytes));
+    for (int i = 0; i < n; i++)
+        E2E_CHECK(c[i] == a[i] + b[i]);
+    /* extra: saxpy(int n, float alpha, const float *x, float *y), packed by hand */
+    struct {
+        int n;
+        float alpha;
+        CUdeviceptr x, y;
+    } packed = {n, 3.0f, da, dc};
+    size_t psize = sizeof(packed);
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &psize,
+                     CU_LAUNCH_PARAM_END};
+    E2E_CU(cuLaunchKernel(sx, 8, 1, 1, 128, 1, 1, 0, NULL, NULL, extra));
+    E2E_CU(cuMemcpyDtoH(b, dc, bytes));
+    for (int i = 0; i < n; i++)
+        E2E_CHECK(b[i] == 3.0f * a[i] + c[i]);
+    /* cuLaunchKernelEx on a stream */
+    CUstream s;
+    E2E_CU(cuStreamCreate(&s, 0));
+    CUlaunchAttribute attr = {.id = CU_LAUNCH_ATTRIBUTE_PRIORITY};
+    attr.value.priority = 0;
+    CUlaunchConfig cfg = {.gridDimX = (unsigned)(n + 127) / 128,
+                          .gridDimY = 1,
+                          .gridDimZ = 1,
+                          .blockDimX = 128,
+                          .blockDimY = 1,
+                          .blockDimZ = 1,
+                          .hStream = s,
+                          .attrs = &attr,
+                          .numAttrs = 1};
+    void *p2[] = {&da, &da, &dc, &n};
+    E2E_CU(cuLaunchKernelEx(&cfg, va, p2, NULL));
+    E2E_CU(cuMemcpyDtoHAsync(c, dc, bytes, s));
+    E2E_CU(cuStreamSynchronize(s));
+    for (int i = 0; i < n; i++)
+        E2E_CHECK(c[i] == a[i] + a[i]);
+    /* Misuse caught before anything is sent. */
+    E2E_CHECK_CU(cuLaunchKernel(va, 0, 1, 1, 1, 1, 1, 0, NULL, p, NULL), CUDA_ERROR_INVALID_VALUE,
+                 "empty grid");
+    E2E_CHECK_CU(cuLaunchKernel(va, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL),
+                 CUDA_ERROR_INVALID_VALUE, "missing parameters");
+    psize = 4;
+    E2E_CHECK_CU(cuLaunchKernel(sx, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra),
+                 CUDA_ERROR_INVALID_VALUE, "short extra buffer");
+    E2E_CU(cuStreamDestroy(s));
+    E2E_CU(cuModuleUnload(m));
+    free(a);
+    free(b);
+    free(c);
+    return 0;
+}
+
+static int c_batched_launches(void *arg)
+{
+    (void)arg;
+    if (setup_ctx())
+        return 1;
+    CUmodule m;
+    E2E_CU(cuModuleLoadData(&m, vecadd_ptx));
+    CUfunction sx;
+    E2E_CU(cuModuleGetFunction(&sx, m, "saxpy"));
+    int n = 1000;
+    float x[1000], y[1000], want[1000];
+    for (int i = 0; i < n; i++) {
+        x[i] = (float)(i % 13);
+        y[i] = want[i] = (float)i;
+    }
+    CUdeviceptr dx, dy;
+    E2E_CU(cuMemAlloc(&dx, sizeof(x)));
+    E2E_CU(cuMemAlloc(&dy, sizeof(y)));
+    E2E_CU(cuMemcpyHtoD(dx, x, sizeof(x)));
+    E2E_CU(cuMemcpyHtoD(dy, y, sizeof(y)));
+    /* 3000 fire-and-forget launches, alpha alternating: order matters for the result. */
+    for (int k = 0; k < 3000; k++) {
+        float alpha = (k % 3 == 0) ? 2.0f : -1.0f;
+        void *p[] = {&n, &alpha, &dx, &dy};
+        E2E_CU(cuLaunchKernel(sx, 4, 1, 1, 256, 1, 1, 0, NULL, p, NULL));
+        for (int i = 0; i < n; i++)
+            want[i] = alpha * x[i] + want[i];
+    }
+    E2E_CU(cuCtxSynchronize());
+    E2E_CU(cuMemcpyDtoH(y, dy, sizeof(y)));
+    for (int i = 0; i < n; i++)
+        E2E_CHECK(y[i] == want[i]);
+    return 0;
+}
+
+static int c_globals_structs_shared(void *arg)
+{
+    (void)arg;
+    if (setup_ctx())
+        return 1;
+    CUmodule m;
+    E2E_CU(cuModuleLoadData(&m, driver_ptx));
+    CUfunction ug, bd, bs, sp;
+    E2E_CU(cuModuleGetFunction(&ug, m, "use_globals"));
+    E2E_CU(cuModuleGetFunction(&bd, m, "bounded"));
+    E2E_CU(cuModuleGetFunction(&bs, m, "big_shared"));
+    E2E_CU(cuModuleGetFunction(&sp, m, "struct_param"));
+    /* Globals: write the __constant__ table, run, read the __device__ counter. */
+    CUdeviceptr coeff, table, launches;
+    size_t sz;
+    E2E_CU(cuModuleGetGlobal(&coeff, &sz, m, "coeff"));
+    E2E_CHECK(sz == 16);
+    E2E_CU(cuModuleGetGlobal(&table, &sz, m, "table"));
+    E2E_CU(cuModuleGetGlobal(&launches, &sz, m, "launches"));
+    float cf[4] = {0.5f, 1.5f, -2.0f, 4.0f};
+    E2E_CU(cuMemcpyHtoD(coeff, cf, sizeof(cf)));
+    int tb[4];
+    E2E_CU(cuMemcpyDtoH(tb, table, sizeof(tb)));
+    E2E_CHECK(tb[0] == 10 && tb[3] == 40);
+    CUdeviceptr out;
+    E2E_CU(cuMemAlloc(&out, 1024));
+    int n = 64;
+    void *p[] = {&out, &n};
+    E2E_CU(cuLaunchKernel(ug, 1, 1, 1, 64, 1, 1, 0, NULL, p, NULL));
+    E2E_CU(cuLaunchKernel(ug, 1, 1, 1, 64, 1, 1, 0, NULL, p, NULL));
+    float res[64];
+    E2E_CU(cuMemcpyDtoH(res, out, sizeof(res)));
+    for (int i = 0; i < 64; i++)
+        E2E_CHECK(res[i] == cf[i & 3] * (float)tb[i & 3]);
+    int count = 0;
+    E2E_CU(cuMemcpyDtoH(&count, launches, sizeof(count)));
+    E2E_CHECK(count == 2);
+    /* Launch bounds come back as an attribute. */
+    int maxt = 0;
+    E2E_CU(cuFuncGetAttribute(&maxt, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, bd));
+    E2E_CHECK(maxt == 128);
+    /* A by-value struct with padding, laid out as the worker's layout says. */
+    size_t o0, s0, o1, s1;
+    E2E_CU(cuFuncGetParamInfo(sp, 0, &o0, &s0));
+    E2E_CU(cuFuncGetParamInfo(sp, 1, &o1, &s1));
+    E2E_CHECK(o0 == 0 && s0 == 24 && o1 == 24 && s1 == 8);
+    struct {
+        char c;
+        double d;
+        int i;
+    } mixed = {'x', 12345.0, -77};
+    CUdeviceptr ll;
+    E2E_CU(cuMemAlloc(&ll, 3 * sizeof(long long)));
+    void *p2[] = {&mixed, &ll};
+    E2E_CU(cuLaunchKernel(sp, 1, 1, 1, 32, 1, 1, 0, NULL, p2, NULL));
+    long long got[3];
+    E2E_CU(cuMemcpyDtoH(got, ll, sizeof(got)));
+    E2E_CHECK(got[0] == 'x' && got[1] == 12345 && got[2] == -77);
+    /* Opt-in dynamic shared memory above 48 KiB. */
+    int words = 16384; /* 64 KiB */
+    E2E_CU(cuFuncSetAttribute(bs, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 65536));
+    int v = 0;
+    E2E_CU(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bs));
+    E2E_CHECK(v == 65536);
+    E2E_CU(cuMemsetD32(out, 0, 1));
+    void *p3[] = {&out, &words};
+    E2E_CU(cuLaunchKernel(bs, 1, 1, 1, 256, 1, 1, 65536, NULL, p3, NULL));
+    int acc = 0;
+    E2E_CU(cuMemcpyDtoH(&acc, out, sizeof(acc)));
+    E2E_CHECK(acc == 3 * (words - 1) * words / 2);
+    E2E_CU(cuModuleUnload(m));
+    E2E_CHECK_CU(cuMemcpyDtoH(&acc, launches, 4), CUDA_ERROR_INVALID_VALUE,
+                 "global of an unloaded module");
+    return 0;
+}
+
+static int c_libraries(void *arg)
+{
+    (void)arg;
+    if (setup_ctx())
+        return 1;
+    CUlibrary lib;
+    E2E_CU(cuLibraryLoadData(&lib, vecadd_ptx, NULL, NULL, 0, NULL, NULL, 0));
+    CUkernel k;
+    E2E_CU(cuLibraryGetKernel(&k, lib, "vecadd"));
+    size_t off, sz;
+    E2E_CU(cuKernelGetParamInfo(k, 3, &off, &sz));
+    E2E_CHECK(off == 24 && sz == 4);
+    CUfunction f, f2;
+    E2E_CU(cuKernelGetFunction(&f, k));
+    E2E_CU(cuKernelGetFunction(&f2, k));
+    E2E_CHECK(f == f2);
+    int n = 300;
+    float a[300], c[300];
+    for (int i = 0; i < n; i++)
+        a[i] = (float)i;
+    CUdeviceptr da, dc;
+    E2E_CU(cuMemAlloc(&da, sizeof(a)));
+    E2E_CU(cuMemAlloc(&dc, sizeof(c)));
+    E2E_CU(cuMemcpyHtoD(da, a, sizeof(a)));
+    void *p[] = {&da, &da, &dc, &n};
+    E2E_CU(cuLaunchKernel(f, 2, 1, 1, 256, 1, 1, 0, NULL, p, NULL));
+    E2E_CU(cuMemcpyDtoH(c, dc, sizeof(c)));
+    for (int i = 0; i < n; i++)
+        E2E_CHECK(c[i] == 2.0f * a[i]);
+    /* A CUkernel is accepted where a CUfunction is expected. */
+    E2E_CU(cuMemsetD32(dc, 0, (size_t)n));
+    E2E_CU(cuLaunchKernel((CUfunction)k, 2, 1, 1, 256, 1, 1, 0, NULL, p, NULL));
+    E2E_CU(cuMemcpyDtoH(c, dc, sizeof(c)));
+    for (int i = 0; i < n; i++)
+        E2E_CHECK(c[i] == 2.0f * a[i]);
+    E2E_CU(cuLibraryUnload(lib));
+    E2E_CHECK_CU(cuKernelGetFunction(&f, k), CUDA_ERROR_INVALID_HANDLE, "unloaded library");
+    return 0;
+}
+
+static int c_jit_error(void *arg)
+{
+    (void)arg;
+    if (setup_ctx())
+        return 1;
+    const char *bad = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                      ".visible .entry k()\n{\n\tfrobnicate.b32 %r1, 7;\n\tret;\n}\n";
+    char log[1024] = "";
+    CUjit_option opt[2] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+    void *val[2] = {log, (void *)(uintptr_t)sizeof(log)};
+    CUmodule m;
+    CUresult r = cuModuleLoadDataEx(&m, bad, 2, opt, val);
+    E2E_CHECK(r != CUDA_SUCCESS);
+    E2E_CHECK(strstr(log, "frobnicate") != NULL);
+    /* The connection is fine afterwards. */
+    E2E_CU(cuModuleLoadData(&m, vecadd_ptx));
+    E2E_CU(cuModuleUnload(m));
+    return 0;
+}
+
+/* A 100 ms kernel launched, then no call for 400 ms: with the background flush (default)
+ * the kernel has run by then; with TF_REMOTE_FLUSH_US=0 it leaves only with the next call. */
+static int c_flush(void *arg)
+{
+    int pump = arg != NULL;
+    if (!pump)
+        setenv("TF_REMOTE_FLUSH_US", "0", 1);
+    if (setup_ctx())
+        return 1;
+    CUmodule m;
+    E2E_CU(cuModuleLoadData(&m, timer_ptx));
+    CUfunction f;
+    E2E_CU(cuModuleGetFunction(&f, m, "spin_ns"));
+    CUdeviceptr done;
+    E2E_CU(cuMemAlloc(&done, 8));
+    E2E_CU(cuMemsetD32(done, 0, 2));
+    CUstream s;
+    E2E_CU(cuStreamCreate(&s, 0));
+    E2E_CU(cuStreamSynchronize(s));
+    unsigned long long ns = 100 * 1000 * 1000;
+    void *p[] = {&ns, &done};
+    E2E_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, p, NULL));
+    struct timespec d = {0, 400 * 1000 * 1000};
+    nanosleep(&d, NULL);
+    E2E_CHECK_CU(cuStreamQuery(s), pump ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY,
+                 "query after the pause");
+    E2E_CU(cuStreamSynchronize(s));
+    unsigned long long n = 0;
+    E2E_CU(cuMemcpyDtoH(&n, done, 8));
+    E2E_CHECK(n == 1);
+    return 0;
+}
+
+static void batched_work_leaves_within_the_flush_delay_without_a_sync(void **state)
+{
+    assert_int_equal(e2e_run(c_flush, (void *)1, 60), 0);
+    assert_int_equal(e2e_run(c_flush, NULL, 60), 0);
+}
+
+static void module_loads_fill_the_function_cache(void **state)
+{
+    assert_int_equal(e2e_run(c_function_cache, NULL, 60), 0);
+}
+
+static void parameters_pass_by_pointer_array_buffer_and_launch_config(void **state)
+{
+    assert_int_equal(e2e_run(c_launch_variants, NULL, 120), 0);
+}
+
+static void thousands_of_batched_launches_run_in_order(void **state)
+{
+    assert_int_equal(e2e_run(c_batched_launches, NULL, 120), 0);
+}
+
+static void globals_struct_parameters_and_opt_in_shared_memory_work(void **state)
+{
+    assert_int_equal(e2e_run(c_globals_structs_shared, NULL, 120), 0);
+}
+
+static void libraries_and_kernels_work_remotely(void **state)
+{
+    assert_int_equal(e2e_run(c_libraries, NULL, 60), 0);
+}
+
+static void jit_errors_come_back_with_their_log(void **state)
+{
+    assert_int_equal(e2e_run(c_jit_error, NULL, 60), 0);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    e2e_start(&W, 0, NULL);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    e2e_stop(&W);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 4 || !(vecadd_ptx = slurp(argv[1])) || !(driver_ptx = slurp(argv[2])) ||
+        !(timer_ptx = slurp(argv[3]))) {
+        fprintf(stderr, "usage: test_kernels VECADD.ptx DRIVER.ptx TIMER.ptx\n");
+        return 2;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(module_loads_fill_the_function_cache),
+        cmocka_unit_test(parameters_pass_by_pointer_array_buffer_and_launch_config),
+        cmocka_unit_test(thousands_of_batched_launches_run_in_order),
+        cmocka_unit_test(globals_struct_parameters_and_opt_in_shared_memory_work),
+        cmocka_unit_test(libraries_and_kernels_work_remotely),
+        cmocka_unit_test(jit_errors_come_back_with_their_log),
+        cmocka_unit_test(batched_work_leaves_within_the_flush_delay_without_a_sync),
+    };
+    int rc = cmocka_run_group_tests(tests, setup, teardown);
+    free(vecadd_ptx);
+    free(driver_ptx);
+    free(timer_ptx);
+    return rc;
+}
