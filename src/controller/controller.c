@@ -135,6 +135,12 @@ static int env_ensure_workload(void *arg, const char *ns, const char *name, json
     return rc;
 }
 
+static void env_event(void *arg, json_object *involved, const char *type, const char *reason,
+                      const char *message)
+{
+    tf_k8s_event(((struct ctl *)arg)->c, involved, type, reason, message, "tf-webhook");
+}
+
 /* ---- configuration -------------------------------------------------------------------------- */
 
 static void set_opt(char **dst, json_object *cfg, const char *key)
@@ -479,7 +485,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     struct tf_extender_sources es = {x.pods, x.gpus, x.pools, x.templates, x.quotas};
     tf_extender_set_sources(x.ext, &es);
     struct tf_webhook_env env = {env_profile, env_namespace,       env_pool, env_owner,
-                                 env_count,   env_ensure_workload, &x};
+                                 env_count,   env_ensure_workload, &x,       env_event};
     if ((rc = tf_webhook_init(&x.wh, &wc, &env)))
         goto out;
     x.wh_ready = true;
