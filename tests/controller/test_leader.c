@@ -33,12 +33,13 @@ static void on_stop(void *arg)
     ((struct flags *)arg)->stopped++;
 }
 
-static struct tf_leader *candidate(struct tf_k8s_client *c, const char *id, struct flags *f)
+static struct tf_leader *candidate(struct tf_k8s_client *c, const char *id, struct flags *f,
+                                   int lease_s)
 {
     struct tf_leader_opts o = {.ns = "default",
                                .name = "tf-test-lease",
                                .identity = id,
-                               .lease_duration_s = 2,
+                               .lease_duration_s = lease_s,
                                .renew_deadline_s = 1,
                                .retry_period_ms = 100,
                                .on_start = on_start,
@@ -84,9 +85,10 @@ static const char *holder(void)
 static void one_leader_at_a_time_and_clean_handover(void **state)
 {
     struct flags fa = {0}, fb = {0};
-    struct tf_leader *a = candidate(fake.client, "replica-a", &fa);
+    /* A long lease: a handover faster than it can only come from the release. */
+    struct tf_leader *a = candidate(fake.client, "replica-a", &fa, 6);
     assert_true(wait_until(is_leader, a, 3000));
-    struct tf_leader *b = candidate(fake.client, "replica-b", &fb);
+    struct tf_leader *b = candidate(fake.client, "replica-b", &fb, 6);
     /* b keeps losing while a renews. */
     for (int i = 0; i < 15; i++) {
         usleep(100000);
@@ -103,7 +105,7 @@ static void one_leader_at_a_time_and_clean_handover(void **state)
     assert_true(wait_until(is_leader, b, 3000));
     clock_gettime(CLOCK_MONOTONIC, &t1);
     double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-    assert_true(took < 1.5);
+    assert_true(took < 4.0);
     assert_string_equal(holder(), "replica-b");
     tf_leader_destroy(b);
     assert_string_equal(holder(), "");
@@ -120,7 +122,7 @@ static void unreachable_leader_steps_down_and_standby_takes_over(void **state)
     cfg.max_attempts = 1;
     cfg.timeout_ms = 500;
     struct tf_k8s_client *ca = tf_k8s_client_new(&cfg);
-    struct tf_leader *a = candidate(ca, "replica-a", &fa);
+    struct tf_leader *a = candidate(ca, "replica-a", &fa, 2);
     assert_true(wait_until(is_leader, a, 3000));
     fake_control(&fake, "auth", "{\"token\":\"only-b\"}");
     struct tf_k8s_config cfgb;
@@ -129,7 +131,7 @@ static void unreachable_leader_steps_down_and_standby_takes_over(void **state)
     cfgb.token = "only-b";
     cfgb.max_attempts = 1;
     struct tf_k8s_client *cb = tf_k8s_client_new(&cfgb);
-    struct tf_leader *b = candidate(cb, "replica-b", &fb);
+    struct tf_leader *b = candidate(cb, "replica-b", &fb, 2);
     /* a cannot renew: it steps down after renew_deadline (1 s); b waits for the lease to
      * expire (2 s of no change) and takes over. */
     assert_true(wait_until(not_leader, a, 3000));
