@@ -51,7 +51,8 @@ class Env:
         self.procs = []
 
     def kubectl(self, *args, stdin=None, ok=True):
-        r = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, "--request-timeout=15s"]
+        r = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, "--request-timeout=15s",
+                            "--cache-dir=" + os.path.join(self.tmp, "cache")]
                            + list(args), input=stdin, capture_output=True, text=True)
         if ok and r.returncode:
             raise RuntimeError("kubectl %s: %s" % (" ".join(args), r.stderr))

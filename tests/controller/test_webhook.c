@@ -472,13 +472,14 @@ static void kubectl_dry_run_pod_is_mutated(void **state)
     }
     char cmd[1024];
     snprintf(cmd, sizeof(cmd),
-             "KUBECONFIG=/nonexistent kubectl --server=%s run web --image=nginx --restart=Never "
+             "KUBECONFIG=/nonexistent kubectl --server=%s --cache-dir=%s/cache run web "
+             "--image=nginx --restart=Never "
              "--labels=tensor-fusion.ai/enabled=true "
              "--annotations=tensor-fusion.ai/tflops-limit=15 "
              "--annotations=tensor-fusion.ai/vram-limit=2Gi "
              "--annotations=tensor-fusion.ai/workload=shared-wl "
              "--dry-run=client -o json 2>/dev/null",
-             api.server);
+             api.server, api.dir);
     FILE *p = popen(cmd, "r");
     static char buf[16384];
     size_t n = fread(buf, 1, sizeof(buf) - 1, p);
