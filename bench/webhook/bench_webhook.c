@@ -6,7 +6,8 @@
  * Open loop: each request has a scheduled send time, and its latency runs from that time to
  * the end of the response, so a slow answer also delays (and is charged to) the ones queued
  * behind it. Prints p50/p99/max latency and the achieved rate.
- * Usage: bench_webhook [RATE [SECONDS [CONNECTIONS]]]
+ * Usage: bench_webhook [RATE [SECONDS [CONNECTIONS [SERVER_THREADS]]]]
+ * (defaults 1000, 3, 4 keep-alive connections, one server thread per online CPU)
  */
 #include "common/log.h"
 #include "controller/https.h"
@@ -20,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static json_object *env_profile(void *arg, const char *ns, const char *name)
 {
@@ -141,13 +143,14 @@ int main(int argc, char **argv)
 {
     int rate = argc > 1 ? atoi(argv[1]) : 1000;
     double secs = argc > 2 ? atof(argv[2]) : 3.0;
-    int conns = argc > 3 ? atoi(argv[3]) : 8;
+    int conns = argc > 3 ? atoi(argv[3]) : 4;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     tf_log_set_level(TF_LOG_WARN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     struct tf_webhook_config cfg;
     tf_webhook_config_init(&cfg);
     struct tf_webhook_env env = {env_profile, env_ns,     env_pool, env_owner,
-                                 env_count,   env_ensure, NULL};
+                                 env_count,   env_ensure, NULL,     NULL};
     tf_webhook_init(&wh, &cfg, &env);
     struct tf_tls_bundle b;
     char err[256];
@@ -159,7 +162,8 @@ int main(int argc, char **argv)
     struct tf_https_opts o = {.bind_addr = "127.0.0.1",
                               .cert_pem = b.cert_pem,
                               .key_pem = b.key_pem,
-                              .threads = (unsigned)(argc > 4 ? atoi(argv[4]) : 4)};
+                              .threads =
+                                  (unsigned)(argc > 4 ? atoi(argv[4]) : (cpus > 0 ? cpus : 2))};
     struct tf_https *s = tf_https_start(&o, handler, NULL, err, sizeof(err));
     if (!s) {
         fprintf(stderr, "bench_webhook: %s\n", err);

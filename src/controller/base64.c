@@ -18,17 +18,23 @@ char *tf_base64_encode(const void *src, size_t len)
     char *out = malloc((len + 2) / 3 * 4 + 1);
     if (!out)
         return NULL;
-    size_t o = 0;
-    for (size_t i = 0; i < len; i += 3) {
+    size_t o = 0, i = 0;
+    for (; i + 3 <= len; i += 3) { /* whole triples: no per-byte branches */
+        uint32_t v = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+        out[o] = alphabet[v >> 18];
+        out[o + 1] = alphabet[(v >> 12) & 63];
+        out[o + 2] = alphabet[(v >> 6) & 63];
+        out[o + 3] = alphabet[v & 63];
+        o += 4;
+    }
+    if (i < len) {
         uint32_t v = (uint32_t)p[i] << 16;
         if (i + 1 < len)
             v |= (uint32_t)p[i + 1] << 8;
-        if (i + 2 < len)
-            v |= p[i + 2];
-        out[o++] = alphabet[(v >> 18) & 63];
+        out[o++] = alphabet[v >> 18];
         out[o++] = alphabet[(v >> 12) & 63];
         out[o++] = i + 1 < len ? alphabet[(v >> 6) & 63] : '=';
-        out[o++] = i + 2 < len ? alphabet[v & 63] : '=';
+        out[o++] = '=';
     }
     out[o] = '\0';
     return out;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct ctl {
     struct tf_k8s_client *c;
@@ -133,6 +134,12 @@ static int env_ensure_workload(void *arg, const char *ns, const char *name, json
     }
     json_object_put(cur);
     return rc;
+}
+
+static void env_event(void *arg, json_object *involved, const char *type, const char *reason,
+                      const char *message)
+{
+    tf_k8s_event(((struct ctl *)arg)->c, involved, type, reason, message, "tf-webhook");
 }
 
 /* ---- configuration -------------------------------------------------------------------------- */
@@ -479,7 +486,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     struct tf_extender_sources es = {x.pods, x.gpus, x.pools, x.templates, x.quotas};
     tf_extender_set_sources(x.ext, &es);
     struct tf_webhook_env env = {env_profile, env_namespace,       env_pool, env_owner,
-                                 env_count,   env_ensure_workload, &x};
+                                 env_count,   env_ensure_workload, &x,       env_event};
     if ((rc = tf_webhook_init(&x.wh, &wc, &env)))
         goto out;
     x.wh_ready = true;
@@ -492,11 +499,12 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     for (size_t i = 0; i < sizeof(warm) / sizeof(warm[0]); i++)
         if (!tf_informer_wait_synced(warm[i], 30000))
             tf_log(TF_LOG_WARN, "controller", "informer not synced after 30 s (serving anyway)");
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN); /* one server thread per CPU */
     struct tf_https_opts ho = {.bind_addr = o->bind_addr ? o->bind_addr : "0.0.0.0",
                                .port = o->webhook_port,
                                .cert_pem = x.tls.cert_pem,
                                .key_pem = x.tls.key_pem,
-                               .threads = 4};
+                               .threads = (unsigned)(ncpu > 1 ? ncpu : 2)};
     x.https = tf_https_start(&ho, https_handler, &x, err, sizeof(err));
     struct tf_https_opts po = {
         .bind_addr = o->bind_addr ? o->bind_addr : "0.0.0.0", .port = o->http_port, .threads = 2};

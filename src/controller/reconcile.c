@@ -74,9 +74,8 @@ static bool pod_active(json_object *pod)
 
 static bool pod_ready(json_object *pod)
 {
-    if (strcmp(tf_json_str(pod, "status", "phase", NULL) ? tf_json_str(pod, "status", "phase", NULL)
-                                                         : "",
-               "Running") != 0)
+    const char *phase = tf_json_str(pod, "status", "phase", NULL);
+    if (!phase || strcmp(phase, "Running") != 0)
         return false;
     json_object *conds = tf_json_path(pod, "status", "conditions", NULL);
     for (size_t i = 0; conds && i < json_object_array_length(conds); i++) {
@@ -546,10 +545,8 @@ static void reconcile_workloads(struct tf_reconciler *r, json_object *pods)
         json_object *first_client = NULL, *worker_list = json_object_new_array();
         for (size_t p = 0; p < json_object_array_length(pods); p++) {
             json_object *pod = json_object_array_get_idx(pods, p);
-            if (!pod_active(pod) || strcmp(tf_json_str(pod, "metadata", "namespace", NULL)
-                                               ? tf_json_str(pod, "metadata", "namespace", NULL)
-                                               : "",
-                                           ns) != 0)
+            const char *pns = tf_json_str(pod, "metadata", "namespace", NULL);
+            if (!pod_active(pod) || !pns || strcmp(pns, ns) != 0)
                 continue;
             const char *comp = lbl(pod, TF_LABEL_COMPONENT);
             const char *w = remote && comp && strcmp(comp, "worker") == 0

@@ -478,6 +478,26 @@ static bool owner_slot(struct tf_webhook *wh, const char *ns, const char *owner,
     return ok;
 }
 
+/* Event on the owner ("Deployment/web") saying why a pod was left alone. */
+static void owner_event(struct tf_webhook *wh, const char *ns, const char *owner, int have,
+                        int limit)
+{
+    char kind[64], msg[512];
+    const char *slash = strchr(owner, '/');
+    snprintf(kind, sizeof(kind), "%.*s", (int)(slash ? slash - owner : 0), owner);
+    json_object *inv = json_object_new_object(), *m = json_object_new_object();
+    set_str(inv, "kind", kind);
+    set_str(inv, "apiVersion", strcmp(kind, "Job") == 0 ? "batch/v1" : "apps/v1");
+    set_str(m, "name", slash ? slash + 1 : owner);
+    set_str(m, "namespace", ns);
+    json_object_object_add(inv, "metadata", m);
+    snprintf(msg, sizeof(msg),
+             "%d pod(s) already use TensorFusion (%s: %d): new pod admitted unmodified", have,
+             TF_ANN_ENABLED_REPLICAS, limit);
+    wh->env.record_event(wh->env.arg, inv, "Normal", "EnabledReplicasReached", msg);
+    json_object_put(inv);
+}
+
 static void warn(struct tf_webhook_result *out, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static void warn(struct tf_webhook_result *out, const char *fmt, ...)
@@ -756,6 +776,8 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
                  "%s: %d of %s's pods already use TensorFusion (limit %d); admitted "
                  "unmodified",
                  TF_ANN_ENABLED_REPLICAS, have, owner, s.enabled_replicas);
+            if (wh->env.record_event && !req->dry_run)
+                owner_event(wh, ns, owner, have, s.enabled_replicas);
             goto done;
         }
     }

@@ -68,6 +68,11 @@ struct tf_webhook_env {
     int (*ensure_workload)(void *arg, const char *ns, const char *name, json_object *workload,
                            bool join, char *err, size_t errlen);
     void *arg;
+    /* Optional (may be NULL): records an Event about INVOLVED (kind/apiVersion/metadata), for
+     * decisions made about pods that do not exist yet (e.g. the enabled-replicas limit, on the
+     * owner). Not called on dry runs. */
+    void (*record_event)(void *arg, json_object *involved, const char *type, const char *reason,
+                         const char *message);
 };
 
 struct tf_automigration {

@@ -226,13 +226,15 @@ def test_kubectl_accepts_defaults(docs):
                 yaml.safe_dump_all([find(docs, k) for k in ("TensorFusionCluster", "GPUPool",
                                                              "SchedulingConfigTemplate")], f)
             env = dict(os.environ, KUBECONFIG=os.path.join(tmp, "none"))
-            r = subprocess.run(["kubectl", "--server=http://127.0.0.1:" + port, "apply",
+            r = subprocess.run(["kubectl", "--server=http://127.0.0.1:" + port,
+                                "--cache-dir=" + os.path.join(tmp, "cache"), "apply",
                                 "--validate=false", "-f", path], capture_output=True, text=True,
                                env=env)
             check("kubectl applies the default CRs", r.returncode == 0 and
                   "tensorfusioncluster.tensor-fusion.ai/tensor-fusion-cluster created" in
                   r.stdout, r.stdout + r.stderr)
-            r = subprocess.run(["kubectl", "--server=http://127.0.0.1:" + port, "get", "gpupool",
+            r = subprocess.run(["kubectl", "--server=http://127.0.0.1:" + port,
+                                "--cache-dir=" + os.path.join(tmp, "cache"), "get", "gpupool",
                                 "default-pool", "-o",
                                 "jsonpath={.spec.capacityConfig.oversubscription."
                                 "tflopsOversellRatio}"], capture_output=True, text=True, env=env)

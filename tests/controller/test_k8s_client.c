@@ -169,6 +169,41 @@ static void read_modify_write_retries_after_a_conflict(void **state)
     json_object_put(out);
 }
 
+static json_object *bump_counter(json_object *obj, void *arg)
+{
+    int *calls = arg;
+    (*calls)++;
+    const char *v = tf_json_str(obj, "metadata", "annotations", "count", NULL);
+    int n = v ? atoi(v) : 0;
+    if (*calls == 1) { /* a concurrent writer bumps it between our read and our patch */
+        char err[256];
+        json_object *p = jparse("{\"metadata\":{\"annotations\":{\"count\":\"5\"}}}");
+        assert_int_equal(tf_k8s_merge_patch(fake.client, &tf_k8s_pods, "default", "mp", NULL, p,
+                                            NULL, err, sizeof(err)),
+                         0);
+        json_object_put(p);
+    }
+    char buf[128];
+    snprintf(buf, sizeof(buf), "{\"metadata\":{\"annotations\":{\"count\":\"%d\"}}}", n + 1);
+    return jparse(buf);
+}
+
+static void conditional_merge_patch_retries_on_409_and_keeps_the_other_write(void **state)
+{
+    char err[256];
+    int calls = 0;
+    create_pod("mp", "web");
+    json_object *out = NULL;
+    assert_int_equal(tf_k8s_merge_patch_retry(fake.client, &tf_k8s_pods, "default", "mp", NULL,
+                                              bump_counter, &calls, &out, err, sizeof(err)),
+                     0);
+    assert_int_equal(calls, 2);
+    /* Not 1 (which would have lost the concurrent write of 5): 5 + 1. */
+    assert_string_equal(tf_json_str(out, "metadata", "annotations", "count", NULL), "6");
+    json_object_put(out);
+    assert_true(fake_count_requests(&fake, "PATCH /api/v1/namespaces/default/pods/mp") >= 3);
+}
+
 static void binding_a_pod_sets_its_node_once(void **state)
 {
     char err[256];
@@ -500,6 +535,7 @@ int main(void)
         cmocka_unit_test(controller_creates_reads_patches_and_deletes_a_pod),
         cmocka_unit_test(creating_an_existing_object_reports_already_exists),
         cmocka_unit_test(read_modify_write_retries_after_a_conflict),
+        cmocka_unit_test(conditional_merge_patch_retries_on_409_and_keeps_the_other_write),
         cmocka_unit_test(binding_a_pod_sets_its_node_once),
         cmocka_unit_test(list_follows_continue_tokens_across_pages),
         cmocka_unit_test(retries_429_and_5xx_then_gives_up),

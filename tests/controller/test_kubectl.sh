@@ -19,7 +19,7 @@ fpid=$!
 for _ in $(seq 100); do [ -s "$work/port" ] && break; sleep 0.05; done
 [ -s "$work/port" ] || { echo "FAIL: fake API server did not start"; exit 1; }
 export KUBECONFIG=$work/none   # never touch a real cluster
-K="kubectl --server=http://127.0.0.1:$(cat "$work/port") --request-timeout=10s"
+K="kubectl --server=http://127.0.0.1:$(cat "$work/port") --request-timeout=10s --cache-dir=$work/cache"
 pass=0 fail=0
 check() { # name expected actual
     if [ "$2" = "$3" ]; then pass=$((pass + 1)); else

@@ -29,6 +29,7 @@ struct fixture {
     char last_workload[128];
     bool last_join;
     json_object *ns_labels;
+    char last_event[600];
 };
 
 static json_object *load_doc(const char *rel, size_t idx)
@@ -114,6 +115,14 @@ static int fx_ensure(void *arg, const char *ns, const char *name, json_object *w
     return 0;
 }
 
+static void fx_event(void *arg, json_object *inv, const char *type, const char *reason,
+                     const char *msg)
+{
+    struct fixture *f = arg;
+    snprintf(f->last_event, sizeof(f->last_event), "%s %s/%s %s", reason,
+             tf_json_str(inv, "kind", NULL), tf_json_str(inv, "metadata", "name", NULL), msg);
+}
+
 static struct fixture fx;
 static struct tf_webhook wh;
 
@@ -123,7 +132,7 @@ static int setup(void **state)
     struct tf_webhook_config cfg;
     assert_int_equal(tf_webhook_config_init(&cfg), 0);
     struct tf_webhook_env env = {fx_profile, fx_namespace, fx_pool, fx_owner,
-                                 fx_count,   fx_ensure,    &fx};
+                                 fx_count,   fx_ensure,    &fx,     fx_event};
     json_object *am = jparse("{\"enable\":true,\"scope\":{\"includes\":{\"namespaceNames\":"
                              "[\"ml-team-a\"]},\"excludes\":{\"podSelector\":{\"matchLabels\":"
                              "{\"gpu-migration\":\"skip\"}}}}}");
@@ -325,6 +334,7 @@ static void seed_004_takes_over_enabled_replicas_then_admits_the_rest_unmodified
     assert_non_null(w);
     assert_non_null(
         strstr(json_object_get_string(json_object_array_get_idx(w, 0)), "enabled-replicas"));
+    assert_non_null(strstr(fx.last_event, "EnabledReplicasReached Deployment/recommender"));
     json_object_put(resp);
     json_object_put(out);
     json_object_put(pod);
@@ -462,13 +472,14 @@ static void kubectl_dry_run_pod_is_mutated(void **state)
     }
     char cmd[1024];
     snprintf(cmd, sizeof(cmd),
-             "KUBECONFIG=/nonexistent kubectl --server=%s run web --image=nginx --restart=Never "
+             "KUBECONFIG=/nonexistent kubectl --server=%s --cache-dir=%s/cache run web "
+             "--image=nginx --restart=Never "
              "--labels=tensor-fusion.ai/enabled=true "
              "--annotations=tensor-fusion.ai/tflops-limit=15 "
              "--annotations=tensor-fusion.ai/vram-limit=2Gi "
              "--annotations=tensor-fusion.ai/workload=shared-wl "
              "--dry-run=client -o json 2>/dev/null",
-             api.server);
+             api.server, api.dir);
     FILE *p = popen(cmd, "r");
     static char buf[16384];
     size_t n = fread(buf, 1, sizeof(buf) - 1, p);

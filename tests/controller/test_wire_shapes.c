@@ -254,6 +254,28 @@ static void binding_args_decode_and_result_encodes(void **state)
     free(out);
 }
 
+static void base64_matches_the_rfc_4648_vectors_and_rejects_garbage(void **state)
+{
+    static const char *const plain[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+    static const char *const enc[] = {"",         "Zg==",     "Zm8=",    "Zm9v",
+                                      "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"};
+    for (int i = 0; i < 7; i++) {
+        char *e = tf_base64_encode(plain[i], strlen(plain[i]));
+        assert_string_equal(e, enc[i]);
+        size_t n = 0;
+        char *d = tf_base64_decode(e, &n);
+        assert_int_equal(n, strlen(plain[i]));
+        assert_memory_equal(d, plain[i], n);
+        free(e);
+        free(d);
+    }
+    char *d = tf_base64_decode("Zm9v\nYmFy\n", NULL); /* PEM-style line breaks */
+    assert_string_equal(d, "foobar");
+    free(d);
+    assert_null(tf_base64_decode("Zm9v!", NULL));
+    assert_null(tf_base64_decode("Zg=a", NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -267,6 +289,7 @@ int main(void)
         cmocka_unit_test(scheduler_args_with_node_names_round_trip),
         cmocka_unit_test(scheduler_args_with_full_node_list_return_nodes),
         cmocka_unit_test(binding_args_decode_and_result_encodes),
+        cmocka_unit_test(base64_matches_the_rfc_4648_vectors_and_rejects_garbage),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

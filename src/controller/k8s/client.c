@@ -747,6 +747,41 @@ int tf_k8s_update_retry(struct tf_k8s_client *c, const struct tf_k8s_resource *r
     return rc;
 }
 
+int tf_k8s_merge_patch_retry(struct tf_k8s_client *c, const struct tf_k8s_resource *res,
+                             const char *ns, const char *name, const char *sub,
+                             json_object *(*build)(json_object *obj, void *arg), void *arg,
+                             json_object **out, char *err, size_t errlen)
+{
+    int rc = TF_ECONFLICT;
+    if (out)
+        *out = NULL;
+    for (int attempt = 0; attempt < 8 && rc == TF_ECONFLICT; attempt++) {
+        json_object *obj = NULL;
+        if ((rc = tf_k8s_get(c, res, ns, name, &obj, err, errlen)))
+            return rc;
+        json_object *patch = build(obj, arg);
+        if (!patch) {
+            if (out)
+                *out = obj;
+            else
+                json_object_put(obj);
+            return 0;
+        }
+        const char *rv = tf_json_str(obj, "metadata", "resourceVersion", NULL);
+        json_object *meta = NULL;
+        if (!json_object_object_get_ex(patch, "metadata", &meta) ||
+            !json_object_is_type(meta, json_type_object)) {
+            meta = json_object_new_object();
+            json_object_object_add(patch, "metadata", meta);
+        }
+        json_object_object_add(meta, "resourceVersion", json_object_new_string(rv ? rv : ""));
+        rc = tf_k8s_merge_patch(c, res, ns, name, sub, patch, out, err, errlen);
+        json_object_put(patch);
+        json_object_put(obj);
+    }
+    return rc;
+}
+
 static int add_query(char *buf, size_t len, size_t *pos, const char *key, const char *val)
 {
     if (!val || !*val)

@@ -123,6 +123,16 @@ int tf_k8s_update_retry(struct tf_k8s_client *c, const struct tf_k8s_resource *r
                         int (*mutate)(json_object *obj, void *arg), void *arg, json_object **out,
                         char *err, size_t errlen);
 
+/* Conditional merge patch with retry: GET the object, call BUILD(obj, arg) which returns the
+ * merge patch to apply given the current object (new reference, caller-of-BUILD owns it) or
+ * NULL for "nothing to do"; the patch is sent with metadata.resourceVersion set to the version
+ * read, so a concurrent writer makes it fail with 409, after which the object is read again
+ * and BUILD asked again (at most 8 times). *OUT (if OUT) gets the patched object. */
+int tf_k8s_merge_patch_retry(struct tf_k8s_client *c, const struct tf_k8s_resource *res,
+                             const char *ns, const char *name, const char *sub,
+                             json_object *(*build)(json_object *obj, void *arg), void *arg,
+                             json_object **out, char *err, size_t errlen);
+
 /* Lists RES with limit/continue pages of PAGE items (0 = server default), calling
  * FN(item, arg) for every item (borrowed; FN may json_object_get it). Selectors may be NULL.
  * When a continue token expires (410) the list restarts from scratch, at most 3 times; FN
