@@ -179,29 +179,33 @@ static int open_workload(struct wl_arg *w, struct tf_nvml *nv)
     return 0;
 }
 
-static void print_stats(struct tf_engine *e, struct wl_arg *wl, int n, double t)
+/* One line per workload and device: the share of the last second (from the engine's
+ * cumulative GPU-time counter), the limit, the controller's rate and cost, VRAM. */
+static void print_stats(struct wl_arg *wl, int n, double t, uint64_t (*prev)[TF_SHM_MAX_DEVICES],
+                        double secs)
 {
     for (int i = 0; i < n; i++) {
         struct tf_shm_region *r = wl[i].map.r;
         unsigned ndev = atomic_load(&r->hdr.ndev);
-        for (unsigned d = 0; d < ndev; d++) {
+        for (unsigned d = 0; d < ndev && d < TF_SHM_MAX_DEVICES; d++) {
             struct tf_shm_device *dev = &r->dev[d];
-            printf(
-                "t=%.1f workload=%s dev=%u share=%.1f%% limit=%.1f%% rate=%.1f%% "
-                "cost_us=%.1f vram_used=%" PRId64 " vram_limit=%" PRIu64 " throttled=%" PRIu64 "\n",
-                t, wl[i].name ? wl[i].name : wl[i].path, d, atomic_load(&dev->share_bp) / 100.0,
-                (atomic_load(&dev->flags) & TF_SHM_DEV_COMPUTE_LIMIT)
-                    ? atomic_load(&dev->compute_limit_bp) / 100.0
-                    : 100.0,
-                atomic_load(&dev->rate_bp) / 100.0, atomic_load(&dev->launch_cost) / 1000.0,
-                atomic_load(&dev->vram_used),
-                (atomic_load(&dev->flags) & TF_SHM_DEV_VRAM_LIMIT) ? atomic_load(&dev->vram_limit)
-                                                                   : 0,
-                atomic_load(&dev->throttle_count));
+            uint64_t busy = atomic_load(&dev->busy_ns);
+            double share = secs > 0 ? (double)(busy - prev[i][d]) / (secs * 1e7) : 0;
+            prev[i][d] = busy;
+            uint32_t flags = atomic_load(&dev->flags);
+            printf("t=%.1f workload=%s dev=%u share=%.1f%% limit=%.1f%% rate=%.1f%% "
+                   "cost_us=%.1f vram_used=%" PRId64 " vram_limit=%" PRIu64 " throttled=%" PRIu64
+                   "\n",
+                   t, wl[i].name ? wl[i].name : wl[i].path, d, share,
+                   (flags & TF_SHM_DEV_COMPUTE_LIMIT) ? atomic_load(&dev->compute_limit_bp) / 100.0
+                                                      : 100.0,
+                   atomic_load(&dev->rate_bp) / 100.0, atomic_load(&dev->launch_cost) / 1000.0,
+                   atomic_load(&dev->vram_used),
+                   (flags & TF_SHM_DEV_VRAM_LIMIT) ? atomic_load(&dev->vram_limit) : 0,
+                   atomic_load(&dev->throttle_count));
         }
     }
     fflush(stdout);
-    (void)e;
 }
 
 static int cmd_serve(int argc, char **argv)
@@ -313,6 +317,11 @@ static int cmd_serve(int argc, char **argv)
         sigaction(SIGINT, &sa, NULL);
         sigaction(SIGTERM, &sa, NULL);
         uint64_t start = mono_ns(), next = start, next_stats = start + 1000000000u;
+        uint64_t last_stats = start;
+        static uint64_t prev[MAX_WL][TF_SHM_MAX_DEVICES];
+        for (int i = 0; i < n; i++)
+            for (int d = 0; d < TF_SHM_MAX_DEVICES; d++)
+                prev[i][d] = atomic_load(&wl[i].map.r->dev[d].busy_ns);
         printf("serving %d region(s) every %u ms\n", n, interval);
         fflush(stdout);
         while (!stop) {
@@ -326,7 +335,9 @@ static int cmd_serve(int argc, char **argv)
             now = mono_ns();
             tf_engine_step(e, now);
             if (stats && now >= next_stats) {
-                print_stats(e, wl, n, (double)(now - start) / 1e9);
+                print_stats(wl, n, (double)(now - start) / 1e9, prev,
+                            (double)(now - last_stats) / 1e9);
+                last_stats = now;
                 next_stats += 1000000000u;
             }
             if (duration > 0 && (double)(now - start) / 1e9 >= duration)
