@@ -38,7 +38,7 @@ struct wl {
     const char *name;
     uint32_t bp; /* 0: no compute limit (calibration) */
     unsigned long long kernel_ns;
-    char path[256];
+    char path[512];
     struct tf_shm_map map;
     struct child c;
     double share[SECONDS];
@@ -49,7 +49,7 @@ static long long uncapped_short, uncapped_long;
 
 static struct tf_nvml *nv;
 static uint8_t uuid[16];
-static char prefix[256];
+static char prefix[128];
 static volatile int engine_stop;
 
 static uint64_t mono_ns(void)
@@ -104,7 +104,7 @@ static int scenario(const char *name, struct wl *w, int n)
     engine_stop = 0;
     pthread_t th;
     pthread_create(&th, NULL, engine_main, e);
-    char ld[600], pre[600], shm[MAXW][300], simp[300], kns[MAXW][32], secs[32];
+    char ld[600], pre[600], shm[MAXW][600], simp[300], kns[MAXW][32], secs[32];
     snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=%s", LIM_SIM_DIR);
     snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", LIM_PRELOAD_PATH);
     snprintf(simp, sizeof(simp), "TF_SIM_SHM_PREFIX=%s", prefix);
