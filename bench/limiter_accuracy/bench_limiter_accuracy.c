@@ -4,8 +4,9 @@
  * real %globaltimer spin kernel (tests/cuda/kernels/timer.cu) from separate processes
  * under LD_PRELOAD=libtf_limiter.so, each keeping 4 launches in flight (unsynchronised),
  * so the device stays saturated; this process runs the limit engine (NVML of the simulated
- * GPU, 100 ms steps) exactly as the hypervisor would. Every second it reads each
- * workload's GPU time as measured and prints the achieved share of that 1 s window.
+ * GPU, 100 ms steps) exactly as the hypervisor would. Every second it asks the simulated
+ * driver (NVML, through its own handle, independent of the engine's sampling) how much GPU
+ * time each workload's process used in that 1 s window, and prints the achieved share.
  * Scenarios: caps 30 % + 60 % sharing one device (short kernels; then one short and one
  * long kernel), 10 % alone, 90 % alone.
  * Output per scenario: one `limiter_accuracy_<scenario>_<workload>_w<N>: SHARE %` line per
@@ -47,7 +48,7 @@ struct wl {
 
 static long long uncapped_short, uncapped_long;
 
-static struct tf_nvml *nv;
+static struct tf_nvml *nv, *meas;
 static uint8_t uuid[16];
 static char prefix[128];
 static volatile int engine_stop;
@@ -123,10 +124,9 @@ static int scenario(const char *name, struct wl *w, int n)
                     w[i].c.err);
             return 1;
         }
-    uint64_t busy0[MAXW];
+    struct tf_usage_dev u;
     uint64_t t0 = mono_ns();
-    for (int i = 0; i < n; i++)
-        busy0[i] = atomic_load(&w[i].map.r->dev[0].busy_ns);
+    tf_nvml_sample(meas, uuid, 0, t0, &u); /* starts the measurement window */
     for (int s = 0; s < SECONDS; s++) {
         uint64_t until = t0 + 1000000000u, now = mono_ns();
         if (until > now) {
@@ -135,10 +135,13 @@ static int scenario(const char *name, struct wl *w, int n)
             nanosleep(&ts, NULL);
         }
         uint64_t t1 = mono_ns();
+        tf_nvml_sample(meas, uuid, 0, t1, &u);
         for (int i = 0; i < n; i++) {
-            uint64_t b = atomic_load(&w[i].map.r->dev[0].busy_ns);
-            w[i].share[s] = (double)(b - busy0[i]) * 100.0 / (double)(t1 - t0);
-            busy0[i] = b;
+            uint64_t b = 0;
+            for (int k = 0; k < u.nproc; k++)
+                if (u.proc[k].pid == (uint32_t)w[i].c.pid)
+                    b = u.proc[k].busy_ns;
+            w[i].share[s] = (double)b * 100.0 / (double)(t1 - t0);
         }
         t0 = t1;
     }
@@ -212,6 +215,7 @@ int main(void)
     setenv("TF_LOG_LEVEL", "error", 0);
     char err[256];
     if (tf_nvml_open(LIM_SIM_DIR "/libnvidia-ml.so.1", NULL, &nv, err, sizeof(err)) != 0 ||
+        tf_nvml_open(LIM_SIM_DIR "/libnvidia-ml.so.1", NULL, &meas, err, sizeof(err)) != 0 ||
         tf_nvml_device_uuid(nv, 0, uuid, NULL) != 0) {
         fprintf(stderr, "bench_limiter_accuracy: simulated NVML: %s\n", err);
         return 1;
@@ -230,6 +234,7 @@ int main(void)
     rc |= scenario("pair_30_60_long", mixed, 2);
     rc |= scenario("alone_10", low, 1);
     rc |= scenario("alone_90", high, 1);
+    tf_nvml_close(meas);
     tf_nvml_close(nv);
     char cmd[400];
     snprintf(cmd, sizeof(cmd), "rm -f %s*", prefix);
