@@ -14,6 +14,7 @@ struct tf_cmd {
 };
 
 int tf_cmd_models(int argc, char **argv);
+int tf_cmd_limits(int argc, char **argv);
 int tf_cmd_run(int argc, char **argv);
 int tf_cmd_get(int argc, char **argv);
 int tf_cmd_top(int argc, char **argv);

@@ -73,6 +73,8 @@ CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
 CUresult CUDAAPI cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
 {
     TF_PASS_IF_NESTED(cuDeviceTotalMem_v2, bytes, dev);
+    if (!tf__visible(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
     CUresult rc;
     TF_CALL(rc, cuDeviceTotalMem_v2, bytes, dev);
     int idx = rc == CUDA_SUCCESS && bytes ? tf__idx_of_dev(dev) : -1;

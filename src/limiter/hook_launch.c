@@ -65,6 +65,52 @@ __attribute__((noinline)) static void wait_for_tokens(struct tf_shm_device *d, i
     atomic_fetch_add_explicit(&d->throttle_ns, now - start, memory_order_relaxed);
 }
 
+/* Per-thread batching. A locked instruction costs ~20 ns on the machines we measured, so
+ * the fast path avoids them: launches are counted in the thread and published to the
+ * region's per-process counter every TF_LIM_BATCH launches, and tokens are taken from the
+ * shared bucket for up to TF_LIM_BATCH launches at once (never more than a quarter of the
+ * bucket, so a long kernel still takes its tokens alone). A thread that stops launching
+ * keeps at most that many launches' worth of tokens unused, which only under-uses the cap,
+ * and its last < TF_LIM_BATCH launches stay uncounted until its next launch. */
+#define TF_LIM_BATCH 8
+
+struct tcache {
+    int idx;           /* region index the cache is for (-1 none) */
+    uint32_t launches; /* counted, not yet published */
+    int64_t tokens;    /* taken from the bucket, not yet spent */
+};
+static __thread struct tcache tc __attribute__((tls_model("initial-exec"))) = {.idx = -1};
+
+static void publish(struct tf__lim *L)
+{
+    int slot = atomic_load_explicit(&L->slot, memory_order_relaxed);
+    if (tc.launches && tc.idx >= 0 && slot >= 0)
+        atomic_fetch_add_explicit(&L->r->pid[slot].launches[tc.idx], tc.launches,
+                                  memory_order_relaxed);
+    tc.launches = 0;
+}
+
+void tf__launch_after_fork(void)
+{
+    tc.idx = -1;
+    tc.launches = 0;
+    tc.tokens = 0;
+}
+
+__attribute__((noinline)) static void take_tokens(struct tf_shm_device *d, int64_t cost)
+{
+    int64_t cap = atomic_load_explicit(&d->bucket.capacity, memory_order_relaxed);
+    int64_t k = cost > 0 ? cap / (4 * cost) : 1;
+    if (k > TF_LIM_BATCH)
+        k = TF_LIM_BATCH;
+    if (k > 1 && tf_bucket_try_take(&d->bucket, cost * k)) {
+        tc.tokens += cost * (k - 1);
+        return;
+    }
+    if (!tf_bucket_try_take(&d->bucket, cost))
+        wait_for_tokens(d, cost);
+}
+
 /* Charges NLAUNCH launches to the current device. */
 static inline void charge(uint64_t nlaunch)
 {
@@ -74,18 +120,28 @@ static inline void charge(uint64_t nlaunch)
     int idx = launch_idx();
     if (idx < 0)
         return;
+    if (idx != tc.idx) {
+        publish(L);
+        tc.idx = idx;
+        tc.tokens = 0;
+    }
+    tc.launches += (uint32_t)nlaunch;
     struct tf_shm_device *d = &L->r->dev[idx];
-    int slot = atomic_load_explicit(&L->slot, memory_order_relaxed);
-    if (slot >= 0)
-        atomic_fetch_add_explicit(&L->r->pid[slot].launches[idx], nlaunch, memory_order_relaxed);
-    if (!(atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT))
-        return;
-    uint64_t c = atomic_load_explicit(&d->launch_cost, memory_order_relaxed);
-    if (c == 0)
-        c = TF_LIMIT_COST_DEFAULT_NS;
-    int64_t cost = (int64_t)(c * nlaunch);
-    if (!tf_bucket_try_take(&d->bucket, cost))
-        wait_for_tokens(d, cost);
+    if (atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT) {
+        uint64_t c = atomic_load_explicit(&d->launch_cost, memory_order_relaxed);
+        if (c == 0)
+            c = TF_LIMIT_COST_DEFAULT_NS;
+        int64_t cost = (int64_t)(c * nlaunch);
+        if (tc.tokens >= cost) {
+            tc.tokens -= cost;
+        } else {
+            take_tokens(d, cost);
+            publish(L); /* the slow path publishes: waiting workloads are counted promptly */
+            return;
+        }
+    }
+    if (tc.launches >= TF_LIM_BATCH)
+        publish(L);
 }
 
 #define LAUNCH(name, ...)                                                                          \

@@ -119,6 +119,9 @@ bool tf__nvml_init(void);
 /* Standalone controller (standalone.c): starts the in-process engine thread. */
 void tf__standalone_start(void);
 
+/* Resets the calling thread's launch batching (hook_launch.c), in a forked child. */
+void tf__launch_after_fork(void);
+
 /* The process's PID slot, claimed on first use; -1 if none could be had. */
 int tf__slot(void);
 

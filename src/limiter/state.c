@@ -433,6 +433,7 @@ static void after_fork_child(void)
     /* The child is a new process: its own PID slot (claimed on first use), and none of
      * the parent's allocations. */
     atomic_store(&tf__L.slot, -2);
+    tf__launch_after_fork();
     tf_ptrtab_reset(&tf__L.mem);
     tf_ptrtab_reset(&tf__L.arr);
     tf_ptrtab_reset(&tf__L.vmm);

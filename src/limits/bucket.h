@@ -13,7 +13,9 @@
  *   CAS, so concurrent refillers never double-count) and adds rate * elapsed, clamped to
  *   capacity. Fractions of a token are carried in last_ns, never lost. Over any interval T
  *   the tokens granted never exceed rate * T + 2 * capacity.
- * - tf_bucket_try_take reads no clock: the unthrottled path is one load and one CAS.
+ * - tf_bucket_try_take reads no clock: the unthrottled path is one load and one atomic add.
+ * - Costs are expected to be sane (a launch charges at most seconds of GPU time): takes do
+ *   not clamp the debt; tf_bucket_adjust does.
  */
 #ifndef TF_LIMITS_BUCKET_H
 #define TF_LIMITS_BUCKET_H

@@ -111,6 +111,7 @@ double tf_ctl_update(struct tf_ctl *c, const struct tf_ctl_sample *s)
     return u;
 }
 
+#define COST_TAU_NS 1e9
 #define TAU_MIN_NS 0.0
 #define TAU_MAX_NS 1e9
 
@@ -120,7 +121,6 @@ void tf_limit_ctl_init(struct tf_limit_ctl *c, const struct tf_ctl_params *p)
     tf_ctl_init(&c->pi, p);
     c->cost_ns = TF_LIMIT_COST_DEFAULT_NS;
     c->charged_cost = TF_LIMIT_COST_DEFAULT_NS;
-    c->cost_alpha = 0.5;
     c->burst_ms = 20;
 }
 
@@ -139,19 +139,19 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
     if (debit < -4e18)
         debit = -4e18;
     out->debit = (int64_t)debit;
-    /* Cost per launch, from enough launches (or a long enough time) to mean something. */
-    c->acc_busy += in->busy_ns;
-    c->acc_launches += in->launches;
-    c->acc_ns += in->window_ns;
-    if (c->acc_launches >= 8 || (c->acc_launches >= 1 && c->acc_ns >= 1000000000u)) {
-        if (c->acc_busy > 0) {
-            double m = (double)c->acc_busy / (double)c->acc_launches;
-            m = clampd(m, TF_LIMIT_COST_MIN_NS, TF_LIMIT_COST_MAX_NS);
-            c->cost_ns = c->cost_alpha * m + (1.0 - c->cost_alpha) * c->cost_ns;
-        }
-        c->acc_busy = c->acc_launches = c->acc_ns = 0;
-    } else if (c->acc_ns >= 4000000000u) {
-        c->acc_busy = c->acc_launches = c->acc_ns = 0; /* idle: start over */
+    /* Cost per launch: the ratio of decaying sums of GPU time and launches (time constant
+     * COST_TAU_NS). The GPU time of a window belongs to launches of earlier windows when
+     * work queues up, so a per-window ratio swings wildly; over a horizon of seconds both
+     * sums describe the same kernels (longer horizons for longer kernels, which are rarer).
+     * Each step may move the estimate by 2x at most. */
+    double ctau = clampd(20.0 * c->cost_ns, COST_TAU_NS, 10 * COST_TAU_NS);
+    double decay = exp(-window / ctau);
+    c->sum_busy = c->sum_busy * decay + (double)in->busy_ns;
+    c->sum_launches = c->sum_launches * decay + (double)in->launches;
+    if (c->sum_launches >= 2 && c->sum_busy > 0) {
+        double m = c->sum_busy / c->sum_launches;
+        m = clampd(m, c->cost_ns / 2, c->cost_ns * 2);
+        c->cost_ns = clampd(m, TF_LIMIT_COST_MIN_NS, TF_LIMIT_COST_MAX_NS);
     }
     /* Share filter: windows much shorter than a kernel see 0 % or 100 %, so the share is
      * averaged over ~3 kernel lengths (none for short kernels). */

@@ -18,11 +18,10 @@
  *   while the workload was not throttled: then its own demand, not the bucket, set its
  *   share, and a positive I only bleeds away).
  * - tf_limit_ctl: what the engine runs per window. It estimates the GPU cost of one launch
- *   (measured busy ns / launches, accumulated over windows until at least a few launches
- *   were seen, then smoothed), so that charging that many tokens per launch makes tokens
- *   track real GPU time whatever the kernel length; it smooths the measured share with a
- *   time constant of a few kernel lengths (a 100 ms window of 100 ms kernels reads 0 % or
- *   100 %); and it turns the PI output into bucket parameters (rate = u * 1e9 device-ns/s,
+ *   (the ratio of GPU time to launches over the last seconds), so that charging that many tokens
+ * per launch makes tokens track real GPU time whatever the kernel length; it smooths the measured
+ * share with a time constant of a few kernel lengths (a 100 ms window of 100 ms kernels reads 0 %
+ * or 100 %); and it turns the PI output into bucket parameters (rate = u * 1e9 device-ns/s,
  *   capacity = rate * burst). The estimate is only the up-front charge: each window the
  *   difference between the GPU time the workload really used and what its launches were
  *   charged is debited from (or refunded to) the bucket, so over time tokens equal GPU
@@ -86,10 +85,9 @@ struct tf_limit_ctl {
     struct tf_ctl pi;
     double cost_ns;        /* smoothed GPU ns per launch */
     uint64_t charged_cost; /* launch cost in effect during the window being measured */
-    double cost_alpha;     /* smoothing weight of a new cost measurement, 0..1 */
     uint32_t burst_ms;     /* bucket capacity in ms of rate */
-    /* cost estimator: busy ns and launches accumulated until there are enough launches */
-    uint64_t acc_busy, acc_launches, acc_ns;
+    /* cost estimator: decaying sums of GPU ns and launches */
+    double sum_busy, sum_launches;
     uint32_t blind; /* consecutive windows with launches but no GPU time attributed */
     /* share filter: windows much shorter than a kernel see 0 % or 100 %, so the share fed
      * to the PI is smoothed with a time constant of a few kernel lengths */

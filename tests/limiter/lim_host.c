@@ -17,6 +17,12 @@
  *   rollback             a driver-side allocation failure (fake driver fault) gives the
  *                        reservation back
  *   fillslow CHUNK MS N  N attempts, one every MS ms, to allocate CHUNK MiB; prints ok=count
+ *   load PTX NS SECS DEPTH  keeps DEPTH launches of spin_ns(NS) in flight, unsynchronised
+ *                        (an event per launch, waited for DEPTH launches later), for SECS;
+ *                        prints launched= and completed= (the device-side counter)
+ *   timing N             N x (cuLaunchKernel of spin_ns(0) from PTX in $LIM_PTX) and N x
+ *                        (cuMemAlloc 4 KiB + cuMemFree); prints launch_ns= alloc_free_ns=
+ *                        per call (benchmark helper)
  */
 #include <cuda.h>
 #undef cuGetProcAddress
@@ -101,8 +107,10 @@ static int scenario_meminfo(void)
 {
     setup();
     size_t free, total, dtotal;
+    CUdevice d;
     CK(cuMemGetInfo(&free, &total));
-    CK(cuDeviceTotalMem(&dtotal, 0));
+    CK(cuDeviceGet(&d, 0));
+    CK(cuDeviceTotalMem(&dtotal, d));
     printf("free=%zu\ntotal=%zu\ndevice_total=%zu\n", free, total, dtotal);
     return 0;
 }
@@ -311,6 +319,114 @@ static int scenario_launch(int argc, char **argv)
     return 0;
 }
 
+static CUfunction load_spin(const char *path)
+{
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        fprintf(stderr, "lim_host: cannot read %s\n", path);
+        exit(2);
+    }
+    static char ptx[1 << 20];
+    size_t len = fread(ptx, 1, sizeof(ptx) - 1, fp);
+    fclose(fp);
+    ptx[len] = 0;
+    CUmodule mod;
+    CUfunction f;
+    CUresult (*load)(CUmodule *, const void *) =
+        (CUresult(*)(CUmodule *, const void *))sym("cuModuleLoadData");
+    CUresult (*getf)(CUfunction *, CUmodule, const char *) =
+        (CUresult(*)(CUfunction *, CUmodule, const char *))sym("cuModuleGetFunction");
+    CK(load(&mod, ptx));
+    CK(getf(&f, mod, "spin_ns"));
+    return f;
+}
+
+static int scenario_load(int argc, char **argv)
+{
+    if (argc < 6)
+        return 2;
+    setup();
+    CUfunction f = load_spin(argv[2]);
+    unsigned long long ns = strtoull(argv[3], NULL, 10);
+    double secs = atof(argv[4]);
+    int depth = atoi(argv[5]);
+    if (depth < 1 || depth > 64)
+        depth = 4;
+    CUresult (*ev_create)(CUevent *, unsigned) =
+        (CUresult(*)(CUevent *, unsigned))sym("cuEventCreate");
+    CUresult (*ev_record)(CUevent, CUstream) = (CUresult(*)(CUevent, CUstream))sym("cuEventRecord");
+    CUresult (*ev_sync)(CUevent) = (CUresult(*)(CUevent))sym("cuEventSynchronize");
+    CUresult (*st_create)(CUstream *, unsigned) =
+        (CUresult(*)(CUstream *, unsigned))sym("cuStreamCreate");
+    CUresult (*st_sync)(CUstream) = (CUresult(*)(CUstream))sym("cuStreamSynchronize");
+    CUresult (*memset32)(CUdeviceptr, unsigned, size_t) =
+        (CUresult(*)(CUdeviceptr, unsigned, size_t))sym("cuMemsetD32_v2");
+    CUresult (*dtoh)(void *, CUdeviceptr, size_t) =
+        (CUresult(*)(void *, CUdeviceptr, size_t))sym("cuMemcpyDtoH_v2");
+    CUdeviceptr done;
+    CK(cuMemAlloc(&done, 8));
+    CK(memset32(done, 0, 2));
+    CUstream s;
+    CK(st_create(&s, 0));
+    CUevent ev[64];
+    for (int i = 0; i < depth; i++)
+        CK(ev_create(&ev[i], 0));
+    void *params[] = {&ns, &done};
+    printf("load: running\n");
+    double end = now_s() + secs;
+    long i = 0;
+    while (now_s() < end) {
+        int slot = (int)(i % depth);
+        if (i >= depth)
+            CK(ev_sync(ev[slot]));
+        CK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+        CK(ev_record(ev[slot], s));
+        i++;
+    }
+    CK(st_sync(s));
+    unsigned long long got = 0;
+    CK(dtoh(&got, done, 8));
+    printf("launched=%ld\ncompleted=%llu\n", i, got);
+    return 0;
+}
+
+static int scenario_timing(int argc, char **argv)
+{
+    setup();
+    long n = argc > 2 ? atol(argv[2]) : 20000;
+    const char *ptx = getenv("LIM_PTX");
+    CUfunction f = ptx ? load_spin(ptx) : NULL;
+    CUresult (*st_sync)(CUstream) = (CUresult(*)(CUstream))sym("cuStreamSynchronize");
+    CUdeviceptr done;
+    CK(cuMemAlloc(&done, 8));
+    unsigned long long ns = 0;
+    void *params[] = {&ns, &done};
+    /* Warm-up, then the timed loop; the queue is drained every 64 launches so the timing
+     * is the call path, not a growing queue. */
+    for (int i = 0; i < 256; i++)
+        CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    CK(st_sync(NULL));
+    double launch_s = 0;
+    for (long i = 0; i < n; i += 64) {
+        double t0 = now_s();
+        for (int k = 0; k < 64; k++)
+            CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+        launch_s += now_s() - t0;
+        CK(st_sync(NULL));
+    }
+    double t0 = now_s();
+    for (long i = 0; i < n; i++) {
+        CUdeviceptr p;
+        CK(cuMemAlloc(&p, 4096));
+        CK(cuMemFree(p));
+    }
+    double alloc_s = now_s() - t0;
+    long launched = (n + 63) / 64 * 64;
+    printf("launch_ns=%.1f\nalloc_free_ns=%.1f\n", launch_s * 1e9 / (double)launched,
+           alloc_s * 1e9 / (double)n);
+    return 0;
+}
+
 static int scenario_graph(int argc, char **argv)
 {
     setup();
@@ -376,6 +492,10 @@ int main(int argc, char **argv)
         return scenario_rollback();
     if (!strcmp(s, "fillslow"))
         return scenario_fillslow(argc, argv);
+    if (!strcmp(s, "load"))
+        return scenario_load(argc, argv);
+    if (!strcmp(s, "timing"))
+        return scenario_timing(argc, argv);
     fprintf(stderr, "lim_host: unknown scenario %s\n", s);
     return 2;
 }

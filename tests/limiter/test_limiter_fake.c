@@ -256,13 +256,14 @@ static void two_processes_of_one_workload_share_one_limit(void **state)
 {
     int devs[] = {0};
     struct tf_shm_map m = make_region(1, devs, GiB, 0);
-    char *argv[] = {(char *)host, "hold", "600", "3", NULL};
+    /* Long enough a hold for B to start on a loaded machine (A is killed below). */
+    char *argv[] = {(char *)host, "hold", "600", "30", NULL};
     const char *env[] = {ld_preload, ld_path, shm_env, NULL};
     struct child a, b;
     child_start(&a, argv, env);
-    assert_true(child_wait_for(&a, "held=", 20));
+    assert_true(child_wait_for(&a, "rc=", 20));
     child_start(&b, argv, env);
-    assert_true(child_wait_for(&b, "held=", 20));
+    assert_true(child_wait_for(&b, "rc=", 20));
     assert_int_equal(child_num(&a, "held"), 1);
     assert_int_equal(child_num(&b, "held"), 0); /* 600 + 600 MiB > 1 GiB */
     assert_int_equal(atomic_load(&m.r->dev[0].vram_used), (int64_t)(600 * MiB));

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * libtf_limiter.so on the simulated GPU with real PTX kernels: VRAM caps and memory info
+ * (CUDA and NVML), two processes sharing one limit, runtime-style lookups, a stale heartbeat
+ * and a corrupt region, the driver-API host programs of tests/cuda/host passing unchanged
+ * under LD_PRELOAD, and compute caps held by the limit engine (run here, in-process, as the
+ * hypervisor would) and by the limiter's own standalone controller.
+ *
+ * Environment (from meson): LIM_PRELOAD, LIM_HOST, LIM_SIM_DIR, LIM_TIMER_PTX, LIM_CUDA_HOSTS
+ * ("name=exe=ptx;..."), TF_SIM_DEVICES, TF_SIM_SHM_PREFIX.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "limits/engine.h"
+#include "limits/nvml.h"
+#include "limits/proc.h"
+#include "limits/shm.h"
+#include "spawn.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MiB (UINT64_C(1) << 20)
+#define GiB (UINT64_C(1) << 30)
+
+static char dir[256], region[300], ld_preload[600], ld_path[600], shm_env[400];
+static const char *host, *timer_ptx, *hosts;
+static struct tf_nvml *nv;
+static uint8_t uuid0[16];
+
+static int setup(void **state)
+{
+    const char *pre = getenv("LIM_PRELOAD"), *sim = getenv("LIM_SIM_DIR");
+    host = getenv("LIM_HOST");
+    timer_ptx = getenv("LIM_TIMER_PTX");
+    hosts = getenv("LIM_CUDA_HOSTS");
+    if (!pre || !sim || !host || !timer_ptx || !hosts)
+        return -1;
+    snprintf(dir, sizeof(dir), "/tmp/tf-test-limsim-XXXXXX");
+    if (!mkdtemp(dir))
+        return -1;
+    snprintf(region, sizeof(region), "%s/shm", dir);
+    snprintf(ld_preload, sizeof(ld_preload), "LD_PRELOAD=%s", pre);
+    snprintf(ld_path, sizeof(ld_path), "LD_LIBRARY_PATH=%s", sim);
+    snprintf(shm_env, sizeof(shm_env), "TF_SHM_PATH=%s", region);
+    char lib[600], err[256];
+    snprintf(lib, sizeof(lib), "%s/libnvidia-ml.so.1", sim);
+    if (tf_nvml_open(lib, NULL, &nv, err, sizeof(err)) != 0) {
+        fprintf(stderr, "simulated NVML: %s\n", err);
+        return -1;
+    }
+    return tf_nvml_device_uuid(nv, 0, uuid0, NULL);
+}
+
+static int teardown(void **state)
+{
+    tf_nvml_close(nv);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static struct tf_shm_map make_region(uint64_t vram, uint32_t bp)
+{
+    unlink(region);
+    struct tf_shm_config c;
+    memset(&c, 0, sizeof(c));
+    snprintf(c.name, sizeof(c.name), "sim/pod");
+    c.ndev = 1;
+    memcpy(c.dev[0].uuid, uuid0, 16);
+    c.dev[0].flags = TF_SHM_DEV_PRESENT | (vram ? TF_SHM_DEV_VRAM_LIMIT : 0) |
+                     (bp ? TF_SHM_DEV_COMPUTE_LIMIT : 0);
+    c.dev[0].vram_limit = vram;
+    c.dev[0].compute_limit_bp = bp;
+    struct tf_shm_map m;
+    char err[256];
+    if (tf_shm_create(region, &c, 0600, &m, err, sizeof(err)) != 0)
+        fail_msg("create region: %s", err);
+    return m;
+}
+
+static int run_argv(struct child *c, char *const argv[], const char *e1, const char *e2)
+{
+    const char *env[] = {ld_preload, ld_path, e1, e2, "TF_LOG_LEVEL=warn", NULL};
+    int rc = child_run(c, argv, env, 120);
+    if (rc != 0)
+        print_message("%s exited %d\nstdout:\n%s\nstderr:\n%s\n", argv[0], rc, c->out, c->err);
+    return rc;
+}
+
+static int run(struct child *c, const char *scenario, const char *e1, const char *e2)
+{
+    char *argv[] = {(char *)host, (char *)scenario, NULL};
+    return run_argv(c, argv, e1, e2);
+}
+
+static void expect(const struct child *c, const char *key, const char *want)
+{
+    const char *v = child_value(c, key);
+    if (!v || strcmp(v, want) != 0)
+        fail_msg("%s=%s, want %s\nstdout:\n%s\nstderr:\n%s", key, v ? v : "(missing)", want, c->out,
+                 c->err);
+}
+
+static void allocation_beyond_the_limit_fails_smaller_ones_succeed(void **state)
+{
+    struct tf_shm_map m = make_region(GiB, 0);
+    struct child c;
+    assert_int_equal(run(&c, "vram", shm_env, NULL), 0);
+    assert_int_equal(child_num(&c, "total"), (long long)GiB);
+    expect(&c, "over_limit", "CUDA_ERROR_OUT_OF_MEMORY");
+    expect(&c, "half_more", "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_int_equal(child_num(&c, "free_at_end"), (long long)GiB);
+    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
+    tf_shm_unmap(&m);
+}
+
+static void two_processes_of_one_workload_share_one_vram_limit(void **state)
+{
+    struct tf_shm_map m = make_region(GiB, 0);
+    /* A holds its allocation long enough for B to start on a loaded machine; wait for the
+     * last line each prints ("rc="), so both values have been read. */
+    char *argv[] = {(char *)host, "hold", "600", "10", NULL};
+    const char *env[] = {ld_preload, ld_path, shm_env, NULL};
+    struct child a, b;
+    child_start(&a, argv, env);
+    assert_true(child_wait_for(&a, "rc=", 30));
+    child_start(&b, argv, env);
+    assert_true(child_wait_for(&b, "rc=", 30));
+    assert_int_equal(child_num(&a, "held"), 1);
+    assert_int_equal(child_num(&b, "held"), 0);
+    expect(&b, "rc", "CUDA_ERROR_OUT_OF_MEMORY");
+    child_finish(&a, 30);
+    child_finish(&b, 30);
+    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
+    tf_shm_unmap(&m);
+}
+
+static void memory_info_and_nvml_report_the_limit(void **state)
+{
+    struct tf_shm_map m = make_region(3 * GiB / 2, 0);
+    struct child c;
+    assert_int_equal(run(&c, "meminfo", shm_env, NULL), 0);
+    assert_int_equal(child_num(&c, "total"), (long long)(3 * GiB / 2));
+    assert_int_equal(child_num(&c, "device_total"), (long long)(3 * GiB / 2));
+    assert_int_equal(run(&c, "nvml", shm_env, NULL), 0);
+    assert_int_equal(child_num(&c, "nvml_count"), 1);
+    assert_int_equal(child_num(&c, "nvml_total0"), (long long)(3 * GiB / 2));
+    assert_int_equal(child_num(&c, "nvml2_total0"), (long long)(3 * GiB / 2));
+    assert_true(child_num(&c, "nvml_used0") <= child_num(&c, "nvml_total0"));
+    tf_shm_unmap(&m);
+}
+
+static void allocations_through_cuGetProcAddress_are_limited(void **state)
+{
+    struct tf_shm_map m = make_region(GiB, 0);
+    struct child c;
+    assert_int_equal(run(&c, "procaddr", shm_env, NULL), 0);
+    expect(&c, "over_limit", "CUDA_ERROR_OUT_OF_MEMORY");
+    expect(&c, "within", "CUDA_SUCCESS");
+    tf_shm_unmap(&m);
+}
+
+/* Runs every tests/cuda/host program (name=exe=ptx;...) with E1/E2; all must PASS. */
+static void run_host_programs(const char *e1, const char *e2)
+{
+    char list[4096];
+    snprintf(list, sizeof(list), "%s", hosts);
+    int n = 0;
+    for (char *save = NULL, *item = strtok_r(list, ";", &save); item;
+         item = strtok_r(NULL, ";", &save)) {
+        char *exe = strchr(item, '='), *ptx = exe ? strchr(exe + 1, '=') : NULL;
+        if (!exe || !ptx)
+            fail_msg("bad LIM_CUDA_HOSTS entry %s", item);
+        *exe++ = 0;
+        *ptx++ = 0;
+        char *argv[] = {exe, ptx, NULL};
+        struct child c;
+        if (run_argv(&c, argv, e1, e2) != 0 || !strstr(c.out, ": PASS"))
+            fail_msg("%s under the limiter: %s%s", item, c.out, c.err);
+        n++;
+    }
+    assert_true(n >= 5);
+}
+
+static void host_programs_pass_unchanged_under_the_limiter(void **state)
+{
+    run_host_programs("TF_SHM_PATH=", NULL); /* preloaded, no limits: pure pass-through */
+    struct tf_shm_map m = make_region(2 * GiB, 8000);
+    run_host_programs(shm_env, NULL); /* limited, generously */
+    tf_shm_unmap(&m);
+}
+
+static void stale_heartbeat_neither_crashes_nor_unlimits(void **state)
+{
+    struct tf_shm_map m = make_region(GiB, 5000);
+    tf_shm_heartbeat(m.r, 1000, 100, 1); /* the engine died long ago */
+    char *spin[] = {(char *)host, "launch", "200", (char *)timer_ptx, NULL};
+    struct child c;
+    assert_int_equal(run_argv(&c, spin, shm_env, NULL), 0);
+    assert_int_equal(child_num(&c, "launches"), 200);
+    assert_non_null(strstr(c.err, "keeping the last limits"));
+    assert_true(atomic_load(&m.r->dev[0].throttle_count) > 0); /* still limited */
+    assert_int_equal(run(&c, "vram", shm_env, NULL), 0);
+    expect(&c, "over_limit", "CUDA_ERROR_OUT_OF_MEMORY");
+    tf_shm_unmap(&m);
+}
+
+static void corrupt_region_is_rejected_and_the_app_still_runs(void **state)
+{
+    struct tf_shm_map m = make_region(GiB, 0);
+    atomic_store(&m.r->dev[0].compute_limit_bp, 0); /* no longer valid with the limit flag */
+    atomic_store(&m.r->dev[0].flags, TF_SHM_DEV_PRESENT | TF_SHM_DEV_COMPUTE_LIMIT);
+    tf_shm_unmap(&m);
+    struct child c;
+    assert_int_equal(run(&c, "meminfo", shm_env, NULL), 0);
+    assert_non_null(strstr(c.err, "rejected limit region: device 0: compute_limit_bp 0"));
+    assert_true(child_num(&c, "total") > (long long)GiB); /* no limits known */
+    unlink(region);
+}
+
+/* --- compute ----------------------------------------------------------------------------- */
+
+static volatile int engine_stop;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *engine_main(void *arg)
+{
+    while (!engine_stop) {
+        struct timespec ts = {0, 100000000};
+        nanosleep(&ts, NULL);
+        tf_engine_step(arg, mono_ns());
+    }
+    return NULL;
+}
+
+static void engine_holds_a_compute_cap_on_the_sim(void **state)
+{
+    struct tf_shm_map m = make_region(0, 4000);
+    struct tf_engine_opts o = {.period_ms = 100,
+                               .usage = {.sample = tf_nvml_sample, .ctx = nv},
+                               .self_owner = tf_proc_self_owner(),
+                               .pidns = tf_proc_pidns(0)};
+    struct tf_engine *e = tf_engine_new(&o);
+    assert_int_equal(tf_engine_add(e, m.r, "sim/pod"), 0);
+    engine_stop = 0;
+    pthread_t th;
+    pthread_create(&th, NULL, engine_main, e);
+    char *argv[] = {(char *)host, "load", (char *)timer_ptx, "1000000", "4", "4", NULL};
+    const char *env[] = {ld_preload, ld_path, shm_env, "TF_LOG_LEVEL=warn", NULL};
+    struct child c;
+    child_start(&c, argv, env);
+    assert_true(child_wait_for(&c, "load: running", 30));
+    struct timespec two = {2, 0};
+    nanosleep(&two, NULL); /* settling */
+    uint64_t b0 = atomic_load(&m.r->dev[0].busy_ns), t0 = mono_ns();
+    nanosleep(&two, NULL);
+    uint64_t b1 = atomic_load(&m.r->dev[0].busy_ns), t1 = mono_ns();
+    assert_int_equal(child_finish(&c, 30), 0);
+    engine_stop = 1;
+    pthread_join(th, NULL);
+    double share = (double)(b1 - b0) * 100.0 / (double)(t1 - t0);
+    print_message("achieved %.1f %% of the device under a 40 %% cap\n", share);
+    assert_true(share > 32.0 && share < 48.0);
+    assert_true(atomic_load(&m.r->dev[0].throttle_count) > 0);
+    tf_engine_destroy(e);
+    tf_shm_unmap(&m);
+}
+
+static void standalone_compute_percent_limits_without_a_hypervisor(void **state)
+{
+    char *argv[] = {(char *)host, "load", (char *)timer_ptx, "1000000", "3", "4", NULL};
+    struct child c;
+    /* Uncapped, then capped at 25 % by the limiter's own controller: completed kernels
+     * (counted on the device) compare like the caps. */
+    assert_int_equal(run_argv(&c, argv, "TF_SHM_PATH=", NULL), 0);
+    long long free_run = child_num(&c, "completed");
+    assert_int_equal(run_argv(&c, argv, "TF_SHM_PATH=", "TF_COMPUTE_PERCENT=25"), 0);
+    long long capped = child_num(&c, "completed");
+    double ratio = (double)capped / (double)free_run;
+    print_message("standalone 25 %% cap: %lld of %lld kernels (%.2f)\n", capped, free_run, ratio);
+    assert_true(ratio > 0.12 && ratio < 0.40);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(allocation_beyond_the_limit_fails_smaller_ones_succeed),
+        cmocka_unit_test(two_processes_of_one_workload_share_one_vram_limit),
+        cmocka_unit_test(memory_info_and_nvml_report_the_limit),
+        cmocka_unit_test(allocations_through_cuGetProcAddress_are_limited),
+        cmocka_unit_test(host_programs_pass_unchanged_under_the_limiter),
+        cmocka_unit_test(stale_heartbeat_neither_crashes_nor_unlimits),
+        cmocka_unit_test(corrupt_region_is_rejected_and_the_app_still_runs),
+        cmocka_unit_test(engine_holds_a_compute_cap_on_the_sim),
+        cmocka_unit_test(standalone_compute_percent_limits_without_a_hypervisor),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
