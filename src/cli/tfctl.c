@@ -15,6 +15,8 @@ static const struct tf_cmd cmds[] = {
     {"query", tf_cmd_query, "run SQL on the local metrics database"},
     {"models", tf_cmd_models, "list the GPU model table (TFLOPS, VRAM)"},
     {"spec", tf_cmd_spec, "print the normalised workload spec of manifests (-f FILE)"},
+    {"simulate", tf_cmd_simulate,
+     "place a stream of pods on a described cluster (scheduler dry run)"},
     {"version", tf_cmd_version, "print the version"},
 };
 

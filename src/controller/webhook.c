@@ -10,7 +10,7 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "controller/jsonpatch.h"
-#include "controller/selector.h"
+#include "core/selector.h"
 #include "core/quantity.h"
 
 #include <stdarg.h>

@@ -64,8 +64,9 @@ struct plan {
     const struct tf_pool_config *cfg;
     unsigned count;
     enum tf_isolation iso;
-    bool whole; /* shared or dedicated: a whole idle GPU */
-    bool part;  /* partitioned */
+    enum tf_qos qos; /* resolved: the pool's default when unset */
+    bool whole;      /* shared or dedicated: a whole idle GPU */
+    bool part;       /* partitioned */
     uint64_t model_mask, index_mask;
     uint32_t vendor_mask;
     struct tf_alloc_resources res; /* normalised: limits filled */
@@ -370,13 +371,14 @@ static int compile(const struct tf_alloc *a, const struct tf_alloc_request *req,
         return TF_EINVAL;
     }
 
-    p->iso = req->isolation == TF_ISO_NONE ? TF_ISO_SOFT : req->isolation;
-    if ((unsigned)p->iso >= TF_ISO_COUNT || (unsigned)req->qos >= TF_QOS_COUNT) {
+    p->iso = req->isolation == TF_ISOLATION_UNSET ? TF_ISOLATION_SOFT : req->isolation;
+    p->qos = req->qos == TF_QOS_UNSET ? p->cfg->default_qos : req->qos;
+    if ((unsigned)p->iso >= TF_ISO_MODES || (unsigned)req->qos > TF_QOS_CRITICAL) {
         tf_errf(err, errlen, "pod %s: invalid isolation or QoS", p->key);
         return TF_EINVAL;
     }
-    p->part = p->iso == TF_ISO_PARTITIONED;
-    p->whole = p->iso == TF_ISO_SHARED || req->dedicated;
+    p->part = p->iso == TF_ISOLATION_PARTITIONED;
+    p->whole = p->iso == TF_ISOLATION_SHARED || req->dedicated;
     if (p->part && req->dedicated) {
         tf_errf(err, errlen, "pod %s: dedicated-gpu cannot be partitioned", p->key);
         return TF_EINVAL;
@@ -430,6 +432,56 @@ static int compile(const struct tf_alloc *a, const struct tf_alloc_request *req,
     return 0;
 }
 
+int tf_alloc_request_from_spec(const struct tf_spec *s, const char *ns, const char *name,
+                               struct tf_alloc_request *r, struct tf_alloc_request_buf *buf,
+                               char *err, size_t errlen)
+{
+    memset(r, 0, sizeof(*r));
+    r->ns = ns ? ns : (s->ns ? s->ns : "default");
+    r->name = name ? name : s->name;
+    if (!s->enabled) {
+        tf_errf(err, errlen, "pod %s/%s: not a TensorFusion pod", r->ns, r->name ? r->name : "");
+        return TF_EINVAL;
+    }
+    if (!r->name || !*r->name) {
+        tf_errf(err, errlen, "pod in %s: no name", r->ns);
+        return TF_EINVAL;
+    }
+    r->pool = s->pool;
+    const struct tf_spec_res *q = &s->requests, *l = &s->limits;
+    r->res.req_by_percent = q->percent_set;
+    r->res.req_percent = q->percent_set ? q->percent_bp : 0;
+    r->res.req_tflops = q->tflops_set ? q->tflops_milli : 0;
+    r->res.req_vram = q->vram_set ? q->vram_bytes : 0;
+    r->res.lim_by_percent = l->percent_set;
+    r->res.lim_percent = l->percent_set ? l->percent_bp : 0;
+    r->res.lim_tflops = l->tflops_set ? l->tflops_milli : 0;
+    r->res.lim_vram = l->vram_set ? l->vram_bytes : 0;
+    r->gpu_count = (uint16_t)s->gpu_count;
+    r->isolation = s->isolation;
+    r->qos = s->qos;
+    r->model = s->gpu_model;
+    r->vendor = s->vendor;
+    r->dedicated = s->dedicated_gpu;
+    r->remote = !s->is_local_gpu;
+    for (int i = 0; i < s->ngpu_indices && i < TF_SPEC_MAX_GPUS; i++)
+        buf->indices[i] = s->gpu_indices[i];
+    r->gpu_indices = buf->indices;
+    r->n_indices = (uint16_t)s->ngpu_indices;
+    int sum = 0;
+    for (size_t i = 0; i < s->ncontainers; i++)
+        sum += s->containers[i].gpu_count;
+    if (s->ncontainers > 1 && sum == s->gpu_count && s->ncontainers <= TF_GPU_COUNT_MAX) {
+        for (size_t i = 0; i < s->ncontainers; i++) {
+            buf->containers[i].name = s->containers[i].name;
+            buf->containers[i].gpus = (uint16_t)s->containers[i].gpu_count;
+        }
+        r->containers = buf->containers;
+        r->ncontainers = (uint16_t)s->ncontainers;
+    }
+    return 0;
+}
+
 /* Pod-level checks after compilation: the quota stage. */
 static int pod_checks(const struct tf_alloc *a, const struct plan *p, char *err, size_t errlen)
 {
@@ -443,8 +495,8 @@ static int pod_checks(const struct tf_alloc *a, const struct plan *p, char *err,
 static bool iso_ok(const struct tf_cluster *c, const struct tf_gpu *g, const struct plan *p)
 {
     if (c->policy == TF_ISOPOL_STATIC)
-        return p->iso == TF_ISO_SHARED || g->mode == p->iso;
-    return g->mode == TF_ISO_NONE || (g->mode == p->iso && p->iso != TF_ISO_SHARED);
+        return p->iso == TF_ISOLATION_SHARED || g->mode == p->iso;
+    return g->mode == TF_ISOLATION_UNSET || (g->mode == p->iso && p->iso != TF_ISOLATION_SHARED);
 }
 
 static bool idle(const struct tf_gpu *g)
@@ -571,11 +623,12 @@ static int32_t node_score_bp(const struct tf_cluster *c, const struct plan *p,
                              const struct tf_node *n)
 {
     int64_t ct = 0, at = 0, cv = 0, av = 0;
-    for (int m = 0; m < TF_ISO_COUNT; m++) {
+    for (int m = 0; m < TF_ISO_MODES; m++) {
         /* Dynamic policy: only GPUs this pod could share (unlocked or in its mode) count, so
          * another mode's load does not make a node look packed (shared/dedicated take whole
          * GPUs and see the whole node). */
-        if (c->policy == TF_ISOPOL_DYNAMIC && !p->whole && m != TF_ISO_NONE && m != (int)p->iso)
+        if (c->policy == TF_ISOPOL_DYNAMIC && !p->whole && m != TF_ISOLATION_UNSET &&
+            m != (int)p->iso)
             continue;
         ct += n->sum[m].cap_tflops;
         at += n->sum[m].avail_tflops;
@@ -1085,7 +1138,8 @@ static void assert_gpu(const struct tf_alloc *a, uint32_t gi)
     assert(g->avail_tflops <= g->cap_tflops && g->avail_vram <= g->cap_vram);
     assert(t == g->cap_tflops - g->avail_tflops && v == g->cap_vram - g->avail_vram);
     assert(k == g->nworkloads);
-    assert(a->c->policy == TF_ISOPOL_STATIC || (g->nworkloads == 0) == (g->mode == TF_ISO_NONE));
+    assert(a->c->policy == TF_ISOPOL_STATIC ||
+           (g->nworkloads == 0) == (g->mode == TF_ISOLATION_UNSET));
 }
 #define ASSERT_GPU(a, g) assert_gpu(a, g)
 #else
@@ -1143,7 +1197,7 @@ static int rec_apply(struct tf_alloc *a, uint32_t id)
             g->part_memory += t->memory_slots;
             g->nparts++;
         }
-        if (a->c->policy == TF_ISOPOL_DYNAMIC && g->mode == TF_ISO_NONE)
+        if (a->c->policy == TF_ISOPOL_DYNAMIC && g->mode == TF_ISOLATION_UNSET)
             g->mode = r->isolation;
         ASSERT_GPU(a, s->gpu);
     }
@@ -1171,7 +1225,7 @@ static void rec_unapply(struct tf_alloc *a, uint32_t id)
             g->nparts--;
         }
         if (a->c->policy == TF_ISOPOL_DYNAMIC && g->nworkloads == 0)
-            g->mode = TF_ISO_NONE;
+            g->mode = TF_ISOLATION_UNSET;
         ASSERT_GPU(a, s->gpu);
     }
     a->c->nodes[r->node].nworkers--;
@@ -1206,7 +1260,7 @@ static int commit(struct tf_alloc *a, const struct plan *p, uint32_t nid,
     const struct tf_cluster *c = a->c;
     r->ns_len = (uint16_t)p->ns_len;
     r->isolation = (uint8_t)p->iso;
-    r->qos = (uint8_t)p->req->qos;
+    r->qos = (uint8_t)p->qos;
     r->dedicated = p->req->dedicated;
     r->remote = p->req->remote;
     r->quota_exempt = p->quota_exempt;
@@ -1434,7 +1488,8 @@ int tf_alloc_resize(struct tf_alloc *a, const char *ns, const char *name,
         tf_errf(err, errlen, "pod %s is suspended", key);
         return TF_ESTATE;
     }
-    if (r->dedicated || r->isolation == TF_ISO_SHARED || r->isolation == TF_ISO_PARTITIONED) {
+    if (r->dedicated || r->isolation == TF_ISOLATION_SHARED ||
+        r->isolation == TF_ISOLATION_PARTITIONED) {
         tf_errf(err, errlen, "pod %s: %s allocations take fixed GPU shares and cannot be resized",
                 key, r->dedicated ? "dedicated" : tf_isolation_name(r->isolation));
         return TF_ENOTSUP;
@@ -1547,9 +1602,9 @@ int tf_alloc_resume(struct tf_alloc *a, uint32_t id)
         const struct tf_gpu *g = &c->gpus[s->gpu];
         const struct tf_partition_template *t = slot_tpl(a, s);
         const struct tf_partition_profile *pp = tf_cluster_profile(c, g);
-        bool whole = r->dedicated || r->isolation == TF_ISO_SHARED;
-        bool mode_ok = c->policy == TF_ISOPOL_STATIC || g->mode == TF_ISO_NONE ||
-                       (g->mode == r->isolation && r->isolation != TF_ISO_SHARED);
+        bool whole = r->dedicated || r->isolation == TF_ISOLATION_SHARED;
+        bool mode_ok = c->policy == TF_ISOPOL_STATIC || g->mode == TF_ISOLATION_UNSET ||
+                       (g->mode == r->isolation && r->isolation != TF_ISOLATION_SHARED);
         if (!mode_ok || (whole && !idle(g)) || g->avail_tflops < s->tflops ||
             g->avail_vram < s->vram ||
             (t && (g->part_compute + t->compute_slots > pp->compute_total ||
@@ -1640,7 +1695,7 @@ int tf_alloc_check(const struct tf_alloc *a, char *err, size_t errlen)
             goto out;
         }
         bool want_none = c->policy == TF_ISOPOL_DYNAMIC && k == 0;
-        if ((c->policy == TF_ISOPOL_DYNAMIC && want_none != (g->mode == TF_ISO_NONE)) ||
+        if ((c->policy == TF_ISOPOL_DYNAMIC && want_none != (g->mode == TF_ISOLATION_UNSET)) ||
             (c->policy == TF_ISOPOL_STATIC && g->mode != c->nodes[g->node].static_mode)) {
             tf_errf(err, errlen, "GPU %s: isolation mode %s does not follow the policy", g->uuid,
                     g->mode ? tf_isolation_name((enum tf_isolation)g->mode) : "none");
@@ -1654,11 +1709,6 @@ int tf_alloc_check(const struct tf_alloc *a, char *err, size_t errlen)
             continue;
         live++;
         const char *key = tf_alloc_record_key(r);
-        uint32_t mid;
-        if (tf_strmap_get(&a->by_key, key, strlen(key), &mid) || mid != id) {
-            tf_errf(err, errlen, "pod %s: not in the key index", key);
-            goto out;
-        }
         if (r->node >= c->nnodes) {
             tf_errf(err, errlen, "pod %s: bad node", key);
             goto out;
@@ -1697,6 +1747,19 @@ int tf_alloc_check(const struct tf_alloc *a, char *err, size_t errlen)
         sums[j].u.lim_tflops += r->charged.lim_tflops;
         sums[j].u.lim_vram += r->charged.lim_vram;
         sums[j].u.workers += r->charged.workers;
+    }
+    /* The key index maps each live record's own key to its id: every entry points at a
+     * live record whose key pointer it holds (so no two entries share a record), and there
+     * are as many entries as live records. */
+    for (size_t i = 0; i < a->by_key.cap; i++) {
+        const struct tf_strmap_slot *sl = &a->by_key.slots[i];
+        if (!sl->key)
+            continue;
+        const struct tf_alloc_record *r = sl->val < a->limit ? rec(a, sl->val) : NULL;
+        if (!r || !r->live || sl->key != tf_alloc_record_key(r)) {
+            tf_errf(err, errlen, "key index entry %s points at the wrong record", sl->key);
+            goto out;
+        }
     }
     if (live != a->live || a->by_key.len != a->live) {
         tf_errf(err, errlen, "live record count %u, counter %u, index %zu", live, a->live,

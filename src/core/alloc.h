@@ -81,11 +81,11 @@ struct tf_alloc_request {
     const char *pool;      /* NULL or "" = the cluster's default pool */
     struct tf_alloc_resources res;
     uint16_t gpu_count;          /* 1..128; 0 = 1, or the sum of the container split */
-    enum tf_isolation isolation; /* TF_ISO_NONE = soft */
-    enum tf_qos qos;
-    const char *model;          /* NULL = any; family ("A100") or exact name */
-    const char *vendor;         /* NULL = any */
-    const int32_t *gpu_indices; /* restricts the GPUs to these device indexes */
+    enum tf_isolation isolation; /* TF_ISOLATION_UNSET = soft */
+    enum tf_qos qos;             /* TF_QOS_UNSET = the pool's defaultQoS */
+    const char *model;           /* NULL = any; family ("A100") or exact name */
+    const char *vendor;          /* NULL = any */
+    const int32_t *gpu_indices;  /* restricts the GPUs to these device indexes */
     uint16_t n_indices;
     bool dedicated;                              /* dedicated-gpu: whole GPU */
     const struct tf_alloc_container *containers; /* disjoint split; counts sum to gpu_count */
@@ -93,6 +93,22 @@ struct tf_alloc_request {
     bool remote;                    /* is-local-gpu false: the worker takes the GPUs */
     const char *partition_template; /* partitioned: template id, NULL = smallest that fits */
 };
+
+/* Storage the request built by tf_alloc_request_from_spec points into. */
+struct tf_alloc_request_buf {
+    struct tf_alloc_container containers[TF_GPU_COUNT_MAX];
+    int32_t indices[TF_SPEC_MAX_GPUS];
+};
+
+/* Builds the allocator's request from a parsed workload spec S (core/spec.h), so the
+ * scheduler sees exactly what the webhook saw. NS/NAME override the spec's (NULL: take the
+ * spec's; a missing namespace is "default"). Strings stay borrowed from S, arrays live in BUF:
+ * both must outlive R. Containers become a disjoint split only when their counts add up to
+ * the pod's GPU count; otherwise they share the pod's GPUs and R has no split. TF_EINVAL when
+ * S is not enabled (not a TensorFusion pod) or has no name. */
+int tf_alloc_request_from_spec(const struct tf_spec *s, const char *ns, const char *name,
+                               struct tf_alloc_request *r, struct tf_alloc_request_buf *buf,
+                               char *err, size_t errlen);
 
 /* A placement: the node and GPUs (cluster ids) in selection order; container i of the request
  * gets the next containers[i].gpus of them. */
@@ -138,7 +154,7 @@ struct tf_alloc_record {
     char *key_heap;  /* owned, when the key does not fit inline */
     uint16_t ns_len; /* key = namespace "/" name */
     bool live, suspended;
-    uint8_t isolation, qos; /* what the pod asked (NONE never: soft) */
+    uint8_t isolation, qos; /* resolved: never UNSET */
     bool dedicated, remote, quota_exempt;
     uint32_t node, pool;
     uint16_t ngpus;

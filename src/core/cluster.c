@@ -18,27 +18,10 @@
 #define MAX_VRAM (INT64_C(1) << 50)         /* 1 PiB */
 #define MAX_HOST_MEM (INT64_C(1) << 55)     /* 32 PiB */
 
-static const char *const iso_names[TF_ISO_COUNT] = {NULL, "soft", "hard", "shared", "partitioned"};
 static const char *const placement_names[] = {"CompactFirst", "LowLoadFirst",
                                               "NodeCompactGPULowLoad"};
-static const char *const qos_names[TF_QOS_COUNT] = {"low", "medium", "high", "critical"};
 static const char *const phase_names[] = {"Pending", "Provisioning", "Running",
                                           "Unknown", "Destroying",   "Migrating"};
-
-const char *tf_isolation_name(enum tf_isolation m)
-{
-    return (unsigned)m < TF_ISO_COUNT ? iso_names[m] : NULL;
-}
-
-int tf_isolation_parse(const char *s, enum tf_isolation *out)
-{
-    for (int i = 1; s && i < TF_ISO_COUNT; i++)
-        if (tf_streq_ci(s, iso_names[i])) {
-            *out = (enum tf_isolation)i;
-            return 0;
-        }
-    return TF_EINVAL;
-}
 
 const char *tf_iso_policy_name(enum tf_iso_policy p)
 {
@@ -71,21 +54,6 @@ int tf_placement_parse(const char *s, enum tf_placement_mode *out)
     return TF_EINVAL;
 }
 
-const char *tf_qos_name(enum tf_qos q)
-{
-    return (unsigned)q < TF_QOS_COUNT ? qos_names[q] : NULL;
-}
-
-int tf_qos_parse(const char *s, enum tf_qos *out)
-{
-    for (int i = 0; s && i < TF_QOS_COUNT; i++)
-        if (tf_streq_ci(s, qos_names[i])) {
-            *out = (enum tf_qos)i;
-            return 0;
-        }
-    return TF_EINVAL;
-}
-
 const char *tf_gpu_phase_name(enum tf_gpu_phase p)
 {
     return (unsigned)p < 6 ? phase_names[p] : NULL;
@@ -109,7 +77,7 @@ void tf_pool_config_init(struct tf_pool_config *cfg)
     cfg->vram_expand_host_mem_pct = 50;
     cfg->vram_weight = 700;
     cfg->tflops_weight = 300;
-    cfg->default_isolation = TF_ISO_SOFT;
+    cfg->default_isolation = TF_ISOLATION_SOFT;
     cfg->default_qos = TF_QOS_MEDIUM;
 }
 
@@ -215,12 +183,13 @@ static int check_pool_config(const struct tf_pool_config *cfg, char *err, size_t
         return TF_EINVAL;
     }
     if ((unsigned)cfg->placement > TF_PLACE_NODE_COMPACT_GPU_LOW_LOAD ||
-        (unsigned)cfg->default_qos >= TF_QOS_COUNT) {
+        cfg->default_qos < TF_QOS_LOW || cfg->default_qos > TF_QOS_CRITICAL) {
         tf_errf(err, errlen, "invalid placement mode or QoS");
         return TF_EINVAL;
     }
-    if (cfg->default_isolation != TF_ISO_SOFT && cfg->default_isolation != TF_ISO_HARD &&
-        cfg->default_isolation != TF_ISO_PARTITIONED) {
+    if (cfg->default_isolation != TF_ISOLATION_SOFT &&
+        cfg->default_isolation != TF_ISOLATION_HARD &&
+        cfg->default_isolation != TF_ISOLATION_PARTITIONED) {
         tf_errf(err, errlen, "defaultIsolationMode must be soft, hard or partitioned");
         return TF_EINVAL;
     }
@@ -286,8 +255,8 @@ static int check_node(const struct tf_cluster *c, const struct tf_node_spec *s, 
         tf_errf(err, errlen, "duplicate node \"%s\"", s->name);
         return TF_EEXIST;
     }
-    if (s->static_mode != TF_ISO_NONE && s->static_mode != TF_ISO_SOFT &&
-        s->static_mode != TF_ISO_HARD && s->static_mode != TF_ISO_PARTITIONED) {
+    if (s->static_mode != TF_ISOLATION_UNSET && s->static_mode != TF_ISOLATION_SOFT &&
+        s->static_mode != TF_ISOLATION_HARD && s->static_mode != TF_ISOLATION_PARTITIONED) {
         tf_errf(err, errlen, "node %s: isolation mode must be soft, hard or partitioned", s->name);
         return TF_EINVAL;
     }
@@ -379,7 +348,8 @@ int tf_cluster_add_node(struct tf_cluster *c, uint32_t pool, const struct tf_nod
     n->pool = pool;
     n->gpu_first = c->ngpus;
     n->ngpus = s->ngpus;
-    n->static_mode = s->static_mode != TF_ISO_NONE ? s->static_mode : p->cfg.default_isolation;
+    n->static_mode =
+        s->static_mode != TF_ISOLATION_UNSET ? s->static_mode : p->cfg.default_isolation;
     n->host_mem = s->host_mem_bytes;
     n->max_workers = s->max_workers ? s->max_workers : p->cfg.max_workers_per_node;
 
@@ -408,7 +378,7 @@ int tf_cluster_add_node(struct tf_cluster *c, uint32_t pool, const struct tf_nod
         g->model_idx = (uint8_t)model_index(gs->model);
         g->vendor_idx = (uint8_t)vendor_index(gs->model->vendor);
         g->phase = (uint8_t)gs->phase;
-        g->mode = c->policy == TF_ISOPOL_STATIC ? n->static_mode : TF_ISO_NONE;
+        g->mode = c->policy == TF_ISOPOL_STATIC ? n->static_mode : TF_ISOLATION_UNSET;
         for (uint64_t m = gs->nvlink; m; m &= m - 1)
             g->nvlink |= UINT64_C(1) << pos_of[__builtin_ctzll(m)];
         g->cap_tflops = gs->tflops_milli ? gs->tflops_milli : gs->model->tflops_milli;
@@ -530,7 +500,7 @@ void tf_cluster_node_aggregate(const struct tf_cluster *c, uint32_t nid, struct 
             n->max_free_tflops = g->avail_tflops;
         if (g->avail_vram > n->max_free_vram)
             n->max_free_vram = g->avail_vram;
-        struct tf_mode_sum *s = &n->sum[g->mode < TF_ISO_COUNT ? g->mode : 0];
+        struct tf_mode_sum *s = &n->sum[g->mode < TF_ISO_MODES ? g->mode : 0];
         s->cap_tflops += g->cap_tflops;
         s->cap_vram += g->cap_vram;
         s->avail_tflops += g->avail_tflops;

@@ -32,6 +32,7 @@
 
 #include "core/gpu_models.h"
 #include "core/partition.h"
+#include "core/spec.h"
 #include "core/strmap.h"
 
 #include <stdbool.h>
@@ -41,14 +42,11 @@
 #define TF_NODE_MAX_GPUS 64 /* GPU indexes on a node are 0..63 */
 #define TF_NONE UINT32_MAX  /* "no id" for node/GPU/pool ids */
 
-enum tf_isolation {
-    TF_ISO_NONE = 0, /* dynamic policy: GPU not locked to a mode */
-    TF_ISO_SOFT,
-    TF_ISO_HARD,
-    TF_ISO_SHARED,
-    TF_ISO_PARTITIONED,
-};
-#define TF_ISO_COUNT 5
+/* Isolation modes and QoS levels are the workload spec's (core/spec.h): enum tf_isolation
+ * (TF_ISOLATION_UNSET doubles as "GPU not locked to a mode" under the dynamic policy) and
+ * enum tf_qos, with their names and parsers. Arrays indexed by them have these sizes. */
+#define TF_ISO_MODES 5  /* TF_ISOLATION_UNSET .. TF_ISOLATION_PARTITIONED */
+#define TF_QOS_LEVELS 5 /* TF_QOS_UNSET .. TF_QOS_CRITICAL */
 
 enum tf_iso_policy { TF_ISOPOL_DYNAMIC = 0, TF_ISOPOL_STATIC };
 
@@ -57,9 +55,6 @@ enum tf_placement_mode {
     TF_PLACE_LOW_LOAD_FIRST,            /* spread nodes, spread GPUs */
     TF_PLACE_NODE_COMPACT_GPU_LOW_LOAD, /* pack nodes, spread GPUs within the node */
 };
-
-enum tf_qos { TF_QOS_LOW = 0, TF_QOS_MEDIUM, TF_QOS_HIGH, TF_QOS_CRITICAL };
-#define TF_QOS_COUNT 4
 
 enum tf_gpu_phase {
     TF_GPU_PENDING = 0,
@@ -70,17 +65,13 @@ enum tf_gpu_phase {
     TF_GPU_MIGRATING,
 };
 
-/* Names as users write them ("soft", "CompactFirst", "high", "Running", "dynamic") and their
- * parsers (exact spelling for placement modes and phases, case-insensitive for the rest).
- * Parsers return 0 or TF_EINVAL. tf_isolation_name(TF_ISO_NONE) is NULL. */
-const char *tf_isolation_name(enum tf_isolation m);
-int tf_isolation_parse(const char *s, enum tf_isolation *out);
+/* Names as users write them ("CompactFirst", "Running", "dynamic") and their parsers (exact
+ * spelling for placement modes and phases, case-insensitive for the policy). Parsers return 0
+ * or TF_EINVAL. */
 const char *tf_iso_policy_name(enum tf_iso_policy p);
 int tf_iso_policy_parse(const char *s, enum tf_iso_policy *out);
 const char *tf_placement_name(enum tf_placement_mode m);
 int tf_placement_parse(const char *s, enum tf_placement_mode *out);
-const char *tf_qos_name(enum tf_qos q);
-int tf_qos_parse(const char *s, enum tf_qos *out);
 const char *tf_gpu_phase_name(enum tf_gpu_phase p);
 int tf_gpu_phase_parse(const char *s, enum tf_gpu_phase *out);
 
@@ -104,7 +95,7 @@ struct tf_pool_config {
     enum tf_qos default_qos;             /* default medium */
     int64_t min_tflops, max_tflops;      /* capacityConfig (milli-TFLOPS, 0 = unset) */
     int64_t min_vram, max_vram;          /* bytes, 0 = unset */
-    struct tf_qos_price pricing[TF_QOS_COUNT];
+    struct tf_qos_price pricing[TF_QOS_LEVELS];
 };
 
 struct tf_pool {
@@ -177,7 +168,7 @@ struct tf_node {
     uint32_t nworkers;
     uint16_t running_gpus, idle_gpus; /* idle: no workload, no partition */
     int64_t max_free_tflops, max_free_vram;
-    struct tf_mode_sum sum[TF_ISO_COUNT];
+    struct tf_mode_sum sum[TF_ISO_MODES];
 };
 
 struct tf_cluster {

@@ -12,7 +12,7 @@
 
 bool tf_preempt_may(enum tf_qos preemptor, enum tf_qos victim)
 {
-    return preemptor >= TF_QOS_HIGH && victim <= TF_QOS_MEDIUM;
+    return preemptor >= TF_QOS_HIGH && victim >= TF_QOS_LOW && victim <= TF_QOS_MEDIUM;
 }
 
 struct victim {
@@ -115,21 +115,22 @@ int tf_preempt_plan(struct tf_alloc *a, const struct tf_alloc_request *req,
         tf_errf(err, errlen, "%s", why);
         return rc;
     }
-    if (req->qos < TF_QOS_HIGH) {
+    const struct tf_cluster *c = tf_alloc_cluster(a);
+    uint32_t pid = tf_alloc_request_pool(a, req);
+    enum tf_qos qos = req->qos != TF_QOS_UNSET ? req->qos : c->pools[pid].cfg.default_qos;
+    if (qos < TF_QOS_HIGH) {
         tf_errf(err, errlen, "pod %s/%s: only high and critical pods may preempt", req->ns,
                 req->name);
         return TF_EPERM;
     }
-    const struct tf_cluster *c = tf_alloc_cluster(a);
-    uint32_t pid = tf_alloc_request_pool(a, req);
     const struct tf_pool *pool = &c->pools[pid];
     struct victim v[TF_PREEMPT_MAX_VICTIMS];
     bool out[TF_PREEMPT_MAX_VICTIMS];
     int best_nv = -1, best_maxq = 0, best_sumq = 0;
     for (uint32_t i = 0; i < pool->nnodes; i++) {
         uint32_t nid = pool->nodes[i];
-        int nv = collect(a, c, nid, req->qos, v);
-        if (nv <= 0 || (best_nv >= 0 && nv < best_nv && false))
+        int nv = collect(a, c, nid, qos, v);
+        if (nv <= 0)
             continue;
         for (int k = 0; k < nv; k++) {
             rc = tf_alloc_suspend(a, v[k].id);

@@ -65,7 +65,7 @@ static __attribute__((unused)) uint32_t fx_node_ex(struct tf_cluster *c, uint32_
 static __attribute__((unused)) uint32_t fx_node(struct tf_cluster *c, uint32_t pool,
                                                 const char *name, const char *model, unsigned ngpus)
 {
-    return fx_node_ex(c, pool, name, model, ngpus, false, false, TF_ISO_NONE);
+    return fx_node_ex(c, pool, name, model, ngpus, false, false, TF_ISOLATION_UNSET);
 }
 
 /* A soft request of T whole TFLOPS and V bytes per GPU. */

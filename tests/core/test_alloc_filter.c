@@ -99,7 +99,7 @@ static void dynamic_policy_rejects_a_hard_pod_on_gpus_locked_soft(void **state)
     r = fx_req("ns", "s3", 110, GiB); /* only fits the empty GPU, locks it soft */
     fx_place(e.a, &r, NULL);
     r = fx_req("ns", "h1", 1, GiB);
-    r.isolation = TF_ISO_HARD;
+    r.isolation = TF_ISOLATION_HARD;
     assert_string_equal(
         fx_reason(e.a, &r, TF_ENOSPC),
         "node n1: gpu 2/2 eligible, none compatible with isolation hard (GPUs in use as soft)");
@@ -109,11 +109,11 @@ static void dynamic_policy_rejects_a_hard_pod_on_gpus_locked_soft(void **state)
 static void static_policy_rejects_a_soft_pod_on_a_hard_node(void **state)
 {
     struct env e = env_new(TF_ISOPOL_STATIC);
-    fx_node_ex(e.c, 0, "n1", "L4", 2, false, false, TF_ISO_HARD);
+    fx_node_ex(e.c, 0, "n1", "L4", 2, false, false, TF_ISOLATION_HARD);
     struct tf_alloc_request r = fx_req("ns", "p", 10, GiB);
     assert_string_equal(fx_reason(e.a, &r, TF_ENOSPC),
                         "node n1: node isolation mode is hard, the pod needs soft");
-    r.isolation = TF_ISO_HARD;
+    r.isolation = TF_ISOLATION_HARD;
     fx_place(e.a, &r, NULL);
     env_free(&e);
 }
@@ -143,7 +143,7 @@ static void shared_needs_a_whole_idle_gpu(void **state)
     struct tf_alloc_request r = fx_req("ns", "small", 1, MiB);
     fx_place(e.a, &r, NULL);
     r = fx_req("ns", "whole", 0, 0);
-    r.isolation = TF_ISO_SHARED;
+    r.isolation = TF_ISOLATION_SHARED;
     assert_string_equal(fx_reason(e.a, &r, TF_ENOSPC),
                         "node n1: gpu 1/1 eligible, shared needs a whole idle GPU, none is idle");
     env_free(&e);
@@ -153,12 +153,12 @@ static void shared_needs_a_whole_idle_gpu(void **state)
     r = fx_req("ns", "small", 1, MiB);
     fx_place(e.a, &r, NULL);
     r = fx_req("ns", "whole", 0, 0);
-    r.isolation = TF_ISO_SHARED;
+    r.isolation = TF_ISOLATION_SHARED;
     assert_string_equal(
         fx_reason(e.a, &r, TF_ENOSPC),
         "node n1: gpu 1/1 eligible, none compatible with isolation shared (GPUs in use as soft)");
     /* ...while a dedicated soft pod is, and then needs it idle. */
-    r.isolation = TF_ISO_NONE;
+    r.isolation = TF_ISOLATION_UNSET;
     r.dedicated = true;
     r.model = "L4";
     assert_string_equal(
@@ -170,15 +170,15 @@ static void shared_needs_a_whole_idle_gpu(void **state)
 static void partitioned_pods_need_a_template_with_free_slots(void **state)
 {
     struct env e = env_new(TF_ISOPOL_STATIC);
-    fx_node_ex(e.c, 0, "l4", "L4", 1, false, false, TF_ISO_PARTITIONED);
+    fx_node_ex(e.c, 0, "l4", "L4", 1, false, false, TF_ISOLATION_PARTITIONED);
     struct tf_alloc_request r = fx_req("ns", "p", 10, 4 * GiB);
-    r.isolation = TF_ISO_PARTITIONED;
+    r.isolation = TF_ISOLATION_PARTITIONED;
     assert_string_equal(fx_reason(e.a, &r, TF_ENOSPC),
                         "node l4: gpu 1/1 eligible, L4 cannot be partitioned");
     struct env e2 = env_new(TF_ISOPOL_STATIC);
-    fx_node_ex(e2.c, 0, "a1", "A100-80GB", 1, false, false, TF_ISO_PARTITIONED);
+    fx_node_ex(e2.c, 0, "a1", "A100-80GB", 1, false, false, TF_ISOLATION_PARTITIONED);
     r = fx_req("ns", "big", 200, 40 * GiB); /* 4g.40gb: 4 of 7 compute slots */
-    r.isolation = TF_ISO_PARTITIONED;
+    r.isolation = TF_ISOLATION_PARTITIONED;
     fx_place(e2.a, &r, NULL);
     r.name = "big2";
     assert_string_equal(fx_reason(e2.a, &r, TF_ENOSPC),
@@ -371,7 +371,7 @@ static void pod_level_errors_come_back_as_codes(void **state)
     struct env e = env_new(TF_ISOPOL_DYNAMIC);
     fx_node(e.c, 0, "n1", "A100-80GB", 1);
     struct tf_alloc_request r = fx_req("ns", "p", 10, GiB);
-    r.isolation = TF_ISO_PARTITIONED;
+    r.isolation = TF_ISOLATION_PARTITIONED;
     char err[256];
     struct tf_alloc_result res;
     assert_int_equal(tf_alloc_place(e.a, &r, &res, NULL, err, sizeof(err)), TF_ENOTSUP);

@@ -143,7 +143,7 @@ static void multi_gpu_pods_prefer_nvlink_then_same_numa(void **state)
         g[i].phase = TF_GPU_RUNNING;
     }
     g[2].nvlink = UINT64_C(1) << 3; /* one end is enough: links are symmetric */
-    struct tf_node_spec ns = {"n1", TF_ISO_NONE, 0, 0, g, 4};
+    struct tf_node_spec ns = {"n1", TF_ISOLATION_UNSET, 0, 0, g, 4};
     assert_int_equal(tf_cluster_add_node(c, 0, &ns, NULL, NULL, 0), 0);
     assert_true(c->gpus[3].nvlink & (UINT64_C(1) << 2));
     /* n2: no NVLink; NUMA 0 = {0,2}, 1 = {1,3}. */
@@ -172,8 +172,8 @@ static void multi_gpu_pods_prefer_nvlink_then_same_numa(void **state)
      * second. */
     struct tf_cluster *c2 = tf_cluster_new(TF_ISOPOL_DYNAMIC);
     fx_pool(c2, "p", TF_PLACE_COMPACT_FIRST);
-    fx_node_ex(c2, 0, "plain", "H100", 4, false, false, TF_ISO_NONE);
-    fx_node_ex(c2, 0, "linked", "H100", 4, true, false, TF_ISO_NONE);
+    fx_node_ex(c2, 0, "plain", "H100", 4, false, false, TF_ISOLATION_UNSET);
+    fx_node_ex(c2, 0, "linked", "H100", 4, true, false, TF_ISOLATION_UNSET);
     a = tf_alloc_new(c2, NULL);
     r.name = "pair";
     assert_string_equal(fx_place(a, &r, &res), "linked");
@@ -222,7 +222,7 @@ static void dedicated_gpu_takes_a_whole_gpu_of_the_model(void **state)
     const struct tf_gpu *g = &c->gpus[res.gpus[0]];
     assert_int_equal(g->avail_tflops, 0);
     assert_int_equal(g->avail_vram, 0);
-    assert_int_equal(g->mode, TF_ISO_SOFT); /* dedicated keeps the pod's isolation */
+    assert_int_equal(g->mode, TF_ISOLATION_SOFT); /* dedicated keeps the pod's isolation */
     r = fx_req("ns", "x", 1, GiB);
     r.model = "A100";
     char buf[512];
@@ -231,7 +231,7 @@ static void dedicated_gpu_takes_a_whole_gpu_of_the_model(void **state)
     assert_int_equal(tf_alloc_place(a, &r, &res, &rb, NULL, 0), TF_ENOSPC);
     assert_int_equal(tf_alloc_release(a, "ns", "d"), 0);
     assert_int_equal(g->avail_tflops, g->cap_tflops);
-    assert_int_equal(g->mode, TF_ISO_NONE);
+    assert_int_equal(g->mode, TF_ISOLATION_UNSET);
     fx_check(a);
     tf_alloc_destroy(a);
     tf_cluster_destroy(c);
@@ -241,7 +241,7 @@ static void shared_takes_whole_idle_gpus_and_locks_them(void **state)
 {
     struct env e = env_new(TF_PLACE_COMPACT_FIRST, 1, 2);
     struct tf_alloc_request r = fx_req("ns", "s", 0, 0);
-    r.isolation = TF_ISO_SHARED;
+    r.isolation = TF_ISOLATION_SHARED;
     r.gpu_count = 2;
     struct tf_alloc_result res;
     fx_place(e.a, &r, &res);
@@ -249,7 +249,7 @@ static void shared_takes_whole_idle_gpus_and_locks_them(void **state)
         const struct tf_gpu *g = &e.c->gpus[res.gpus[i]];
         assert_int_equal(g->avail_tflops, 0);
         assert_int_equal(g->avail_vram, 0);
-        assert_int_equal(g->mode, TF_ISO_SHARED);
+        assert_int_equal(g->mode, TF_ISOLATION_SHARED);
     }
     r = fx_req("ns", "t", 1, MiB);
     char err[256];
@@ -334,7 +334,7 @@ static void restart_rebuilds_allocations_from_pod_annotations(void **state)
     char err[256];
     assert_int_equal(tf_alloc_restore(e.a, &r, "n2", ids, 1, err, sizeof(err)), 0);
     assert_int_equal(e.c->gpus[3].avail_vram, 4 * GiB);
-    assert_int_equal(e.c->gpus[3].mode, TF_ISO_SOFT);
+    assert_int_equal(e.c->gpus[3].mode, TF_ISOLATION_SOFT);
     /* Capacity is enforced, so a restart can never double-book. */
     r.name = "old2";
     assert_int_equal(tf_alloc_restore(e.a, &r, "n2", ids, 1, err, sizeof(err)), TF_ENOSPC);
@@ -342,13 +342,13 @@ static void restart_rebuilds_allocations_from_pod_annotations(void **state)
     assert_int_equal(tf_alloc_restore(e.a, &r, "n1", ids, 1, err, sizeof(err)), TF_ENOENT);
     const char *bad[] = {"nope"};
     assert_int_equal(tf_alloc_restore(e.a, &r, "n2", bad, 1, err, sizeof(err)), TF_ENOENT);
-    r.isolation = TF_ISO_HARD;
+    r.isolation = TF_ISOLATION_HARD;
     r.res.req_vram = GiB;
     assert_int_equal(tf_alloc_restore(e.a, &r, "n2", ids, 1, err, sizeof(err)), TF_ENOSPC);
     assert_string_equal(
         err, "pod ns/old2: GPU n2-g1: isolation mode conflicts with its current workloads");
     const char *two[] = {"n1-g0", "n1-g1"};
-    r.isolation = TF_ISO_NONE;
+    r.isolation = TF_ISOLATION_UNSET;
     assert_int_equal(tf_alloc_restore(e.a, &r, "n1", two, 2, err, sizeof(err)), 0);
     /* New pods see the restored usage: n2 is the fuller node but only its other GPU fits. */
     r = fx_req("ns", "new", 10, 20 * GiB);

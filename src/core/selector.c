@@ -2,7 +2,7 @@
  *
  * LabelSelector matching (see selector.h).
  */
-#include "controller/selector.h"
+#include "core/selector.h"
 
 #include <string.h>
 
@@ -33,6 +33,8 @@ bool tf_selector_match(json_object *sel, json_object *labels)
         return false;
     json_object *ml = NULL, *me = NULL;
     if (json_object_object_get_ex(sel, "matchLabels", &ml) && ml) {
+        if (!json_object_is_type(ml, json_type_object))
+            return false; /* malformed: never matches (iterating it would crash) */
         json_object_object_foreach(ml, k, v)
         {
             const char *have = label(labels, k);

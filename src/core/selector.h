@@ -2,10 +2,11 @@
  *
  * Kubernetes LabelSelector matching (metav1.LabelSelector JSON: matchLabels and
  * matchExpressions with In, NotIn, Exists, DoesNotExist). Used by the auto-migration scope
- * and by pool node selectors. Pure and thread-safe.
+ * and by pool node selectors and isolationModeRules (in libtfcore so the cluster model can use
+ * it). Pure and thread-safe.
  */
-#ifndef TF_CONTROLLER_SELECTOR_H
-#define TF_CONTROLLER_SELECTOR_H
+#ifndef TF_CORE_SELECTOR_H
+#define TF_CORE_SELECTOR_H
 
 #include <json-c/json.h>
 #include <stdbool.h>
