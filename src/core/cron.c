@@ -150,8 +150,8 @@ struct descriptor {
 };
 
 static const struct descriptor descriptors[] = {
-    {"@yearly", "0 0 1 1 *"},  {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
-    {"@weekly", "0 0 * * 0"},  {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
+    {"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
+    {"@weekly", "0 0 * * 0"}, {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
     {"@hourly", "0 * * * *"},
 };
 
@@ -176,8 +176,7 @@ static bool feasible(const struct tf_cron *c)
     return true;
 }
 
-int tf_cron_parse(const char *expr, struct tf_cron *out, const char *key, char *err,
-                  size_t errlen)
+int tf_cron_parse(const char *expr, struct tf_cron *out, const char *key, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
     if (!expr || !*expr) {
@@ -383,9 +382,10 @@ int tf_cron_due(const struct tf_cron *c, const struct tf_tz *tz, int64_t since_m
 {
     if (since_ms >= at_ms)
         return TF_ENOENT;
-    static const int64_t windows[] = {TF_MS_PER_HOUR, TF_MS_PER_DAY, 32 * TF_MS_PER_DAY,
-                                      366 * TF_MS_PER_DAY, 8 * 366 * TF_MS_PER_DAY,
-                                      (int64_t)(TF_CRON_HORIZON_YEARS + 1) * 366 * TF_MS_PER_DAY};
+    static const int64_t windows[] = {
+        TF_MS_PER_HOUR,          TF_MS_PER_DAY,
+        32 * TF_MS_PER_DAY,      366 * TF_MS_PER_DAY,
+        8 * 366 * TF_MS_PER_DAY, (int64_t)(TF_CRON_HORIZON_YEARS + 1) * 366 * TF_MS_PER_DAY};
     for (size_t i = 0; i < sizeof(windows) / sizeof(windows[0]); i++) {
         int64_t from = at_ms - windows[i];
         bool last_window = from <= since_ms;

@@ -56,8 +56,7 @@ struct tf_cron {
  * "nodeManagerConfig.nodeCompaction.defrag.schedule"), the expression and the bad field:
  *   defrag.schedule: "0 3 * *": expected 5 fields (minute hour day-of-month month
  *   day-of-week), got 4 */
-int tf_cron_parse(const char *expr, struct tf_cron *out, const char *key, char *err,
-                  size_t errlen);
+int tf_cron_parse(const char *expr, struct tf_cron *out, const char *key, char *err, size_t errlen);
 
 /* True when the wall-clock minute (Y-M-D H:M, weekday WDAY 0..6) matches. */
 bool tf_cron_matches(const struct tf_cron *c, int64_t y, int m, int d, int h, int mi, int wday);

@@ -37,7 +37,7 @@ int64_t tf_days_from_civil(int64_t y, int m, int d)
 {
     y -= m <= 2;
     int64_t era = floor_div(y, 400);
-    int64_t yoe = y - era * 400;                                    /* [0, 399] */
+    int64_t yoe = y - era * 400;                                   /* [0, 399] */
     int64_t doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1; /* [0, 365] */
     int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;           /* [0, 146096] */
     return era * 146097 + doe - 719468;
@@ -47,10 +47,10 @@ void tf_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 {
     z += 719468;
     int64_t era = floor_div(z, 146097);
-    int64_t doe = z - era * 146097;                                     /* [0, 146096] */
+    int64_t doe = z - era * 146097;                                      /* [0, 146096] */
     int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);              /* [0, 365] */
-    int64_t mp = (5 * doy + 2) / 153;                                   /* [0, 11] */
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);               /* [0, 365] */
+    int64_t mp = (5 * doy + 2) / 153;                                    /* [0, 11] */
     *d = (int)(doy - (153 * mp + 2) / 5 + 1);
     *m = (int)(mp < 10 ? mp + 3 : mp - 9);
     *y = yoe + era * 400 + (*m <= 2);
@@ -141,8 +141,7 @@ int tf_rfc3339_parse(const char *s, int64_t *ms, const char *key, char *err, siz
     }
     if (*p)
         goto bad;
-    if (mo < 1 || mo > 12 || d < 1 || d > tf_days_in_month(y, mo) || h > 23 || mi > 59 ||
-        se > 59) {
+    if (mo < 1 || mo > 12 || d < 1 || d > tf_days_in_month(y, mo) || h > 23 || mi > 59 || se > 59) {
         tf_errf(err, errlen, "%s: \"%s\": date or time field out of range", KEY(key), s);
         return TF_ERANGE;
     }
@@ -301,8 +300,7 @@ int tf_duration_format(int64_t ms, char *buf, size_t len)
 {
     if (ms <= 0)
         return snprintf(buf, len, "0s");
-    int64_t h = ms / TF_MS_PER_HOUR, m = ms / TF_MS_PER_MIN % 60, s = ms / 1000 % 60,
-            f = ms % 1000;
+    int64_t h = ms / TF_MS_PER_HOUR, m = ms / TF_MS_PER_MIN % 60, s = ms / 1000 % 60, f = ms % 1000;
     char tmp[64];
     size_t n = 0;
     if (h)

@@ -63,8 +63,7 @@ bool tf_tz_name_valid(const char *name, const char *key, char *err, size_t errle
         return false;
     }
     if (name[0] == '/') {
-        tf_errf(err, errlen, "%s: \"%s\": an IANA name, not a path (e.g. Asia/Shanghai)", k,
-                name);
+        tf_errf(err, errlen, "%s: \"%s\": an IANA name, not a path (e.g. Asia/Shanghai)", k, name);
         return false;
     }
     for (size_t i = 0; i < n; i++) {
@@ -72,8 +71,8 @@ bool tf_tz_name_valid(const char *name, const char *key, char *err, size_t errle
         bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
                   c == '.' || c == '_' || c == '+' || c == '-' || c == '/';
         if (!ok) {
-            tf_errf(err, errlen, "%s: \"%s\": character '%c' is not allowed in a time zone name",
-                    k, name, c);
+            tf_errf(err, errlen, "%s: \"%s\": character '%c' is not allowed in a time zone name", k,
+                    name, c);
             return false;
         }
     }

@@ -62,8 +62,8 @@ static void expect_next(const char *expr, struct tf_tz *z, const char *after, in
         tf_rfc3339_format(nx, got, sizeof(got));
         const char *want = va_arg(ap, const char *);
         if (strcmp(got, want))
-            fail_msg("%s in %s after %s: fire %d is %s, want %s", expr, tf_tz_name(z), after,
-                     i + 1, got, want);
+            fail_msg("%s in %s after %s: fire %d is %s, want %s", expr, tf_tz_name(z), after, i + 1,
+                     got, want);
         t = nx;
     }
     va_end(ap);
@@ -273,8 +273,7 @@ static void far_future_uses_the_posix_footer_rule(void **state)
     tf_tz_destroy(z);
     /* The same from a rule string alone agrees with the table in 2024. */
     char err[256];
-    assert_int_equal(tf_tz_parse_posix("EST5EDT,M3.2.0,M11.1.0", "rule", &z, err, sizeof(err)),
-                     0);
+    assert_int_equal(tf_tz_parse_posix("EST5EDT,M3.2.0,M11.1.0", "rule", &z, err, sizeof(err)), 0);
     expect_next("30 2 * * *", z, "2024-03-09T00:00:00Z", 2, "2024-03-09T07:30:00Z",
                 "2024-03-10T07:00:00Z");
     expect_next("30 1 * * *", z, "2024-11-02T12:00:00Z", 2, "2024-11-03T05:30:00Z",
@@ -318,9 +317,17 @@ static void posix_rules_cover_the_footer_grammar(void **state)
     assert_int_equal(tf_tz_parse_posix("CST6CDT", "c", &z, err, sizeof(err)), 0);
     assert_int_equal(tf_tz_offset_at(z, ts("2024-07-01T00:00:00Z") / 1000), -5 * 3600);
     tf_tz_destroy(z);
-    const char *bad[] = {"", "E", "EST", "EST5EDT,M13.1.0,M11.1.0", "EST5EDT,M3.2.0",
-                         "EST25", "<+0>0", "EST5EDT,J0,J365", "EST5EDT,M3.2.0/168,M11.1.0",
-                         "EST5 x", NULL};
+    const char *bad[] = {"",
+                         "E",
+                         "EST",
+                         "EST5EDT,M13.1.0,M11.1.0",
+                         "EST5EDT,M3.2.0",
+                         "EST25",
+                         "<+0>0",
+                         "EST5EDT,J0,J365",
+                         "EST5EDT,M3.2.0/168,M11.1.0",
+                         "EST5 x",
+                         NULL};
     for (int i = 0; bad[i]; i++) {
         z = NULL;
         if (tf_tz_parse_posix(bad[i], "bad", &z, err, sizeof(err)) == 0)
@@ -374,10 +381,10 @@ static void every_zone_in_the_database_maps_wall_times_consistently(void **state
     (void)state;
     /* A sample of zones with unusual histories: for each hour over two years the UTC instant
      * of a wall time reads that wall time (or lies at a jump), and offsets stay in range. */
-    const char *names[] = {"Pacific/Apia",     "Pacific/Kiritimati", "Antarctica/Troll",
-                           "Europe/Dublin",    "Africa/Casablanca",  "America/Santiago",
-                           "Asia/Kathmandu",   "America/St_Johns",   "Europe/Moscow",
-                           "America/Godthab",  "Asia/Tehran",        NULL};
+    const char *names[] = {"Pacific/Apia",    "Pacific/Kiritimati", "Antarctica/Troll",
+                           "Europe/Dublin",   "Africa/Casablanca",  "America/Santiago",
+                           "Asia/Kathmandu",  "America/St_Johns",   "Europe/Moscow",
+                           "America/Godthab", "Asia/Tehran",        NULL};
     for (int i = 0; names[i]; i++) {
         struct tf_tz *z = zone(names[i]);
         int64_t w0 = ts("2010-01-01T00:00:00Z") / 1000;
