@@ -58,12 +58,11 @@ static int copy_cluster(const struct tf_cluster *c, struct tf_cluster *d, char *
             uint64_t links = 0;
             for (uint64_t m = g->nvlink; m; m &= m - 1)
                 links |= UINT64_C(1) << c->gpus[n->gpu_first + __builtin_ctzll(m)].index;
-            gs[k] = (struct tf_gpu_spec){g->uuid,   g->model,         g->index,
-                                         g->numa,   g->phase,         links,
-                                         g->cap_tflops, g->cap_vram};
+            gs[k] = (struct tf_gpu_spec){g->uuid,  g->model, g->index,      g->numa,
+                                         g->phase, links,    g->cap_tflops, g->cap_vram};
         }
-        struct tf_node_spec ns = {n->name, (enum tf_isolation)n->static_mode, n->host_mem,
-                                  n->max_workers, gs, n->ngpus};
+        struct tf_node_spec ns = {
+            n->name, (enum tf_isolation)n->static_mode, n->host_mem, n->max_workers, gs, n->ngpus};
         uint32_t id;
         int rc = tf_cluster_add_node(d, n->pool, &ns, &id, err, errlen);
         if (rc)

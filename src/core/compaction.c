@@ -12,8 +12,8 @@
 #include <string.h>
 
 static const char *const verdict_names[] = {
-    "Release",     "HasWorkers",   "NoGPUNode",  "NotRunning", "TooYoung",
-    "DoNotDisrupt", "Deleting",    "BelowWarmResources", "BelowMinResources",
+    "Release",      "HasWorkers", "NoGPUNode",          "NotRunning",        "TooYoung",
+    "DoNotDisrupt", "Deleting",   "BelowWarmResources", "BelowMinResources",
 };
 
 const char *tf_compaction_verdict_name(enum tf_compaction_verdict v)
@@ -124,8 +124,8 @@ size_t tf_compaction_plan(const struct tf_pool_efficiency *cfg,
             snprintf(o->reason, sizeof(o->reason), "already being deleted");
         } else if (nd->workers) {
             o->verdict = TF_COMPACT_HAS_WORKERS;
-            snprintf(o->reason, sizeof(o->reason), "%u TensorFusion worker%s running",
-                     nd->workers, nd->workers == 1 ? "" : "s");
+            snprintf(o->reason, sizeof(o->reason), "%u TensorFusion worker%s running", nd->workers,
+                     nd->workers == 1 ? "" : "s");
         } else if (!nd->gpunode_found) {
             o->verdict = TF_COMPACT_NO_GPUNODE;
             snprintf(o->reason, sizeof(o->reason), "no GPUNode for this node");
@@ -139,8 +139,7 @@ size_t tf_compaction_plan(const struct tf_pool_efficiency *cfg,
             snprintf(o->reason, sizeof(o->reason), "GPUNode created %s ago (under 5m)", d);
         } else if (nd->do_not_disrupt) {
             o->verdict = TF_COMPACT_DO_NOT_DISRUPT;
-            snprintf(o->reason, sizeof(o->reason), "label %s: \"true\"",
-                     TF_LABEL_DO_NOT_DISRUPT);
+            snprintf(o->reason, sizeof(o->reason), "label %s: \"true\"", TF_LABEL_DO_NOT_DISRUPT);
         }
     }
     sort_dec(nodes, out, n);
@@ -243,8 +242,8 @@ enum tf_manual_compaction tf_compaction_manual(const char *value, const char *la
 bool tf_compaction_due(const struct tf_pool_efficiency *cfg, int64_t last_run_ms, int64_t now_ms,
                        int64_t *next_ms)
 {
-    int64_t period = cfg->compaction_period_ms > 0 ? cfg->compaction_period_ms
-                                                   : TF_COMPACTION_DEFAULT_PERIOD_MS;
+    int64_t period =
+        cfg->compaction_period_ms > 0 ? cfg->compaction_period_ms : TF_COMPACTION_DEFAULT_PERIOD_MS;
     if (last_run_ms <= 0 || now_ms - last_run_ms >= period || now_ms < last_run_ms) {
         if (next_ms)
             *next_ms = now_ms + period;

@@ -91,12 +91,12 @@ size_t tf_compaction_plan(const struct tf_pool_efficiency *cfg,
                           struct tf_compaction_decision *out, struct tf_compaction_summary *sum);
 
 enum tf_manual_compaction {
-    TF_MANUAL_NONE = 0,   /* no annotation */
-    TF_MANUAL_TRIGGER,    /* fresh: run now */
-    TF_MANUAL_STALE,      /* older than 3 s: ignored */
-    TF_MANUAL_FUTURE,     /* more than 3 s ahead: ignored */
-    TF_MANUAL_INVALID,    /* not an RFC 3339 timestamp: ignored */
-    TF_MANUAL_HANDLED,    /* equals the value that triggered the previous run */
+    TF_MANUAL_NONE = 0, /* no annotation */
+    TF_MANUAL_TRIGGER,  /* fresh: run now */
+    TF_MANUAL_STALE,    /* older than 3 s: ignored */
+    TF_MANUAL_FUTURE,   /* more than 3 s ahead: ignored */
+    TF_MANUAL_INVALID,  /* not an RFC 3339 timestamp: ignored */
+    TF_MANUAL_HANDLED,  /* equals the value that triggered the previous run */
 };
 
 /* Classifies the pool's tensor-fusion.ai/manual-compaction VALUE (NULL = absent) at NOW_MS;

@@ -20,8 +20,8 @@
 #define SIM_SUFFIX "@defrag" /* '@' never appears in a pod name: no clash with real keys */
 
 static const char *const status_names[] = {
-    "Drain",        "NotCandidate",   "Idle",      "Unschedulable", "DoNotDisrupt",
-    "ForeignGPUPod", "MissingPDB",    "YoungWorker", "NoRoom",      "Deadline",
+    "Drain",         "NotCandidate", "Idle",        "Unschedulable", "DoNotDisrupt",
+    "ForeignGPUPod", "MissingPDB",   "YoungWorker", "NoRoom",        "Deadline",
 };
 
 const char *tf_defrag_status_name(enum tf_defrag_node_status s)
@@ -91,7 +91,8 @@ static struct tf_defrag_event *add_event(struct builder *b, enum tf_defrag_event
 {
     static const char *const reasons[] = {"DefragStarted", "DefragPodEvicted", "DefragFinished",
                                           "DefragSkipMissingPDB"};
-    if (!grow((void **)&b->p->events, &b->ecap, b->p->nevents + 1, sizeof(struct tf_defrag_event))) {
+    if (!grow((void **)&b->p->events, &b->ecap, b->p->nevents + 1,
+              sizeof(struct tf_defrag_event))) {
         b->nomem = true;
         return NULL;
     }
@@ -130,9 +131,9 @@ struct ctx {
     struct tf_cluster *c; /* the copy */
     struct tf_alloc *a;
     uint32_t pool;
-    struct tf_strmap facts; /* node name -> index into in->nodes */
-    struct tf_strmap pods;  /* "ns/name" -> index into in->pods */
-    char **pod_keys;        /* owned */
+    struct tf_strmap facts;   /* node name -> index into in->nodes */
+    struct tf_strmap pods;    /* "ns/name" -> index into in->pods */
+    char **pod_keys;          /* owned */
     bool *drained, *received; /* by node id */
 };
 
@@ -168,7 +169,6 @@ struct node_ord {
     uint32_t id;
     uint32_t used, gpus;
 };
-
 
 static int ord_cmp_impl(const struct tf_cluster *c, const struct node_ord *x,
                         const struct node_ord *y)
@@ -269,8 +269,8 @@ static int simulate(struct ctx *x, uint32_t nid, uint32_t used, const struct wor
     const struct tf_pool *pool = &c->pools[x->pool];
     int rc = 0;
     size_t suspended = 0, placed = 0;
-    char (*simname)[TF_DEFRAG_NAME_MAX + 8] = calloc(nw ? nw : 1, sizeof(*simname));
-    char (*simns)[TF_DEFRAG_NAME_MAX] = calloc(nw ? nw : 1, sizeof(*simns));
+    char(*simname)[TF_DEFRAG_NAME_MAX + 8] = calloc(nw ? nw : 1, sizeof(*simname));
+    char(*simns)[TF_DEFRAG_NAME_MAX] = calloc(nw ? nw : 1, sizeof(*simns));
     const char **names = calloc(pool->nnodes ? pool->nnodes : 1, sizeof(char *));
     struct tf_node_verdict *ver = calloc(pool->nnodes ? pool->nnodes : 1, sizeof(*ver));
     if (!simname || !simns || !names || !ver) {
@@ -451,7 +451,8 @@ static int consider(struct ctx *x, struct builder *b, uint32_t nid, int *nskip_p
     }
     if (f && f->do_not_disrupt) {
         res->status = TF_DEFRAG_DO_NOT_DISRUPT;
-        snprintf(res->reason, sizeof(res->reason), "label tensor-fusion.ai/do-not-disrupt: \"true\"");
+        snprintf(res->reason, sizeof(res->reason),
+                 "label tensor-fusion.ai/do-not-disrupt: \"true\"");
         return 0;
     }
     if (f && f->foreign_pod) {
@@ -553,7 +554,8 @@ int tf_defrag_plan(const struct tf_defrag_input *in, struct tf_defrag_plan *out,
     if (!x.drained || !x.received || !x.pod_keys)
         goto fail;
     for (size_t i = 0; i < in->nnodes; i++)
-        if (in->nodes[i].name && tf_strmap_put(&x.facts, in->nodes[i].name, (uint32_t)i) == TF_ENOMEM)
+        if (in->nodes[i].name &&
+            tf_strmap_put(&x.facts, in->nodes[i].name, (uint32_t)i) == TF_ENOMEM)
             goto fail;
     for (size_t i = 0; i < in->npods; i++) {
         const struct tf_defrag_pod *p = &in->pods[i];
@@ -575,8 +577,8 @@ int tf_defrag_plan(const struct tf_defrag_input *in, struct tf_defrag_plan *out,
     for (uint32_t i = 0; i < pl->nnodes; i++) {
         uint32_t id = pl->nodes[i];
         ord[i] = (struct node_ord){id, used_gpus(x.c, id), x.c->nodes[id].ngpus};
-        if (ord[i].used &&
-            (uint64_t)ord[i].used * 100 <= (uint64_t)in->cfg->utilization_threshold_pct * ord[i].gpus)
+        if (ord[i].used && (uint64_t)ord[i].used * 100 <=
+                               (uint64_t)in->cfg->utilization_threshold_pct * ord[i].gpus)
             ncand++;
     }
     sort_nodes(x.c, ord, pl->nnodes);
@@ -619,7 +621,8 @@ int tf_defrag_plan(const struct tf_defrag_input *in, struct tf_defrag_plan *out,
             ndrained++;
     char skipped[160] = "";
     if (nskip_pdb || nskip_other)
-        snprintf(skipped, sizeof(skipped), "; skipped %d candidate node%s (%d missing a "
+        snprintf(skipped, sizeof(skipped),
+                 "; skipped %d candidate node%s (%d missing a "
                  "PodDisruptionBudget)",
                  nskip_pdb + nskip_other, nskip_pdb + nskip_other == 1 ? "" : "s", nskip_pdb);
     add_event(&b, TF_DEFRAG_EV_FINISHED, "Defrag finished: %zu pod%s to evict from %zu node%s%s",

@@ -48,9 +48,9 @@
  * Strings are borrowed for the call. */
 struct tf_defrag_node {
     const char *name;
-    bool unschedulable;       /* spec.unschedulable */
-    bool do_not_disrupt;      /* label tensor-fusion.ai/do-not-disrupt: "true" */
-    const char *foreign_pod;  /* "ns/name" of a pod using GPUs outside TensorFusion, or NULL */
+    bool unschedulable;      /* spec.unschedulable */
+    bool do_not_disrupt;     /* label tensor-fusion.ai/do-not-disrupt: "true" */
+    const char *foreign_pod; /* "ns/name" of a pod using GPUs outside TensorFusion, or NULL */
 };
 
 /* A TensorFusion worker pod on one of the pool's nodes. REQ (may be NULL) is its full
@@ -98,16 +98,16 @@ struct tf_defrag_eviction {
 };
 
 enum tf_defrag_node_status {
-    TF_DEFRAG_DRAIN = 0,         /* its workers are evicted */
-    TF_DEFRAG_NOT_CANDIDATE,     /* above the threshold */
-    TF_DEFRAG_IDLE,              /* no worker: left to compaction */
+    TF_DEFRAG_DRAIN = 0,     /* its workers are evicted */
+    TF_DEFRAG_NOT_CANDIDATE, /* above the threshold */
+    TF_DEFRAG_IDLE,          /* no worker: left to compaction */
     TF_DEFRAG_UNSCHEDULABLE,
     TF_DEFRAG_DO_NOT_DISRUPT,
     TF_DEFRAG_FOREIGN_GPU_POD,
     TF_DEFRAG_MISSING_PDB,
     TF_DEFRAG_YOUNG_WORKER,
-    TF_DEFRAG_NO_ROOM,           /* the simulation could not place every worker elsewhere */
-    TF_DEFRAG_DEADLINE,          /* maxDuration reached before it was considered */
+    TF_DEFRAG_NO_ROOM,  /* the simulation could not place every worker elsewhere */
+    TF_DEFRAG_DEADLINE, /* maxDuration reached before it was considered */
 };
 
 struct tf_defrag_node_result {

@@ -73,8 +73,7 @@ static const char *scalar_text(json_object *v, char *buf, size_t len)
     }
 }
 
-int tf_json_quantity_milli(json_object *v, int64_t *out, const char *key, char *err,
-                           size_t errlen)
+int tf_json_quantity_milli(json_object *v, int64_t *out, const char *key, char *err, size_t errlen)
 {
     char buf[64];
     const char *s = scalar_text(v, buf, sizeof(buf));
@@ -85,8 +84,7 @@ int tf_json_quantity_milli(json_object *v, int64_t *out, const char *key, char *
     return tf_quantity_milli(s, out, key, err, errlen);
 }
 
-int tf_json_quantity_bytes(json_object *v, int64_t *out, const char *key, char *err,
-                           size_t errlen)
+int tf_json_quantity_bytes(json_object *v, int64_t *out, const char *key, char *err, size_t errlen)
 {
     char buf[64];
     const char *s = scalar_text(v, buf, sizeof(buf));
@@ -113,10 +111,9 @@ static int only_keys(json_object *obj, const char *path, const char *const *allo
             char list[200] = "";
             size_t n = 0;
             for (int i = 0; allowed[i] && n < sizeof(list); i++)
-                n += (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "",
-                                      allowed[i]);
-            tf_errf(err, errlen, "%s: unknown field (expected one of: %s)", join(p, path, k),
-                    list);
+                n +=
+                    (size_t)snprintf(list + n, sizeof(list) - n, "%s%s", i ? ", " : "", allowed[i]);
+            tf_errf(err, errlen, "%s: unknown field (expected one of: %s)", join(p, path, k), list);
             return TF_EINVAL;
         }
     }
@@ -180,8 +177,7 @@ static int parse_string(json_object *v, const char *path, const char **out, char
     return 0;
 }
 
-static int parse_duration(json_object *v, const char *path, int64_t *out, char *err,
-                          size_t errlen)
+static int parse_duration(json_object *v, const char *path, int64_t *out, char *err, size_t errlen)
 {
     const char *s;
     int rc = parse_string(v, path, &s, err, errlen);
@@ -200,9 +196,8 @@ static int parse_duration(json_object *v, const char *path, int64_t *out, char *
 static int parse_defrag(json_object *obj, const char *path, struct tf_defrag_config *d, char *err,
                         size_t errlen)
 {
-    static const char *const keys[] = {"enabled",     "schedule",
-                                       "timezone",    "maxDuration",
-                                       "utilizationThresholdPercent", NULL};
+    static const char *const keys[] = {
+        "enabled", "schedule", "timezone", "maxDuration", "utilizationThresholdPercent", NULL};
     int rc = want_object(obj, path, err, errlen);
     if (rc || (rc = only_keys(obj, path, keys, err, errlen)))
         return rc;
@@ -276,8 +271,7 @@ static int parse_compaction(json_object *obj, const char *path, struct tf_pool_e
     char p[PATH_MAX_LEN];
     json_object *v;
     if (json_object_object_get_ex(obj, "period", &v) && v &&
-        (rc = parse_duration(v, join(p, path, "period"), &out->compaction_period_ms, err,
-                             errlen)))
+        (rc = parse_duration(v, join(p, path, "period"), &out->compaction_period_ms, err, errlen)))
         return rc;
     if (json_object_object_get_ex(obj, "defrag", &v) && v &&
         (rc = parse_defrag(v, join(p, path, "defrag"), &out->defrag, err, errlen)))
@@ -285,8 +279,8 @@ static int parse_compaction(json_object *obj, const char *path, struct tf_pool_e
     return 0;
 }
 
-static int parse_all(json_object *spec, const char *path, struct tf_pool_efficiency *out,
-                     char *err, size_t errlen)
+static int parse_all(json_object *spec, const char *path, struct tf_pool_efficiency *out, char *err,
+                     size_t errlen)
 {
     char p[PATH_MAX_LEN], q[PATH_MAX_LEN];
     int rc = want_object(spec, path && *path ? path : "pool spec", err, errlen);

@@ -93,9 +93,7 @@ int tf_pool_efficiency_parse(json_object *spec, const char *path, struct tf_pool
 
 /* Reads a Kubernetes quantity from a JSON string, integer or double, as milli-units (TFLOPS)
  * or bytes; KEY names it in messages. Shared by the autoscale config parser. */
-int tf_json_quantity_milli(json_object *v, int64_t *out, const char *key, char *err,
-                           size_t errlen);
-int tf_json_quantity_bytes(json_object *v, int64_t *out, const char *key, char *err,
-                           size_t errlen);
+int tf_json_quantity_milli(json_object *v, int64_t *out, const char *key, char *err, size_t errlen);
+int tf_json_quantity_bytes(json_object *v, int64_t *out, const char *key, char *err, size_t errlen);
 
 #endif

@@ -220,16 +220,16 @@ static void manual_compaction_annotation_is_honoured_for_three_seconds(void **st
     int64_t t0;
     char err[128];
     assert_int_equal(tf_rfc3339_parse("2024-05-01T08:00:00Z", &t0, "t", err, sizeof(err)), 0);
-    assert_int_equal(tf_compaction_manual("2024-05-01T08:00:00Z", NULL, t0 + 2000, why,
-                                          sizeof(why)),
-                     TF_MANUAL_TRIGGER);
+    assert_int_equal(
+        tf_compaction_manual("2024-05-01T08:00:00Z", NULL, t0 + 2000, why, sizeof(why)),
+        TF_MANUAL_TRIGGER);
     assert_non_null(strstr(why, "compaction runs now"));
-    assert_int_equal(tf_compaction_manual("2024-05-01T08:00:00Z", NULL, t0 + 3000, why,
-                                          sizeof(why)),
-                     TF_MANUAL_TRIGGER);
-    assert_int_equal(tf_compaction_manual("2024-05-01T08:00:00Z", NULL, t0 + 3001, why,
-                                          sizeof(why)),
-                     TF_MANUAL_STALE);
+    assert_int_equal(
+        tf_compaction_manual("2024-05-01T08:00:00Z", NULL, t0 + 3000, why, sizeof(why)),
+        TF_MANUAL_TRIGGER);
+    assert_int_equal(
+        tf_compaction_manual("2024-05-01T08:00:00Z", NULL, t0 + 3001, why, sizeof(why)),
+        TF_MANUAL_STALE);
     assert_non_null(strstr(why, "older than 3s"));
     assert_int_equal(tf_compaction_manual("2024-05-01T08:00:05Z", NULL, t0, why, sizeof(why)),
                      TF_MANUAL_FUTURE);
@@ -238,9 +238,9 @@ static void manual_compaction_annotation_is_honoured_for_three_seconds(void **st
     assert_non_null(strstr(why, "tensor-fusion.ai/manual-compaction"));
     assert_int_equal(tf_compaction_manual(NULL, NULL, t0, why, sizeof(why)), TF_MANUAL_NONE);
     /* The value that triggered the previous run does not trigger again. */
-    assert_int_equal(tf_compaction_manual("2024-05-01T08:00:00Z", "2024-05-01T08:00:00Z", t0,
-                                          why, sizeof(why)),
-                     TF_MANUAL_HANDLED);
+    assert_int_equal(
+        tf_compaction_manual("2024-05-01T08:00:00Z", "2024-05-01T08:00:00Z", t0, why, sizeof(why)),
+        TF_MANUAL_HANDLED);
 }
 
 static void period_defaults_to_five_minutes(void **state)

@@ -72,8 +72,7 @@ static struct tf_defrag_pod *pod(struct env *e, const char *name, const char *no
         fail_msg("reserve %s on %s: %s", name, node, err);
     fx_check(e->a);
     struct tf_defrag_pod *p = &e->pods[e->npods++];
-    *p = (struct tf_defrag_pod){"team", e->names[e->npods - 1], node, NOW - 24 * HOUR, true,
-                                NULL};
+    *p = (struct tf_defrag_pod){"team", e->names[e->npods - 1], node, NOW - 24 * HOUR, true, NULL};
     return p;
 }
 
@@ -87,8 +86,8 @@ static struct tf_defrag_node *node_facts(struct env *e, const char *name)
 
 static struct tf_defrag_plan plan(struct env *e, int64_t now, int64_t started)
 {
-    struct tf_defrag_input in = {e->a,     "default",  &e->cfg, e->nodes, e->nnodes,
-                                 e->pods,  e->npods,   now,     started,  false};
+    struct tf_defrag_input in = {e->a,    "default", &e->cfg, e->nodes, e->nnodes,
+                                 e->pods, e->npods,  now,     started,  false};
     struct tf_defrag_plan p;
     char err[256];
     int rc = tf_defrag_plan(&in, &p, err, sizeof(err));
@@ -97,8 +96,7 @@ static struct tf_defrag_plan plan(struct env *e, int64_t now, int64_t started)
     return p;
 }
 
-static const struct tf_defrag_node_result *result(const struct tf_defrag_plan *p,
-                                                  const char *node)
+static const struct tf_defrag_node_result *result(const struct tf_defrag_plan *p, const char *node)
 {
     for (size_t i = 0; i < p->nnodes; i++)
         if (!strcmp(p->nodes[i].node, node))
@@ -170,8 +168,8 @@ static void lightly_used_node_is_drained_onto_the_fullest_node(void **state)
     assert_int_equal(p.events[1].eviction, 0);
     assert_non_null(strstr(p.events[0].message, "1 of 3 nodes have at most 40% of their GPUs"));
     assert_non_null(strstr(p.events[0].message, "until 2024-05-01T05:00:00Z (maxDuration 2h)"));
-    assert_non_null(strstr(p.events[1].message,
-                           "Evicting pod team/a from node n1 (1/4 GPUs in use (25.0%))"));
+    assert_non_null(
+        strstr(p.events[1].message, "Evicting pod team/a from node n1 (1/4 GPUs in use (25.0%))"));
     assert_non_null(strstr(p.events[2].message, "1 pod to evict from 1 node"));
     expect_node(&p, "n1", TF_DEFRAG_DRAIN, NULL);
     expect_node(&p, "n2", TF_DEFRAG_NOT_CANDIDATE, "above utilizationThresholdPercent 40");
@@ -373,8 +371,8 @@ static void max_duration_ends_the_run(void **state)
     assert_true(tf_defrag_may_continue(&e->cfg, NOW, NOW + 2 * HOUR - 1));
     assert_false(tf_defrag_may_continue(&e->cfg, NOW, NOW + 2 * HOUR));
     /* Re-planning mid-run (resume) omits DefragStarted. */
-    struct tf_defrag_input in = {e->a,    "default", &e->cfg, NULL,         0,
-                                 e->pods, e->npods,  NOW + HOUR, NOW, true};
+    struct tf_defrag_input in = {e->a,    "default", &e->cfg,    NULL, 0,
+                                 e->pods, e->npods,  NOW + HOUR, NOW,  true};
     char err[128];
     assert_int_equal(tf_defrag_plan(&in, &p, err, sizeof(err)), 0);
     assert_string_equal(reasons(&p), "DefragPodEvicted DefragFinished");
