@@ -466,7 +466,8 @@ static void fmt_pair_milli(char *buf, size_t len, int64_t avail, int64_t cap)
     char a[32], c[32];
     tf_quantity_format_milli(avail, a, sizeof(a));
     tf_quantity_format_milli(cap, c, sizeof(c));
-    snprintf(buf, len, "%s/%s", a, c);
+    if (snprintf(buf, len, "%s/%s", a, c) >= (int)len)
+        buf[len - 1] = '\0'; /* already terminated; the check keeps -Wformat-truncation quiet */
 }
 
 static void fmt_pair_bytes(char *buf, size_t len, int64_t avail, int64_t cap)
@@ -474,7 +475,8 @@ static void fmt_pair_bytes(char *buf, size_t len, int64_t avail, int64_t cap)
     char a[32], c[32];
     tf_quantity_format_bytes(avail, a, sizeof(a));
     tf_quantity_format_bytes(cap, c, sizeof(c));
-    snprintf(buf, len, "%s/%s", a, c);
+    if (snprintf(buf, len, "%s/%s", a, c) >= (int)len)
+        buf[len - 1] = '\0';
 }
 
 static void print_table(struct sim *s)
@@ -508,7 +510,7 @@ static void print_table(struct sim *s)
            "ISOLATION", "WORKLOADS");
     for (uint32_t gi = 0; gi < s->c->ngpus; gi++) {
         const struct tf_gpu *g = &s->c->gpus[gi];
-        char t[48], v[48];
+        char t[72], v[72];
         fmt_pair_milli(t, sizeof(t), g->avail_tflops, g->cap_tflops);
         fmt_pair_bytes(v, sizeof(v), g->avail_vram, g->cap_vram);
         const char *iso = tf_isolation_name((enum tf_isolation)g->mode);
@@ -530,7 +532,7 @@ static void print_table(struct sim *s)
     for (uint32_t ni = 0; ni < s->c->nnodes; ni++) {
         const struct tf_node *n = &s->c->nodes[ni];
         struct node_sum t = node_sum(s, ni);
-        char a[48], b[48];
+        char a[72], b[72];
         fmt_pair_milli(a, sizeof(a), t.at, t.ct);
         fmt_pair_bytes(b, sizeof(b), t.av, t.cv);
         printf("%-16s %-12s %5u %8u %-22s %-20s %3lld%% TFLOPS, %3lld%% VRAM\n", n->name,

@@ -610,38 +610,28 @@ static int64_t frac_bp(int64_t used, int64_t cap)
     return (int64_t)((__int128)used * 10000 / cap);
 }
 
-static int32_t util_bp(const struct tf_pool_config *cfg, int64_t cap_t, int64_t avail_t,
-                       int64_t cap_v, int64_t avail_v)
+/* Which utilisation view ranks nodes for P (see enum tf_view). */
+static enum tf_view view_of(const struct tf_cluster *c, const struct plan *p)
 {
-    int64_t u = cfg->vram_weight * frac_bp(cap_v - avail_v, cap_v) +
-                cfg->tflops_weight * frac_bp(cap_t - avail_t, cap_t);
-    return (int32_t)(u / 1000);
+    if (c->policy == TF_ISOPOL_STATIC || p->whole)
+        return TF_VIEW_ALL;
+    return p->iso == TF_ISOLATION_HARD ? TF_VIEW_HARD : TF_VIEW_SOFT;
 }
 
-/* The node's placement score in basis points (0..10000). */
+/* The node's placement score in basis points (0..10000): its utilisation over the GPUs the
+ * pod could share (dynamic policy: unlocked or in its mode, so another mode's load does not
+ * make a node look packed; shared/dedicated take whole GPUs and see the whole node). O(1):
+ * the utilisation is kept with the node's aggregates. */
 static int32_t node_score_bp(const struct tf_cluster *c, const struct plan *p,
                              const struct tf_node *n)
 {
-    int64_t ct = 0, at = 0, cv = 0, av = 0;
-    for (int m = 0; m < TF_ISO_MODES; m++) {
-        /* Dynamic policy: only GPUs this pod could share (unlocked or in its mode) count, so
-         * another mode's load does not make a node look packed (shared/dedicated take whole
-         * GPUs and see the whole node). */
-        if (c->policy == TF_ISOPOL_DYNAMIC && !p->whole && m != TF_ISOLATION_UNSET &&
-            m != (int)p->iso)
-            continue;
-        ct += n->sum[m].cap_tflops;
-        at += n->sum[m].avail_tflops;
-        cv += n->sum[m].cap_vram;
-        av += n->sum[m].avail_vram;
-    }
-    int32_t u = util_bp(p->cfg, ct, at, cv, av);
+    int32_t u = n->util[view_of(c, p)];
     return p->cfg->placement == TF_PLACE_LOW_LOAD_FIRST ? 10000 - u : u;
 }
 
 static int32_t gpu_used_bp(const struct tf_pool_config *cfg, const struct tf_gpu *g)
 {
-    return util_bp(cfg, g->cap_tflops, g->avail_tflops, g->cap_vram, g->avail_vram);
+    return tf_util_bp(cfg, g->cap_tflops, g->avail_tflops, g->cap_vram, g->avail_vram);
 }
 
 /* ---------- GPU selection on one node ---------- */
@@ -652,7 +642,9 @@ struct cand {
     int32_t pref; /* higher = preferred */
 };
 
-/* Picks P->count GPUs among CANDS (sorted by preference) into SEL, best topology first. */
+/* Picks P->count GPUs among CANDS (sorted by preference) into SEL: the best topology tier
+ * that can be had (2: every pair NVLinked, 1: one known NUMA node, 0: any), and within it the
+ * set with the highest total preference. O(candidates^2), candidates <= 64. */
 static void pick_set(const struct tf_cluster *c, const struct tf_node *n, const struct plan *p,
                      const struct cand *cands, unsigned nc, struct selection *sel)
 {
@@ -660,43 +652,61 @@ static void pick_set(const struct tf_cluster *c, const struct tf_node *n, const 
     sel->n = need;
     sel->tier = 0;
     if (need > 1) {
-        /* Tier 2: every pair NVLinked; greedy from each seed in preference order. */
+        int64_t best = INT64_MIN;
+        uint16_t pos[TF_NODE_MAX_GPUS];
+        int8_t tpl[TF_NODE_MAX_GPUS];
+        /* Tier 2: greedy cliques from each seed, in preference order. */
         for (unsigned s = 0; s < nc; s++) {
             uint64_t set = UINT64_C(1) << cands[s].pos;
             unsigned k = 0;
-            sel->pos[k] = cands[s].pos;
-            sel->tpl[k++] = cands[s].tpl;
+            int64_t sum = cands[s].pref;
+            pos[k] = cands[s].pos;
+            tpl[k++] = cands[s].tpl;
             for (unsigned d = 0; d < nc && k < need; d++) {
                 if (d == s)
                     continue;
                 const struct tf_gpu *g = &c->gpus[n->gpu_first + cands[d].pos];
                 if ((g->nvlink & set) == set) {
                     set |= UINT64_C(1) << cands[d].pos;
-                    sel->pos[k] = cands[d].pos;
-                    sel->tpl[k++] = cands[d].tpl;
+                    sum += cands[d].pref;
+                    pos[k] = cands[d].pos;
+                    tpl[k++] = cands[d].tpl;
                 }
             }
-            if (k == need) {
+            if (k == need && sum > best) {
+                best = sum;
                 sel->tier = 2;
-                return;
+                memcpy(sel->pos, pos, need * sizeof(pos[0]));
+                memcpy(sel->tpl, tpl, need * sizeof(tpl[0]));
             }
         }
-        /* Tier 1: same (known) NUMA node. */
+        if (sel->tier == 2)
+            return;
+        /* Tier 1: the best NUMA node holding enough candidates. */
+        uint64_t seen = 0; /* NUMA ids 0..63 tried */
         for (unsigned s = 0; s < nc; s++) {
             int numa = c->gpus[n->gpu_first + cands[s].pos].numa;
-            if (numa < 0)
+            if (numa < 0 || (numa < 64 && (seen & (UINT64_C(1) << numa))))
                 continue;
+            if (numa < 64)
+                seen |= UINT64_C(1) << numa;
             unsigned k = 0;
+            int64_t sum = 0;
             for (unsigned d = 0; d < nc && k < need; d++)
                 if (c->gpus[n->gpu_first + cands[d].pos].numa == numa) {
-                    sel->pos[k] = cands[d].pos;
-                    sel->tpl[k++] = cands[d].tpl;
+                    sum += cands[d].pref;
+                    pos[k] = cands[d].pos;
+                    tpl[k++] = cands[d].tpl;
                 }
-            if (k == need) {
+            if (k == need && sum > best) {
+                best = sum;
                 sel->tier = 1;
-                return;
+                memcpy(sel->pos, pos, need * sizeof(pos[0]));
+                memcpy(sel->tpl, tpl, need * sizeof(tpl[0]));
             }
         }
+        if (sel->tier == 1)
+            return;
     }
     for (unsigned k = 0; k < need; k++) {
         sel->pos[k] = cands[k].pos;
@@ -985,7 +995,7 @@ static int fail_all(int rc, const char *err, size_t n, struct tf_node_verdict *o
     return rc;
 }
 
-/* Evaluates node NID (TF_NONE = unknown) for P: fit, score key (score x 4 + tier), selection. */
+/* Evaluates node NID (TF_NONE = unknown) for P: fit, score and GPU selection. */
 static bool eval_node(const struct tf_cluster *c, const struct plan *p, uint32_t nid,
                       struct selection *sel, int32_t *score_bp)
 {
@@ -1051,35 +1061,27 @@ int tf_alloc_score(const struct tf_alloc *a, const struct tf_alloc_request *req,
     return rc;
 }
 
-/* Best node of P's pool: true with its id, selection and score, or false. */
+/* Best node of P's pool: true with its id, selection and score, or false. Walks the pool's
+ * utilisation index best-first (fullest first for CompactFirst and NodeCompactGPULowLoad,
+ * emptiest first for LowLoadFirst) and stops at the first node that fits, so the cost is the
+ * number of better-scored nodes that do not fit (mostly rejected in O(1)), not the pool size.
+ * Nodes of equal score are taken in the order they reached that score. */
 static bool choose(const struct tf_cluster *c, const struct plan *p, uint32_t *node,
-                   struct selection *best_sel, int32_t *score)
+                   struct selection *sel, int32_t *score)
 {
-    const struct tf_pool *pool = &c->pools[p->pool];
-    int64_t best_key = -1;
-    uint32_t best = TF_NONE;
-    struct selection sel;
-    unsigned tier_max = p->count > 1 ? 2 : 0;
-    for (uint32_t i = 0; i < pool->nnodes; i++) {
-        uint32_t nid = pool->nodes[i];
+    enum tf_view v = view_of(c, p);
+    bool desc = p->cfg->placement != TF_PLACE_LOW_LOAD_FIRST;
+    for (uint32_t nid = tf_cluster_index_first(c, p->pool, v, desc); nid != TF_NONE;
+         nid = tf_cluster_index_next(c, nid, v, desc)) {
         const struct tf_node *n = &c->nodes[nid];
-        if (node_quick_reject(p, n))
+        if (node_quick_reject(p, n) || !node_select(c, p, n, sel))
             continue;
-        int32_t sc = node_score_bp(c, p, n);
-        if ((int64_t)sc * 4 + tier_max <= best_key)
-            continue; /* cannot beat the best so far: skip the GPU scan */
-        if (!node_select(c, p, n, &sel))
-            continue;
-        int64_t key = (int64_t)sc * 4 + sel.tier;
-        if (key > best_key) {
-            best_key = key;
-            best = nid;
-            *best_sel = sel;
-            *score = sc;
-        }
+        *node = nid;
+        *score = node_score_bp(c, p, n);
+        return true;
     }
-    *node = best;
-    return best != TF_NONE;
+    *node = TF_NONE;
+    return false;
 }
 
 static int choose_or_reasons(const struct tf_alloc *a, const struct plan *p, uint32_t *node,
@@ -1774,6 +1776,10 @@ int tf_alloc_check(const struct tf_alloc *a, char *err, size_t errlen)
             want.max_free_tflops != n->max_free_tflops || want.max_free_vram != n->max_free_vram ||
             memcmp(want.sum, n->sum, sizeof(want.sum)) || workers[ni] != n->nworkers) {
             tf_errf(err, errlen, "node %s: aggregates out of date", n->name);
+            goto out;
+        }
+        if (tf_cluster_index_check(c, ni)) {
+            tf_errf(err, errlen, "node %s: misplaced in its pool's utilisation index", n->name);
             goto out;
         }
     }

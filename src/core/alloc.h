@@ -26,8 +26,9 @@
  *   CompactFirst / NodeCompactGPULowLoad: node utilisation; LowLoadFirst: 100 - utilisation,
  * utilisation = vramWeight x used VRAM share + tflopsWeight x used TFLOPS share (0.7/0.3).
  * Within the chosen node, CompactFirst takes the most used GPUs that fit, the other two the
- * least used. Multi-GPU pods prefer, in order, an all-NVLink set, a same-NUMA set, any set;
- * among nodes with equal scores the better topology wins, then the earlier node.
+ * least used; multi-GPU pods prefer, in order, an all-NVLink set, a same-NUMA set, any set
+ * (topology picks GPUs inside the node, it does not reorder nodes). Of nodes with equal
+ * scores, the one that reached that score first wins.
  *
  * Reservation: only requests are reserved (available -= request); limits are accumulated per
  * GPU and bounded by its virtual capacity. `shared` and `dedicated` reserve the whole GPU;
@@ -38,10 +39,12 @@
  * limits <= virtual capacity (except as restored); workload counts, partition slots, node
  * aggregates and namespace usage equal what the live records say; release is idempotent.
  *
- * Cost: filtering or scoring one node is O(1) when its aggregates reject it and O(GPUs on the
- * node) otherwise; tf_alloc_place scans the pool's nodes once, ranking by the O(1) node score
- * before looking at GPUs. Reserve/release/resize are O(GPUs of the pod + GPUs on its node).
- * None of filter/score/place allocates memory except to store a new record (amortised).
+ * Cost: scoring a node is O(1) (its utilisation is kept with its aggregates); filtering one
+ * is O(1) when its aggregates reject it and O(GPUs on the node) otherwise. tf_alloc_place
+ * walks the pool's utilisation index best-first and stops at the first node that fits, so it
+ * costs the better-scored nodes that do not fit, not the pool size. Reserve, release and
+ * resize are O(GPUs of the pod + GPUs on its node), index moves O(1). Filter, score and
+ * choose never allocate; place allocates only to store a new record (amortised).
  *
  * Ownership and threads: a tf_alloc borrows its cluster (and quota set, may be NULL) for its
  * whole life and is the only writer of their runtime fields. Not thread-safe: callers hold

@@ -128,6 +128,7 @@ void tf_cluster_destroy(struct tf_cluster *c)
     for (uint32_t i = 0; i < c->npools; i++) {
         free(c->pools[i].name);
         free(c->pools[i].nodes);
+        free(c->pools[i].index);
     }
     for (uint32_t i = 0; i < c->nnodes; i++)
         free(c->nodes[i].name);
@@ -231,9 +232,17 @@ int tf_cluster_add_pool(struct tf_cluster *c, const char *name, const struct tf_
     if (!p->name)
         goto nomem;
     p->cfg = *cfg;
-    if (tf_strmap_put(&c->pool_by_name, p->name, c->npools)) {
+    p->index = malloc(TF_VIEWS * sizeof(*p->index));
+    if (!p->index || tf_strmap_put(&c->pool_by_name, p->name, c->npools)) {
+        free(p->index);
         free(p->name);
         goto nomem;
+    }
+    for (int v = 0; v < TF_VIEWS; v++) {
+        memset(p->index[v].head, 0xff, sizeof(p->index[v].head));
+        memset(p->index[v].tail, 0xff, sizeof(p->index[v].tail));
+        memset(p->index[v].bits, 0, sizeof(p->index[v].bits));
+        memset(p->index[v].summary, 0, sizeof(p->index[v].summary));
     }
     if (id)
         *id = c->npools;
@@ -323,6 +332,182 @@ static int check_node(const struct tf_cluster *c, const struct tf_node_spec *s, 
     return 0;
 }
 
+/* ---------- utilisation index ---------- */
+
+static int64_t frac_bp(int64_t used, int64_t cap)
+{
+    if (cap <= 0)
+        return 0;
+    if (used < INT64_MAX / 10000)
+        return used * 10000 / cap;
+    return (int64_t)((__int128)used * 10000 / cap);
+}
+
+uint16_t tf_util_bp(const struct tf_pool_config *cfg, int64_t cap_tflops, int64_t avail_tflops,
+                    int64_t cap_vram, int64_t avail_vram)
+{
+    int64_t u = cfg->vram_weight * frac_bp(cap_vram - avail_vram, cap_vram) +
+                cfg->tflops_weight * frac_bp(cap_tflops - avail_tflops, cap_tflops);
+    return (uint16_t)(u / 1000);
+}
+
+uint16_t tf_cluster_node_util(const struct tf_cluster *c, const struct tf_node *n,
+                              enum tf_view view)
+{
+    int64_t ct = 0, at = 0, cv = 0, av = 0;
+    for (int m = 0; m < TF_ISO_MODES; m++) {
+        if (view == TF_VIEW_SOFT && m != TF_ISOLATION_UNSET && m != TF_ISOLATION_SOFT)
+            continue;
+        if (view == TF_VIEW_HARD && m != TF_ISOLATION_UNSET && m != TF_ISOLATION_HARD)
+            continue;
+        ct += n->sum[m].cap_tflops;
+        at += n->sum[m].avail_tflops;
+        cv += n->sum[m].cap_vram;
+        av += n->sum[m].avail_vram;
+    }
+    return tf_util_bp(&c->pools[n->pool].cfg, ct, at, cv, av);
+}
+
+static void bit_set(struct tf_util_index *x, unsigned b)
+{
+    x->bits[b >> 6] |= UINT64_C(1) << (b & 63);
+    x->summary[b >> 12] |= UINT64_C(1) << ((b >> 6) & 63);
+}
+
+static void bit_clear(struct tf_util_index *x, unsigned b)
+{
+    unsigned w = b >> 6;
+    x->bits[w] &= ~(UINT64_C(1) << (b & 63));
+    if (!x->bits[w])
+        x->summary[w >> 6] &= ~(UINT64_C(1) << (w & 63));
+}
+
+/* Mask of bits 0..I of a word (I in 0..63). */
+static uint64_t upto(unsigned i)
+{
+    return i == 63 ? ~UINT64_C(0) : (UINT64_C(1) << (i + 1)) - 1;
+}
+
+/* The highest non-empty bucket <= B, or -1. */
+static int find_le(const struct tf_util_index *x, int b)
+{
+    if (b < 0)
+        return -1;
+    int w = b >> 6;
+    uint64_t m = x->bits[w] & upto((unsigned)b & 63);
+    if (m)
+        return (w << 6) + 63 - __builtin_clzll(m);
+    if (--w < 0)
+        return -1;
+    int si = w >> 6;
+    uint64_t sm = x->summary[si] & upto((unsigned)w & 63);
+    while (!sm) {
+        if (--si < 0)
+            return -1;
+        sm = x->summary[si];
+    }
+    w = (si << 6) + 63 - __builtin_clzll(sm);
+    return (w << 6) + 63 - __builtin_clzll(x->bits[w]);
+}
+
+/* The lowest non-empty bucket >= B, or -1. */
+static int find_ge(const struct tf_util_index *x, int b)
+{
+    if (b >= TF_UTIL_BUCKETS)
+        return -1;
+    int w = b >> 6;
+    uint64_t m = x->bits[w] & ~(upto((unsigned)b & 63) >> 1);
+    if (m)
+        return (w << 6) + __builtin_ctzll(m);
+    if (++w >= TF_UTIL_WORDS)
+        return -1;
+    int si = w >> 6;
+    const int nsum = (TF_UTIL_WORDS + 63) / 64;
+    uint64_t sm = x->summary[si] & ~(upto((unsigned)w & 63) >> 1);
+    while (!sm) {
+        if (++si >= nsum)
+            return -1;
+        sm = x->summary[si];
+    }
+    w = (si << 6) + __builtin_ctzll(sm);
+    return (w << 6) + __builtin_ctzll(x->bits[w]);
+}
+
+static void link_tail(struct tf_cluster *c, uint32_t nid, enum tf_view v)
+{
+    struct tf_node *n = &c->nodes[nid];
+    struct tf_util_index *x = &c->pools[n->pool].index[v];
+    unsigned b = n->util[v];
+    n->next[v] = TF_NONE;
+    n->prev[v] = x->tail[b];
+    if (x->tail[b] != TF_NONE)
+        c->nodes[x->tail[b]].next[v] = nid;
+    else
+        x->head[b] = nid;
+    x->tail[b] = nid;
+    bit_set(x, b);
+}
+
+static void unlink_node(struct tf_cluster *c, uint32_t nid, enum tf_view v)
+{
+    struct tf_node *n = &c->nodes[nid];
+    struct tf_util_index *x = &c->pools[n->pool].index[v];
+    unsigned b = n->util[v];
+    if (n->prev[v] != TF_NONE)
+        c->nodes[n->prev[v]].next[v] = n->next[v];
+    else
+        x->head[b] = n->next[v];
+    if (n->next[v] != TF_NONE)
+        c->nodes[n->next[v]].prev[v] = n->prev[v];
+    else
+        x->tail[b] = n->prev[v];
+    if (x->head[b] == TF_NONE)
+        bit_clear(x, b);
+}
+
+uint32_t tf_cluster_index_first(const struct tf_cluster *c, uint32_t pool, enum tf_view view,
+                                bool desc)
+{
+    const struct tf_util_index *x = &c->pools[pool].index[view];
+    int b = desc ? find_le(x, TF_UTIL_BUCKETS - 1) : find_ge(x, 0);
+    return b < 0 ? TF_NONE : x->head[b];
+}
+
+uint32_t tf_cluster_index_next(const struct tf_cluster *c, uint32_t nid, enum tf_view view,
+                               bool desc)
+{
+    const struct tf_node *n = &c->nodes[nid];
+    if (n->next[view] != TF_NONE)
+        return n->next[view];
+    const struct tf_util_index *x = &c->pools[n->pool].index[view];
+    int b = desc ? find_le(x, (int)n->util[view] - 1) : find_ge(x, (int)n->util[view] + 1);
+    return b < 0 ? TF_NONE : x->head[b];
+}
+
+int tf_cluster_index_check(const struct tf_cluster *c, uint32_t nid)
+{
+    const struct tf_node *n = &c->nodes[nid];
+    for (int v = 0; v < TF_VIEWS; v++) {
+        const struct tf_util_index *x = &c->pools[n->pool].index[v];
+        unsigned b = n->util[v];
+        if (b != tf_cluster_node_util(c, n, (enum tf_view)v) || b >= TF_UTIL_BUCKETS ||
+            !(x->bits[b >> 6] & (UINT64_C(1) << (b & 63))) ||
+            !(x->summary[b >> 12] & (UINT64_C(1) << ((b >> 6) & 63))))
+            return TF_ESTATE;
+        if (n->prev[v] == TF_NONE
+                ? x->head[b] != nid
+                : (n->prev[v] >= c->nnodes || c->nodes[n->prev[v]].next[v] != nid ||
+                   c->nodes[n->prev[v]].util[v] != b))
+            return TF_ESTATE;
+        if (n->next[v] == TF_NONE
+                ? x->tail[b] != nid
+                : (n->next[v] >= c->nnodes || c->nodes[n->next[v]].prev[v] != nid ||
+                   c->nodes[n->next[v]].util[v] != b))
+            return TF_ESTATE;
+    }
+    return 0;
+}
+
 int tf_cluster_add_node(struct tf_cluster *c, uint32_t pool, const struct tf_node_spec *s,
                         uint32_t *id, char *err, size_t errlen)
 {
@@ -400,7 +585,11 @@ int tf_cluster_add_node(struct tf_cluster *c, uint32_t pool, const struct tf_nod
     c->ngpus += s->ngpus;
     c->nnodes++;
     p->nodes[p->nnodes++] = nid;
-    tf_cluster_node_refresh(c, nid);
+    tf_cluster_node_aggregate(c, nid, n);
+    for (int v = 0; v < TF_VIEWS; v++) {
+        n->util[v] = tf_cluster_node_util(c, n, (enum tf_view)v);
+        link_tail(c, nid, (enum tf_view)v);
+    }
     if (id)
         *id = nid;
     return 0;
@@ -510,5 +699,14 @@ void tf_cluster_node_aggregate(const struct tf_cluster *c, uint32_t nid, struct 
 
 void tf_cluster_node_refresh(struct tf_cluster *c, uint32_t nid)
 {
-    tf_cluster_node_aggregate(c, nid, &c->nodes[nid]);
+    struct tf_node *n = &c->nodes[nid];
+    tf_cluster_node_aggregate(c, nid, n);
+    for (int v = 0; v < TF_VIEWS; v++) {
+        uint16_t u = tf_cluster_node_util(c, n, (enum tf_view)v);
+        if (u == n->util[v])
+            continue;
+        unlink_node(c, nid, (enum tf_view)v);
+        n->util[v] = u;
+        link_tail(c, nid, (enum tf_view)v);
+    }
 }

@@ -20,6 +20,11 @@
  * 500 %), and VRAM + the node's host memory x vramExpandToHostMem/100 shared equally by the
  * node's GPUs (default 50 %; no expansion when the node's host memory is unknown).
  *
+ * Pool indexes: each pool keeps its nodes bucketed by utilisation (struct tf_util_index), so
+ * the allocator reaches the best-scored node without scanning the pool; every change of a
+ * node's aggregates moves it in O(1). The pool's score weights must not change after nodes
+ * were added (they define the buckets).
+ *
  * Ownership: a tf_cluster owns every string and array reachable from it (names and uuids are
  * copied in). Struct fields are readable by anyone; the fields marked "runtime" are written only
  * by the allocator (alloc.c) and tf_cluster_set_gpu_phase. Pointers into the pools/nodes/gpus
@@ -98,11 +103,29 @@ struct tf_pool_config {
     struct tf_qos_price pricing[TF_QOS_LEVELS];
 };
 
+/* Utilisation views: which GPUs of a node a pod could share, hence which count towards the
+ * node's utilisation for it. ALL: every Running GPU (static policy; whole-GPU pods). SOFT /
+ * HARD (dynamic policy): the unlocked GPUs plus those locked to that mode. */
+enum tf_view { TF_VIEW_ALL = 0, TF_VIEW_SOFT, TF_VIEW_HARD };
+#define TF_VIEWS 3
+#define TF_UTIL_BUCKETS 10001 /* utilisation in basis points, 0..10000 */
+#define TF_UTIL_WORDS ((TF_UTIL_BUCKETS + 63) / 64)
+
+/* A pool's nodes bucketed by utilisation (one index per view): doubly linked lists per bucket,
+ * FIFO (a node entering a bucket goes to its tail), and a two-level bitmap of the non-empty
+ * buckets, so the fullest or emptiest node is found in O(1) and a node moves in O(1). */
+struct tf_util_index {
+    uint32_t head[TF_UTIL_BUCKETS], tail[TF_UTIL_BUCKETS]; /* node ids, TF_NONE when empty */
+    uint64_t bits[TF_UTIL_WORDS];
+    uint64_t summary[(TF_UTIL_WORDS + 63) / 64];
+};
+
 struct tf_pool {
     char *name; /* owned */
     struct tf_pool_config cfg;
     uint32_t *nodes; /* owned: ids of this pool's nodes, in insertion order */
     uint32_t nnodes, nodes_cap;
+    struct tf_util_index *index; /* owned: TF_VIEWS indexes */
 };
 
 /* One GPU as the caller describes it when adding a node. */
@@ -169,6 +192,9 @@ struct tf_node {
     uint16_t running_gpus, idle_gpus; /* idle: no workload, no partition */
     int64_t max_free_tflops, max_free_vram;
     struct tf_mode_sum sum[TF_ISO_MODES];
+    /* utilisation per view (basis points, pool's weights) and its place in the pool index */
+    uint16_t util[TF_VIEWS];
+    uint32_t prev[TF_VIEWS], next[TF_VIEWS];
 };
 
 struct tf_cluster {
@@ -218,8 +244,30 @@ uint32_t tf_cluster_default_pool(const struct tf_cluster *c);
  * GPUs take new ones. */
 void tf_cluster_set_gpu_phase(struct tf_cluster *c, uint32_t gpu, enum tf_gpu_phase phase);
 
-/* For the allocator: recomputes node N's runtime aggregates from its GPUs (O(GPUs per node)).
- * tf_cluster_node_aggregate computes them into *OUT (a copy of the node) without writing. */
+/* Utilisation in basis points of capacities CAP_* with AVAIL_* free, weighted by CFG's
+ * vramWeight / tflopsWeight (the placement score of a GPU or a node). */
+uint16_t tf_util_bp(const struct tf_pool_config *cfg, int64_t cap_tflops, int64_t avail_tflops,
+                    int64_t cap_vram, int64_t avail_vram);
+
+/* Node N's utilisation in VIEW (basis points: vramWeight x used VRAM share + tflopsWeight x
+ * used TFLOPS share of the GPUs in the view), computed from its aggregates. */
+uint16_t tf_cluster_node_util(const struct tf_cluster *c, const struct tf_node *n,
+                              enum tf_view view);
+
+/* Walks POOL's nodes in VIEW by utilisation: the fullest first when DESC, else the emptiest
+ * first; nodes of equal utilisation in the order they reached it. First returns a node id or
+ * TF_NONE; next the one after node N. O(1) per step. */
+uint32_t tf_cluster_index_first(const struct tf_cluster *c, uint32_t pool, enum tf_view view,
+                                bool desc);
+uint32_t tf_cluster_index_next(const struct tf_cluster *c, uint32_t n, enum tf_view view,
+                               bool desc);
+/* Checks node N's place in its pool's indexes (utilisations current, links and bitmap
+ * consistent). 0 or TF_ESTATE. For tf_alloc_check. */
+int tf_cluster_index_check(const struct tf_cluster *c, uint32_t n);
+
+/* For the allocator: recomputes node N's runtime aggregates from its GPUs (O(GPUs per node))
+ * and moves it in its pool's indexes. tf_cluster_node_aggregate computes the aggregates into
+ * *OUT (a copy of the node) without writing; the index fields of *OUT are left as they are. */
 void tf_cluster_node_refresh(struct tf_cluster *c, uint32_t n);
 void tf_cluster_node_aggregate(const struct tf_cluster *c, uint32_t n, struct tf_node *out);
 

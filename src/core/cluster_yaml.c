@@ -36,14 +36,21 @@ __attribute__((format(printf, 4, 5))) static int bad(struct px *x, int rc, const
     return rc;
 }
 
+/* Paths longer than PATHLEN (absurdly deep or long keys) end in "...". */
+static void clip(char *out, int n)
+{
+    if (n < 0 || n >= PATHLEN)
+        memcpy(out + PATHLEN - 4, "...", 4);
+}
+
 static void join(char *out, const char *path, const char *key)
 {
-    snprintf(out, PATHLEN, "%s%s%s", path, *path ? "." : "", key);
+    clip(out, snprintf(out, PATHLEN, "%s%s%s", path, *path ? "." : "", key));
 }
 
 static void at(char *out, const char *path, size_t i)
 {
-    snprintf(out, PATHLEN, "%s[%zu]", path, i);
+    clip(out, snprintf(out, PATHLEN, "%s[%zu]", path, i));
 }
 
 /* O must be a mapping whose keys are all in ALLOWED (NULL-terminated). */
@@ -159,7 +166,7 @@ static int milli(struct px *x, json_object *o, const char *path, const char *key
         *present = v != NULL;
     if (!v)
         return 0;
-    const char *t;
+    const char *t = NULL;
     int rc = qtext(x, v, p, &t);
     if (rc)
         return rc;
@@ -180,7 +187,7 @@ static int bytes(struct px *x, json_object *o, const char *path, const char *key
         *present = v != NULL;
     if (!v)
         return 0;
-    const char *t;
+    const char *t = NULL;
     int rc = qtext(x, v, p, &t);
     if (rc)
         return rc;
@@ -199,7 +206,7 @@ static int micro(struct px *x, json_object *o, const char *path, const char *key
     json_object *v = get(o, key);
     if (!v)
         return 0;
-    const char *t;
+    const char *t = NULL;
     int rc = qtext(x, v, p, &t);
     if (rc)
         return rc;

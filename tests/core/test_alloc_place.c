@@ -168,15 +168,21 @@ static void multi_gpu_pods_prefer_nvlink_then_same_numa(void **state)
     assert_string_equal(gpu_uuid(a, res.gpus[1]), "b2");
     tf_alloc_destroy(a);
 
-    /* Between two empty nodes (equal scores) the one with an NVLink pair wins, even listed
-     * second. */
+    /* Topology picks GPUs inside the node; it does not reorder nodes: of two empty nodes the
+     * first in the index wins, and there the pair stays on one NUMA node, the least used GPUs
+     * first (NodeCompactGPULowLoad spreads inside the node). */
     struct tf_cluster *c2 = tf_cluster_new(TF_ISOPOL_DYNAMIC);
-    fx_pool(c2, "p", TF_PLACE_COMPACT_FIRST);
-    fx_node_ex(c2, 0, "plain", "H100", 4, false, false, TF_ISOLATION_UNSET);
+    fx_pool(c2, "p", TF_PLACE_NODE_COMPACT_GPU_LOW_LOAD);
+    fx_node_ex(c2, 0, "plain", "H100", 4, false, true, TF_ISOLATION_UNSET);
     fx_node_ex(c2, 0, "linked", "H100", 4, true, false, TF_ISOLATION_UNSET);
     a = tf_alloc_new(c2, NULL);
-    r.name = "pair";
-    assert_string_equal(fx_place(a, &r, &res), "linked");
+    struct tf_alloc_request one = fx_req("ns", "one", 10, GiB);
+    assert_int_equal(tf_alloc_reserve(a, &one, "plain", NULL, NULL, 0), 0); /* on plain-g0 */
+    r = fx_req("ns", "pair", 100, 10 * GiB);
+    r.gpu_count = 2;
+    assert_string_equal(fx_place(a, &r, &res), "plain"); /* the fuller node */
+    assert_string_equal(gpu_uuid(a, res.gpus[0]), "plain-g2");
+    assert_string_equal(gpu_uuid(a, res.gpus[1]), "plain-g3"); /* NUMA 1, both idle */
     tf_alloc_destroy(a);
     tf_cluster_destroy(c2);
     tf_cluster_destroy(c);

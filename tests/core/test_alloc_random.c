@@ -19,7 +19,7 @@
 #include "core/preempt.h"
 #include "sched_fixture.h"
 
-#define MAXPODS 1024
+#define MAXPODS 384
 
 struct pod {
     bool live, suspended;
