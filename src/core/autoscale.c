@@ -51,10 +51,10 @@ void tf_autoscale_config_init(struct tf_autoscale_config *c)
 
 static const char *join(char *buf, const char *path, const char *key)
 {
-    if (path && *path)
-        snprintf(buf, PATH_LEN, "%s.%s", path, key);
-    else
-        snprintf(buf, PATH_LEN, "%s", key);
+    int n = path && *path ? snprintf(buf, PATH_LEN, "%s.%s", path, key)
+                          : snprintf(buf, PATH_LEN, "%s", key);
+    if (n < 0)
+        buf[0] = 0; /* truncation is harmless: it only shortens a message */
     return buf;
 }
 

@@ -49,10 +49,10 @@ void tf_pool_efficiency_init(struct tf_pool_efficiency *out)
 /* PATH "." KEY into BUF. */
 static const char *join(char *buf, const char *path, const char *key)
 {
-    if (path && *path)
-        snprintf(buf, PATH_MAX_LEN, "%s.%s", path, key);
-    else
-        snprintf(buf, PATH_MAX_LEN, "%s", key);
+    int n = path && *path ? snprintf(buf, PATH_MAX_LEN, "%s.%s", path, key)
+                          : snprintf(buf, PATH_MAX_LEN, "%s", key);
+    if (n < 0)
+        buf[0] = 0; /* truncation is harmless: it only shortens a message */
     return buf;
 }
 

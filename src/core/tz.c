@@ -514,7 +514,7 @@ int tf_tz_parse_tzif(const uint8_t *buf, size_t len, const char *name, struct tf
         tf_tz_destroy(z);
         return TF_ENOMEM;
     }
-    const uint8_t *p;
+    const uint8_t *p = NULL;
     take(&r, (size_t)h.timecnt * tsize, &p);
     for (uint32_t i = 0; i < h.timecnt; i++) {
         z->trans[i] = tsize == 8 ? be64(p + 8 * i) : (int64_t)(int32_t)be32(p + 4 * i);
