@@ -168,29 +168,17 @@ static const struct tf_defrag_pod *pod_of(const struct ctx *x, const char *key)
 struct node_ord {
     uint32_t id;
     uint32_t used, gpus;
+    const char *name;
 };
 
-static int ord_cmp_impl(const struct tf_cluster *c, const struct node_ord *x,
-                        const struct node_ord *y)
+/* Increasing utilisation (used/gpus, compared exactly), then name. */
+static int ord_cmp(const void *a, const void *b)
 {
+    const struct node_ord *x = a, *y = b;
     uint64_t l = (uint64_t)x->used * y->gpus, r = (uint64_t)y->used * x->gpus;
     if (l != r)
         return l < r ? -1 : 1;
-    return strcmp(c->nodes[x->id].name, c->nodes[y->id].name);
-}
-
-/* Insertion sort with context (pools hold at most thousands of nodes; one sort per run). */
-static void sort_nodes(const struct tf_cluster *c, struct node_ord *v, size_t n)
-{
-    for (size_t i = 1; i < n; i++) {
-        struct node_ord t = v[i];
-        size_t j = i;
-        while (j > 0 && ord_cmp_impl(c, &t, &v[j - 1]) < 0) {
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = t;
-    }
+    return strcmp(x->name, y->name);
 }
 
 struct worker {
@@ -576,12 +564,13 @@ int tf_defrag_plan(const struct tf_defrag_input *in, struct tf_defrag_plan *out,
     size_t ncand = 0;
     for (uint32_t i = 0; i < pl->nnodes; i++) {
         uint32_t id = pl->nodes[i];
-        ord[i] = (struct node_ord){id, used_gpus(x.c, id), x.c->nodes[id].ngpus};
+        ord[i] =
+            (struct node_ord){id, used_gpus(x.c, id), x.c->nodes[id].ngpus, x.c->nodes[id].name};
         if (ord[i].used && (uint64_t)ord[i].used * 100 <=
                                (uint64_t)in->cfg->utilization_threshold_pct * ord[i].gpus)
             ncand++;
     }
-    sort_nodes(x.c, ord, pl->nnodes);
+    qsort(ord, pl->nnodes, sizeof(*ord), ord_cmp);
     out->deadline_ms = in->run_started_ms + in->cfg->max_duration_ms;
     char dl[40], md[32];
     tf_rfc3339_format(out->deadline_ms, dl, sizeof(dl));

@@ -407,6 +407,52 @@ static void every_zone_in_the_database_maps_wall_times_consistently(void **state
     }
 }
 
+static void truncated_or_corrupted_zone_files_are_rejected_cleanly(void **state)
+{
+    (void)state;
+    FILE *f = fopen(TF_ZONEINFO_DIR "/America/New_York", "rb");
+    assert_non_null(f);
+    static uint8_t buf[16384];
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    assert_true(n > 100 && n < sizeof(buf));
+    char err[256];
+    struct tf_tz *z;
+    /* Every strict prefix fails (the footer's newline ends the file) without reading past it. */
+    for (size_t len = 0; len < n; len++) {
+        z = NULL;
+        int rc = tf_tz_parse_tzif(buf, len, "ny", &z, err, sizeof(err));
+        if (rc == 0)
+            fail_msg("prefix of %zu/%zu bytes accepted", len, n);
+        assert_null(z);
+    }
+    assert_int_equal(tf_tz_parse_tzif(buf, n, "ny", &z, err, sizeof(err)), 0);
+    tf_tz_destroy(z);
+    /* Flipping any byte either fails or still gives a usable zone. */
+    for (size_t i = 0; i < n; i++) {
+        uint8_t keep = buf[i];
+        buf[i] ^= 0x5a;
+        z = NULL;
+        if (tf_tz_parse_tzif(buf, n, "ny", &z, err, sizeof(err)) == 0) {
+            int32_t off = tf_tz_offset_at(z, 1714550400);
+            assert_true(off >= -89999 && off <= 93599);
+            (void)tf_tz_local_to_utc(z, 1714550400, NULL);
+            tf_tz_destroy(z);
+        } else {
+            assert_null(z);
+        }
+        buf[i] = keep;
+    }
+    /* Leap-second zones are refused with a pointer to the right name. */
+    f = fopen(TF_ZONEINFO_DIR "/right/UTC", "rb");
+    if (f) {
+        n = fread(buf, 1, sizeof(buf), f);
+        fclose(f);
+        assert_int_equal(tf_tz_parse_tzif(buf, n, "right/UTC", &z, err, sizeof(err)), TF_ENOTSUP);
+        assert_non_null(strstr(err, "leap-second"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -427,6 +473,7 @@ int main(void)
         cmocka_unit_test(cron_due_reports_the_last_missed_fire_once),
         cmocka_unit_test(out_of_range_instants_are_errors_not_wraparounds),
         cmocka_unit_test(every_zone_in_the_database_maps_wall_times_consistently),
+        cmocka_unit_test(truncated_or_corrupted_zone_files_are_rejected_cleanly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
