@@ -44,6 +44,9 @@ bool tf_defrag_due(const struct tf_defrag_config *cfg, const struct tf_tz *tz, i
     int64_t f;
     if (tf_cron_due(&cfg->cron, tz, last_ms, now_ms, &f))
         return false;
+    /* A fire whose whole run window has passed (the controller was down) is skipped. */
+    if (!tf_defrag_may_continue(cfg, f, now_ms))
+        return false;
     if (fire_ms)
         *fire_ms = f;
     return true;

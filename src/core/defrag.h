@@ -141,9 +141,11 @@ void tf_defrag_plan_free(struct tf_defrag_plan *p);
 bool tf_defrag_may_continue(const struct tf_defrag_config *cfg, int64_t run_started_ms,
                             int64_t now_ms);
 
-/* Whether a run is due at NOW_MS: defrag enabled and the schedule fired in (LAST_MS, NOW_MS]
- * in zone TZ (LAST_MS = when the previous check ran). *FIRE_MS gets the fire time (the run's
- * start). Missed fires collapse into one run. */
+/* Whether a run is due at NOW_MS: defrag enabled, the schedule fired in (LAST_MS, NOW_MS] in
+ * zone TZ (LAST_MS = when the previous check ran; on the first check pass the controller's
+ * start time), and that fire is less than maxDuration ago (a run whose window has passed is
+ * skipped, not started late). *FIRE_MS gets the fire time (the run's start). Several missed
+ * fires collapse into one run. */
 bool tf_defrag_due(const struct tf_defrag_config *cfg, const struct tf_tz *tz, int64_t last_ms,
                    int64_t now_ms, int64_t *fire_ms);
 

@@ -407,6 +407,9 @@ static void schedule_decides_when_a_run_starts(void **state)
     assert_true(tf_defrag_due(&e->cfg, z, t - 60000, t, &fire));
     assert_int_equal(fire, t - 30000);
     assert_false(tf_defrag_due(&e->cfg, z, t, t + 60000, &fire));
+    /* Down from 18:00Z to 22:00Z: the 19:00Z run's 2h window is over, it is not started. */
+    assert_false(tf_defrag_due(&e->cfg, z, t - HOUR, t + 3 * HOUR, &fire));
+    assert_true(tf_defrag_due(&e->cfg, z, t - HOUR, t + HOUR, &fire));
     e->cfg.enabled = false;
     assert_false(tf_defrag_due(&e->cfg, z, t - 60000, t, &fire));
     tf_tz_destroy(z);
