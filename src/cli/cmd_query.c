@@ -57,7 +57,7 @@ static char *cell_text(sqlite3_stmt *st, int c, enum fmt fmt)
 static int on_row(void *arg, sqlite3_stmt *st, int64_t row)
 {
     struct out *o = arg;
-    if (row == 0) {
+    if (row < 0) {
         o->ncols = sqlite3_column_count(st);
         if (o->ncols > 64)
             o->ncols = 64;
@@ -65,6 +65,7 @@ static int on_row(void *arg, sqlite3_stmt *st, int64_t row)
             o->names[c] = strdup(sqlite3_column_name(st, c));
             o->width[c] = (int)strlen(o->names[c]);
         }
+        return 0;
     }
     if (o->fmt == F_JSON) {
         json_object *r = json_object_new_object();

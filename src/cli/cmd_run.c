@@ -11,7 +11,9 @@
 #include "cli/hvclient.h"
 #include "common/err.h"
 #include "common/strutil.h"
+#include "common/yamljson.h"
 #include "core/quantity.h"
+#include "core/spec.h"
 #include "hypervisor/workload.h"
 
 #include <errno.h>
@@ -40,6 +42,98 @@ static void usage(FILE *f)
             "                 [--name NAME] [--namespace NS] [-f pod.yaml] -- CMD [ARGS...]\n"
             "Limits are per GPU. TFLOPS and VRAM take Kubernetes quantities (\"10\", \"0.5\",\n"
             "\"4Gi\", \"512Mi\"); a missing request equals the limit.\n");
+}
+
+/* Reads the first workload of manifest PATH (a Pod, Deployment, ... with the seed 001
+ * annotations) through the core workload model into R. Later flags override it. Returns 0 or 2
+ * (message printed). */
+static int from_manifest(struct tf_hv_request *r, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "tfctl run: -f %s: %s\n", path, strerror(errno));
+        return 2;
+    }
+    char *buf = malloc(4 << 20);
+    size_t n = buf ? fread(buf, 1, (4 << 20) - 1, f) : 0;
+    fclose(f);
+    if (!buf)
+        return 2;
+    json_object *docs = NULL;
+    char err[512] = "";
+    int code = 2;
+    struct tf_spec spec;
+    tf_spec_init(&spec);
+    if (tf_manifest_parse(buf, n, &docs, err, sizeof(err))) {
+        fprintf(stderr, "tfctl run: -f %s: %s\n", path, err);
+        goto out;
+    }
+    if (json_object_array_length(docs) == 0) {
+        fprintf(stderr, "tfctl run: -f %s: no document\n", path);
+        goto out;
+    }
+    if (tf_spec_parse_object(json_object_array_get_idx(docs, 0), NULL, NULL, &spec, err,
+                             sizeof(err))) {
+        fprintf(stderr, "tfctl run: -f %s: %s\n", path, err);
+        goto out;
+    }
+    for (size_t i = 0; i < spec.nwarnings; i++)
+        fprintf(stderr, "tfctl run: -f %s: warning: %s\n", path, spec.warnings[i]);
+    if (!spec.enabled)
+        fprintf(stderr,
+                "tfctl run: -f %s: warning: the manifest does not set the label "
+                "tensor-fusion.ai/enabled: \"true\"; using its annotations anyway\n",
+                path);
+    if (spec.name && tf_hv_valid_name(spec.name))
+        tf_strlcpy(r->name, spec.name, sizeof(r->name));
+    if (spec.ns)
+        tf_strlcpy(r->ns, spec.ns, sizeof(r->ns));
+    switch (spec.isolation) {
+    case TF_ISOLATION_SHARED:
+        r->isolation = TF_HV_SHARED;
+        break;
+    case TF_ISOLATION_HARD:
+        r->isolation = TF_HV_HARD;
+        break;
+    case TF_ISOLATION_PARTITIONED:
+        fprintf(stderr,
+                "tfctl run: -f %s: isolation partitioned is not available in local "
+                "mode\n",
+                path);
+        goto out;
+    default:
+        r->isolation = TF_HV_SOFT;
+    }
+    if (spec.whole_gpu)
+        r->isolation = TF_HV_SHARED;
+    if (spec.enabled && !spec.is_local_gpu && !r->remote[0])
+        r->isolation = TF_HV_REMOTE; /* needs --remote HOST:PORT */
+    if (spec.qos != TF_QOS_UNSET && tf_qos_name(spec.qos))
+        tf_strlcpy(r->qos, tf_qos_name(spec.qos), sizeof(r->qos));
+    if (spec.gpu_count)
+        r->gpu_count = spec.gpu_count;
+    if (spec.gpu_model)
+        tf_strlcpy(r->gpu_model, spec.gpu_model, sizeof(r->gpu_model));
+    if (!spec.whole_gpu) {
+        if (spec.requests.tflops_set)
+            r->tflops_request = spec.requests.tflops_milli;
+        if (spec.limits.tflops_set)
+            r->tflops_limit = spec.limits.tflops_milli;
+        if (spec.requests.percent_set)
+            r->percent_request = spec.requests.percent_bp;
+        if (spec.limits.percent_set)
+            r->percent_limit = spec.limits.percent_bp;
+        if (spec.requests.vram_set)
+            r->vram_request = spec.requests.vram_bytes;
+        if (spec.limits.vram_set)
+            r->vram_limit = spec.limits.vram_bytes;
+    }
+    code = 0;
+out:
+    tf_spec_free(&spec);
+    json_object_put(docs);
+    free(buf);
+    return code;
 }
 
 /* Parses one option value into R; returns 0 or 2 (message printed). */
@@ -137,16 +231,12 @@ int tf_cmd_run(int argc, char **argv)
         }
         if (argv[i][0] != '-')
             break; /* CMD without "--" */
-        if (!strcmp(argv[i], "-f")) {
-            fprintf(stderr, "tfctl run: -f needs the workload spec library (src/core/spec.h), "
-                            "which is not part of this build yet; use the flags\n");
-            return 2;
-        }
         if (i + 1 >= argc) {
             fprintf(stderr, "tfctl run: %s needs a value\n", argv[i]);
             return 2;
         }
-        int rc = set_opt(&r, argv[i], argv[i + 1]);
+        int rc = !strcmp(argv[i], "-f") ? from_manifest(&r, argv[i + 1])
+                                        : set_opt(&r, argv[i], argv[i + 1]);
         if (rc)
             return rc;
         i++;
@@ -197,7 +287,23 @@ int tf_cmd_run(int argc, char **argv)
     if (pid == 0) {
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGTERM, &old_term, NULL);
-        json_object_object_foreach(env, k, v) setenv(k, json_object_get_string(v), 1);
+        json_object_object_foreach(env, k, v)
+        {
+            /* Library paths are prefixes: the app keeps its own after ours. */
+            const char *old = getenv(k);
+            const char *val = json_object_get_string(v);
+            if ((!strcmp(k, "LD_LIBRARY_PATH") || !strcmp(k, "LD_PRELOAD")) && old && *old) {
+                size_t len = strlen(val) + strlen(old) + 2;
+                char *both = malloc(len);
+                if (both) {
+                    snprintf(both, len, "%s%c%s", val, k[3] == 'L' ? ':' : ' ', old);
+                    setenv(k, both, 1);
+                    free(both);
+                    continue;
+                }
+            }
+            setenv(k, val, 1);
+        }
         execvp(cmd[0], cmd);
         fprintf(stderr, "tfctl run: cannot run %s: %s\n", cmd[0], strerror(errno));
         _exit(127);

@@ -41,12 +41,7 @@ static int add_op(json_object *ops, const char *op, const char *path, json_objec
     json_object_object_add(o, "op", json_object_new_string(op));
     json_object_object_add(o, "path", json_object_new_string(path));
     if (value) {
-        json_object *copy = NULL;
-        if (json_object_deep_copy(value, &copy, NULL)) {
-            json_object_put(o);
-            return TF_ENOMEM;
-        }
-        json_object_object_add(o, "value", copy);
+        json_object_object_add(o, "value", json_object_get(value));
     } else if (strcmp(op, "remove") != 0) {
         json_object_object_add(o, "value", NULL); /* JSON null */
     }
@@ -67,7 +62,7 @@ int tf_jsonpatch_diff(json_object *a, json_object *b, const char *prefix, json_o
 {
     char path[PTR_MAX];
     int rc = 0;
-    if (json_object_equal(a, b))
+    if (a == b)
         return 0;
     if (a && b && json_object_is_type(a, json_type_object) &&
         json_object_is_type(b, json_type_object)) {
@@ -96,11 +91,11 @@ int tf_jsonpatch_diff(json_object *a, json_object *b, const char *prefix, json_o
     if (a && b && json_object_is_type(a, json_type_array) &&
         json_object_is_type(b, json_type_array)) {
         size_t na = json_object_array_length(a), nb = json_object_array_length(b);
-        bool prefix_same = nb >= na;
+        bool prefix_same = nb > na; /* only growth at the end needs the prefix check */
         for (size_t i = 0; prefix_same && i < na; i++)
             prefix_same =
                 json_object_equal(json_object_array_get_idx(a, i), json_object_array_get_idx(b, i));
-        if (na == nb || (prefix_same && nb > na)) {
+        if (na == nb || prefix_same) {
             for (size_t i = 0; i < nb; i++) {
                 char idx[24];
                 snprintf(idx, sizeof(idx), "%zu", i);
@@ -117,7 +112,8 @@ int tf_jsonpatch_diff(json_object *a, json_object *b, const char *prefix, json_o
             return 0;
         }
     }
-    if (!*prefix)
-        return add_op(ops, "replace", "", b);
+    /* Scalars (and containers of different shape): one comparison, then replace. */
+    if (json_object_equal(a, b))
+        return 0;
     return add_op(ops, "replace", prefix, b);
 }

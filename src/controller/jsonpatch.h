@@ -19,7 +19,9 @@
 #include <stddef.h>
 
 /* Appends to OPS (a JSON array) the operations that turn A into B. PREFIX is the pointer of
- * A and B inside the document ("" for the root). Values are deep-copied into OPS.
+ * A and B inside the document ("" for the root). Values in OPS are shared with B (json-c
+ * references, not copies): do not modify B while OPS is in use, and do not use OPS from
+ * another thread than B's. Cost O(size of A + B).
  * Returns 0 or TF_ENOMEM / TF_ERANGE (pointer longer than 4 KiB). */
 int tf_jsonpatch_diff(json_object *a, json_object *b, const char *prefix, json_object *ops);
 

@@ -677,6 +677,9 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
     const char *label = tf_json_str(pod, "metadata", "labels", TF_LABEL_ENABLED, NULL);
     if (label && strcmp(label, "false") == 0)
         return;
+    const char *comp = tf_json_str(pod, "metadata", "labels", TF_LABEL_COMPONENT, NULL);
+    if (comp && strcmp(comp, "worker") == 0)
+        return; /* remote workers are built complete by the controller */
     bool enabled = label && strcmp(label, "true") == 0;
     struct tf_pool_defaults pd;
     memset(&pd, 0, sizeof(pd));

@@ -24,7 +24,8 @@ struct tf_hv_config {
     char listen[128];          /* "127.0.0.1:0" by default (port written to hypervisor.addr) */
     char nvml_lib[256];        /* "" = $TF_NVML_LIBRARY or libnvidia-ml.so.1 */
     char metrics_sink[600];    /* "" = sqlite:<state_dir>/metrics.db; "none" disables */
-    int metrics_interval_ms;   /* default 1000 */
+    int sample_interval_ms;    /* live samples (API, top), default 1000 */
+    int metrics_interval_ms;   /* metric lines, default 5000 */
     int discovery_interval_ms; /* default 5000 */
     int liveness_interval_ms;  /* default 250 */
     char node[64];             /* node tag of metric lines (default: hostname) */
@@ -72,8 +73,9 @@ int tf_hv_prometheus(struct tf_hv *hv, struct tf_dynbuf *out);
 int tf_hv_reap(struct tf_hv *hv);
 /* Re-runs discovery when the device set changed. */
 void tf_hv_discover(struct tf_hv *hv);
-/* Samples devices and workers and writes one round of metric lines. */
-void tf_hv_sample_and_record(struct tf_hv *hv);
+/* Samples devices (the live view of the API) and, when RECORD, writes one round of metric
+ * lines to the sink. */
+void tf_hv_sample_and_record(struct tf_hv *hv, bool record);
 
 /* The HTTP server (api.c). */
 struct tf_hv_http;

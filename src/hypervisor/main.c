@@ -5,7 +5,8 @@
  * processes are gone, and writes metric lines every interval.
  *
  * usage: tf-hypervisor [--state-dir DIR] [--listen HOST:PORT] [--nvml LIB]
- *                      [--metrics-sink URI|none] [--metrics-interval MS] [--node NAME]
+ *                      [--metrics-sink URI|none] [--metrics-interval MS]
+ *                      [--sample-interval MS] [--discovery-interval MS] [--node NAME]
  *                      [--pool NAME] [--lib-dir DIR] [--log-level LEVEL]
  */
 #include "common/err.h"
@@ -36,7 +37,8 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tf-hypervisor [--state-dir DIR] [--listen HOST:PORT] [--nvml LIB]\n"
                "                     [--metrics-sink sqlite:PATH|file:PATH|http(s)://URL|none]\n"
-               "                     [--metrics-interval MS] [--node NAME] [--pool NAME]\n"
+               "                     [--metrics-interval MS] [--sample-interval MS]\n"
+               "                     [--discovery-interval MS] [--node NAME] [--pool NAME]\n"
                "                     [--lib-dir DIR] [--log-level error|warn|info|debug]\n");
 }
 
@@ -52,7 +54,8 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c)
     memset(c, 0, sizeof(*c));
     snprintf(c->listen, sizeof(c->listen), "127.0.0.1:0");
     snprintf(c->pool, sizeof(c->pool), "local");
-    c->metrics_interval_ms = 1000;
+    c->metrics_interval_ms = 5000;
+    c->sample_interval_ms = 1000;
     c->discovery_interval_ms = 5000;
     c->liveness_interval_ms = 250;
     if (gethostname(c->node, sizeof(c->node)) != 0)
@@ -90,7 +93,8 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c)
                 fprintf(stderr, "tf-hypervisor: %s: value too long\n", a);
                 return 2;
             }
-        } else if (!strcmp(a, "--metrics-interval") || !strcmp(a, "--discovery-interval")) {
+        } else if (!strcmp(a, "--metrics-interval") || !strcmp(a, "--discovery-interval") ||
+                   !strcmp(a, "--sample-interval")) {
             char *end;
             long ms = strtol(v, &end, 10);
             if (*end || ms < 50 || ms > 3600000) {
@@ -99,6 +103,8 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c)
             }
             if (a[2] == 'm')
                 c->metrics_interval_ms = (int)ms;
+            else if (a[2] == 's')
+                c->sample_interval_ms = (int)ms;
             else
                 c->discovery_interval_ms = (int)ms;
         } else if (!strcmp(a, "--log-level")) {
@@ -231,7 +237,10 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    int64_t next_metrics = mono_ms(), next_disc = mono_ms() + hv.cfg.discovery_interval_ms;
+    if (hv.cfg.sample_interval_ms > hv.cfg.metrics_interval_ms)
+        hv.cfg.sample_interval_ms = hv.cfg.metrics_interval_ms;
+    int64_t next_sample = mono_ms(), next_metrics = mono_ms();
+    int64_t next_disc = mono_ms() + hv.cfg.discovery_interval_ms;
     while (!stop_requested) {
         int64_t now = mono_ms();
         tf_hv_reap(&hv);
@@ -239,9 +248,12 @@ int main(int argc, char **argv)
             tf_hv_discover(&hv);
             next_disc = now + hv.cfg.discovery_interval_ms;
         }
-        if (now >= next_metrics) {
-            tf_hv_sample_and_record(&hv);
-            next_metrics = now + hv.cfg.metrics_interval_ms;
+        if (now >= next_sample) {
+            bool record = now >= next_metrics;
+            tf_hv_sample_and_record(&hv, record);
+            next_sample = now + hv.cfg.sample_interval_ms;
+            if (record)
+                next_metrics = now + hv.cfg.metrics_interval_ms;
         }
         struct timespec ts = {0, (long)hv.cfg.liveness_interval_ms * 1000000L};
         nanosleep(&ts, NULL);

@@ -1,28 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * NVML through dlopen (see nvml.h). Only the handful of entry points discovery and sampling
- * need are resolved; their ABI (stable across NVML versions) is declared here, privately.
- * TODO(sim): include src/sim/nvml_abi.h for these declarations once it is on main.
+ * need are resolved; their types come from the project's NVML ABI header (src/sim/nvml_abi.h,
+ * the toolkit has no nvml.h).
  */
 #include "hypervisor/nvml.h"
 
 #include "common/err.h"
 #include "common/strutil.h"
 #include "core/gpu_models.h"
+#include "sim/nvml_abi.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef int nvml_ret;
-typedef struct nvml_device *nvml_dev;
-struct nvml_memory {
-    unsigned long long total, free, used;
-};
-struct nvml_util {
-    unsigned int gpu, memory;
-};
+typedef nvmlReturn_t nvml_ret;
+typedef nvmlDevice_t nvml_dev;
 
 struct tf_hv_nvml {
     void *lib;
@@ -34,10 +29,11 @@ struct tf_hv_nvml {
     nvml_ret (*by_index)(unsigned int, nvml_dev *);
     nvml_ret (*name)(nvml_dev, char *, unsigned int);
     nvml_ret (*uuid)(nvml_dev, char *, unsigned int);
-    nvml_ret (*memory)(nvml_dev, struct nvml_memory *);
-    nvml_ret (*util)(nvml_dev, struct nvml_util *);
+    nvml_ret (*memory)(nvml_dev, nvmlMemory_t *);
+    nvml_ret (*util)(nvml_dev, nvmlUtilization_t *);
     nvml_ret (*temperature)(nvml_dev, int, unsigned int *);
     nvml_ret (*power)(nvml_dev, unsigned int *);
+    nvml_ret (*procs)(nvml_dev, unsigned int *, nvmlProcessInfo_v2_t *);
 };
 
 static const char *nvml_msg(struct tf_hv_nvml *n, nvml_ret r)
@@ -81,6 +77,8 @@ int tf_hv_nvml_open(const char *lib, struct tf_hv_nvml **out, char *err, size_t 
     *(void **)&n->util = sym(n->lib, "nvmlDeviceGetUtilizationRates", NULL);
     *(void **)&n->temperature = sym(n->lib, "nvmlDeviceGetTemperature", NULL);
     *(void **)&n->power = sym(n->lib, "nvmlDeviceGetPowerUsage", NULL);
+    *(void **)&n->procs = sym(n->lib, "nvmlDeviceGetComputeRunningProcesses_v3",
+                              "nvmlDeviceGetComputeRunningProcesses_v2");
     if (!n->init || !n->count || !n->by_index || !n->name || !n->uuid || !n->memory) {
         tf_errf(err, errlen, "%s lacks the NVML entry points discovery needs", lib);
         dlclose(n->lib);
@@ -127,7 +125,7 @@ int tf_hv_nvml_devices(struct tf_hv_nvml *n, struct tf_hv_device *out, int max, 
         nvml_dev d;
         struct tf_hv_device *o = &out[*count];
         memset(o, 0, sizeof(*o));
-        struct nvml_memory mem = {0};
+        nvmlMemory_t mem = {0};
         if ((r = n->by_index(i, &d)) || (r = n->name(d, o->name, sizeof(o->name))) ||
             (r = n->uuid(d, o->uuid, sizeof(o->uuid))) || (r = n->memory(d, &mem))) {
             tf_errf(err, errlen, "NVML device %u: %s", i, nvml_msg(n, r));
@@ -160,16 +158,27 @@ int tf_hv_nvml_sample(struct tf_hv_nvml *n, int index, struct tf_hv_gpu_sample *
         tf_errf(err, errlen, "NVML device %d: %s", index, nvml_msg(n, r));
         return TF_EIO;
     }
-    struct nvml_memory mem;
+    nvmlMemory_t mem;
     if (n->memory(d, &mem) == 0) {
         out->mem_used = (int64_t)mem.used;
         out->mem_total = (int64_t)mem.total;
     }
-    struct nvml_util u;
+    nvmlUtilization_t u;
     if (n->util && n->util(d, &u) == 0)
         out->util_bp = (int32_t)(u.gpu > 100 ? 10000 : u.gpu * 100);
     unsigned int v;
-    if (n->temperature && n->temperature(d, 0 /* NVML_TEMPERATURE_GPU */, &v) == 0)
+    if (n->procs) {
+        unsigned int cnt = TF_HV_MAX_PROCS;
+        nvmlProcessInfo_v2_t info[TF_HV_MAX_PROCS];
+        if (n->procs(d, &cnt, info) == 0) {
+            out->nproc = (int)(cnt < TF_HV_MAX_PROCS ? cnt : TF_HV_MAX_PROCS);
+            for (int i = 0; i < out->nproc; i++) {
+                out->procs[i].pid = (int)info[i].pid;
+                out->procs[i].mem = (int64_t)info[i].usedGpuMemory;
+            }
+        }
+    }
+    if (n->temperature && n->temperature(d, NVML_TEMPERATURE_GPU, &v) == 0)
         out->temperature = v;
     if (n->power && n->power(d, &v) == 0)
         out->power_w = v / 1000.0;

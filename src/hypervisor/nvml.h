@@ -34,12 +34,19 @@ const char *tf_hv_nvml_library(const struct tf_hv_nvml *n);
 int tf_hv_nvml_devices(struct tf_hv_nvml *n, struct tf_hv_device *out, int max, int *count,
                        char *err, size_t errlen);
 
+#define TF_HV_MAX_PROCS 64
+
 struct tf_hv_gpu_sample {
     int32_t util_bp;    /* GPU utilisation, basis points */
     int64_t mem_used;   /* bytes */
     int64_t mem_total;  /* bytes */
     double temperature; /* Celsius, 0 if unknown */
     double power_w;     /* watts, 0 if unknown */
+    int nproc;          /* compute processes on the device (host PIDs) and their memory */
+    struct {
+        int pid;
+        int64_t mem; /* bytes */
+    } procs[TF_HV_MAX_PROCS];
 };
 
 /* Samples device INDEX. Fields NVML cannot report are left 0. */

@@ -100,14 +100,22 @@ int tf_hv_api_create(struct tf_hv *hv, json_object *body, json_object **resp)
         *resp = error_json(err);
         return status_for(rc);
     }
-    if ((rc = tf_hv_runtime_check(hv, &r, err, sizeof(err)))) {
-        *resp = error_json(err);
-        return status_for(rc);
-    }
     struct tf_dynbuf reasons;
     tf_dynbuf_init(&reasons, 16384);
     struct tf_hv_workload w;
-    rc = tf_hv_state_create(hv->state, &r, &w, &reasons, err, sizeof(err));
+    char rterr[512];
+    int rt = tf_hv_runtime_check(hv, &r, rterr, sizeof(rterr));
+    /* A mode this build cannot enforce is refused, but a request that would not fit anyway
+     * is told so first (nothing is recorded by the check). */
+    rc = rt ? tf_hv_state_check(hv->state, &r, &reasons, err, sizeof(err))
+            : tf_hv_state_create(hv->state, &r, &w, &reasons, err, sizeof(err));
+    if (rt && rc == TF_ENOSPC)
+        tf_hv_state_counter_add(hv->state, "alloc_fail", 1);
+    if (rt && !rc) {
+        tf_dynbuf_free(&reasons);
+        *resp = error_json(rterr);
+        return status_for(rt);
+    }
     if (rc) {
         *resp = error_json(err);
         if (rc == TF_ENOSPC) {

@@ -1,15 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Placement of one local workload on this machine's GPUs. This is a stand-in, kept to the one
- * function below, for the core allocator (src/core/alloc.h, being built on another branch):
- * when it lands, tf_hv_place builds a one-node tf_cluster from the same views and asks it, and
- * this file's policy goes away.
- *
- * Policy: a GPU fits when its model matches, its isolation mode is free or equal to the
- * request's (dynamic policy: the first workload on a GPU sets its mode), and its unallocated
- * TFLOPS and VRAM cover the per-GPU request (shared: the GPU must be empty). Among fitting
- * GPUs the fullest go first (CompactFirst: least free VRAM, then least free TFLOPS, then index).
- * Pure and thread-safe.
+ * Placement of one local workload on this machine's GPUs through the core allocator
+ * (src/core/alloc.h): the machine becomes a one-node cluster (pool "local", dynamic isolation
+ * policy, CompactFirst), the workloads already recorded are restored onto it, and the new
+ * request is placed. So local mode applies exactly the allocator's filters (phase, isolation
+ * compatibility, whole-GPU needs, available TFLOPS/VRAM with percent converted per GPU, sum of
+ * limits within the oversubscribed capacity, model, gpu-count) and its reasons.
+ * Pure (the cluster is built per call) and thread-safe.
  */
 #ifndef TF_HYPERVISOR_PLACE_H
 #define TF_HYPERVISOR_PLACE_H
@@ -22,12 +19,20 @@
 /* A GPU as placement sees it. */
 struct tf_hv_gpu_view {
     const char *uuid;
-    const char *model; /* canonical table name */
+    const char *model; /* canonical table name ("" when unknown: such a GPU is not offered) */
     int index;
     int64_t tflops_milli, vram_bytes;             /* capacity */
-    int64_t alloc_tflops_milli, alloc_vram_bytes; /* sums of current allocations */
+    int64_t alloc_tflops_milli, alloc_vram_bytes; /* sums of current allocations (listing) */
     int nworkloads;
     enum tf_hv_isolation mode; /* meaningful when nworkloads > 0 */
+};
+
+/* One GPU share of a workload already recorded. */
+struct tf_hv_held {
+    const char *workload, *ns;
+    enum tf_hv_isolation isolation;
+    const char *uuid;
+    int64_t tflops_milli, vram_bytes, tflops_limit, vram_limit;
 };
 
 /* One GPU of a placement result. */
@@ -40,10 +45,11 @@ struct tf_hv_grant {
     int32_t compute_limit_bp;
 };
 
-/* Chooses R->gpu_count GPUs from GPUS[0..N). Returns 0 with OUT[0..gpu_count) filled, or
- * TF_ENOSPC with REASONS holding one line per GPU saying why it does not fit (the message
- * users see for an unschedulable request). */
+/* Chooses R->gpu_count GPUs from GPUS[0..N), given the shares HELD[0..NHELD) (grouped by
+ * workload, in GPU order). Returns 0 with OUT[0..gpu_count) filled, or TF_ENOSPC with the
+ * allocator's reasons in REASONS (one per line), or TF_EINVAL / TF_ENOMEM. */
 int tf_hv_place(const struct tf_hv_request *r, const struct tf_hv_gpu_view *gpus, int n,
-                struct tf_hv_grant *out, struct tf_dynbuf *reasons);
+                const struct tf_hv_held *held, int nheld, struct tf_hv_grant *out,
+                struct tf_dynbuf *reasons);
 
 #endif

@@ -7,6 +7,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
+#include "hypervisor/worker.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -22,11 +23,11 @@ int tf_hv_runtime_check(struct tf_hv *hv, const struct tf_hv_request *r, char *e
                 "of this build yet; use --isolation shared for whole GPUs");
         return TF_ENOTSUP;
     case TF_HV_HARD:
+        return tf_hv_worker_find(hv, NULL, NULL, err, errlen);
     case TF_HV_REMOTE:
         tf_errf(err, errlen,
-                "isolation %s needs tf-worker and libtf_client.so, which are not part of this "
-                "build yet",
-                tf_hv_isolation_name(r->isolation));
+                "isolation remote (a worker on another machine's hypervisor) is not available in "
+                "local mode yet; use hard for a worker on this machine");
         return TF_ENOTSUP;
     }
     tf_errf(err, errlen, "unknown isolation mode");
@@ -50,27 +51,43 @@ int tf_hv_runtime_setup(struct tf_hv *hv, const struct tf_hv_workload *w, json_o
     env_set(env, "NVIDIA_VISIBLE_DEVICES", uuids);
     env_set(env, "TF_WORKLOAD", w->req.name);
     env_set(env, "TF_ISOLATION", tf_hv_isolation_name(w->req.isolation));
-    return tf_hv_runtime_check(hv, &w->req, err, errlen);
+    int rc = tf_hv_runtime_check(hv, &w->req, err, errlen);
+    if (rc)
+        return rc;
+    if (w->req.isolation == TF_HV_HARD)
+        return tf_hv_worker_start(hv, w, env, err, errlen);
+    return 0;
 }
 
 void tf_hv_runtime_teardown(struct tf_hv *hv, const struct tf_hv_workload *w)
 {
-    (void)hv;
-    (void)w;
+    if (w->req.isolation == TF_HV_HARD)
+        tf_hv_worker_stop(hv, w);
 }
 
 void tf_hv_runtime_usage(struct tf_hv *hv, const struct tf_hv_workload *w, struct tf_hv_usage *u)
 {
     memset(u, 0, sizeof(*u));
-    if (w->req.isolation != TF_HV_SHARED)
-        return;
-    /* A shared workload owns its whole GPUs: the GPU's usage is the workload's. */
     pthread_mutex_lock(&hv->mu);
     for (int k = 0; k < w->nalloc; k++) {
         for (int i = 0; i < hv->ndev; i++) {
-            if (!strcmp(hv->uuids[i], w->alloc[k].uuid)) {
-                u->gpu[k].compute_bp = hv->samples[i].util_bp;
-                u->gpu[k].vram_used = hv->samples[i].mem_used;
+            if (strcmp(hv->uuids[i], w->alloc[k].uuid))
+                continue;
+            const struct tf_hv_gpu_sample *s = &hv->samples[i];
+            if (w->req.isolation == TF_HV_SHARED) {
+                /* A shared workload owns its whole GPUs: the GPU's usage is the workload's. */
+                u->gpu[k].compute_bp = s->util_bp;
+                u->gpu[k].vram_used = s->mem_used;
+                continue;
+            }
+            /* Otherwise: the memory NVML reports for the workload's own processes (and its
+             * worker, which holds the GPU in hard isolation). */
+            for (int p = 0; p < s->nproc; p++) {
+                bool ours = w->worker_pid > 0 && s->procs[p].pid == w->worker_pid;
+                for (int q = 0; q < w->npids && !ours; q++)
+                    ours = s->procs[p].pid == w->pids[q].pid;
+                if (ours)
+                    u->gpu[k].vram_used += s->procs[p].mem;
             }
         }
     }

@@ -80,7 +80,7 @@ static struct tf_lp_point *next_point(struct batch *b, const char *meas, int64_t
     return p;
 }
 
-void tf_hv_sample_and_record(struct tf_hv *hv)
+void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
 {
     int64_t ts = now_ms();
     struct tf_hv_device *devs = calloc(TF_HV_MAX_DEVICES, sizeof(*devs));
@@ -204,7 +204,7 @@ void tf_hv_sample_and_record(struct tf_hv *hv)
                   tf_hv_state_counter(hv->state, "alloc_success"));
         tf_lp_int(p, "total_allocation_fail_cnt", tf_hv_state_counter(hv->state, "alloc_fail"));
     }
-    if (hv->sink) {
+    if (record && hv->sink) {
         if (tf_metrics_sink_write(hv->sink, b->pts, (size_t)b->n, err, sizeof(err)) ||
             tf_metrics_sink_flush(hv->sink, err, sizeof(err)))
             tf_log(TF_LOG_WARN, "metrics", "%s", err);

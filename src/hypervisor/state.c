@@ -247,6 +247,7 @@ struct create_args {
     const struct tf_hv_request *r;
     struct tf_hv_workload *out;
     struct tf_dynbuf *reasons;
+    bool dry_run; /* placement only; nothing is written */
 };
 
 static int insert_process(struct tf_hv_state *st, const char *name, int pid, int64_t start,
@@ -267,6 +268,66 @@ static int insert_process(struct tf_hv_state *st, const char *name, int pid, int
     return rc;
 }
 
+struct held_strings {
+    char workload[TF_HV_NAME_MAX], ns[TF_HV_NAME_MAX], uuid[64];
+};
+
+/* Every GPU share recorded, grouped by workload in GPU order (caller holds the mutex). *OUT
+ * and *STRS are malloc'ed (the strings OUT points to). */
+static int read_held(struct tf_hv_state *st, struct tf_hv_held **out, struct held_strings **strs,
+                     int *n, char *err, size_t errlen)
+{
+    sqlite3_stmt *s;
+    int rc = prep(st,
+                  "SELECT w.name, w.namespace, w.isolation, a.uuid, a.tflops_milli, a.vram_bytes,"
+                  " a.tflops_limit, a.vram_limit FROM allocations a JOIN workloads w"
+                  " ON w.name = a.workload ORDER BY w.name, a.ord",
+                  &s, err, errlen);
+    if (rc)
+        return rc;
+    int cap = 0;
+    *n = 0;
+    *out = NULL;
+    *strs = NULL;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 16;
+            struct tf_hv_held *h = realloc(*out, (size_t)cap * sizeof(*h));
+            struct held_strings *hs = h ? realloc(*strs, (size_t)cap * sizeof(*hs)) : NULL;
+            if (h)
+                *out = h;
+            if (hs)
+                *strs = hs;
+            if (!h || !hs) {
+                sqlite3_finalize(s);
+                return TF_ENOMEM;
+            }
+        }
+        struct held_strings *x = &(*strs)[*n];
+        col_text(s, 0, x->workload, sizeof(x->workload));
+        col_text(s, 1, x->ns, sizeof(x->ns));
+        col_text(s, 3, x->uuid, sizeof(x->uuid));
+        struct tf_hv_held *h = &(*out)[*n];
+        char iso[16];
+        col_text(s, 2, iso, sizeof(iso));
+        h->isolation = TF_HV_SOFT;
+        (void)tf_hv_isolation_parse(iso, &h->isolation);
+        h->tflops_milli = sqlite3_column_int64(s, 4);
+        h->vram_bytes = sqlite3_column_int64(s, 5);
+        h->tflops_limit = sqlite3_column_int64(s, 6);
+        h->vram_limit = sqlite3_column_int64(s, 7);
+        (*n)++;
+    }
+    sqlite3_finalize(s);
+    /* Pointers last: the arrays may have moved while growing. */
+    for (int i = 0; i < *n; i++) {
+        (*out)[i].workload = (*strs)[i].workload;
+        (*out)[i].ns = (*strs)[i].ns;
+        (*out)[i].uuid = (*strs)[i].uuid;
+    }
+    return 0;
+}
+
 static int do_create(struct tf_hv_state *st, void *arg, char *err, size_t errlen)
 {
     struct create_args *a = arg;
@@ -285,7 +346,9 @@ static int do_create(struct tf_hv_state *st, void *arg, char *err, size_t errlen
     struct tf_hv_device *devs = calloc(TF_HV_MAX_DEVICES, sizeof(*devs));
     struct tf_hv_gpu_view *views = calloc(TF_HV_MAX_DEVICES, sizeof(*views));
     struct tf_hv_grant grants[TF_HV_MAX_GPUS];
-    int n = 0;
+    struct tf_hv_held *held = NULL;
+    struct held_strings *hs = NULL;
+    int n = 0, nheld = 0;
     if (!devs || !views) {
         rc = TF_ENOMEM;
         goto out;
@@ -303,11 +366,15 @@ static int do_create(struct tf_hv_state *st, void *arg, char *err, size_t errlen
         views[i].nworkloads = devs[i].nworkloads;
         views[i].mode = devs[i].mode;
     }
-    if ((rc = tf_hv_place(r, views, n, grants, a->reasons))) {
+    if ((rc = read_held(st, &held, &hs, &nheld, err, errlen)))
+        goto out;
+    if ((rc = tf_hv_place(r, views, n, held, nheld, grants, a->reasons))) {
         if (rc == TF_ENOSPC)
             tf_errf(err, errlen, "workload \"%s\" is unschedulable on this machine", r->name);
         goto out;
     }
+    if (a->dry_run)
+        goto out;
     if ((rc = prep(st,
                    "INSERT INTO workloads(name, namespace, isolation, qos, gpu_count, gpu_model,"
                    " tflops_request, tflops_limit, percent_request, percent_limit, vram_request,"
@@ -377,6 +444,8 @@ static int do_create(struct tf_hv_state *st, void *arg, char *err, size_t errlen
 out:
     free(devs);
     free(views);
+    free(held);
+    free(hs);
     return rc;
 }
 
@@ -384,10 +453,17 @@ int tf_hv_state_create(struct tf_hv_state *st, const struct tf_hv_request *r,
                        struct tf_hv_workload *out, struct tf_dynbuf *reasons, char *err,
                        size_t errlen)
 {
-    struct create_args a = {r, out, reasons};
+    struct create_args a = {r, out, reasons, false};
     int rc = in_txn(st, do_create, &a, err, errlen);
     tf_hv_state_counter_add(st, rc == 0 ? "alloc_success" : "alloc_fail", 1);
     return rc;
+}
+
+int tf_hv_state_check(struct tf_hv_state *st, const struct tf_hv_request *r,
+                      struct tf_dynbuf *reasons, char *err, size_t errlen)
+{
+    struct create_args a = {r, NULL, reasons, true};
+    return in_txn(st, do_create, &a, err, errlen);
 }
 
 static int do_delete(struct tf_hv_state *st, void *arg, char *err, size_t errlen)

@@ -95,6 +95,11 @@ int tf_hv_state_create(struct tf_hv_state *st, const struct tf_hv_request *r,
                        struct tf_hv_workload *out, struct tf_dynbuf *reasons, char *err,
                        size_t errlen);
 
+/* The placement decision of tf_hv_state_create without recording anything: 0 when R would
+ * fit now, TF_EEXIST, TF_ENOSPC (REASONS says why). */
+int tf_hv_state_check(struct tf_hv_state *st, const struct tf_hv_request *r,
+                      struct tf_dynbuf *reasons, char *err, size_t errlen);
+
 /* Removes a workload and everything it holds. TF_ENOENT when absent. */
 int tf_hv_state_delete(struct tf_hv_state *st, const char *name, char *err, size_t errlen);
 

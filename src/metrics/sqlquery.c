@@ -360,6 +360,8 @@ int tf_sql_query(const char *dbpath, const char *sql, tf_sql_row_fn fn, void *ar
     }
     int64_t n = 0;
     int s;
+    if (fn && (rc = fn(arg, st, -1)))
+        goto out;
     while ((s = sqlite3_step(st)) == SQLITE_ROW) {
         if (fn && (rc = fn(arg, st, n)))
             goto out;

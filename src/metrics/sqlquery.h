@@ -41,8 +41,10 @@ int tf_sql_translate(const char *sql, struct tf_dynbuf *out, char *err, size_t e
 /* Registers now(), date_bin() and to_unixtime() on DB. Returns SQLITE_OK or an SQLite code. */
 int tf_sql_register(sqlite3 *db);
 
-/* Called once per result row; ST is positioned on the row (read it with sqlite3_column_*;
- * ROW is 0 for the first). A non-zero return stops the query and is returned. */
+/* Called once with ROW = -1 before the first row (ST prepared but not stepped: read the
+ * column names with sqlite3_column_count/_name), then once per result row with ST positioned
+ * on it (sqlite3_column_*; ROW is 0 for the first). A non-zero return stops the query and is
+ * returned. */
 typedef int (*tf_sql_row_fn)(void *arg, sqlite3_stmt *st, int64_t row);
 
 /* Runs one statement of the dialect above on the database at DBPATH, opened read-only.

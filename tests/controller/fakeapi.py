@@ -63,6 +63,7 @@ RESOURCES = {
     ("", "v1", "events"): ("Event", True, False),
     ("", "v1", "services"): ("Service", True, True),
     ("", "v1", "configmaps"): ("ConfigMap", True, False),
+    ("", "v1", "secrets"): ("Secret", True, False),
     ("events.k8s.io", "v1", "events"): ("Event", True, False),
     ("coordination.k8s.io", "v1", "leases"): ("Lease", True, False),
     ("apps", "v1", "deployments"): ("Deployment", True, True),
@@ -455,6 +456,8 @@ class Handler(BaseHTTPRequestHandler):
             raw = self.rfile.read(n) if n else b""
         if not raw:
             return None
+        if "protobuf" in (self.headers.get("Content-Type") or ""):
+            raise ApiError(415, "UnsupportedMediaType", "the fake API server speaks JSON only")
         try:
             return json.loads(raw)
         except ValueError as e:

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +40,12 @@ static int setup_two(void **state)
 {
     hvt_init(&T, A100 L4);
     hvt_start(&T, NULL);
+    return 0;
+}
+
+static int setup_none(void **state)
+{
+    hvt_init(&T, A100 L4);
     return 0;
 }
 
@@ -147,6 +154,29 @@ static void shared_run_sees_its_gpu_and_returns_the_exit_code(void **state)
     assert_non_null(strstr(out, "visible=GPU-a100-0000-0000-0000-000000000001 workload=run-"));
     free(out);
     assert_int_equal(hvt_count_workloads(&T), 0);
+    /* A manifest's annotations through the core workload model (seed 004: shared). */
+    char manifest[512];
+    snprintf(manifest, sizeof(manifest), "%s/examples/seed-004-migration.yaml",
+             getenv("TF_SRCDIR"));
+    const char *fromf[] = {"run", "-f", manifest, "--", "sh", "-c", "echo workload=$TF_WORKLOAD",
+                           NULL};
+    assert_int_equal(hvt_tfctl(&T, &out, fromf), 0);
+    assert_non_null(strstr(out, "workload=recommender"));
+    assert_non_null(strstr(out, "isolation shared"));
+    free(out);
+    /* Too big for any GPU: the VRAM reason wins over "soft is not in this build". */
+    const char *huge[] = {"run", "--vram-limit", "4Ti", "--", "true", NULL};
+    assert_int_equal(hvt_tfctl(&T, &out, huge), 1);
+    assert_non_null(strstr(out, "insufficient VRAM: need 4Ti, max free 80Gi"));
+    free(out);
+    const char *model[] = {"run", "--isolation", "shared", "--gpu-model", "L4", "--", "true", NULL};
+    assert_int_equal(hvt_tfctl(&T, &out, model), 1);
+    assert_non_null(strstr(out, "none of model L4 (node has A100-80GB)"));
+    free(out);
+    const char *badf[] = {"run", "-f", "/nonexistent.yaml", "--", "true", NULL};
+    assert_int_equal(hvt_tfctl(&T, &out, badf), 2);
+    assert_non_null(strstr(out, "/nonexistent.yaml"));
+    free(out);
     const char *bad[] = {"run", "--vram-limit", "4Gb", "--", "true", NULL};
     assert_int_equal(hvt_tfctl(&T, &out, bad), 2);
     assert_non_null(strstr(out, "--vram-limit: \"4Gb\""));
@@ -174,11 +204,7 @@ static void unschedulable_requests_fail_at_once_with_reasons(void **state)
     assert_int_equal(hvt_tfctl(&T, &out, second), 1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     assert_non_null(strstr(out, "unschedulable"));
-    assert_non_null(strstr(out, "shared needs a whole GPU, 1 workload(s) on it"));
-    free(out);
-    const char *model[] = {"run", "--isolation", "shared", "--gpu-model", "L4", "--", "true", NULL};
-    assert_int_equal(hvt_tfctl(&T, &out, model), 1);
-    assert_non_null(strstr(out, "model is not L4"));
+    assert_non_null(strstr(out, "none compatible with isolation shared (GPUs in use as shared)"));
     free(out);
     const char *two[] = {"run", "--isolation", "shared", "--gpu-count", "2", "--", "true", NULL};
     assert_int_equal(hvt_tfctl(&T, &out, two), 1);
@@ -473,6 +499,127 @@ static void metric_rows_answer_the_seed_queries(void **state)
     free(out);
 }
 
+static void concurrent_first_runs_start_exactly_one_hypervisor(void **state)
+{
+    enum { N = 4 };
+    pid_t pids[N];
+    for (int i = 0; i < N; i++) {
+        char log[400];
+        snprintf(log, sizeof(log), "%s/first%d.log", T.dir, i);
+        const char *argv[] = {"run", "--isolation", "shared", "--", "sleep", "0.5", NULL};
+        pids[i] = hvt_tfctl_bg(&T, log, argv);
+    }
+    int ok = 0;
+    for (int i = 0; i < N; i++) {
+        int st;
+        waitpid(pids[i], &st, 0);
+        assert_true(WIFEXITED(st));
+        assert_true(WEXITSTATUS(st) == 0 || WEXITSTATUS(st) == 1); /* ran, or unschedulable */
+        ok += WEXITSTATUS(st) == 0;
+    }
+    assert_true(ok >= 2);
+    /* One hypervisor answers for the state directory; the others gave up on its lock. */
+    char path[400], pid[32] = "";
+    snprintf(path, sizeof(path), "%s/hypervisor.lock", T.state);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(pid, sizeof(pid), f));
+    fclose(f);
+    assert_int_equal(kill(atoi(pid), 0), 0);
+    char cmd[512], out[64] = "";
+    snprintf(cmd, sizeof(cmd), "pgrep -c -f -- '--state-dir %s$'", T.state);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    assert_non_null(fgets(out, sizeof(out), p));
+    pclose(p);
+    assert_int_equal(atoi(out), 1);
+}
+
+static bool worker_gone(struct hvt *t, void *arg)
+{
+    return kill(*(int *)arg, 0) != 0;
+}
+
+static void hard_workloads_get_a_worker_that_survives_a_hypervisor_crash(void **state)
+{
+    char client[400], path[500];
+    snprintf(client, sizeof(client), "%s/client", T.dir);
+    snprintf(path, sizeof(path), "%s/libcuda.so.1", client);
+    assert_int_equal(mkdir(client, 0755), 0);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fclose(f);
+    setenv("TF_WORKER_BIN", getenv("TF_FAKE_WORKER"), 1);
+    setenv("TF_CLIENT_DIR", client, 1);
+    hvt_kill(&T, SIGTERM);
+    hvt_start(&T, NULL); /* with the worker binaries in its environment */
+    char log[400];
+    snprintf(log, sizeof(log), "%s/hard.log", T.dir);
+    const char *argv[] = {"run",
+                          "--isolation",
+                          "hard",
+                          "--compute-percent",
+                          "30",
+                          "--vram-limit",
+                          "4Gi",
+                          "--name",
+                          "hardy",
+                          "--",
+                          "sh",
+                          "-c",
+                          "echo remote=$TF_REMOTE token=$(wc -c < $TF_TOKEN_FILE) "
+                          "lib=$LD_LIBRARY_PATH; sleep 30",
+                          NULL};
+    pid_t tfctl = hvt_tfctl_bg(&T, log, argv);
+    assert_true(hvt_wait(has_two_pids, &T, "hardy", 10000));
+    json_object *w = NULL;
+    assert_int_equal(hvt_http(&T, "GET", "/api/v1/workloads/hardy", NULL, NULL, &w), 200);
+    int wpid = json_object_get_int(json_object_object_get(w, "workerPid"));
+    const char *addr = json_object_get_string(json_object_object_get(w, "workerAddr"));
+    assert_true(wpid > 0);
+    assert_non_null(addr);
+    assert_int_equal(strncmp(addr, "tcp://127.0.0.1:", 16), 0);
+    json_object_put(w);
+    /* The worker got the workload's limits and device. */
+    snprintf(path, sizeof(path), "%s/workers/hardy/worker.log", T.state);
+    f = fopen(path, "r");
+    assert_non_null(f);
+    char args[1024] = "";
+    assert_non_null(fgets(args, sizeof(args), f));
+    fclose(f);
+    assert_non_null(strstr(args, "--listen tcp://127.0.0.1:0"));
+    assert_non_null(strstr(args, "--vram-limit 4294967296 --compute-percent 30.00 --device 0"));
+    /* A hypervisor crash leaves the worker serving; the restarted one knows it. */
+    hvt_kill(&T, SIGKILL);
+    assert_int_equal(kill(wpid, 0), 0);
+    hvt_start(&T, NULL);
+    assert_int_equal(hvt_http(&T, "GET", "/api/v1/workloads/hardy", NULL, NULL, &w), 200);
+    assert_int_equal(json_object_get_int(json_object_object_get(w, "workerPid")), wpid);
+    json_object_put(w);
+    /* The app's view: its worker, its token, the client library first on the path. */
+    f = fopen(log, "r");
+    assert_non_null(f);
+    char line[1024] = "";
+    assert_non_null(fgets(line, sizeof(line), f));
+    while (strncmp(line, "remote=", 7) && fgets(line, sizeof(line), f))
+        ;
+    fclose(f);
+    assert_int_equal(strncmp(line, "remote=tcp://127.0.0.1:", 23), 0);
+    assert_non_null(strstr(line, " token=64 lib="));
+    assert_non_null(strstr(line, client));
+    /* The app ends: the workload is released and its worker stopped. */
+    kill(tfctl, SIGTERM);
+    int st;
+    waitpid(tfctl, &st, 0);
+    int zero = 0;
+    assert_true(hvt_wait(has_workloads, &T, &zero, 5000));
+    assert_true(hvt_wait(worker_gone, &T, &wpid, 5000));
+    snprintf(path, sizeof(path), "%s/workers/hardy", T.state);
+    assert_int_not_equal(access(path, F_OK), 0);
+    unsetenv("TF_WORKER_BIN");
+    unsetenv("TF_CLIENT_DIR");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -494,6 +641,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(prometheus_text_has_gpu_and_worker_limits, setup_one,
                                         teardown),
         cmocka_unit_test_setup_teardown(metric_rows_answer_the_seed_queries, setup_one, teardown),
+        cmocka_unit_test_setup_teardown(
+            hard_workloads_get_a_worker_that_survives_a_hypervisor_crash, setup_one, teardown),
+        cmocka_unit_test_setup_teardown(concurrent_first_runs_start_exactly_one_hypervisor,
+                                        setup_none, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

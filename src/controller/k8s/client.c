@@ -25,6 +25,7 @@
 #define LINE_MAX_WATCH (16u << 20)
 
 const struct tf_k8s_resource tf_k8s_pods = {"", "v1", "pods", "Pod", true};
+const struct tf_k8s_resource tf_k8s_secrets = {"", "v1", "secrets", "Secret", true};
 const struct tf_k8s_resource tf_k8s_nodes = {"", "v1", "nodes", "Node", false};
 const struct tf_k8s_resource tf_k8s_namespaces = {"", "v1", "namespaces", "Namespace", false};
 const struct tf_k8s_resource tf_k8s_events = {"", "v1", "events", "Event", true};

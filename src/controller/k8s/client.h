@@ -74,8 +74,8 @@ struct tf_k8s_resource {
     const char *kind;
     bool namespaced;
 };
-extern const struct tf_k8s_resource tf_k8s_pods, tf_k8s_nodes, tf_k8s_namespaces, tf_k8s_events,
-    tf_k8s_leases, tf_k8s_replicasets, tf_k8s_deployments, tf_k8s_statefulsets,
+extern const struct tf_k8s_resource tf_k8s_pods, tf_k8s_nodes, tf_k8s_secrets, tf_k8s_namespaces,
+    tf_k8s_events, tf_k8s_leases, tf_k8s_replicasets, tf_k8s_deployments, tf_k8s_statefulsets,
     tf_k8s_mutatingwebhookconfigurations, tf_k8s_tfclusters, tf_k8s_gpupools, tf_k8s_gpunodes,
     tf_k8s_gpus, tf_k8s_tfworkloads, tf_k8s_tfconnections, tf_k8s_workloadprofiles,
     tf_k8s_schedulingconfigtemplates, tf_k8s_gpuresourcequotas;

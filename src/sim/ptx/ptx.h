@@ -127,6 +127,11 @@ struct tf_ptx_launch {
     const struct tf_ptx_memview *mem;
     const struct tf_ptx_env *env;
     uint64_t max_instructions; /* 0 = unlimited; else stop with TF_PTX_LAUNCH_TIMEOUT */
+    /* Added after the first contract (zero keeps the old meaning): the kernel's opted-in
+     * dynamic shared limit (cuFuncSetAttribute MAX_DYNAMIC_SHARED_SIZE_BYTES). 0: static +
+     * dynamic must fit TF_PTX_MAX_SHARED_PER_BLOCK; else dynamic_shared <= it and static +
+     * dynamic <= TF_PTX_MAX_SHARED_OPTIN. */
+    uint32_t max_dynamic_shared;
 };
 
 /* Limits a launch must respect (the driver reports the same values as device attributes). */

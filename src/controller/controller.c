@@ -1,0 +1,554 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * tf-controller wiring (see controller.h): config, certificates, informers, webhook env,
+ * servers, leader election and the reconcile loop.
+ */
+#include "controller/controller.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/strutil.h"
+#include "common/yamljson.h"
+#include "controller/base64.h"
+#include "controller/extender.h"
+#include "controller/https.h"
+#include "controller/k8s/informer.h"
+#include "controller/leader.h"
+#include "controller/reconcile.h"
+#include "controller/tls.h"
+#include "controller/webhook.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct ctl {
+    struct tf_k8s_client *c;
+    const struct tf_controller_opts *o;
+    struct tf_informer *pods, *namespaces, *profiles, *pools, *replicasets, *clusters, *gpus,
+        *gpunodes, *workloads, *connections, *quotas, *templates;
+    struct tf_extender *ext;
+    char policy[32];
+    struct tf_webhook wh;
+    bool wh_ready;
+    struct tf_https *https, *http;
+    struct tf_leader *leader;
+    struct tf_reconciler *rec;
+    struct tf_tls_bundle tls;
+    time_t cert_mtime;
+    bool ca_patched;
+};
+
+/* ---- webhook environment over the informers ------------------------------------------------ */
+
+/* Cache first; on a miss ask the server, since an object created a moment ago may not have
+ * reached the informer yet (a pool made by the reconciler, a profile applied with the pod). */
+static json_object *cached_or_live(struct ctl *x, struct tf_informer *inf,
+                                   const struct tf_k8s_resource *res, const char *ns,
+                                   const char *name)
+{
+    json_object *o = tf_informer_get(inf, ns, name);
+    char err[256];
+    if (!o && tf_k8s_get(x->c, res, ns, name, &o, err, sizeof(err)) != 0)
+        o = NULL;
+    return o;
+}
+
+static json_object *env_profile(void *arg, const char *ns, const char *name)
+{
+    struct ctl *x = arg;
+    return cached_or_live(x, x->profiles, &tf_k8s_workloadprofiles, ns, name);
+}
+
+static json_object *env_namespace(void *arg, const char *name)
+{
+    return tf_informer_get(((struct ctl *)arg)->namespaces, NULL, name);
+}
+
+static json_object *env_pool(void *arg, const char *name)
+{
+    struct ctl *x = arg;
+    return cached_or_live(x, x->pools, &tf_k8s_gpupools, NULL, name);
+}
+
+static json_object *env_owner(void *arg, const char *ns, const char *kind, const char *name)
+{
+    struct ctl *x = arg;
+    if (strcmp(kind, "ReplicaSet") == 0) {
+        return cached_or_live(x, x->replicasets, &tf_k8s_replicasets, ns, name);
+    }
+    return NULL;
+}
+
+struct owner_count {
+    const char *ns, *owner;
+    int n;
+};
+
+static int count_owner(json_object *pod, void *arg)
+{
+    struct owner_count *oc = arg;
+    const char *ns = tf_json_str(pod, "metadata", "namespace", NULL);
+    const char *owner = tf_json_str(pod, "metadata", "annotations", TF_ANN_OWNER, NULL);
+    const char *comp = tf_json_str(pod, "metadata", "labels", TF_LABEL_COMPONENT, NULL);
+    const char *phase = tf_json_str(pod, "status", "phase", NULL);
+    if (ns && owner && comp && strcmp(ns, oc->ns) == 0 && strcmp(owner, oc->owner) == 0 &&
+        strcmp(comp, "client") == 0 &&
+        !(phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)))
+        oc->n++;
+    return 0;
+}
+
+static int env_count(void *arg, const char *ns, const char *owner)
+{
+    struct owner_count oc = {ns, owner, 0};
+    tf_informer_foreach(((struct ctl *)arg)->pods, count_owner, &oc);
+    return oc.n;
+}
+
+static int env_ensure_workload(void *arg, const char *ns, const char *name, json_object *w,
+                               bool join, char *err, size_t errlen)
+{
+    struct ctl *x = arg;
+    json_object *cur = NULL;
+    int rc = tf_k8s_get(x->c, &tf_k8s_tfworkloads, ns, name, &cur, err, errlen);
+    if (rc == TF_ENOENT) {
+        rc = tf_k8s_create(x->c, &tf_k8s_tfworkloads, ns, w, NULL, err, errlen);
+        if (rc == TF_EEXIST)
+            rc = 0; /* a sibling pod created it meanwhile */
+        if (rc == 0)
+            tf_k8s_event(x->c, w, "Normal", "WorkloadCreated",
+                         "TensorFusionWorkload created by the webhook", "tf-controller");
+        return rc;
+    }
+    if (rc)
+        return rc;
+    if (!join &&
+        !json_object_equal(tf_json_path(cur, "spec", NULL), tf_json_path(w, "spec", NULL))) {
+        json_object *p = json_object_new_object();
+        json_object_object_add(p, "spec", json_object_get(tf_json_path(w, "spec", NULL)));
+        rc = tf_k8s_merge_patch(x->c, &tf_k8s_tfworkloads, ns, name, NULL, p, NULL, err, errlen);
+        json_object_put(p);
+    }
+    json_object_put(cur);
+    return rc;
+}
+
+/* ---- configuration -------------------------------------------------------------------------- */
+
+static void set_opt(char **dst, json_object *cfg, const char *key)
+{
+    const char *v = tf_json_str(cfg, key, NULL);
+    if (v) {
+        free(*dst);
+        *dst = strdup(v);
+    }
+}
+
+static int load_config(struct ctl *x, struct tf_webhook_config *wc)
+{
+    int rc = tf_webhook_config_init(wc);
+    if (rc)
+        return rc;
+    free(wc->own_namespace);
+    wc->own_namespace = strdup(x->o->namespace);
+    char url[512];
+    if (x->o->controller_url)
+        snprintf(url, sizeof(url), "%s", x->o->controller_url);
+    else
+        snprintf(url, sizeof(url), "http://%s.%s.svc:%u", x->o->service, x->o->namespace,
+                 x->o->http_port ? x->o->http_port : 8080);
+    free(wc->controller_url);
+    wc->controller_url = strdup(url);
+    if (!x->o->config_file)
+        return 0;
+    FILE *f = fopen(x->o->config_file, "rb");
+    if (!f) {
+        tf_log(TF_LOG_ERROR, "controller", "cannot open config file=%s", x->o->config_file);
+        return TF_ENOENT;
+    }
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    json_object *docs = NULL;
+    char err[256];
+    if ((rc = tf_yaml_to_json(buf, n, &docs, err, sizeof(err)))) {
+        tf_log(TF_LOG_ERROR, "controller", "config file=%s: %s", x->o->config_file, err);
+        return rc;
+    }
+    json_object *cfg = json_object_array_get_idx(docs, 0);
+    set_opt(&wc->default_pool, cfg, "defaultPool");
+    set_opt(&wc->limiter_image, cfg, "limiterImage");
+    set_opt(&wc->client_image, cfg, "clientImage");
+    set_opt(&wc->worker_image, cfg, "workerImage");
+    set_opt(&wc->shm_host_dir, cfg, "shmDir");
+    const char *pol = tf_json_str(cfg, "isolationModePolicy", NULL);
+    if (pol)
+        tf_strlcpy(x->policy, pol, sizeof(x->policy));
+    rc = tf_webhook_config_automigration(wc, tf_json_path(cfg, "autoMigration", NULL), err,
+                                         sizeof(err));
+    if (rc)
+        tf_log(TF_LOG_ERROR, "controller", "config file=%s: %s", x->o->config_file, err);
+    json_object_put(docs);
+    return rc;
+}
+
+/* ---- certificates --------------------------------------------------------------------------- */
+
+static int cert_bootstrap(struct ctl *x)
+{
+    char err[512];
+    const char *secret = x->o->cert_secret ? x->o->cert_secret : "tensor-fusion-tls";
+    if (x->o->cert_dir) {
+        char crt[1024], key[1024], ca[1024];
+        snprintf(crt, sizeof(crt), "%s/tls.crt", x->o->cert_dir);
+        snprintf(key, sizeof(key), "%s/tls.key", x->o->cert_dir);
+        snprintf(ca, sizeof(ca), "%s/ca.crt", x->o->cert_dir);
+        int rc = tf_tls_load_files(crt, key, ca, &x->tls, &x->cert_mtime, err, sizeof(err));
+        if (rc)
+            tf_log(TF_LOG_ERROR, "controller", "mounted certificates: %s", err);
+        return rc;
+    }
+    json_object *sec = NULL;
+    if (tf_k8s_get(x->c, &tf_k8s_secrets, x->o->namespace, secret, &sec, err, sizeof(err)) == 0) {
+        const char *keys[3] = {"ca.crt", "tls.crt", "tls.key"};
+        char *vals[3] = {NULL, NULL, NULL};
+        for (int i = 0; i < 3; i++) {
+            const char *b = tf_json_str(sec, "data", keys[i], NULL);
+            vals[i] = b ? tf_base64_decode(b, NULL) : NULL;
+        }
+        json_object_put(sec);
+        if (vals[0] && vals[1] && vals[2]) {
+            x->tls.ca_pem = vals[0];
+            x->tls.cert_pem = vals[1];
+            x->tls.key_pem = vals[2];
+            tf_log(TF_LOG_INFO, "controller", "using certificates from secret=%s/%s",
+                   x->o->namespace, secret);
+            return 0;
+        }
+        for (int i = 0; i < 3; i++)
+            free(vals[i]);
+    }
+    const char *extra[1] = {x->o->extra_san};
+    int rc = tf_tls_generate(x->o->service, x->o->namespace, extra, x->o->extra_san ? 1 : 0, 3650,
+                             &x->tls, err, sizeof(err));
+    if (rc) {
+        tf_log(TF_LOG_ERROR, "controller", "%s", err);
+        return rc;
+    }
+    json_object *s = json_object_new_object(), *meta = json_object_new_object(),
+                *data = json_object_new_object();
+    json_object_object_add(s, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(s, "kind", json_object_new_string("Secret"));
+    json_object_object_add(meta, "name", json_object_new_string(secret));
+    json_object_object_add(meta, "namespace", json_object_new_string(x->o->namespace));
+    json_object_object_add(s, "metadata", meta);
+    json_object_object_add(s, "type", json_object_new_string("kubernetes.io/tls"));
+    const char *pems[3] = {x->tls.ca_pem, x->tls.cert_pem, x->tls.key_pem};
+    const char *keys[3] = {"ca.crt", "tls.crt", "tls.key"};
+    for (int i = 0; i < 3; i++) {
+        char *b = tf_base64_encode(pems[i], strlen(pems[i]));
+        json_object_object_add(data, keys[i], json_object_new_string(b ? b : ""));
+        free(b);
+    }
+    json_object_object_add(s, "data", data);
+    rc = tf_k8s_create(x->c, &tf_k8s_secrets, x->o->namespace, s, NULL, err, sizeof(err));
+    json_object_put(s);
+    if (rc == TF_EEXIST) {
+        /* Another replica won the race: use its certificates so the caBundle agrees. */
+        tf_tls_bundle_free(&x->tls);
+        return cert_bootstrap(x);
+    }
+    if (rc)
+        tf_log(TF_LOG_WARN, "controller", "cannot store certificates in secret %s: %s", secret,
+               err);
+    else
+        tf_log(TF_LOG_INFO, "controller", "generated CA and serving certificate secret=%s/%s",
+               x->o->namespace, secret);
+    return 0;
+}
+
+static int set_ca(json_object *mwc, void *arg)
+{
+    const char *b64 = arg;
+    json_object *hooks = tf_json_path(mwc, "webhooks", NULL);
+    bool changed = false;
+    for (size_t i = 0; hooks && i < json_object_array_length(hooks); i++) {
+        json_object *cc = tf_json_path(json_object_array_get_idx(hooks, i), "clientConfig", NULL);
+        if (!cc)
+            continue;
+        const char *cur = tf_json_str(cc, "caBundle", NULL);
+        if (!cur || strcmp(cur, b64) != 0) {
+            json_object_object_add(cc, "caBundle", json_object_new_string(b64));
+            changed = true;
+        }
+    }
+    return changed ? 0 : 1;
+}
+
+static void patch_ca_bundle(struct ctl *x)
+{
+    if (x->ca_patched || !x->o->webhook_config || !x->tls.ca_pem)
+        return;
+    char err[256];
+    char *b64 = tf_base64_encode(x->tls.ca_pem, strlen(x->tls.ca_pem));
+    json_object *out = NULL;
+    int rc = tf_k8s_update_retry(x->c, &tf_k8s_mutatingwebhookconfigurations, NULL,
+                                 x->o->webhook_config, NULL, set_ca, b64, &out, err, sizeof(err));
+    free(b64);
+    if (rc == 0) {
+        x->ca_patched = true;
+        tf_log(TF_LOG_INFO, "controller", "caBundle set on MutatingWebhookConfiguration %s",
+               x->o->webhook_config);
+        if (out)
+            tf_k8s_event(x->c, out, "Normal", "CABundleUpdated",
+                         "tf-controller installed its CA in the webhook configuration",
+                         "tf-controller");
+    } else if (rc != TF_ENOENT) {
+        tf_log(TF_LOG_WARN, "controller", "caBundle patch failed: %s", err);
+    }
+    json_object_put(out);
+}
+
+static void reload_certs(struct ctl *x)
+{
+    if (!x->o->cert_dir)
+        return;
+    char crt[1024], key[1024], ca[1024], err[256];
+    snprintf(crt, sizeof(crt), "%s/tls.crt", x->o->cert_dir);
+    snprintf(key, sizeof(key), "%s/tls.key", x->o->cert_dir);
+    snprintf(ca, sizeof(ca), "%s/ca.crt", x->o->cert_dir);
+    time_t mt = tf_tls_files_mtime(crt, key);
+    if (!mt || mt == x->cert_mtime)
+        return;
+    struct tf_tls_bundle b;
+    time_t got = 0;
+    if (tf_tls_load_files(crt, key, ca, &b, &got, err, sizeof(err)) ||
+        tf_https_reload(x->https, b.cert_pem, b.key_pem, err, sizeof(err))) {
+        tf_log(TF_LOG_WARN, "controller", "certificate reload failed: %s", err);
+        if (b.cert_pem)
+            tf_tls_bundle_free(&b);
+        x->cert_mtime = mt; /* do not retry a broken pair every tick */
+        return;
+    }
+    bool ca_changed = !x->tls.ca_pem || !b.ca_pem || strcmp(x->tls.ca_pem, b.ca_pem) != 0;
+    tf_tls_bundle_free(&x->tls);
+    x->tls = b;
+    x->cert_mtime = got;
+    if (ca_changed)
+        x->ca_patched = false;
+}
+
+/* ---- HTTP handlers -------------------------------------------------------------------------- */
+
+static char *json_msg(const char *key, const char *msg)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, key, json_object_new_string(msg));
+    char *s = strdup(
+        json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(o);
+    return s;
+}
+
+static void https_handler(const struct tf_http_req *req, struct tf_http_resp *resp, void *arg)
+{
+    struct ctl *x = arg;
+    if (tf_extender_handle(x->ext, req, resp))
+        return;
+    if (strcmp(req->path, "/mutate-v1-pod") == 0 && strcmp(req->method, "POST") == 0) {
+        resp->body = tf_webhook_handle(&x->wh, req->body, req->body_len, &resp->status);
+        if (resp->status != 200)
+            resp->content_type = "text/plain";
+        return;
+    }
+    resp->status = 404;
+    resp->body = json_msg("error", "no such endpoint");
+}
+
+static void http_handler(const struct tf_http_req *req, struct tf_http_resp *resp, void *arg)
+{
+    struct ctl *x = arg;
+    if (strcmp(req->path, "/healthz") == 0) {
+        resp->body = strdup("ok\n");
+        resp->content_type = "text/plain";
+        return;
+    }
+    if (strcmp(req->path, "/readyz") == 0) {
+        /* Only the leader is ready: the Service then routes the webhook and the extender to
+         * the one replica that owns the allocation state. */
+        bool ready = tf_leader_is_leader(x->leader) && tf_informer_synced(x->pods) &&
+                     tf_informer_synced(x->pools);
+        resp->status = ready ? 200 : 503;
+        resp->body = strdup(ready ? "ready\n" : "standby\n");
+        resp->content_type = "text/plain";
+        return;
+    }
+    if (strcmp(req->path, "/api/connection") == 0) {
+        const char *name = tf_http_query(req, "name");
+        const char *ns = tf_http_query(req, "namespace");
+        if (!name || !ns) {
+            resp->status = 400;
+            resp->body = json_msg("error", "name and namespace query parameters are required");
+            return;
+        }
+        char url[256];
+        int rc = tf_reconcile_connection_url(x->connections, ns, name, url, sizeof(url));
+        if (rc == 0) {
+            resp->body = json_msg("workerURL", url);
+        } else {
+            resp->status = rc == TF_EBUSY ? 503 : 404;
+            resp->body = json_msg("error", rc == TF_EBUSY ? "connection not paired with a "
+                                                            "worker yet"
+                                                          : "no such TensorFusionConnection");
+        }
+        return;
+    }
+    resp->status = 404;
+    resp->body = json_msg("error", "no such endpoint");
+}
+
+/* ---- run ------------------------------------------------------------------------------------ */
+
+static struct tf_informer *informer_h(struct ctl *x, const struct tf_k8s_resource *res,
+                                      const struct tf_informer_handlers *h)
+{
+    struct tf_informer *inf = tf_informer_new(x->c, res, NULL, NULL, NULL, h);
+    if (inf)
+        tf_informer_start(inf, 300);
+    return inf;
+}
+
+static void on_leading(void *arg)
+{
+    /* Another replica may have bound pods while we stood by: rebuild from the API. */
+    tf_extender_invalidate(((struct ctl *)arg)->ext);
+}
+
+static struct tf_informer *informer(struct ctl *x, const struct tf_k8s_resource *res)
+{
+    struct tf_informer *inf = tf_informer_new(x->c, res, NULL, NULL, NULL, NULL);
+    if (inf)
+        tf_informer_start(inf, 300);
+    return inf;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *o,
+                      atomic_bool *stop)
+{
+    struct ctl x;
+    memset(&x, 0, sizeof(x));
+    x.c = c;
+    x.o = o;
+    int rc = 0;
+    char err[512];
+    struct tf_webhook_config wc;
+    if ((rc = load_config(&x, &wc))) {
+        tf_webhook_config_free(&wc);
+        return rc;
+    }
+    if ((rc = cert_bootstrap(&x)))
+        goto out_cfg;
+    x.ext = tf_extender_new(c, wc.default_pool, x.policy[0] ? x.policy : "dynamic");
+    if (!x.ext) {
+        rc = TF_ENOMEM;
+        goto out;
+    }
+    struct tf_informer_handlers ph = tf_extender_pod_handlers(x.ext);
+    struct tf_informer_handlers ih = tf_extender_inventory_handlers(x.ext);
+    x.pods = informer_h(&x, &tf_k8s_pods, &ph);
+    x.namespaces = informer(&x, &tf_k8s_namespaces);
+    x.profiles = informer(&x, &tf_k8s_workloadprofiles);
+    x.pools = informer_h(&x, &tf_k8s_gpupools, &ih);
+    x.replicasets = informer(&x, &tf_k8s_replicasets);
+    x.clusters = informer(&x, &tf_k8s_tfclusters);
+    x.gpus = informer_h(&x, &tf_k8s_gpus, &ih);
+    x.templates = informer_h(&x, &tf_k8s_schedulingconfigtemplates, &ih);
+    x.gpunodes = informer(&x, &tf_k8s_gpunodes);
+    x.workloads = informer(&x, &tf_k8s_tfworkloads);
+    x.connections = informer(&x, &tf_k8s_tfconnections);
+    x.quotas = informer_h(&x, &tf_k8s_gpuresourcequotas, &ih);
+    struct tf_extender_sources es = {x.pods, x.gpus, x.pools, x.templates, x.quotas};
+    tf_extender_set_sources(x.ext, &es);
+    struct tf_webhook_env env = {env_profile, env_namespace,       env_pool, env_owner,
+                                 env_count,   env_ensure_workload, &x};
+    if ((rc = tf_webhook_init(&x.wh, &wc, &env)))
+        goto out;
+    x.wh_ready = true;
+    struct tf_reconcile_sources src = {x.pods,     x.clusters,  x.pools,       x.gpus,
+                                       x.gpunodes, x.workloads, x.connections, x.quotas};
+    x.rec = tf_reconciler_new(c, &src, x.wh.cfg.default_pool, x.wh.cfg.worker_image);
+    /* Serve only once the caches are warm, so the first reviews see profiles and pools. */
+    struct tf_informer *warm[] = {x.pods,        x.namespaces, x.profiles,  x.pools,
+                                  x.replicasets, x.gpus,       x.templates, x.quotas};
+    for (size_t i = 0; i < sizeof(warm) / sizeof(warm[0]); i++)
+        if (!tf_informer_wait_synced(warm[i], 30000))
+            tf_log(TF_LOG_WARN, "controller", "informer not synced after 30 s (serving anyway)");
+    struct tf_https_opts ho = {.bind_addr = o->bind_addr ? o->bind_addr : "0.0.0.0",
+                               .port = o->webhook_port,
+                               .cert_pem = x.tls.cert_pem,
+                               .key_pem = x.tls.key_pem,
+                               .threads = 4};
+    x.https = tf_https_start(&ho, https_handler, &x, err, sizeof(err));
+    struct tf_https_opts po = {
+        .bind_addr = o->bind_addr ? o->bind_addr : "0.0.0.0", .port = o->http_port, .threads = 2};
+    x.http = x.https ? tf_https_start(&po, http_handler, &x, err, sizeof(err)) : NULL;
+    if (!x.https || !x.http) {
+        tf_log(TF_LOG_ERROR, "controller", "%s", err);
+        rc = TF_EIO;
+        goto out;
+    }
+    tf_log(TF_LOG_INFO, "controller", "serving webhook_port=%u http_port=%u namespace=%s",
+           tf_https_port(x.https), tf_https_port(x.http), o->namespace);
+    if (o->port_file) {
+        char tmp[1024];
+        snprintf(tmp, sizeof(tmp), "%s.tmp", o->port_file);
+        FILE *pf = fopen(tmp, "w");
+        if (pf) {
+            fprintf(pf, "%u %u\n", tf_https_port(x.https), tf_https_port(x.http));
+            fclose(pf);
+            rename(tmp, o->port_file);
+        }
+    }
+    struct tf_leader_opts lo = {.ns = o->namespace,
+                                .name = "tensor-fusion-controller",
+                                .identity = o->identity ? o->identity : "tf-controller",
+                                .lease_duration_s = o->lease_duration_s,
+                                .on_start = on_leading,
+                                .arg = &x};
+    x.leader = tf_leader_start(c, &lo);
+    int resync = o->resync_ms > 0 ? o->resync_ms : 5000;
+    while (!atomic_load(stop)) {
+        patch_ca_bundle(&x);
+        reload_certs(&x);
+        if (tf_leader_is_leader(x.leader) && x.rec)
+            tf_reconcile_once(x.rec);
+        for (int t = 0; t < resync && !atomic_load(stop); t += 50)
+            sleep_ms(50);
+    }
+out:
+    tf_leader_destroy(x.leader);
+    tf_https_destroy(x.https);
+    tf_https_destroy(x.http);
+    tf_reconciler_destroy(x.rec);
+    struct tf_informer *all[] = {x.pods,        x.namespaces,  x.profiles, x.pools,
+                                 x.replicasets, x.clusters,    x.gpus,     x.gpunodes,
+                                 x.workloads,   x.connections, x.quotas};
+    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+        tf_informer_destroy(all[i]);
+    if (x.wh_ready)
+        tf_webhook_free(&x.wh);
+    tf_tls_bundle_free(&x.tls);
+out_cfg:
+    if (!x.wh_ready)
+        tf_webhook_config_free(&wc);
+    return rc;
+}

@@ -1,0 +1,802 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * kube-scheduler extender over the core allocator (see extender.h).
+ */
+#include "controller/extender.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/strutil.h"
+#include "common/yamljson.h"
+#include "controller/extender_codec.h"
+#include "controller/podreq.h"
+#include "core/alloc.h"
+#include "core/quantity.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ANN_GPU_IDS "tensor-fusion.ai/gpu-ids"
+#define ANN_CONTAINER_GPUS "tensor-fusion.ai/container-gpus"
+#define LABEL_GPUPOOL "tensor-fusion.ai/gpupool"
+
+struct tf_extender {
+    struct tf_k8s_client *c;
+    struct tf_extender_sources src;
+    char *default_pool;
+    enum tf_iso_policy policy;
+    pthread_rwlock_t lock; /* guards cluster, alloc, quotas */
+    struct tf_cluster *cluster;
+    struct tf_alloc *alloc;
+    struct tf_quota_set *quotas;
+    atomic_bool dirty;
+    pthread_mutex_t inflight_lock; /* guards inflight */
+    json_object *inflight; /* "ns/name" -> {"node": n, "uuids": [..]}: reserved, not yet seen
+                              with gpu-ids in the pod cache */
+};
+
+struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default_pool,
+                                    const char *policy)
+{
+    struct tf_extender *x = calloc(1, sizeof(*x));
+    if (!x)
+        return NULL;
+    x->c = c;
+    x->default_pool = strdup(default_pool ? default_pool : "default-pool");
+    x->policy = TF_ISOPOL_DYNAMIC;
+    if (policy && tf_iso_policy_parse(policy, &x->policy))
+        tf_log(TF_LOG_WARN, "extender", "unknown isolationModePolicy %s, using dynamic", policy);
+    pthread_rwlock_init(&x->lock, NULL);
+    pthread_mutex_init(&x->inflight_lock, NULL);
+    x->inflight = json_object_new_object();
+    atomic_init(&x->dirty, true);
+    if (!x->default_pool || !x->inflight) {
+        tf_extender_destroy(x);
+        return NULL;
+    }
+    return x;
+}
+
+void tf_extender_set_sources(struct tf_extender *x, const struct tf_extender_sources *src)
+{
+    x->src = *src;
+    atomic_store(&x->dirty, true);
+}
+
+void tf_extender_destroy(struct tf_extender *x)
+{
+    if (!x)
+        return;
+    tf_alloc_destroy(x->alloc);
+    tf_cluster_destroy(x->cluster);
+    tf_quota_set_destroy(x->quotas);
+    json_object_put(x->inflight);
+    pthread_rwlock_destroy(&x->lock);
+    pthread_mutex_destroy(&x->inflight_lock);
+    free(x->default_pool);
+    free(x);
+}
+
+void tf_extender_invalidate(struct tf_extender *x)
+{
+    atomic_store(&x->dirty, true);
+}
+
+/* ---- request mapping ---------------------------------------------------------------------- */
+
+struct req_buf {
+    struct tf_podreq pr;
+    struct tf_alloc_request req;
+    struct tf_alloc_container containers[TF_PODREQ_MAX_CONTAINERS];
+};
+
+static void to_alloc(struct req_buf *b)
+{
+    struct tf_podreq *p = &b->pr;
+    struct tf_alloc_request *r = &b->req;
+    memset(r, 0, sizeof(*r));
+    r->ns = p->ns;
+    r->name = p->name;
+    r->pool = p->pool[0] ? p->pool : NULL;
+    r->res.req_by_percent = p->req_pct;
+    r->res.lim_by_percent = p->lim_pct;
+    r->res.req_tflops = p->req_tflops;
+    r->res.lim_tflops = p->lim_tflops;
+    r->res.req_percent = p->req_bp;
+    r->res.lim_percent = p->lim_bp;
+    r->res.req_vram = p->req_vram;
+    r->res.lim_vram = p->lim_vram;
+    r->gpu_count = (uint16_t)p->gpu_count;
+    static const enum tf_isolation iso[] = {TF_ISOLATION_SOFT, TF_ISOLATION_HARD,
+                                            TF_ISOLATION_SHARED, TF_ISOLATION_PARTITIONED};
+    static const enum tf_qos qos[] = {TF_QOS_LOW, TF_QOS_MEDIUM, TF_QOS_HIGH, TF_QOS_CRITICAL};
+    r->isolation = iso[p->iso];
+    r->qos = qos[p->qos];
+    r->model = p->model[0] ? p->model : NULL;
+    r->vendor = p->vendor[0] ? p->vendor : NULL;
+    r->gpu_indices = p->nindices ? p->indices : NULL;
+    r->n_indices = (uint16_t)p->nindices;
+    r->dedicated = p->dedicated;
+    for (int i = 0; i < p->ncontainers; i++) {
+        b->containers[i].name = p->containers[i].name;
+        b->containers[i].gpus = (uint16_t)p->containers[i].gpus;
+    }
+    r->containers = p->ncontainers ? b->containers : NULL;
+    r->ncontainers = (uint16_t)p->ncontainers;
+}
+
+/* ---- state rebuild ------------------------------------------------------------------------ */
+
+static int copy_into(json_object *o, void *arg)
+{
+    json_object *cp = NULL;
+    if (json_object_deep_copy(o, &cp, NULL) == 0)
+        json_object_array_add(arg, cp);
+    return 0;
+}
+
+static json_object *snapshot(struct tf_informer *inf)
+{
+    json_object *arr = json_object_new_array();
+    if (inf)
+        tf_informer_foreach(inf, copy_into, arr);
+    return arr;
+}
+
+static int64_t q_milli(const char *s)
+{
+    int64_t v = 0;
+    return s && tf_quantity_milli(s, &v, "", NULL, 0) == 0 ? v : 0;
+}
+
+static int64_t q_bytes(const char *s)
+{
+    int64_t v = 0;
+    return s && tf_quantity_bytes(s, &v, "", NULL, 0) == 0 ? v : 0;
+}
+
+static void pool_config(json_object *pool, json_object *templates, const char *default_pool,
+                        struct tf_pool_config *cfg)
+{
+    tf_pool_config_init(cfg);
+    const char *name = tf_json_str(pool, "metadata", "name", NULL);
+    cfg->is_default = name && strcmp(name, default_pool) == 0;
+    json_object *ov = tf_json_path(pool, "spec", "capacityConfig", "oversubscription", NULL);
+    json_object *v = tf_json_path(ov, "tflopsOversellRatio", NULL);
+    if (v && json_object_get_int(v) >= 100)
+        cfg->tflops_oversell_pct = json_object_get_int(v);
+    v = tf_json_path(ov, "vramExpandToHostMem", NULL);
+    if (v && json_object_get_int(v) >= 0 && json_object_get_int(v) <= 100)
+        cfg->vram_expand_host_mem_pct = json_object_get_int(v);
+    const char *iso = tf_json_str(pool, "spec", "nodeManagerConfig", "defaultIsolationMode", NULL);
+    enum tf_isolation m;
+    if (iso && tf_isolation_parse(iso, &m) == 0 && m != TF_ISOLATION_UNSET)
+        cfg->default_isolation = m;
+    const char *qos = tf_json_str(pool, "spec", "qosConfig", "defaultQoS", NULL);
+    enum tf_qos q;
+    if (qos && tf_qos_parse(qos, &q) == 0)
+        cfg->default_qos = q;
+    const char *tpl = tf_json_str(pool, "spec", "schedulingConfigTemplate", NULL);
+    for (size_t i = 0; tpl && i < json_object_array_length(templates); i++) {
+        json_object *t = json_object_array_get_idx(templates, i);
+        const char *tn = tf_json_str(t, "metadata", "name", NULL);
+        const char *mode = tf_json_str(t, "spec", "placement", "mode", NULL);
+        enum tf_placement_mode pm;
+        if (tn && strcmp(tn, tpl) == 0 && mode && tf_placement_parse(mode, &pm) == 0)
+            cfg->placement = pm;
+    }
+}
+
+static void quota_res(json_object *o, struct tf_quota_res *r)
+{
+    const char *t = tf_json_str(o, "tflops", NULL), *v = tf_json_str(o, "vram", NULL);
+    if (t)
+        r->tflops = q_milli(t);
+    if (v)
+        r->vram = q_bytes(v);
+}
+
+static struct tf_quota_set *build_quotas(json_object *quotas)
+{
+    struct tf_quota_set *qs = tf_quota_set_new();
+    for (size_t i = 0; qs && i < json_object_array_length(quotas); i++) {
+        json_object *q = json_object_array_get_idx(quotas, i);
+        struct tf_quota_spec spec;
+        tf_quota_spec_init(&spec);
+        quota_res(tf_json_path(q, "spec", "total", "requests", NULL), &spec.total_requests);
+        quota_res(tf_json_path(q, "spec", "total", "limits", NULL), &spec.total_limits);
+        json_object *mw = tf_json_path(q, "spec", "total", "maxWorkers", NULL);
+        if (mw)
+            spec.max_workers = json_object_get_int(mw);
+        quota_res(tf_json_path(q, "spec", "single", "maxRequests", NULL), &spec.max_requests);
+        quota_res(tf_json_path(q, "spec", "single", "maxLimits", NULL), &spec.max_limits);
+        char err[256];
+        const char *ns = tf_json_str(q, "metadata", "namespace", NULL);
+        if (ns && tf_quota_put(qs, ns, &spec, err, sizeof(err)))
+            tf_log(TF_LOG_WARN, "extender", "quota %s ignored: %s", ns, err);
+    }
+    return qs;
+}
+
+static bool pod_live(json_object *pod)
+{
+    const char *phase = tf_json_str(pod, "status", "phase", NULL);
+    return !tf_json_path(pod, "metadata", "deletionTimestamp", NULL) &&
+           !(phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0));
+}
+
+/* Splits "a,b" into UUIDS (pointers into BUF). */
+static size_t split_ids(const char *ids, char *buf, size_t len, const char **uuids, size_t cap)
+{
+    tf_strlcpy(buf, ids, len);
+    size_t n = 0;
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < cap;
+         t = strtok_r(NULL, ",", &save)) {
+        while (*t == ' ')
+            t++;
+        if (*t)
+            uuids[n++] = t;
+    }
+    return n;
+}
+
+static void restore_one(struct tf_alloc *a, json_object *pod, const char *node, const char *ids)
+{
+    struct req_buf b;
+    char err[512], buf[4096];
+    const char *uuids[TF_NODE_MAX_GPUS];
+    if (tf_podreq_from_pod(pod, &b.pr, err, sizeof(err)) || !b.pr.managed || b.pr.remote_client)
+        return;
+    to_alloc(&b);
+    size_t n = split_ids(ids, buf, sizeof(buf), uuids, TF_NODE_MAX_GPUS);
+    int rc = tf_alloc_restore(a, &b.req, node, uuids, n, err, sizeof(err));
+    if (rc && rc != TF_EEXIST)
+        tf_log(TF_LOG_WARN, "extender", "cannot restore allocation pod=%s/%s err=%s", b.pr.ns,
+               b.pr.name, err);
+}
+
+/* Builds a fresh cluster + allocator from the arrays (borrowed); caller holds the write
+ * lock. Returns 0 or TF_ENOMEM. */
+static int load(struct tf_extender *x, json_object *gpus, json_object *pools,
+                json_object *templates, json_object *quotas, json_object *pods)
+{
+    int rc = TF_ENOMEM;
+    struct tf_cluster *c = tf_cluster_new(x->policy);
+    struct tf_quota_set *qs = build_quotas(quotas);
+    char err[512];
+    if (!c || !qs)
+        goto fail;
+    for (size_t i = 0; i < json_object_array_length(pools); i++) {
+        json_object *p = json_object_array_get_idx(pools, i);
+        struct tf_pool_config cfg;
+        pool_config(p, templates, x->default_pool, &cfg);
+        uint32_t id;
+        if (tf_cluster_add_pool(c, tf_json_str(p, "metadata", "name", NULL), &cfg, &id, err,
+                                sizeof(err)))
+            tf_log(TF_LOG_WARN, "extender", "pool ignored: %s", err);
+    }
+    if (tf_cluster_pool_find(c, x->default_pool) == TF_NONE) {
+        struct tf_pool_config cfg;
+        tf_pool_config_init(&cfg);
+        cfg.is_default = true;
+        uint32_t id;
+        tf_cluster_add_pool(c, x->default_pool, &cfg, &id, err, sizeof(err));
+    }
+    /* Group GPUs by node: node name -> array of GPU objects. */
+    json_object *by_node = json_object_new_object();
+    for (size_t i = 0; i < json_object_array_length(gpus); i++) {
+        json_object *g = json_object_array_get_idx(gpus, i);
+        const char *node = tf_json_str(g, "status", "nodeSelector", "kubernetes.io/hostname", NULL);
+        if (!node)
+            continue;
+        json_object *arr = NULL;
+        if (!json_object_object_get_ex(by_node, node, &arr)) {
+            arr = json_object_new_array();
+            json_object_object_add(by_node, node, arr);
+        }
+        json_object_array_add(arr, json_object_get(g));
+    }
+    json_object_object_foreach(by_node, node, arr)
+    {
+        struct tf_gpu_spec specs[TF_NODE_MAX_GPUS];
+        uint16_t n = 0;
+        const char *pool_name = NULL;
+        for (size_t i = 0; i < json_object_array_length(arr) && n < TF_NODE_MAX_GPUS; i++) {
+            json_object *g = json_object_array_get_idx(arr, i);
+            const char *model = tf_json_str(g, "status", "gpuModel", NULL);
+            int64_t vram = q_bytes(tf_json_str(g, "status", "capacity", "vram", NULL));
+            const struct tf_gpu_model *m = model ? tf_gpu_model_find(model) : NULL;
+            if (!m && model)
+                m = tf_gpu_model_from_nvml(model, vram);
+            if (!m) {
+                tf_log(TF_LOG_WARN, "extender", "GPU %s: unknown model %s, not schedulable",
+                       tf_json_str(g, "metadata", "name", NULL), model ? model : "(none)");
+                continue;
+            }
+            struct tf_gpu_spec *s = &specs[n];
+            memset(s, 0, sizeof(*s));
+            s->uuid = tf_json_str(g, "status", "uuid", NULL);
+            if (!s->uuid)
+                s->uuid = tf_json_str(g, "metadata", "name", NULL);
+            s->model = m;
+            json_object *idx = tf_json_path(g, "status", "index", NULL);
+            s->index = idx ? json_object_get_int(idx) : (int32_t)n;
+            json_object *numa = tf_json_path(g, "status", "numaNode", NULL);
+            s->numa = numa ? (int16_t)json_object_get_int(numa) : -1;
+            const char *phase = tf_json_str(g, "status", "phase", NULL);
+            enum tf_gpu_phase ph = TF_GPU_RUNNING;
+            if (phase && tf_gpu_phase_parse(phase, &ph))
+                ph = TF_GPU_UNKNOWN;
+            s->phase = ph;
+            s->tflops_milli = q_milli(tf_json_str(g, "status", "capacity", "tflops", NULL));
+            s->vram_bytes = vram;
+            if (!pool_name)
+                pool_name = tf_json_str(g, "metadata", "labels", LABEL_GPUPOOL, NULL);
+            n++;
+        }
+        if (!n)
+            continue;
+        uint32_t pool = tf_cluster_pool_find(c, pool_name ? pool_name : x->default_pool);
+        if (pool == TF_NONE)
+            pool = tf_cluster_default_pool(c);
+        struct tf_node_spec ns = {.name = node, .gpus = specs, .ngpus = n};
+        uint32_t id;
+        if (tf_cluster_add_node(c, pool, &ns, &id, err, sizeof(err)))
+            tf_log(TF_LOG_WARN, "extender", "node %s ignored: %s", node, err);
+    }
+    json_object_put(by_node);
+    struct tf_alloc *a = tf_alloc_new(c, qs);
+    if (!a)
+        goto fail;
+    /* Restore: recorded allocations first, then binds whose annotations the cache lags. */
+    for (size_t i = 0; i < json_object_array_length(pods); i++) {
+        json_object *pod = json_object_array_get_idx(pods, i);
+        const char *ids = tf_json_str(pod, "metadata", "annotations", ANN_GPU_IDS, NULL);
+        const char *pnode = tf_json_str(pod, "spec", "nodeName", NULL);
+        if (ids && pnode && pod_live(pod))
+            restore_one(a, pod, pnode, ids);
+    }
+    pthread_mutex_lock(&x->inflight_lock);
+    json_object_object_foreach(x->inflight, key, v)
+    {
+        const char *slash = strchr(key, '/');
+        if (!slash)
+            continue;
+        char ns[64];
+        snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
+        if (tf_alloc_find(a, ns, slash + 1) != TF_NONE)
+            continue;
+        json_object *pod = tf_json_path(v, "pod", NULL);
+        restore_one(a, pod, tf_json_str(v, "node", NULL), tf_json_str(v, "ids", NULL));
+    }
+    pthread_mutex_unlock(&x->inflight_lock);
+    tf_alloc_destroy(x->alloc);
+    tf_cluster_destroy(x->cluster);
+    tf_quota_set_destroy(x->quotas);
+    x->alloc = a;
+    x->cluster = c;
+    x->quotas = qs;
+    tf_log(TF_LOG_INFO, "extender", "state rebuilt nodes=%u gpus=%u allocations=%u", c->nnodes,
+           c->ngpus, tf_alloc_count(a));
+    c = NULL;
+    qs = NULL;
+    rc = 0;
+fail:
+    tf_cluster_destroy(c);
+    tf_quota_set_destroy(qs);
+    return rc;
+}
+
+static void rebuild(struct tf_extender *x)
+{
+    json_object *gpus = snapshot(x->src.gpus), *pools = snapshot(x->src.pools),
+                *templates = snapshot(x->src.templates), *quotas = snapshot(x->src.quotas),
+                *pods = snapshot(x->src.pods);
+    if (load(x, gpus, pools, templates, quotas, pods))
+        tf_log(TF_LOG_ERROR, "extender", "state rebuild failed: out of memory");
+    json_object_put(gpus);
+    json_object_put(pools);
+    json_object_put(templates);
+    json_object_put(quotas);
+    json_object_put(pods);
+}
+
+int tf_extender_load(struct tf_extender *x, json_object *gpus, json_object *pools,
+                     json_object *templates, json_object *quotas, json_object *pods)
+{
+    pthread_rwlock_wrlock(&x->lock);
+    atomic_store(&x->dirty, false);
+    int rc = load(x, gpus, pools, templates, quotas, pods);
+    pthread_rwlock_unlock(&x->lock);
+    return rc;
+}
+
+/* Takes the read lock with a current state (rebuilding under the write lock first if
+ * needed). Returns false when there is no state at all. */
+static bool read_state(struct tf_extender *x)
+{
+    if (atomic_load(&x->dirty)) {
+        pthread_rwlock_wrlock(&x->lock);
+        if (atomic_exchange(&x->dirty, false))
+            rebuild(x);
+        pthread_rwlock_unlock(&x->lock);
+    }
+    pthread_rwlock_rdlock(&x->lock);
+    if (!x->alloc) {
+        pthread_rwlock_unlock(&x->lock);
+        return false;
+    }
+    return true;
+}
+
+static bool write_state(struct tf_extender *x)
+{
+    pthread_rwlock_wrlock(&x->lock);
+    if (atomic_exchange(&x->dirty, false))
+        rebuild(x);
+    if (!x->alloc) {
+        pthread_rwlock_unlock(&x->lock);
+        return false;
+    }
+    return true;
+}
+
+int tf_extender_allocations(struct tf_extender *x)
+{
+    if (!read_state(x))
+        return 0;
+    int n = (int)tf_alloc_count(x->alloc);
+    pthread_rwlock_unlock(&x->lock);
+    return n;
+}
+
+/* ---- informer handlers -------------------------------------------------------------------- */
+
+static void release_pod(struct tf_extender *x, json_object *pod)
+{
+    const char *ns = tf_json_str(pod, "metadata", "namespace", NULL);
+    const char *name = tf_json_str(pod, "metadata", "name", NULL);
+    if (!ns || !name)
+        return;
+    char key[400];
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    pthread_mutex_lock(&x->inflight_lock);
+    json_object_object_del(x->inflight, key);
+    pthread_mutex_unlock(&x->inflight_lock);
+    pthread_rwlock_wrlock(&x->lock);
+    if (x->alloc && tf_alloc_release(x->alloc, ns, name) == 0)
+        tf_log(TF_LOG_INFO, "extender", "released GPUs of pod=%s", key);
+    pthread_rwlock_unlock(&x->lock);
+}
+
+static void on_pod_add(json_object *pod, void *arg)
+{
+    (void)pod, (void)arg;
+}
+
+static void on_pod_update(json_object *old, json_object *pod, void *arg)
+{
+    struct tf_extender *x = arg;
+    if (!pod_live(pod)) {
+        release_pod(x, pod);
+        return;
+    }
+    if (tf_json_str(pod, "metadata", "annotations", ANN_GPU_IDS, NULL)) {
+        char key[400];
+        snprintf(key, sizeof(key), "%s/%s", tf_json_str(pod, "metadata", "namespace", NULL),
+                 tf_json_str(pod, "metadata", "name", NULL));
+        pthread_mutex_lock(&x->inflight_lock);
+        json_object_object_del(x->inflight, key); /* the cache has caught up */
+        pthread_mutex_unlock(&x->inflight_lock);
+    }
+}
+
+static void on_pod_delete(json_object *pod, void *arg)
+{
+    release_pod(arg, pod);
+}
+
+static void on_inventory_add(json_object *o, void *arg)
+{
+    atomic_store(&((struct tf_extender *)arg)->dirty, true);
+}
+
+static void on_inventory_update(json_object *a, json_object *b, void *arg)
+{
+    /* Status writes of available/runningApps by the reconciler do not change the inventory. */
+    json_object *sa = tf_json_path(a, "status", "capacity", NULL);
+    json_object *sb = tf_json_path(b, "status", "capacity", NULL);
+    if (json_object_equal(tf_json_path(a, "spec", NULL), tf_json_path(b, "spec", NULL)) &&
+        json_object_equal(sa, sb) &&
+        json_object_equal(tf_json_path(a, "status", "phase", NULL),
+                          tf_json_path(b, "status", "phase", NULL)) &&
+        json_object_equal(tf_json_path(a, "metadata", "labels", NULL),
+                          tf_json_path(b, "metadata", "labels", NULL)) &&
+        json_object_equal(tf_json_path(a, "status", "nodeSelector", NULL),
+                          tf_json_path(b, "status", "nodeSelector", NULL)))
+        return;
+    atomic_store(&((struct tf_extender *)arg)->dirty, true);
+}
+
+struct tf_informer_handlers tf_extender_pod_handlers(struct tf_extender *x)
+{
+    struct tf_informer_handlers h = {on_pod_add, on_pod_update, on_pod_delete, x};
+    return h;
+}
+
+struct tf_informer_handlers tf_extender_inventory_handlers(struct tf_extender *x)
+{
+    struct tf_informer_handlers h = {on_inventory_add, on_inventory_update, on_inventory_add, x};
+    return h;
+}
+
+/* ---- handlers ----------------------------------------------------------------------------- */
+
+static char *filter(struct tf_extender *x, const char *body, size_t len, int *status)
+{
+    struct tf_ext_args args;
+    char err[1024];
+    if (tf_ext_decode_args(body, len, &args, err, sizeof(err))) {
+        *status = 400;
+        return tf_ext_encode_binding_result(err);
+    }
+    struct req_buf b;
+    const char **reasons = calloc(args.n_nodes + 1, sizeof(char *));
+    struct tf_node_verdict *v = calloc(args.n_nodes + 1, sizeof(*v));
+    char *rbuf = malloc(args.n_nodes * 160 + 1024);
+    char *out = NULL;
+    if (!reasons || !v || !rbuf)
+        goto out;
+    int rc = tf_podreq_from_pod(args.pod, &b.pr, err, sizeof(err));
+    if (rc) {
+        for (size_t i = 0; i < args.n_nodes; i++)
+            reasons[i] = err;
+        out = tf_ext_encode_filter(&args, reasons, NULL, NULL);
+        goto out;
+    }
+    if (!b.pr.managed || b.pr.remote_client) {
+        out = tf_ext_encode_filter(&args, reasons, NULL, NULL); /* all pass */
+        goto out;
+    }
+    to_alloc(&b);
+    if (!read_state(x)) {
+        out = tf_ext_encode_filter(&args, reasons, NULL, "extender state unavailable");
+        goto out;
+    }
+    struct tf_reasons rb;
+    tf_reasons_init(&rb, rbuf, args.n_nodes * 160 + 1024);
+    rc = tf_alloc_filter(x->alloc, &b.req, args.node_names, args.n_nodes, v, &rb, err, sizeof(err));
+    pthread_rwlock_unlock(&x->lock);
+    for (size_t i = 0; i < args.n_nodes; i++) {
+        if (rc)
+            reasons[i] = err;
+        else if (v[i].node == TF_NONE)
+            reasons[i] = "node has no TensorFusion GPUs";
+        else if (!v[i].fit)
+            reasons[i] = v[i].reason ? v[i].reason : "no GPU fits the request";
+    }
+    out = tf_ext_encode_filter(&args, reasons, NULL, NULL);
+out:
+    if (!out) {
+        *status = 500;
+        out = tf_ext_encode_binding_result("out of memory");
+    }
+    free(reasons);
+    free(v);
+    free(rbuf);
+    tf_ext_args_free(&args);
+    return out;
+}
+
+static char *prioritize(struct tf_extender *x, const char *body, size_t len, int *status)
+{
+    struct tf_ext_args args;
+    char err[1024];
+    if (tf_ext_decode_args(body, len, &args, err, sizeof(err))) {
+        *status = 400;
+        return tf_ext_encode_binding_result(err);
+    }
+    int *scores = calloc(args.n_nodes + 1, sizeof(int));
+    char *out = NULL;
+    struct req_buf b;
+    if (!scores)
+        goto out;
+    if (tf_podreq_from_pod(args.pod, &b.pr, err, sizeof(err)) == 0 && b.pr.managed &&
+        !b.pr.remote_client && read_state(x)) {
+        to_alloc(&b);
+        int rc = tf_alloc_score(x->alloc, &b.req, args.node_names, args.n_nodes, scores, err,
+                                sizeof(err));
+        pthread_rwlock_unlock(&x->lock);
+        for (size_t i = 0; i < args.n_nodes; i++)
+            scores[i] = rc ? 0 : (scores[i] + 5) / 10; /* 0..100 -> 0..10 */
+    }
+    out = tf_ext_encode_priorities(&args, scores);
+out:
+    free(scores);
+    tf_ext_args_free(&args);
+    if (!out) {
+        *status = 500;
+        out = strdup("[]");
+    }
+    return out;
+}
+
+/* tensor-fusion.ai/container-gpus for the placement RES. */
+static char *container_gpus(const struct tf_podreq *p, const struct tf_alloc_result *res,
+                            const struct tf_cluster *c)
+{
+    json_object *m = json_object_new_object();
+    size_t next = 0;
+    for (int i = 0; i < p->ngpu_containers; i++) {
+        json_object *ids = json_object_new_array();
+        int want = 0;
+        size_t from = 0;
+        if (p->ncontainers) { /* disjoint split */
+            for (int k = 0; k < p->ncontainers; k++)
+                if (strcmp(p->containers[k].name, p->gpu_containers[i]) == 0)
+                    want = p->containers[k].gpus;
+            from = next;
+            next += (size_t)want;
+        } else {
+            want = res->ngpus;
+        }
+        for (size_t g = from; g < from + (size_t)want && g < res->ngpus; g++)
+            json_object_array_add(ids, json_object_new_string(c->gpus[res->gpus[g]].uuid));
+        json_object_object_add(m, p->gpu_containers[i], ids);
+    }
+    char *s = strdup(
+        json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_put(m);
+    return s;
+}
+
+static json_object *get_pod(struct tf_extender *x, const char *ns, const char *name)
+{
+    json_object *pod = x->src.pods ? tf_informer_get(x->src.pods, ns, name) : NULL;
+    char err[256];
+    if (!pod && tf_k8s_get(x->c, &tf_k8s_pods, ns, name, &pod, err, sizeof(err)))
+        pod = NULL;
+    return pod;
+}
+
+static void annotate(struct tf_extender *x, const char *ns, const char *name, const char *ids,
+                     const char *cg, char *err, size_t errlen, int *rc)
+{
+    json_object *p = json_object_new_object(), *meta = json_object_new_object(),
+                *anns = json_object_new_object();
+    json_object_object_add(anns, ANN_GPU_IDS, ids ? json_object_new_string(ids) : NULL);
+    json_object_object_add(anns, ANN_CONTAINER_GPUS, cg ? json_object_new_string(cg) : NULL);
+    json_object_object_add(meta, "annotations", anns);
+    json_object_object_add(p, "metadata", meta);
+    *rc = tf_k8s_merge_patch(x->c, &tf_k8s_pods, ns, name, NULL, p, NULL, err, errlen);
+    json_object_put(p);
+}
+
+static char *bind(struct tf_extender *x, const char *body, size_t len, int *status)
+{
+    struct tf_ext_binding ba;
+    char err[1024], msg[1200];
+    if (tf_ext_decode_binding(body, len, &ba, err, sizeof(err))) {
+        *status = 400;
+        return tf_ext_encode_binding_result(err);
+    }
+    char *out = NULL, *cg = NULL;
+    json_object *pod = get_pod(x, ba.pod_namespace, ba.pod_name);
+    struct req_buf b;
+    int rc = 0;
+    if (!pod) {
+        snprintf(msg, sizeof(msg), "pod %s/%s not found", ba.pod_namespace, ba.pod_name);
+        out = tf_ext_encode_binding_result(msg);
+        goto out;
+    }
+    if ((rc = tf_podreq_from_pod(pod, &b.pr, err, sizeof(err)))) {
+        out = tf_ext_encode_binding_result(err);
+        goto out;
+    }
+    bool reserve = b.pr.managed && !b.pr.remote_client;
+    char ids[TF_NODE_MAX_GPUS * 130] = "";
+    struct tf_alloc_result res;
+    if (reserve) {
+        to_alloc(&b);
+        if (!write_state(x)) {
+            out = tf_ext_encode_binding_result("extender state unavailable");
+            goto out;
+        }
+        rc = tf_alloc_reserve(x->alloc, &b.req, ba.node, &res, err, sizeof(err));
+        if (rc == TF_EEXIST) {
+            /* A retried bind after a timeout: release the old reservation and place again. */
+            tf_alloc_release(x->alloc, b.pr.ns, b.pr.name);
+            rc = tf_alloc_reserve(x->alloc, &b.req, ba.node, &res, err, sizeof(err));
+        }
+        if (rc == 0) {
+            for (unsigned i = 0; i < res.ngpus; i++) {
+                if (i)
+                    strcat(ids, ",");
+                strncat(ids, x->cluster->gpus[res.gpus[i]].uuid, 128);
+            }
+            cg = container_gpus(&b.pr, &res, x->cluster);
+            char key[400];
+            snprintf(key, sizeof(key), "%s/%s", b.pr.ns, b.pr.name);
+            json_object *e = json_object_new_object();
+            json_object_object_add(e, "node", json_object_new_string(ba.node));
+            json_object_object_add(e, "ids", json_object_new_string(ids));
+            json_object_object_add(e, "pod", json_object_get(pod));
+            pthread_mutex_lock(&x->inflight_lock);
+            json_object_object_add(x->inflight, key, e);
+            pthread_mutex_unlock(&x->inflight_lock);
+        }
+        pthread_rwlock_unlock(&x->lock);
+        if (rc) {
+            snprintf(msg, sizeof(msg), "cannot reserve GPUs on %s: %s", ba.node, err);
+            tf_k8s_event(x->c, pod, "Warning", "GPUAllocationFailed", msg, "tf-scheduler");
+            out = tf_ext_encode_binding_result(msg);
+            goto out;
+        }
+        annotate(x, b.pr.ns, b.pr.name, ids, cg, err, sizeof(err), &rc);
+        if (rc) {
+            snprintf(msg, sizeof(msg), "cannot record GPU allocation on pod: %s", err);
+            goto rollback;
+        }
+    }
+    rc = tf_k8s_bind(x->c, ba.pod_namespace, ba.pod_name, ba.pod_uid[0] ? ba.pod_uid : NULL,
+                     ba.node, err, sizeof(err));
+    if (rc) {
+        snprintf(msg, sizeof(msg), "binding to %s failed: %s", ba.node, err);
+        if (reserve) {
+            int urc;
+            annotate(x, b.pr.ns, b.pr.name, NULL, NULL, err, sizeof(err), &urc);
+            goto rollback;
+        }
+        out = tf_ext_encode_binding_result(msg);
+        goto out;
+    }
+    if (reserve) {
+        snprintf(msg, sizeof(msg), "allocated GPUs %.900s on node %.200s", ids, ba.node);
+        tf_k8s_event(x->c, pod, "Normal", "GPUAllocated", msg, "tf-scheduler");
+        tf_log(TF_LOG_INFO, "extender", "bound pod=%s/%s node=%s gpus=%s", b.pr.ns, b.pr.name,
+               ba.node, ids);
+    }
+    out = tf_ext_encode_binding_result(NULL);
+    goto out;
+rollback:
+    release_pod(x, pod);
+    tf_k8s_event(x->c, pod, "Warning", "GPUAllocationFailed", msg, "tf-scheduler");
+    out = tf_ext_encode_binding_result(msg);
+out:
+    free(cg);
+    json_object_put(pod);
+    tf_ext_binding_free(&ba);
+    if (!out) {
+        *status = 500;
+        out = strdup("{\"Error\":\"out of memory\"}");
+    }
+    return out;
+}
+
+bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
+                        struct tf_http_resp *resp)
+{
+    if (strncmp(req->path, "/scheduler/", 11) != 0)
+        return false;
+    const char *verb = req->path + 11;
+    if (strcmp(req->method, "POST") != 0) {
+        resp->status = 405;
+        resp->body = strdup("{\"Error\":\"POST only\"}");
+        return true;
+    }
+    resp->status = 200;
+    if (strcmp(verb, "filter") == 0)
+        resp->body = filter(x, req->body, req->body_len, &resp->status);
+    else if (strcmp(verb, "prioritize") == 0)
+        resp->body = prioritize(x, req->body, req->body_len, &resp->status);
+    else if (strcmp(verb, "bind") == 0)
+        resp->body = bind(x, req->body, req->body_len, &resp->status);
+    else {
+        resp->status = 404;
+        resp->body = strdup("{\"Error\":\"unknown extender verb\"}");
+    }
+    return true;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The kube-scheduler extender (profile tensor-fusion-scheduler, nodeCacheCapable: true):
+ *   POST /scheduler/filter      ExtenderArgs -> ExtenderFilterResult (FailedNodes reasons are
+ *                               the allocator's, verbatim)
+ *   POST /scheduler/prioritize  ExtenderArgs -> HostPriorityList (allocator score 0..100 / 10)
+ *   POST /scheduler/bind        ExtenderBindingArgs -> ExtenderBindingResult: reserves the GPUs
+ *                               (core allocator), writes tensor-fusion.ai/gpu-ids and
+ *                               tensor-fusion.ai/container-gpus on the pod, POSTs the Binding;
+ *                               any failure rolls the reservation back.
+ * Pods are read through the core workload spec (podreq.h); pods TensorFusion does not manage
+ * and remote clients (whose workers hold the GPUs) pass every node and are bound as they are.
+ *
+ * State: the allocator's cluster is built from the GPU objects (status.capacity, uuid, model,
+ * index, node), the GPUPools (oversubscription, isolation, QoS, placement from their
+ * SchedulingConfigTemplate) and the GPUResourceQuotas; then every live pod's recorded
+ * allocation (gpu-ids on its node) is restored, so a restarted controller never double-books.
+ * A change of GPUs, pools, templates or quotas marks the state dirty and the next request
+ * rebuilds it; deleted or finished pods release their GPUs at once.
+ *
+ * Threads: handlers are thread-safe. Filter and prioritize share a read lock; reservations take
+ * the write lock, so concurrent binds never over-allocate.
+ */
+#ifndef TF_CONTROLLER_EXTENDER_H
+#define TF_CONTROLLER_EXTENDER_H
+
+#include "controller/https.h"
+#include "controller/k8s/informer.h"
+
+#include <stdbool.h>
+
+struct tf_extender_sources {
+    struct tf_informer *pods, *gpus, *pools, *templates, *quotas;
+};
+
+struct tf_extender;
+
+/* DEFAULT_POOL names the pool of GPUs without a tensor-fusion.ai/gpupool label; POLICY is
+ * "dynamic" or "static" (controller.isolationModePolicy). The client and informers are
+ * borrowed; the informers' handlers must forward to tf_extender_handlers. */
+struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default_pool,
+                                    const char *policy);
+void tf_extender_set_sources(struct tf_extender *x, const struct tf_extender_sources *src);
+void tf_extender_destroy(struct tf_extender *x);
+
+/* Informer handlers: POD_HANDLERS for the pod informer (releases on delete/finish), and
+ * INVENTORY_HANDLERS for GPUs, pools, templates and quotas (mark the state dirty). */
+struct tf_informer_handlers tf_extender_pod_handlers(struct tf_extender *x);
+struct tf_informer_handlers tf_extender_inventory_handlers(struct tf_extender *x);
+/* Forces a rebuild on the next request (e.g. after winning the leader election). */
+void tf_extender_invalidate(struct tf_extender *x);
+
+/* Builds the state from explicit arrays of GPU, GPUPool, SchedulingConfigTemplate,
+ * GPUResourceQuota and Pod objects (borrowed) instead of the informers, and clears the dirty
+ * mark (benchmarks, tools). Returns 0 or TF_ENOMEM. */
+int tf_extender_load(struct tf_extender *x, json_object *gpus, json_object *pools,
+                     json_object *templates, json_object *quotas, json_object *pods);
+
+/* Serves REQ when its path is one of the three verbs under /scheduler; false otherwise. */
+bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
+                        struct tf_http_resp *resp);
+
+/* Number of pods holding GPUs in the current state (tests, metrics); rebuilds if dirty. */
+int tf_extender_allocations(struct tf_extender *x);
+
+#endif

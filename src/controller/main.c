@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * tf-controller: the Kubernetes side of TensorFusion in one leader-elected binary (mutating
+ * webhook, scheduler extender, reconcilers). Flags map onto tf_controller_opts; the API
+ * connection comes from --kubeconfig or, by default, the pod's service account.
+ */
+#include "common/err.h"
+#include "common/log.h"
+#include "controller/controller.h"
+#include "controller/k8s/client.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static atomic_bool stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    atomic_store(&stop, true);
+}
+
+static void usage(FILE *f)
+{
+    fputs("usage: tf-controller [options]\n"
+          "  --kubeconfig FILE      out-of-cluster API access (default: service account)\n"
+          "  --context NAME         kubeconfig context (default: current)\n"
+          "  --namespace NS         the controller's namespace (default tensor-fusion-sys)\n"
+          "  --service NAME         its Service, for certificate SANs (default tensor-fusion)\n"
+          "  --config FILE          controller config (defaultPool, images, autoMigration)\n"
+          "  --webhook-port N       HTTPS port: webhook + scheduler extender (default 9443)\n"
+          "  --http-port N          HTTP port: /healthz /readyz /api/connection (default 8080)\n"
+          "  --bind ADDR            listen address (default 0.0.0.0)\n"
+          "  --cert-dir DIR         mounted tls.crt/tls.key/ca.crt (reloaded on change)\n"
+          "  --cert-secret NAME     Secret for generated certificates (default tensor-fusion-tls)\n"
+          "  --webhook-config NAME  MutatingWebhookConfiguration whose caBundle to set\n"
+          "  --extra-san NAME       extra certificate SAN (IP or DNS name)\n"
+          "  --identity NAME        leader-election identity (default $POD_NAME)\n"
+          "  --resync-ms N          reconcile period (default 5000)\n"
+          "  --lease-seconds N      leader lease duration (default 15)\n"
+          "  --port-file FILE       write the bound ports there (tests)\n"
+          "  --log-level LEVEL      error|warn|info|debug|trace\n"
+          "  --enable-auto-scale    accepted for chart compatibility (autoscaler: not in this "
+          "build)\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    struct tf_controller_opts o = {.namespace = "tensor-fusion-sys",
+                                   .service = "tensor-fusion",
+                                   .cert_secret = "tensor-fusion-tls",
+                                   .webhook_port = 9443,
+                                   .http_port = 8080,
+                                   .identity = getenv("POD_NAME")};
+    const char *kubeconfig = NULL, *context = NULL;
+    enum {
+        KUBECONFIG = 256,
+        CONTEXT,
+        NAMESPACE,
+        SERVICE,
+        CONFIG,
+        WPORT,
+        HPORT,
+        BIND,
+        CERTDIR,
+        CERTSECRET,
+        WEBHOOKCFG,
+        EXTRASAN,
+        IDENTITY,
+        RESYNC,
+        LEASE,
+        PORTFILE,
+        LOGLEVEL,
+        AUTOSCALE,
+        HELP
+    };
+    static const struct option longopts[] = {
+        {"kubeconfig", required_argument, NULL, KUBECONFIG},
+        {"context", required_argument, NULL, CONTEXT},
+        {"namespace", required_argument, NULL, NAMESPACE},
+        {"service", required_argument, NULL, SERVICE},
+        {"config", required_argument, NULL, CONFIG},
+        {"webhook-port", required_argument, NULL, WPORT},
+        {"http-port", required_argument, NULL, HPORT},
+        {"bind", required_argument, NULL, BIND},
+        {"cert-dir", required_argument, NULL, CERTDIR},
+        {"cert-secret", required_argument, NULL, CERTSECRET},
+        {"webhook-config", required_argument, NULL, WEBHOOKCFG},
+        {"extra-san", required_argument, NULL, EXTRASAN},
+        {"identity", required_argument, NULL, IDENTITY},
+        {"resync-ms", required_argument, NULL, RESYNC},
+        {"lease-seconds", required_argument, NULL, LEASE},
+        {"port-file", required_argument, NULL, PORTFILE},
+        {"log-level", required_argument, NULL, LOGLEVEL},
+        {"enable-auto-scale", no_argument, NULL, AUTOSCALE},
+        {"help", no_argument, NULL, HELP},
+        {NULL, 0, NULL, 0}};
+    int ch;
+    enum tf_log_level lvl;
+    while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        switch (ch) {
+        case KUBECONFIG:
+            kubeconfig = optarg;
+            break;
+        case CONTEXT:
+            context = optarg;
+            break;
+        case NAMESPACE:
+            o.namespace = optarg;
+            break;
+        case SERVICE:
+            o.service = optarg;
+            break;
+        case CONFIG:
+            o.config_file = optarg;
+            break;
+        case WPORT:
+            o.webhook_port = (uint16_t)atoi(optarg);
+            break;
+        case HPORT:
+            o.http_port = (uint16_t)atoi(optarg);
+            break;
+        case BIND:
+            o.bind_addr = optarg;
+            break;
+        case CERTDIR:
+            o.cert_dir = optarg;
+            break;
+        case CERTSECRET:
+            o.cert_secret = optarg;
+            break;
+        case WEBHOOKCFG:
+            o.webhook_config = optarg;
+            break;
+        case EXTRASAN:
+            o.extra_san = optarg;
+            break;
+        case IDENTITY:
+            o.identity = optarg;
+            break;
+        case RESYNC:
+            o.resync_ms = atoi(optarg);
+            break;
+        case LEASE:
+            o.lease_duration_s = atoi(optarg);
+            break;
+        case PORTFILE:
+            o.port_file = optarg;
+            break;
+        case LOGLEVEL:
+            if (tf_log_parse_level(optarg, &lvl)) {
+                fprintf(stderr, "tf-controller: --log-level: unknown level \"%s\"\n", optarg);
+                return 2;
+            }
+            tf_log_set_level(lvl);
+            break;
+        case AUTOSCALE:
+            break;
+        case HELP:
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    struct tf_k8s_config cfg;
+    char err[512];
+    tf_k8s_config_init(&cfg);
+    int rc = kubeconfig ? tf_k8s_config_kubeconfig(&cfg, kubeconfig, context, err, sizeof(err))
+                        : tf_k8s_config_in_cluster(&cfg, NULL, err, sizeof(err));
+    if (rc) {
+        fprintf(stderr, "tf-controller: %s\n", err);
+        tf_k8s_config_free(&cfg);
+        return 1;
+    }
+    struct tf_k8s_client *c = tf_k8s_client_new(&cfg);
+    tf_k8s_config_free(&cfg);
+    if (!c) {
+        fprintf(stderr, "tf-controller: cannot create the API client\n");
+        return 1;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGINT, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    rc = tf_controller_run(c, &o, &stop);
+    tf_k8s_client_destroy(c);
+    if (rc)
+        fprintf(stderr, "tf-controller: start-up failed: %s\n", tf_strerror(rc));
+    return rc ? 1 : 0;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The reconcilers (run by the elected leader). One pass reads the informer caches, computes
+ * the desired state and writes only what differs:
+ *   - TensorFusionCluster -> GPUPools: one GPUPool per spec.gpuPools[] entry, its spec the
+ *     entry's specTemplate (created, or overwritten when it drifts); cluster status totals.
+ *   - GPU status from the hypervisor's report (status.capacity, status.nodeSelector) plus the
+ *     allocations recorded on pods (tensor-fusion.ai/gpu-ids): available, runningApps.
+ *   - GPUNode per node with GPUs (created when missing): totals, available, allocatedPods.
+ *   - GPUPool status: nodes, GPUs, TFLOPS/VRAM totals and availability (a GPU belongs to the
+ *     pool in its tensor-fusion.ai/gpupool label, else to the default pool).
+ *   - TensorFusionWorkload status: workerCount and readyWorkers from its pods; for remote
+ *     workloads (spec.isLocalGPU false) one worker pod per client pod is created, and workers
+ *     are deleted when no client is left.
+ *   - TensorFusionConnection per remote client pod, paired with the least-loaded running
+ *     worker of its workload (status.workerName, status.connectionURL); removed with the pod.
+ *   - GPUResourceQuota status.used and availablePercent from the namespace's pods.
+ * Every decision a user would look for is recorded as an Event (GPUPoolCreated, GPUPoolUpdated,
+ * WorkerCreated, WorkersScaledDown, WorkerAssigned, QuotaExceeded).
+ *
+ * Threads: a reconciler is used by one thread at a time (the leader's loop).
+ */
+#ifndef TF_CONTROLLER_RECONCILE_H
+#define TF_CONTROLLER_RECONCILE_H
+
+#include "controller/k8s/informer.h"
+
+struct tf_reconcile_sources {
+    struct tf_informer *pods, *clusters, *pools, *gpus, *gpunodes, *workloads, *connections,
+        *quotas;
+};
+
+struct tf_reconciler;
+
+/* Strings are copied; the client and informers are borrowed. */
+struct tf_reconciler *tf_reconciler_new(struct tf_k8s_client *c,
+                                        const struct tf_reconcile_sources *src,
+                                        const char *default_pool, const char *worker_image);
+void tf_reconciler_destroy(struct tf_reconciler *r);
+/* One full pass. Returns the number of objects written (>= 0) or a TF_E* code when the
+ * caches are not synced yet. Individual write failures are logged and retried next pass. */
+int tf_reconcile_once(struct tf_reconciler *r);
+
+/* Worker address of connection NS/NAME for /api/connection: 0 and URL, TF_ENOENT (no such
+ * connection) or TF_EBUSY (not paired yet). */
+int tf_reconcile_connection_url(struct tf_informer *connections, const char *ns, const char *name,
+                                char *url, size_t len);
+
+#endif

@@ -1,0 +1,286 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Compute hooks: every kernel launch (plain, Ex, cooperative, legacy grid launches, graph
+ * launches) takes its estimated GPU time in tokens from its device's bucket in the region.
+ * The unthrottled path is: one load of the device flags, one CAS on the bucket, one relaxed
+ * add to this process's launch counter -- no lock, no syscall, no clock read, no log. An
+ * empty bucket sends the launching thread to a bounded sleep loop (50 us .. 10 ms naps,
+ * never a spin) until the tokens are there; the engine trues the estimate up against the
+ * GPU time it measures, so tokens track real GPU time whatever the kernel length.
+ */
+#include "limiter/pass.h"
+
+#include "limits/bucket.h"
+#include "limits/controller.h"
+
+#include <stdlib.h>
+#include <time.h>
+
+#define NAP_MIN_NS 50000u
+#define NAP_MAX_NS 10000000u
+
+/* Launch -> region index cache for multi-device processes (context of the calling thread). */
+static __thread CUcontext t_ctx __attribute__((tls_model("initial-exec")));
+static __thread int t_idx __attribute__((tls_model("initial-exec")));
+static __thread unsigned t_gen __attribute__((tls_model("initial-exec")));
+
+static int launch_idx(void)
+{
+    struct tf__lim *L = &tf__L;
+    if (L->nvis == 1)
+        return L->vis_idx[0];
+    CUcontext c = NULL;
+    CUresult rc;
+    TF_CALL(rc, cuCtxGetCurrent, &c);
+    if (rc != CUDA_SUCCESS)
+        return -1;
+    unsigned gen = atomic_load_explicit(&L->ctx_gen, memory_order_relaxed);
+    if (c && c == t_ctx && gen == t_gen)
+        return t_idx;
+    t_ctx = c;
+    t_gen = gen;
+    t_idx = tf__cur_idx();
+    return t_idx;
+}
+
+__attribute__((noinline)) static void wait_for_tokens(struct tf_shm_device *d, int64_t cost)
+{
+    uint64_t start = tf__now_ns(), now = start;
+    tf__check_heartbeat(now);
+    for (;;) {
+        uint64_t w = tf_bucket_take(&d->bucket, cost, now);
+        if (w == 0)
+            break;
+        if (!(atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT))
+            break; /* the limit was lifted while we waited */
+        if (w < NAP_MIN_NS)
+            w = NAP_MIN_NS;
+        if (w > NAP_MAX_NS)
+            w = NAP_MAX_NS;
+        struct timespec ts = {0, (long)w};
+        nanosleep(&ts, NULL);
+        now = tf__now_ns();
+    }
+    atomic_fetch_add_explicit(&d->throttle_count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&d->throttle_ns, now - start, memory_order_relaxed);
+}
+
+/* Charges NLAUNCH launches to the current device. */
+static inline void charge(uint64_t nlaunch)
+{
+    struct tf__lim *L = &tf__L;
+    if (!L->r || atomic_load_explicit(&L->devmap, memory_order_acquire) != TF_LIM_MAP_READY)
+        return;
+    int idx = launch_idx();
+    if (idx < 0)
+        return;
+    struct tf_shm_device *d = &L->r->dev[idx];
+    int slot = atomic_load_explicit(&L->slot, memory_order_relaxed);
+    if (slot >= 0)
+        atomic_fetch_add_explicit(&L->r->pid[slot].launches[idx], nlaunch, memory_order_relaxed);
+    if (!(atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT))
+        return;
+    uint64_t c = atomic_load_explicit(&d->launch_cost, memory_order_relaxed);
+    if (c == 0)
+        c = TF_LIMIT_COST_DEFAULT_NS;
+    int64_t cost = (int64_t)(c * nlaunch);
+    if (!tf_bucket_try_take(&d->bucket, cost))
+        wait_for_tokens(d, cost);
+}
+
+#define LAUNCH(name, ...)                                                                          \
+    TF_PASS_IF_NESTED(name, __VA_ARGS__);                                                          \
+    charge(1);                                                                                     \
+    CUresult rc;                                                                                   \
+    TF_CALL(rc, name, __VA_ARGS__);                                                                \
+    return rc
+
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                unsigned int gridDimZ, unsigned int blockDimX,
+                                unsigned int blockDimY, unsigned int blockDimZ,
+                                unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
+                                void **extra)
+{
+    LAUNCH(cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+           sharedMemBytes, hStream, kernelParams, extra);
+}
+
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                     unsigned int gridDimZ, unsigned int blockDimX,
+                                     unsigned int blockDimY, unsigned int blockDimZ,
+                                     unsigned int sharedMemBytes, CUstream hStream,
+                                     void **kernelParams, void **extra)
+{
+    LAUNCH(cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+           sharedMemBytes, hStream, kernelParams, extra);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                                  void **extra)
+{
+    LAUNCH(cuLaunchKernelEx, config, f, kernelParams, extra);
+}
+
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                       void **kernelParams, void **extra)
+{
+    LAUNCH(cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
+}
+
+CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                           unsigned int gridDimY, unsigned int gridDimZ,
+                                           unsigned int blockDimX, unsigned int blockDimY,
+                                           unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                           CUstream hStream, void **kernelParams)
+{
+    LAUNCH(cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+           blockDimZ, sharedMemBytes, hStream, kernelParams);
+}
+
+CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                                unsigned int gridDimY, unsigned int gridDimZ,
+                                                unsigned int blockDimX, unsigned int blockDimY,
+                                                unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                                CUstream hStream, void **kernelParams)
+{
+    LAUNCH(cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+           blockDimZ, sharedMemBytes, hStream, kernelParams);
+}
+
+CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList,
+                                                      unsigned int numDevices, unsigned int flags)
+{
+    TF_PASS_IF_NESTED(cuLaunchCooperativeKernelMultiDevice, launchParamsList, numDevices, flags);
+    /* Deprecated API: charged as one launch per device, on the current device. */
+    charge(numDevices ? numDevices : 1);
+    CUresult rc;
+    TF_CALL(rc, cuLaunchCooperativeKernelMultiDevice, launchParamsList, numDevices, flags);
+    return rc;
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+CUresult CUDAAPI cuLaunch(CUfunction f)
+{
+    LAUNCH(cuLaunch, f);
+}
+
+CUresult CUDAAPI cuLaunchGrid(CUfunction f, int grid_width, int grid_height)
+{
+    LAUNCH(cuLaunchGrid, f, grid_width, grid_height);
+}
+
+CUresult CUDAAPI cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream)
+{
+    LAUNCH(cuLaunchGridAsync, f, grid_width, grid_height, hStream);
+}
+#pragma GCC diagnostic pop
+
+/* --- graphs: a launch charges one launch per kernel node --------------------------------- */
+
+static uint64_t count_kernels(CUgraph g, int depth)
+{
+    size_t n = 0;
+    CUresult rc;
+    TF_CALL(rc, cuGraphGetNodes, g, NULL, &n);
+    if (rc != CUDA_SUCCESS || n == 0 || depth > 8)
+        return 0;
+    CUgraphNode *nodes = calloc(n, sizeof(*nodes));
+    if (!nodes)
+        return 0;
+    uint64_t k = 0;
+    TF_CALL(rc, cuGraphGetNodes, g, nodes, &n);
+    for (size_t i = 0; rc == CUDA_SUCCESS && i < n; i++) {
+        CUgraphNodeType t;
+        CUresult trc;
+        TF_CALL(trc, cuGraphNodeGetType, nodes[i], &t);
+        if (trc != CUDA_SUCCESS)
+            continue;
+        if (t == CU_GRAPH_NODE_TYPE_KERNEL) {
+            k++;
+        } else if (t == CU_GRAPH_NODE_TYPE_GRAPH) {
+            CUgraph child;
+            TF_CALL(trc, cuGraphChildGraphNodeGetGraph, nodes[i], &child);
+            if (trc == CUDA_SUCCESS)
+                k += count_kernels(child, depth + 1);
+        }
+    }
+    free(nodes);
+    return k;
+}
+
+static void remember_graph(CUgraphExec exec, CUgraph g)
+{
+    if (!tf__L.r)
+        return;
+    uint64_t k = count_kernels(g, 0);
+    tf_ptrtab_put(&tf__L.graphs, (uint64_t)(uintptr_t)exec, k ? k : 1, 0, 0);
+}
+
+#define INSTANTIATE(name, ...)                                                                     \
+    TF_PASS_IF_NESTED(name, __VA_ARGS__);                                                          \
+    CUresult rc;                                                                                   \
+    TF_CALL(rc, name, __VA_ARGS__);                                                                \
+    if (rc == CUDA_SUCCESS && phGraphExec)                                                         \
+        remember_graph(*phGraphExec, hGraph);                                                      \
+    return rc
+
+CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                             unsigned long long flags)
+{
+    INSTANTIATE(cuGraphInstantiateWithFlags, phGraphExec, hGraph, flags);
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                              CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    INSTANTIATE(cuGraphInstantiateWithParams, phGraphExec, hGraph, instantiateParams);
+}
+
+CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
+{
+    INSTANTIATE(cuGraphInstantiateWithParams_ptsz, phGraphExec, hGraph, instantiateParams);
+}
+
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    TF_PASS_IF_NESTED(cuGraphExecDestroy, hGraphExec);
+    struct tf_ptrtab_val v;
+    uintptr_t h = tf__L.r ? tf_ptrtab_take(&tf__L.graphs, (uint64_t)(uintptr_t)hGraphExec, &v) : 0;
+    CUresult rc;
+    TF_CALL(rc, cuGraphExecDestroy, hGraphExec);
+    if (h) {
+        if (rc == CUDA_SUCCESS)
+            tf_ptrtab_done(h);
+        else
+            tf_ptrtab_restore(h);
+    }
+    return rc;
+}
+
+static uint64_t graph_launches(CUgraphExec e)
+{
+    struct tf_ptrtab_val v;
+    if (tf__L.r && tf_ptrtab_get(&tf__L.graphs, (uint64_t)(uintptr_t)e, &v))
+        return v.bytes;
+    return 1; /* instantiated before we saw it: the engine's true-up still charges its time */
+}
+
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    TF_PASS_IF_NESTED(cuGraphLaunch, hGraphExec, hStream);
+    charge(graph_launches(hGraphExec));
+    CUresult rc;
+    TF_CALL(rc, cuGraphLaunch, hGraphExec, hStream);
+    return rc;
+}
+
+CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    TF_PASS_IF_NESTED(cuGraphLaunch_ptsz, hGraphExec, hStream);
+    charge(graph_launches(hGraphExec));
+    CUresult rc;
+    TF_CALL(rc, cuGraphLaunch_ptsz, hGraphExec, hStream);
+    return rc;
+}

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Lock-free token bucket (see bucket.h for the semantics).
+ */
+#include "limits/bucket.h"
+
+/* Longest interval credited in one refill; longer idle periods refill to capacity. */
+#define MAX_CREDIT_NS (10 * TF_BUCKET_NS_PER_S)
+
+#define MAX_CAP (INT64_C(1) << 61)
+
+static int64_t clamp_cap(int64_t cap)
+{
+    return cap < 1 ? 1 : cap > MAX_CAP ? MAX_CAP : cap;
+}
+
+static int64_t cap_of(const struct tf_bucket *b)
+{
+    return clamp_cap(atomic_load_explicit(&b->capacity, memory_order_relaxed));
+}
+
+void tf_bucket_init(struct tf_bucket *b, uint64_t rate, int64_t capacity, uint64_t now_ns)
+{
+    capacity = clamp_cap(capacity);
+    atomic_init(&b->tokens, capacity);
+    atomic_init(&b->last_ns, now_ns);
+    atomic_init(&b->rate, rate);
+    atomic_init(&b->capacity, capacity);
+    for (int i = 0; i < 4; i++)
+        b->reserved[i] = 0;
+}
+
+void tf_bucket_set(struct tf_bucket *b, uint64_t rate, int64_t capacity)
+{
+    capacity = clamp_cap(capacity);
+    atomic_store_explicit(&b->rate, rate, memory_order_relaxed);
+    atomic_store_explicit(&b->capacity, capacity, memory_order_relaxed);
+}
+
+bool tf_bucket_try_take(struct tf_bucket *b, int64_t cost)
+{
+    if (cost <= 0)
+        return true;
+    int64_t cap = cap_of(b);
+    int64_t need = cost > cap ? cap : cost;
+    int64_t t = atomic_load_explicit(&b->tokens, memory_order_relaxed);
+    while (t >= need) {
+        /* t >= need >= 1, so t - cost >= 1 - INT64_MAX: no overflow. Keep the debt bounded
+         * anyway so later arithmetic has headroom (tf_bucket_adjust relies on |tokens| <= 2^62). */
+        int64_t next = t - cost;
+        if (next < -(INT64_C(1) << 62))
+            next = -(INT64_C(1) << 62);
+        if (atomic_compare_exchange_weak_explicit(&b->tokens, &t, next, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return true;
+    }
+    return false;
+}
+
+int64_t tf_bucket_refill(struct tf_bucket *b, uint64_t now_ns)
+{
+    uint64_t last = atomic_load_explicit(&b->last_ns, memory_order_relaxed);
+    if (last == 0) {
+        /* Never started: start the clock now (the bucket was initialised full). */
+        atomic_compare_exchange_strong_explicit(&b->last_ns, &last, now_ns, memory_order_relaxed,
+                                                memory_order_relaxed);
+        return 0;
+    }
+    if (now_ns <= last)
+        return 0;
+    uint64_t rate = atomic_load_explicit(&b->rate, memory_order_relaxed);
+    int64_t cap = cap_of(b);
+    uint64_t elapsed = now_ns - last;
+    uint64_t next_last;
+    int64_t add;
+    if (rate == 0) {
+        /* Nothing accrues; move the clock so a later rate change does not credit the past. */
+        add = 0;
+        next_last = now_ns;
+    } else {
+        bool idle = elapsed >= MAX_CREDIT_NS;
+        uint64_t credited = idle ? MAX_CREDIT_NS : elapsed;
+        unsigned __int128 a = (unsigned __int128)rate * credited / TF_BUCKET_NS_PER_S;
+        if (a == 0)
+            return 0; /* less than one token: leave the interval to accumulate */
+        if (a > (unsigned __int128)(INT64_C(1) << 62))
+            a = (unsigned __int128)(INT64_C(1) << 62);
+        add = (int64_t)a;
+        if (idle) {
+            next_last = now_ns;
+        } else {
+            /* Advance only by the time those whole tokens took; the fraction carries. */
+            uint64_t used = (uint64_t)(a * TF_BUCKET_NS_PER_S / rate);
+            next_last = last + (used > elapsed ? elapsed : used);
+        }
+    }
+    if (!atomic_compare_exchange_strong_explicit(&b->last_ns, &last, next_last,
+                                                 memory_order_relaxed, memory_order_relaxed))
+        return 0; /* another refiller claimed this interval */
+    if (add == 0)
+        return 0;
+    /* Tokens beyond capacity overflow and are forfeited (the bucket was full). */
+    int64_t t = atomic_load_explicit(&b->tokens, memory_order_relaxed);
+    for (;;) {
+        int64_t next = t >= cap || add >= cap - t ? cap : t + add;
+        if (atomic_compare_exchange_weak_explicit(&b->tokens, &t, next, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return next - t > 0 ? next - t : 0;
+    }
+}
+
+int64_t tf_bucket_adjust(struct tf_bucket *b, int64_t delta)
+{
+    const int64_t floor = -(INT64_C(1) << 62);
+    int64_t cap = cap_of(b);
+    if (delta > (INT64_C(1) << 62))
+        delta = INT64_C(1) << 62;
+    if (delta < floor)
+        delta = floor;
+    int64_t t = atomic_load_explicit(&b->tokens, memory_order_relaxed);
+    for (;;) {
+        int64_t next = t + delta; /* |t|, |delta| <= 2^62: no overflow */
+        if (delta > 0 && next > cap)
+            next = t > cap ? t : cap; /* a refund never fills past capacity */
+        if (next < floor)
+            next = floor;
+        if (atomic_compare_exchange_weak_explicit(&b->tokens, &t, next, memory_order_relaxed,
+                                                  memory_order_relaxed))
+            return next;
+    }
+}
+
+uint64_t tf_bucket_wait_ns(const struct tf_bucket *b, int64_t cost)
+{
+    int64_t cap = cap_of(b);
+    int64_t need = cost > cap ? cap : cost;
+    if (need < 1)
+        need = 1;
+    int64_t t = atomic_load_explicit(&b->tokens, memory_order_relaxed);
+    if (t >= need)
+        return 0;
+    uint64_t rate = atomic_load_explicit(&b->rate, memory_order_relaxed);
+    if (rate == 0)
+        return UINT64_MAX;
+    unsigned __int128 deficit = (unsigned __int128)((__int128)need - t);
+    unsigned __int128 ns = (deficit * TF_BUCKET_NS_PER_S + rate - 1) / rate;
+    return ns > UINT64_MAX - 1 ? UINT64_MAX - 1 : (uint64_t)ns;
+}
+
+uint64_t tf_bucket_take(struct tf_bucket *b, int64_t cost, uint64_t now_ns)
+{
+    if (tf_bucket_try_take(b, cost))
+        return 0;
+    tf_bucket_refill(b, now_ns);
+    if (tf_bucket_try_take(b, cost))
+        return 0;
+    uint64_t w = tf_bucket_wait_ns(b, cost);
+    return w == 0 ? 1 : w; /* raced with another taker: retry soon */
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Lock-free token bucket over struct tf_bucket (include/tf/bucket.h), usable on shared memory
+ * by many threads of many processes at once. Pure: no clock, no syscalls, no allocation; the
+ * caller passes CLOCK_MONOTONIC nanoseconds where time matters. Every function is
+ * thread-safe and async-kill-safe (a taker killed at any instant leaves a consistent bucket).
+ *
+ * Semantics
+ * - A take of COST is granted when tokens >= min(COST, capacity); it then subtracts the whole
+ *   COST, so a take larger than the bucket (a 100 ms kernel in a 20 ms bucket) drives tokens
+ *   negative and later takes wait until the debt is repaid: long work is paid in full.
+ * - Refill is lazy: whoever finds the bucket short claims the time elapsed since last_ns (by
+ *   CAS, so concurrent refillers never double-count) and adds rate * elapsed, clamped to
+ *   capacity. Fractions of a token are carried in last_ns, never lost. Over any interval T
+ *   the tokens granted never exceed rate * T + 2 * capacity.
+ * - tf_bucket_try_take reads no clock: the unthrottled path is one load and one CAS.
+ */
+#ifndef TF_LIMITS_BUCKET_H
+#define TF_LIMITS_BUCKET_H
+
+#include "tf/bucket.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TF_BUCKET_NS_PER_S UINT64_C(1000000000)
+
+/* Initialises a full bucket (not thread-safe: do it before sharing B). CAPACITY is clamped
+ * to 1..2^61 here and wherever it is read. */
+void tf_bucket_init(struct tf_bucket *b, uint64_t rate, int64_t capacity, uint64_t now_ns);
+
+/* Changes rate and capacity live (tokens above the new capacity are dropped by the next
+ * refill). CAPACITY is clamped to 1..2^61. */
+void tf_bucket_set(struct tf_bucket *b, uint64_t rate, int64_t capacity);
+
+/* Takes COST tokens if the bucket has min(COST, capacity) of them. No clock. */
+bool tf_bucket_try_take(struct tf_bucket *b, int64_t cost);
+
+/* Credits the time since the last refill. Returns the tokens added (0 if another thread
+ * claimed the interval, or less than one token has accrued). */
+int64_t tf_bucket_refill(struct tf_bucket *b, uint64_t now_ns);
+
+/* Adds DELTA tokens (negative: a debit, e.g. the engine charging GPU time a launch estimate
+ * missed; positive: a refund), never above capacity and never below -2^62. Returns the new
+ * token count. */
+int64_t tf_bucket_adjust(struct tf_bucket *b, int64_t delta);
+
+/* Nanoseconds until a take of COST could succeed at the current rate, ignoring refill not
+ * yet credited; 0 if it could succeed now; UINT64_MAX if the rate is 0. */
+uint64_t tf_bucket_wait_ns(const struct tf_bucket *b, int64_t cost);
+
+/* try_take, then refill at NOW_NS and try again. Returns 0 when the tokens were taken, else
+ * the suggested wait in ns (>= 1; UINT64_MAX if the rate is 0). */
+uint64_t tf_bucket_take(struct tf_bucket *b, int64_t cost, uint64_t now_ns);
+
+#endif

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The limit engine step (see engine.h).
+ */
+#include "limits/engine.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "limits/bucket.h"
+#include "limits/proc.h"
+#include "limits/shm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SUBSYS "limits"
+#define MAX_SAMPLED (TF_SHM_MAX_DEVICES * 4)
+
+struct wl_dev {
+    struct tf_limit_ctl ctl;
+    bool ctl_on;        /* the controller ran last step (compute limit in force) */
+    uint64_t throttles; /* dev.throttle_count at the previous step */
+    uint64_t pending;   /* launches since the last measured window */
+    bool blind_logged;
+    struct tf_engine_dev_stats st;
+};
+
+struct workload {
+    bool used;
+    struct tf_shm_region *r;
+    char name[TF_SHM_NAME_MAX];
+    struct tf_shm_config cfg; /* last good snapshot */
+    bool have_cfg;
+    /* per PID slot: owner and launch counters seen last step */
+    uint64_t slot_owner[TF_SHM_MAX_PIDS];
+    uint64_t slot_launches[TF_SHM_MAX_PIDS][TF_SHM_MAX_DEVICES];
+    struct wl_dev dev[TF_SHM_MAX_DEVICES];
+};
+
+struct sampled {
+    uint8_t uuid[16];
+    unsigned ordinal;
+    int rc;
+    struct tf_usage_dev u;
+};
+
+struct tf_engine {
+    struct tf_engine_opts o;
+    struct tf_ctl_params ctl;
+    struct workload wl[TF_ENGINE_MAX_WORKLOADS];
+    struct sampled smp[MAX_SAMPLED];
+    int nsmp;
+};
+
+struct tf_engine *tf_engine_new(const struct tf_engine_opts *o)
+{
+    struct tf_engine *e = calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    e->o = *o;
+    if (e->o.period_ms == 0)
+        e->o.period_ms = 100;
+    if (o->ctl)
+        e->ctl = *o->ctl;
+    else
+        tf_ctl_default_params(&e->ctl);
+    return e;
+}
+
+void tf_engine_destroy(struct tf_engine *e)
+{
+    free(e);
+}
+
+int tf_engine_add(struct tf_engine *e, struct tf_shm_region *r, const char *name)
+{
+    for (int i = 0; i < TF_ENGINE_MAX_WORKLOADS; i++) {
+        struct workload *w = &e->wl[i];
+        if (w->used)
+            continue;
+        memset(w, 0, sizeof(*w));
+        w->used = true;
+        w->r = r;
+        snprintf(w->name, sizeof(w->name), "%s", name ? name : "workload");
+        for (int d = 0; d < TF_SHM_MAX_DEVICES; d++) {
+            tf_limit_ctl_init(&w->dev[d].ctl, &e->ctl);
+            w->dev[d].throttles =
+                atomic_load_explicit(&r->dev[d].throttle_count, memory_order_relaxed);
+        }
+        for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
+            w->slot_owner[s] = atomic_load_explicit(&r->pid[s].owner, memory_order_relaxed);
+            for (int d = 0; d < TF_SHM_MAX_DEVICES; d++)
+                w->slot_launches[s][d] =
+                    atomic_load_explicit(&r->pid[s].launches[d], memory_order_relaxed);
+        }
+        return i;
+    }
+    return TF_ENOSPC;
+}
+
+void tf_engine_remove(struct tf_engine *e, int id)
+{
+    if (id >= 0 && id < TF_ENGINE_MAX_WORKLOADS)
+        e->wl[id].used = false;
+}
+
+int tf_engine_stats(const struct tf_engine *e, int id, unsigned dev,
+                    struct tf_engine_dev_stats *out)
+{
+    if (id < 0 || id >= TF_ENGINE_MAX_WORKLOADS || !e->wl[id].used || dev >= TF_SHM_MAX_DEVICES)
+        return TF_EINVAL;
+    *out = e->wl[id].dev[dev].st;
+    return 0;
+}
+
+/* One usage sample per device per step, shared by every workload on it. */
+static const struct sampled *sample_dev(struct tf_engine *e, const uint8_t uuid[16],
+                                        unsigned ordinal, uint64_t now)
+{
+    static const uint8_t zero[16];
+    bool any = memcmp(uuid, zero, 16) == 0;
+    for (int i = 0; i < e->nsmp; i++) {
+        const struct sampled *s = &e->smp[i];
+        if (memcmp(s->uuid, uuid, 16) == 0 && (!any || s->ordinal == ordinal))
+            return s;
+    }
+    if (e->nsmp >= MAX_SAMPLED || !e->o.usage.sample)
+        return NULL;
+    struct sampled *s = &e->smp[e->nsmp++];
+    memcpy(s->uuid, uuid, 16);
+    s->ordinal = ordinal;
+    s->rc = e->o.usage.sample(e->o.usage.ctx, uuid, ordinal, now, &s->u);
+    return s;
+}
+
+/* Finds the usage-source PID of the process registered in SLOT. */
+static void resolve_host_pid(struct tf_engine *e, struct tf_shm_pid *slot, uint64_t owner,
+                             const struct tf_usage_dev *u)
+{
+    uint64_t ns = atomic_load_explicit(&slot->pidns, memory_order_relaxed);
+    uint32_t pid = tf_shm_owner_pid(owner);
+    uint64_t st;
+    if (ns != 0 && ns == e->o.pidns) {
+        if (tf_proc_starttime((pid_t)pid, &st) == 0 && tf_shm_owner_id(pid, st) == owner)
+            atomic_store_explicit(&slot->host_pid, pid, memory_order_relaxed);
+        return;
+    }
+    if (!u)
+        return;
+    for (int i = 0; i < u->nproc; i++) {
+        uint32_t cand = u->proc[i].pid, inner;
+        if (ns && tf_proc_pidns((pid_t)cand) != ns)
+            continue;
+        if (tf_proc_nspid((pid_t)cand, &inner) != 0 || inner != pid)
+            continue;
+        if (tf_proc_starttime((pid_t)cand, &st) != 0 ||
+            tf_shm_owner_id(pid, st) != owner) /* same start time in every namespace */
+            continue;
+        atomic_store_explicit(&slot->host_pid, cand, memory_order_relaxed);
+        return;
+    }
+}
+
+static const struct tf_usage_proc *usage_of(const struct tf_usage_dev *u, uint32_t pid)
+{
+    for (int i = 0; i < u->nproc; i++)
+        if (u->proc[i].pid == pid)
+            return &u->proc[i];
+    return NULL;
+}
+
+static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
+{
+    struct tf_shm_region *r = w->r;
+    if (!e->o.no_reap) {
+        int n = tf_shm_reap(r, e->o.self_owner, now, tf_proc_alive, &e->o.pidns);
+        if (n > 0)
+            tf_log(TF_LOG_INFO, SUBSYS, "%s: reclaimed %d dead process slot(s)", w->name, n);
+    }
+    struct tf_shm_config cfg;
+    if (tf_shm_read_config(r, &cfg) == 0) {
+        w->cfg = cfg;
+        w->have_cfg = true;
+    } else if (!w->have_cfg) {
+        return;
+    }
+    const struct tf_shm_config *c = &w->cfg;
+
+    /* Launches per device since the last step, summed over the workload's processes. */
+    uint64_t launches[TF_SHM_MAX_DEVICES] = {0};
+    for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
+        uint64_t owner = atomic_load_explicit(&r->pid[s].owner, memory_order_acquire);
+        bool same = owner == w->slot_owner[s];
+        for (unsigned d = 0; d < c->ndev; d++) {
+            uint64_t cur = atomic_load_explicit(&r->pid[s].launches[d], memory_order_relaxed);
+            uint64_t base = same ? w->slot_launches[s][d] : 0;
+            if (owner && !(owner & TF_SHM_OWNER_RECLAIM) && cur >= base)
+                launches[d] += cur - base;
+            w->slot_launches[s][d] = cur;
+        }
+        w->slot_owner[s] = owner;
+    }
+
+    for (unsigned d = 0; d < c->ndev; d++) {
+        struct tf_shm_device *dev = &r->dev[d];
+        struct wl_dev *wd = &w->dev[d];
+        const struct sampled *smp = sample_dev(e, c->dev[d].uuid, d, now);
+        const struct tf_usage_dev *u = smp && smp->rc == 0 ? &smp->u : NULL;
+
+        /* Attribute GPU time and memory by PID. */
+        uint64_t busy = 0, mem = 0;
+        for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
+            struct tf_shm_pid *slot = &r->pid[s];
+            uint64_t owner = atomic_load_explicit(&slot->owner, memory_order_acquire);
+            if (!owner || (owner & TF_SHM_OWNER_RECLAIM))
+                continue;
+            uint32_t host = atomic_load_explicit(&slot->host_pid, memory_order_relaxed);
+            if (!host) {
+                resolve_host_pid(e, slot, owner, u);
+                host = atomic_load_explicit(&slot->host_pid, memory_order_relaxed);
+            }
+            const struct tf_usage_proc *p = host && u ? usage_of(u, host) : NULL;
+            if (p) {
+                busy += p->busy_ns;
+                mem += p->mem;
+            }
+        }
+        uint64_t thr = atomic_load_explicit(&dev->throttle_count, memory_order_relaxed);
+        bool throttled = thr != wd->throttles;
+        wd->throttles = thr;
+        /* Launches of unmeasured windows count in the next measured one, where their GPU
+         * time shows up (the true-up must see both). */
+        wd->pending += launches[d];
+
+        memset(&wd->st, 0, sizeof(wd->st));
+        if (!u || !u->have_busy || u->window_ns == 0) {
+            if (u && u->have_mem)
+                atomic_store_explicit(&dev->vram_observed, mem, memory_order_relaxed);
+            continue; /* no measurement this step: feed-forward stays in force */
+        }
+        atomic_fetch_add_explicit(&dev->busy_ns, busy, memory_order_relaxed);
+        if (u->have_mem)
+            atomic_store_explicit(&dev->vram_observed, mem, memory_order_relaxed);
+        atomic_store_explicit(&dev->util_bp, u->util_bp, memory_order_relaxed);
+        atomic_store_explicit(&dev->sample_ns, now, memory_order_relaxed);
+        uint64_t share = busy * 10000u / u->window_ns;
+        wd->st.valid = true;
+        wd->st.window_ns = u->window_ns;
+        wd->st.busy_ns = busy;
+        wd->st.launches = wd->pending; /* (reset below, once used) */
+        wd->st.throttled = throttled;
+        wd->st.share_bp = share > 40000 ? 40000 : (uint32_t)share;
+        atomic_store_explicit(&dev->share_bp, wd->st.share_bp, memory_order_relaxed);
+        uint64_t nlaunch = wd->pending;
+        wd->pending = 0;
+
+        uint32_t flags = atomic_load_explicit(&dev->flags, memory_order_relaxed);
+        if (!(flags & TF_SHM_DEV_COMPUTE_LIMIT)) {
+            if (wd->ctl_on)
+                tf_limit_ctl_init(&wd->ctl, &e->ctl); /* a later limit starts afresh */
+            wd->ctl_on = false;
+            continue;
+        }
+        wd->ctl_on = true;
+        struct tf_limit_in in = {
+            .limit_bp = atomic_load_explicit(&dev->compute_limit_bp, memory_order_relaxed),
+            .window_ns = u->window_ns,
+            .busy_ns = busy,
+            .launches = nlaunch,
+            .throttled = throttled,
+            .tokens = atomic_load_explicit(&dev->bucket.tokens, memory_order_relaxed),
+        };
+        struct tf_limit_out out;
+        tf_limit_ctl_step(&wd->ctl, &in, &out);
+        tf_bucket_set(&dev->bucket, out.rate, out.capacity);
+        if (out.debit)
+            tf_bucket_adjust(&dev->bucket, -out.debit);
+        atomic_store_explicit(&dev->launch_cost, out.launch_cost, memory_order_relaxed);
+        atomic_store_explicit(&dev->rate_bp, out.rate_bp, memory_order_relaxed);
+        wd->st.rate_bp = out.rate_bp;
+        wd->st.launch_cost = out.launch_cost;
+        wd->st.blind = tf_limit_ctl_blind(&wd->ctl);
+        if (wd->st.blind && !wd->blind_logged) {
+            tf_log(TF_LOG_WARN, SUBSYS,
+                   "%s: device %u: launches but no GPU time attributed for %d windows "
+                   "(process not found in the usage source?); enforcing the feed-forward rate",
+                   w->name, d, TF_LIMIT_BLIND_WINDOWS);
+            wd->blind_logged = true;
+        } else if (!wd->st.blind && wd->blind_logged) {
+            tf_log(TF_LOG_INFO, SUBSYS, "%s: device %u: GPU time attributed again", w->name, d);
+            wd->blind_logged = false;
+        }
+    }
+    tf_shm_heartbeat(r, now, e->o.period_ms, (uint32_t)getpid());
+}
+
+void tf_engine_step(struct tf_engine *e, uint64_t now_ns)
+{
+    e->nsmp = 0;
+    for (int i = 0; i < TF_ENGINE_MAX_WORKLOADS; i++)
+        if (e->wl[i].used)
+            step_workload(e, &e->wl[i], now_ns);
+}

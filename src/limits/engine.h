@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The limit engine: the hypervisor-side loop of soft isolation. Every period it, for each
+ * registered workload region,
+ *   - reclaims PID slots of processes that died (their VRAM reservations come back);
+ *   - resolves each registered process to the PID the usage source reports (NSpid + start
+ *     time, so container PID namespaces work);
+ *   - samples per-device GPU time per process (one sample per device per step, shared by
+ *     all workloads) and attributes it to workloads by PID;
+ *   - runs the per-(workload, device) controller (src/limits/controller.h): bucket rate and
+ *     capacity, per-launch cost estimate, and the true-up debit of the tokens;
+ *   - publishes share, utilisation, observed VRAM and the heartbeat.
+ * Limits themselves are read from the region each step, so whoever rewrites them (tfctl
+ * limits set, the autoscaler through the hypervisor) changes them live.
+ *
+ * Ownership: regions are owned by the caller and must outlive their registration. The
+ * engine owns nothing else but itself. Not thread-safe: one thread drives an engine (the
+ * hypervisor's loop, tfctl limits serve, or the limiter's standalone controller thread).
+ */
+#ifndef TF_LIMITS_ENGINE_H
+#define TF_LIMITS_ENGINE_H
+
+#include "limits/controller.h"
+#include "limits/usage.h"
+#include "tf/shm.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define TF_ENGINE_MAX_WORKLOADS 256
+
+struct tf_engine_opts {
+    uint32_t period_ms;              /* the step period (heartbeat staleness derives from it) */
+    struct tf_usage_source usage;    /* sample == NULL: no feedback, feed-forward only */
+    uint64_t self_owner;             /* caller's owner id (tf_proc_self_owner) for reaping */
+    uint64_t pidns;                  /* caller's pid-namespace inode (tf_proc_pidns(0)) */
+    const struct tf_ctl_params *ctl; /* NULL: tf_ctl_default_params */
+    bool no_reap;                    /* do not reclaim dead PID slots */
+};
+
+struct tf_engine;
+
+/* Returns NULL on allocation failure. */
+struct tf_engine *tf_engine_new(const struct tf_engine_opts *o);
+void tf_engine_destroy(struct tf_engine *e);
+
+/* Registers a workload region; NAME (copied) is for log lines. Returns its id >= 0, or
+ * TF_ENOSPC. */
+int tf_engine_add(struct tf_engine *e, struct tf_shm_region *r, const char *name);
+void tf_engine_remove(struct tf_engine *e, int id);
+
+/* One step at NOW_NS (CLOCK_MONOTONIC). */
+void tf_engine_step(struct tf_engine *e, uint64_t now_ns);
+
+/* What the last step measured for workload ID, device DEV. */
+struct tf_engine_dev_stats {
+    bool valid;         /* a window was measured */
+    uint64_t window_ns; /* its length */
+    uint64_t busy_ns;   /* GPU time attributed to the workload in it */
+    uint64_t launches;  /* launches in it */
+    uint32_t share_bp;  /* busy / window */
+    uint32_t rate_bp;   /* controller output */
+    uint64_t launch_cost;
+    bool throttled;
+    bool blind; /* launches but no GPU time attributed for a while */
+};
+int tf_engine_stats(const struct tf_engine *e, int id, unsigned dev,
+                    struct tf_engine_dev_stats *out);
+
+#endif

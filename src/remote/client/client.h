@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Internals of libtf_client.so, the remote-GPU client installed as libcuda.so.1: the one
+ * per-process connection to a tf-worker, the client-side object tables and caches, and the
+ * request machinery the API entry points (api_*.c) are built on. Private to the client.
+ *
+ * Process state. The CUDA driver API is process-global, so the library keeps exactly one
+ * struct tfc (tfc_get()); it is the only mutable global and nothing outside the library sees
+ * it. tfc.lock guards every field (connection, batch, tables) and is taken by each API call
+ * that touches them; calls from many threads therefore serialise on the connection (a
+ * blocking synchronise from one thread delays the calls of other threads until it returns).
+ * The current-context stack is per thread (thread-local, no lock).
+ *
+ * Latency design. Requests with asynchronous CUDA semantics are appended to the batch
+ * (tfc_async) and leave in one BATCH frame when the next request that needs a reply is sent
+ * (tfc_call) or when the pump thread finds the batch older than TF_REMOTE_FLUSH_US; their
+ * errors come back with the next reply. Device facts, function layouts and attributes are
+ * cached at connect / module load and answered locally. Bulk copies travel in TF_PROTO_CHUNK
+ * frames sent straight from (HtoD) and received straight into (DtoH) the caller's buffer.
+ *
+ * Failure. When the worker goes away (EOF, reset, no byte for TF_REMOTE_TIMEOUT_MS while a
+ * reply is due) the connection is marked lost: the pending call and every later call that
+ * needs the worker return CUDA_ERROR_LAUNCH_FAILED at once; cached queries keep answering.
+ */
+#ifndef TF_REMOTE_CLIENT_H
+#define TF_REMOTE_CLIENT_H
+
+#include "remote/buf.h"
+#include "remote/codec.h"
+#include "remote/htab.h"
+#include "remote/rangeset.h"
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TFC_API __attribute__((visibility("default")))
+
+#define TFC_BATCH_MAX (256u * 1024u) /* flush the batch beyond this many bytes */
+#define TFC_INLINE_MAX (16u * 1024u) /* larger HtoD tails go in their own frame */
+#define TFC_CTX_STACK 64             /* per-thread context stack depth */
+
+enum tfc_state { TFC_UNINIT = 0, TFC_CONNECTED = 1, TFC_LOST = 2 };
+
+struct tfc_dev {
+    char name[257];
+    uint8_t uuid[16];
+    uint64_t total;
+    uint32_t nattrs;
+    int32_t *attr_val; /* nattrs */
+    uint32_t *attr_st;
+    /* Primary context (client-side refcount; the worker holds one real context for it). */
+    uint64_t primary;
+    int primary_refs;
+    unsigned primary_flags;
+};
+
+struct tfc_ctx {
+    uint64_t id;
+    unsigned type; /* TF_PROTO_H_CTX */
+    int dev;
+    unsigned flags;
+    int primary;
+};
+
+struct tfc_func {
+    uint64_t id;
+    unsigned type;  /* TF_PROTO_H_FUNC or TF_PROTO_H_KERNEL */
+    uint64_t owner; /* module or library */
+    uint64_t ctx;   /* FUNC: context it belongs to */
+    uint32_t nparams, params_size;
+    uint32_t *off, *sz;
+    uint32_t nattrs;
+    int32_t *attr_val;
+    uint32_t *attr_st;
+    char *name;
+    struct tfc_func *next_in_owner;
+    /* KERNEL: its functions per context (cuKernelGetFunction / launches). */
+    struct tfc_kfunc {
+        uint64_t ctx;
+        uint64_t func;
+    } kf[8];
+    int nkf;
+};
+
+struct tfc_module {
+    uint64_t id;
+    unsigned type; /* TF_PROTO_H_MODULE or TF_PROTO_H_LIBRARY */
+    uint64_t ctx;
+    struct tfc_func *funcs; /* known functions/kernels, by name */
+};
+
+struct tfc_stream {
+    uint64_t id;
+    unsigned type; /* TF_PROTO_H_STREAM */
+    uint64_t ctx;
+    unsigned flags;
+    int priority;
+};
+
+struct tfc_event {
+    uint64_t id;
+    unsigned type; /* TF_PROTO_H_EVENT */
+    uint64_t ctx;
+    unsigned flags;
+};
+
+/* A DtoH transfer whose DATA events are expected. */
+struct tfc_xfer {
+    uint64_t tag;
+    uint8_t *dst;
+    uint64_t len;
+    int done;
+    CUresult status;
+};
+
+struct tfc {
+    pthread_mutex_t lock;
+    enum tfc_state state;
+    pid_t pid; /* process that connected (fork detection) */
+    int fd;
+    char address[300];
+    int timeout_ms;
+    int flush_us;
+    /* Outgoing batch of ASYNC records. */
+    struct tf_buf tx;
+    _Atomic int64_t tx_since_ns; /* when the batch became non-empty; 0: empty */
+    /* Incoming bytes, always starting at a frame boundary at rx_off. */
+    struct tf_buf rx;
+    size_t rx_off;
+    struct tf_buf reply; /* payload of the last reply */
+    uint64_t next_req;
+    uint64_t next_serial;
+    /* Tables. objs: every client object by id; mem: device allocations + globals;
+     * host: cuMemAllocHost blocks (key: address, value: size as pointer-sized integer). */
+    struct tf_htab objs;
+    struct tf_rangeset mem;
+    struct tf_rangeset host;
+    struct tf_htab xfers;
+    _Atomic int nxfers;
+    /* Devices. */
+    int ndev;
+    int driver_version;
+    struct tfc_dev dev[TF_PROTO_MAX_DEVICES];
+    /* Pump thread: flushes old batches, drains DATA events of async copies. */
+    pthread_t pump;
+    int pump_running;
+    _Atomic int pump_stop;
+    int lost_logged;
+};
+
+struct tfc *tfc_get(void);
+
+/* Thread-local current context (0: none). */
+uint64_t tfc_current(void);
+void tfc_set_current(uint64_t ctx);
+int tfc_push(uint64_t ctx);
+uint64_t tfc_pop(void);
+
+/* Entry checks for calls that need the worker. Take T->lock first. Returns CUDA_SUCCESS when
+ * connected, CUDA_ERROR_NOT_INITIALIZED before cuInit, CUDA_ERROR_LAUNCH_FAILED when lost. */
+CUresult tfc_ready(struct tfc *t);
+/* Connects (cuInit). Lock held. */
+CUresult tfc_connect(struct tfc *t);
+/* Marks the connection lost (logs WHY once). Lock held. */
+void tfc_lose(struct tfc *t, const char *why);
+
+/* A fresh client id of TYPE. Lock held. */
+uint64_t tfc_new_id(struct tfc *t, unsigned type);
+
+/* Appends an ASYNC request (fixed part FIXED/FLEN plus TAIL/TLEN) to the batch, flushing
+ * first when it would overflow; tails above TFC_INLINE_MAX leave at once in their own frame,
+ * sent from TAIL without a copy. Lock held. CUDA_SUCCESS or CUDA_ERROR_LAUNCH_FAILED. */
+CUresult tfc_async(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen, const void *tail,
+                   size_t tlen);
+/* Room for an ASYNC record of BODY bytes at the end of the batch (the record header is
+ * written); NULL if the connection failed. Lock held. */
+uint8_t *tfc_async_reserve(struct tfc *t, uint16_t op, size_t body);
+/* Sends the batch now. Lock held. */
+CUresult tfc_flush(struct tfc *t);
+/* Sends the batch and a SYNC request, then waits for its reply (handling the events that
+ * arrive first). On CUDA_SUCCESS-or-error replies, returns the reply status and leaves the
+ * reply payload in t->reply (at least the reply layout's size). Lock held. */
+CUresult tfc_call(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen, const void *tail,
+                  size_t tlen);
+/* Processes incoming events without blocking (pump thread, send back-pressure). Lock held. */
+void tfc_drain(struct tfc *t);
+
+/* Object lookups (NULL when ID is not a live object of that type). Lock held. */
+void *tfc_obj(struct tfc *t, uint64_t id, unsigned type);
+struct tfc_ctx *tfc_ctx_of(struct tfc *t, uint64_t id);
+
+/* Registers a function record received from the worker under OWNER (module/library) and
+ * returns it (NULL on allocation failure). Lock held. */
+struct tfc_func *tfc_func_add(struct tfc *t, const struct tf_proto_func *f, unsigned type,
+                              uint64_t id, uint64_t owner, uint64_t ctx);
+void tfc_func_free(struct tfc_func *f);
+
+/* Stream handle -> wire id (NULL -> TF_PROTO_STREAM_NULL, CU_STREAM_LEGACY, ...). Returns
+ * CUDA_ERROR_INVALID_HANDLE for an unknown stream. PTDS maps the NULL stream to the
+ * per-thread stream (the _ptsz/_ptds entry points). Lock held. */
+CUresult tfc_stream_id(struct tfc *t, CUstream s, uint64_t *id);
+
+#endif

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * tf-worker: executes CUDA driver calls forwarded by remote clients (libtf_client.so) on the
+ * GPU of this node and enforces hard isolation limits.
+ *
+ *   tf-worker --listen ADDR --token-file F [--vram-limit Q] [--compute-percent P]
+ *             [--device N[,N...]] [--max-clients N] [--driver PATH] [--ready-file F]
+ *             [--log-level L]
+ *
+ * One thread per client connection; SIGINT/SIGTERM stop it cleanly (connections closed, their
+ * resources freed). docs/remote.md is the user documentation.
+ */
+#include "common/err.h"
+#include "common/log.h"
+#include "core/quantity.h"
+#include "remote/auth.h"
+#include "remote/worker/server.h"
+#include "remote/worker/session.h"
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: tf-worker --listen ADDR --token-file FILE [options]\n"
+               "  --listen ADDR          tcp://HOST:PORT (PORT 0: any free port) or unix:///PATH\n"
+               "  --token-file FILE      shared token clients must present (TF_TOKEN)\n"
+               "  --vram-limit Q         VRAM cap per device, a quantity (e.g. 4Gi)\n"
+               "  --compute-percent P    compute share of each device, 0 < P <= 100\n"
+               "  --device N[,N...]      driver device ordinals to expose (default 0)\n"
+               "  --max-clients N        concurrent connections (default 64)\n"
+               "  --driver PATH          CUDA driver library (default libcuda.so.1)\n"
+               "  --ready-file FILE      write the bound address to FILE once listening\n"
+               "  --log-level L          error|warn|info|debug|trace\n");
+}
+
+static int write_ready(const char *path, const char *addr)
+{
+    char tmp[4096];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return TF_EIO;
+    fprintf(f, "%s\n", addr);
+    if (fclose(f) != 0 || rename(tmp, path) != 0)
+        return TF_EIO;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option opts[] = {{"listen", required_argument, 0, 'l'},
+                                         {"token-file", required_argument, 0, 't'},
+                                         {"vram-limit", required_argument, 0, 'v'},
+                                         {"compute-percent", required_argument, 0, 'c'},
+                                         {"device", required_argument, 0, 'd'},
+                                         {"max-clients", required_argument, 0, 'm'},
+                                         {"driver", required_argument, 0, 'D'},
+                                         {"ready-file", required_argument, 0, 'r'},
+                                         {"log-level", required_argument, 0, 'L'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    const char *listen = NULL, *token_file = NULL, *ready = NULL;
+    struct tf_worker_config wc = {0};
+    int max_clients = 0;
+    char err[512];
+    int c;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case 'l':
+            listen = optarg;
+            break;
+        case 't':
+            token_file = optarg;
+            break;
+        case 'v':
+            if (tf_quantity_bytes(optarg, &wc.vram_limit, "--vram-limit", err, sizeof(err)) ||
+                wc.vram_limit <= 0) {
+                fprintf(stderr, "tf-worker: %s\n",
+                        wc.vram_limit <= 0 ? "--vram-limit must be positive" : err);
+                return 2;
+            }
+            break;
+        case 'c':
+            if (tf_percent_parse(optarg, &wc.compute_bp, "--compute-percent", err, sizeof(err)) ||
+                wc.compute_bp <= 0) {
+                fprintf(stderr, "tf-worker: %s\n",
+                        wc.compute_bp <= 0 ? "--compute-percent must be above 0" : err);
+                return 2;
+            }
+            break;
+        case 'd':
+            wc.devices = optarg;
+            break;
+        case 'm': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 4096) {
+                fprintf(stderr, "tf-worker: --max-clients \"%s\" is not 1..4096\n", optarg);
+                return 2;
+            }
+            max_clients = (int)v;
+            break;
+        }
+        case 'D':
+            wc.driver_path = optarg;
+            break;
+        case 'r':
+            ready = optarg;
+            break;
+        case 'L': {
+            enum tf_log_level lvl;
+            if (tf_log_parse_level(optarg, &lvl) != 0) {
+                fprintf(stderr,
+                        "tf-worker: --log-level \"%s\" is not error|warn|info|debug|trace\n",
+                        optarg);
+                return 2;
+            }
+            tf_log_set_level(lvl);
+            break;
+        }
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!listen || !token_file || optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    uint8_t token[TF_PROTO_MAX_TOKEN];
+    size_t token_len = 0;
+    if (tf_auth_token_file(token_file, token, sizeof(token), &token_len, err, sizeof(err))) {
+        fprintf(stderr, "tf-worker: %s\n", err);
+        return 2;
+    }
+    /* Signals are taken synchronously by the main thread; every other thread blocks them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+
+    static struct tf_worker w;
+    if (tf_worker_init(&w, &wc, err, sizeof(err))) {
+        fprintf(stderr, "tf-worker: %s\n", err);
+        return 1;
+    }
+    if (wc.compute_bp > 0)
+        tf_log(TF_LOG_WARN, "worker",
+               "--compute-percent is accepted but not enforced yet (token bucket pending)");
+    struct tf_server_config sc = {
+        .listen = listen, .token = token, .token_len = token_len, .max_clients = max_clients};
+    struct tf_server_handler h = {.hello = tf_worker_hello, .serve = tf_worker_serve, .arg = &w};
+    struct tf_server *srv;
+    if (tf_server_start(&sc, &h, &srv, err, sizeof(err))) {
+        fprintf(stderr, "tf-worker: %s\n", err);
+        tf_worker_fini(&w);
+        return 1;
+    }
+    tf_log(TF_LOG_INFO, "worker", "listening on %s (%d device(s))", tf_server_address(srv), w.ndev);
+    if (ready && write_ready(ready, tf_server_address(srv)) != 0) {
+        fprintf(stderr, "tf-worker: cannot write --ready-file %s\n", ready);
+        tf_server_destroy(srv);
+        tf_worker_fini(&w);
+        return 1;
+    }
+    int sig = 0;
+    sigwait(&set, &sig);
+    tf_log(TF_LOG_INFO, "worker", "signal %d: shutting down", sig);
+    tf_server_destroy(srv);
+    tf_worker_fini(&w);
+    return 0;
+}

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The simulated driver's process state: cuInit (configuration, shared device regions),
+ * cuDriverGetVersion, cuGetErrorName/String, and library unload.
+ */
+#include "sim/drv.h"
+
+#include "common/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static struct sim_driver drv;
+static pthread_once_t drv_once = PTHREAD_ONCE_INIT;
+static _Atomic int drv_ready; /* 1 once cuInit succeeded */
+
+struct sim_driver *tf__drv(void)
+{
+    return atomic_load_explicit(&drv_ready, memory_order_acquire) ? &drv : NULL;
+}
+
+CUresult tf__init_check(void)
+{
+    if (atomic_load_explicit(&drv_ready, memory_order_acquire))
+        return CUDA_SUCCESS;
+    return CUDA_ERROR_NOT_INITIALIZED;
+}
+
+struct sim_device *tf__device(CUdevice dev)
+{
+    struct sim_driver *d = tf__drv();
+    if (!d || dev < 0 || dev >= d->ndev)
+        return NULL;
+    return &d->dev[dev];
+}
+
+static void exec_init(struct sim_exec *e)
+{
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&e->work_cv, &ca);
+    pthread_cond_init(&e->done_cv, &ca);
+    pthread_cond_init(&e->host_cv, &ca);
+    pthread_condattr_destroy(&ca);
+    e->next_seq = 1;
+}
+
+/* A fork()ed child has none of the parent's executor threads: CUDA is unusable there (as
+ * with the real driver) and must not touch the parent's process slots at exit. */
+static void child_after_fork(void)
+{
+    atomic_store(&drv_ready, 0);
+    for (int i = 0; i < drv.ndev; i++) {
+        drv.dev[i].exec.started = 0;
+        drv.dev[i].slot = -1;
+    }
+}
+
+static void init_driver(void)
+{
+    char err[512] = "";
+    drv.init_result = CUDA_SUCCESS;
+    pthread_mutex_init(&drv.mu, NULL);
+    atomic_store(&drv.next_id, 1);
+    if (tf_sim_config_load(&drv.cfg, err, sizeof(err)) != 0) {
+        tf_log(TF_LOG_ERROR, "sim", "cuInit: %s", err);
+        drv.init_result = CUDA_ERROR_INVALID_VALUE;
+        return;
+    }
+    const char *mi = getenv("TF_SIM_LAUNCH_MAX_INSNS");
+    if (mi && *mi)
+        drv.max_insns = strtoull(mi, NULL, 10);
+    if (drv.cfg.ndev == 0) {
+        drv.init_result = CUDA_ERROR_NO_DEVICE;
+        return;
+    }
+    for (int i = 0; i < drv.cfg.ndev; i++) {
+        struct sim_device *d = &drv.dev[i];
+        d->index = i;
+        d->cfg = &drv.cfg.dev[i];
+        d->slot = -1;
+        pthread_mutex_init(&d->mu, NULL);
+        exec_init(&d->exec);
+        char path[512];
+        snprintf(path, sizeof(path), "%s%s", drv.cfg.shm_prefix, d->cfg->uuid_str);
+        int64_t eff = d->cfg->memory;
+        if (tf_sim_shm_open(path, d->cfg->uuid_str, d->cfg->model->name, d->cfg->memory, &d->shm,
+                            &eff, err, sizeof(err)) != 0) {
+            tf_log(TF_LOG_ERROR, "sim", "cuInit: device %d: %s", i, err);
+            drv.init_result = CUDA_ERROR_OPERATING_SYSTEM;
+            return;
+        }
+        if (eff != d->cfg->memory)
+            tf_log(TF_LOG_WARN, "sim",
+                   "device %d (%s): shared state %s has a budget of %lld bytes, not the "
+                   "configured %lld; using the shared one",
+                   i, d->cfg->uuid_str, path, (long long)eff, (long long)d->cfg->memory);
+        d->total_mem = eff;
+    }
+    drv.ndev = drv.cfg.ndev;
+    pthread_atfork(NULL, NULL, child_after_fork);
+    atomic_store_explicit(&drv_ready, 1, memory_order_release);
+}
+
+CUresult CUDAAPI cuInit(unsigned int Flags)
+{
+    if (Flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_once(&drv_once, init_driver);
+    return drv.init_result;
+}
+
+CUresult tf__device_attach(struct sim_device *d)
+{
+    CUresult rc = CUDA_SUCCESS;
+    pthread_mutex_lock(&d->mu);
+    if (d->slot < 0) {
+        int slot;
+        if (tf_sim_shm_attach(d->shm, &slot) != 0) {
+            tf_log(TF_LOG_ERROR, "sim", "device %d: all %d process slots of the device are taken",
+                   d->index, TF_SIM_MAX_PROCS);
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            d->slot = slot;
+        }
+    }
+    pthread_mutex_unlock(&d->mu);
+    return rc == CUDA_SUCCESS ? tf__exec_start(d) : rc;
+}
+
+/* Library unload (normal process exit): stop the executors and give the device budget back
+ * at once instead of waiting for another process to notice the death. */
+__attribute__((destructor)) static void drv_fini(void)
+{
+    if (!tf__drv())
+        return;
+    tf__exec_shutdown();
+    for (int i = 0; i < drv.ndev; i++) {
+        struct sim_device *d = &drv.dev[i];
+        if (d->slot >= 0)
+            tf_sim_shm_detach(d->shm, d->slot);
+    }
+}
+
+CUresult CUDAAPI cuDriverGetVersion(int *driverVersion)
+{
+    if (!driverVersion)
+        return CUDA_ERROR_INVALID_VALUE;
+    *driverVersion = TF_SIM_DRIVER_VERSION;
+    return CUDA_SUCCESS;
+}
+
+/* ---- Error names and messages ---------------------------------------------------------- */
+
+struct err_entry {
+    CUresult code;
+    const char *name, *msg;
+};
+static const struct err_entry errs[] = {
+#define X(name, value, msg) {name, #name, msg},
+#include "sim/cuerr.def"
+#undef X
+};
+
+static const struct err_entry *err_find(CUresult r)
+{
+    for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+        if (errs[i].code == r)
+            return &errs[i];
+    return NULL;
+}
+
+const char *tf__cu_error_name(CUresult r)
+{
+    const struct err_entry *e = err_find(r);
+    return e ? e->name : "CUDA_ERROR_UNRECOGNIZED";
+}
+
+CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr)
+{
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const struct err_entry *e = err_find(error);
+    *pStr = e ? e->name : NULL;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr)
+{
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const struct err_entry *e = err_find(error);
+    *pStr = e ? e->msg : NULL;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}

@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Private header of the simulated libcuda.so.1: the driver's objects and the functions the
+ * entry-point files (cu_*.c) share. Not installed, not used outside src/sim.
+ *
+ * Object model (all handles handed to applications are pointers to these structs, checked
+ * against the handle registry before use, so a stale or foreign handle yields
+ * CUDA_ERROR_INVALID_HANDLE / INVALID_CONTEXT instead of a crash):
+ *   driver (one per process, tf__drv()) -> devices[ndev] -> executor (one thread per device)
+ *   context (CUctx_st) -> streams (CUstream_st), events (CUevent_st), modules (CUmod_st)
+ *   allocations: one process-wide table of address ranges (memtab.c)
+ *
+ * Locking order (outer to inner): drv.mu -> device.mu -> ctx.mu -> exec.mu -> memtab lock
+ * -> handle registry lock. The executor thread holds exec.mu only while picking or
+ * completing work, never while executing it. The shared device region's own mutex
+ * (devshm.c) is innermost and never held across calls.
+ */
+#ifndef TF_SIM_DRV_H
+#define TF_SIM_DRV_H
+
+#include "sim/cuda_api.h"
+#include "sim/devshm.h"
+#include "sim/simcfg.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define TF_SIM_DRIVER_VERSION 13000 /* cuDriverGetVersion */
+#define TF_SIM_CTX_API_VERSION 3020 /* cuCtxGetApiVersion */
+
+struct sim_op;
+struct tf_ptx_range;
+
+/* ---- Handle registry (handles.c) ------------------------------------------------------- */
+enum sim_htype {
+    H_CTX = 1,
+    H_STREAM,
+    H_EVENT,
+    H_MODULE,
+    H_FUNC,
+    H_LIBRARY,
+    H_KERNEL,
+};
+/* Registers P as a live handle of TYPE; 0 or TF_ENOMEM. Thread-safe. */
+int tf__handle_add(const void *p, enum sim_htype type);
+void tf__handle_del(const void *p);
+/* True when P is a live handle of TYPE. */
+int tf__handle_is(const void *p, enum sim_htype type);
+
+/* ---- Executor (exec.c) ----------------------------------------------------------------- */
+struct sim_exec {
+    pthread_mutex_t mu;
+    pthread_cond_t work_cv; /* the executor waits here for runnable work */
+    pthread_cond_t done_cv; /* host threads wait here for completions */
+    pthread_t thread;
+    int started, stop;
+    /* Host functions run on a second thread, so one that blocks holds up only its stream
+     * (and work ordered after it), as with the real driver's callback thread. */
+    pthread_t host_thread;
+    pthread_cond_t host_cv;
+    struct sim_op *host_head, *host_tail; /* guarded by mu */
+    uint64_t next_seq;                    /* guarded by mu */
+    struct CUstream_st *streams;          /* live streams of the device, guarded by mu */
+    struct CUevent_st *events;            /* live events of the device's contexts, guarded by mu */
+    struct tf_ptx_range *ranges;          /* memview cache, executor thread only */
+    size_t nranges, cap_ranges;
+    uint64_t view_gen;
+};
+
+/* ---- Devices --------------------------------------------------------------------------- */
+struct sim_device {
+    int index;
+    const struct tf_sim_devcfg *cfg;
+    int64_t total_mem;      /* budget in force (the shared region's) */
+    struct tf_sim_shm *shm; /* shared state, opened at cuInit */
+    int slot;               /* this process's slot in shm, -1 until the first context */
+    pthread_mutex_t mu;     /* guards slot attach and the primary context fields */
+    struct CUctx_st *primary;
+    int primary_refs;
+    unsigned primary_flags;
+    struct sim_exec exec;
+};
+
+struct sim_driver {
+    pthread_mutex_t mu; /* guards ctx_list and zombie contexts */
+    CUresult init_result;
+    struct tf_sim_config cfg;
+    int ndev;
+    struct sim_device dev[TF_SIM_MAX_DEVICES];
+    struct CUctx_st *ctx_list; /* all contexts ever created (destroyed ones stay as zombies) */
+    _Atomic unsigned long long next_id;
+    uint64_t max_insns; /* TF_SIM_LAUNCH_MAX_INSNS: 0 = unlimited */
+};
+
+/* The process's driver state; NULL before a successful cuInit. */
+struct sim_driver *tf__drv(void);
+/* CUDA_SUCCESS when cuInit succeeded, else NOT_INITIALIZED (or the init failure). */
+CUresult tf__init_check(void);
+/* Device DEV or NULL (INVALID_DEVICE). */
+struct sim_device *tf__device(CUdevice dev);
+/* Attaches this process to DEV's shared state (first context on DEV). */
+CUresult tf__device_attach(struct sim_device *d);
+
+/* ---- Contexts (cu_ctx.c) --------------------------------------------------------------- */
+enum { SIM_LIMIT_COUNT = 8 };
+struct CUctx_st {
+    struct sim_device *dev;
+    struct CUctx_st *next_all; /* drv.ctx_list */
+    unsigned flags;
+    int primary;
+    _Atomic int destroyed;
+    _Atomic int sticky; /* CUresult of a fault that broke the context, 0 if none */
+    unsigned long long id;
+    struct CUstream_st *null_stream; /* the legacy default stream */
+    pthread_mutex_t mu;              /* guards modules, ptds, limits, cache_config */
+    struct CUmod_st *modules;
+    size_t limits[SIM_LIMIT_COUNT];
+    CUfunc_cache cache_config;
+};
+
+/* The calling thread's current context, checked: NOT_INITIALIZED, INVALID_CONTEXT (none),
+ * CONTEXT_IS_DESTROYED, or the context's sticky error unless ALLOW_STICKY. */
+CUresult tf__ctx_current(CUcontext *out, int allow_sticky);
+/* Validates a context handle (NULL -> current). */
+CUresult tf__ctx_resolve(CUcontext in, CUcontext *out, int allow_sticky);
+/* Creates a context on D (primary or not), with its legacy stream. */
+CUresult tf__ctx_new(struct sim_device *d, unsigned flags, int primary, CUcontext *out);
+/* Waits for all work, frees all resources of CTX (allocations, modules, streams, events);
+ * the struct itself stays (marked destroyed) unless it is a primary context. */
+void tf__ctx_teardown(CUcontext ctx);
+/* Re-activates a torn-down primary context (same handle, fresh state). */
+CUresult tf__ctx_revive(CUcontext ctx, unsigned flags);
+/* Marks CTX broken by a device fault. */
+void tf__ctx_set_sticky(CUcontext ctx, CUresult err);
+/* Waits until every stream of CTX is idle; returns CTX's sticky error or success. */
+CUresult tf__ctx_sync(CUcontext ctx);
+
+/* ---- Streams and events (cu_stream.c) -------------------------------------------------- */
+enum sim_stream_kind { S_LEGACY = 1, S_PER_THREAD, S_USER };
+struct CUstream_st {
+    CUcontext ctx;
+    struct sim_device *dev;
+    unsigned flags; /* CU_STREAM_NON_BLOCKING */
+    int priority;
+    enum sim_stream_kind kind;
+    unsigned long long id;
+    pthread_t owner; /* S_PER_THREAD: the thread it belongs to */
+    /* Guarded by dev->exec.mu: */
+    struct sim_op *head, *tail;
+    uint64_t last_seq;         /* seq of the last op enqueued */
+    _Atomic uint64_t done_seq; /* seq of the last op completed (ops complete in stream order);
+                                  written under exec.mu, read lock-free by other devices */
+    int refs;                  /* 1 while the handle lives + 1 per op or wait that names it */
+    int destroyed;
+    struct CUstream_st *next; /* exec.streams */
+};
+
+struct CUevent_st {
+    CUcontext ctx;
+    unsigned flags;
+    /* Guarded by ctx->dev->exec.mu: */
+    struct CUstream_st *rec_stream; /* stream of the latest record (ref held), or NULL */
+    uint64_t rec_seq;               /* its op's seq */
+    uint64_t time_seq;              /* seq of the record whose time is in time_ns */
+    uint64_t time_ns;
+    int refs; /* 1 while the handle lives + 1 per pending record op */
+    int destroyed;
+    struct CUevent_st *next; /* exec.events */
+};
+
+/* Resolves a stream argument for CTX: NULL means the legacy stream, or the per-thread stream
+ * when PER_THREAD (a _ptsz/_ptds entry point); CU_STREAM_LEGACY / CU_STREAM_PER_THREAD are
+ * the special handles. Fails with INVALID_HANDLE for unknown or destroyed streams or streams
+ * of another context. */
+CUresult tf__stream_resolve(CUcontext ctx, CUstream h, int per_thread, struct CUstream_st **out);
+/* Creates a stream (kind S_USER or S_LEGACY) of CTX. */
+CUresult tf__stream_new(CUcontext ctx, unsigned flags, int priority, enum sim_stream_kind kind,
+                        struct CUstream_st **out);
+/* Drops the handle's reference (destroy): freed once its queue drains. */
+void tf__stream_release_handle(struct CUstream_st *s);
+/* Drops one reference taken for a wait op or an event (locks S's device exec.mu). */
+void tf__stream_unref(struct CUstream_st *s);
+
+/* ---- Work queue (exec.c) --------------------------------------------------------------- */
+enum sim_op_kind {
+    OP_COPY = 1,   /* memcpy */
+    OP_SET,        /* memset of 1/2/4-byte elements */
+    OP_RECORD,     /* event record */
+    OP_WAIT,       /* stream waits for (stream, seq) */
+    OP_HOST,       /* host function */
+    OP_FREE,       /* stream-ordered free */
+    OP_KERNEL,     /* kernel launch (cu_launch.c) */
+    OP_SYNC_POINT, /* no-op whose completion a host thread waits for */
+};
+
+struct sim_kernel_op; /* cu_launch.c */
+
+struct sim_op {
+    struct sim_op *next;
+    struct sim_op *host_next;   /* exec.host_head queue */
+    struct CUstream_st *stream; /* the stream it is queued on */
+    uint64_t seq;
+    enum sim_op_kind kind;
+    int claimed; /* 1: executed by the enqueuing host thread, 2: by the executor */
+    union {
+        struct {
+            void *dst;
+            const void *src;
+            size_t n;
+        } copy;
+        struct {
+            void *dst;
+            uint32_t value;
+            size_t count;
+            int width;
+        } set;
+        struct {
+            struct CUevent_st *ev;
+        } rec;
+        struct {
+            struct CUstream_st *stream;
+            uint64_t seq;
+        } wait;
+        struct {
+            CUhostFn fn;         /* cuLaunchHostFunc */
+            CUstreamCallback cb; /* cuStreamAddCallback (fn NULL) */
+            CUstream handle;     /* the stream argument given to cuStreamAddCallback */
+            void *data;
+        } host;
+        struct {
+            CUdeviceptr ptr;
+        } free;
+        struct sim_kernel_op *kernel;
+    } u;
+};
+
+/* Allocates a zeroed op. */
+struct sim_op *tf__op_new(enum sim_op_kind kind);
+/* Queues OP on S (takes ownership). When WAIT, blocks until OP has completed; if OP is
+ * runnable at once it is executed on the calling thread. Returns S's context sticky error
+ * when WAIT and the context broke, else CUDA_SUCCESS. */
+CUresult tf__enqueue(struct CUstream_st *s, struct sim_op *op, int wait);
+/* Blocks until every op queued on S so far has completed. */
+void tf__stream_wait_idle(struct CUstream_st *s);
+/* True when S has no pending op (exec.mu taken inside). */
+int tf__stream_idle(struct CUstream_st *s);
+/* Starts D's executor thread if needed. */
+CUresult tf__exec_start(struct sim_device *d);
+/* Stops all executor threads (library unload). */
+void tf__exec_shutdown(void);
+/* Runs a kernel op on the executor thread (cu_launch.c; absent without the PTX engine). */
+void tf__kernel_run(struct sim_device *d, CUcontext ctx, struct sim_kernel_op *k);
+void tf__kernel_free(struct sim_kernel_op *k);
+/* Drops a reference of EV; frees it when it was the last. Caller holds E->mu. */
+void tf__event_unref_locked(struct sim_exec *e, struct CUevent_st *ev);
+/* Current memview ranges of device D for a kernel (executor thread only). */
+void tf__exec_memview(struct sim_device *d, const struct tf_ptx_range **ranges, size_t *n);
+
+/* ---- Memory (memtab.c, cu_mem.c) ------------------------------------------------------- */
+enum sim_mem_kind {
+    M_DEVICE = 1, /* cuMemAlloc*, cuMemAllocPitch, cuMemAllocAsync */
+    M_MANAGED,    /* cuMemAllocManaged */
+    M_HOST,       /* cuMemAllocHost / cuMemHostAlloc (page-locked, mapped) */
+    M_MODVAR,     /* module .global/.const variable */
+};
+struct sim_alloc {
+    uint64_t base, size;
+    enum sim_mem_kind kind;
+    int dev;            /* device index (host allocations: -1) */
+    CUcontext ctx;      /* owner context */
+    unsigned flags;     /* cuMemHostAlloc / cuMemAllocManaged flags */
+    int read_only;      /* .const variables */
+    uint64_t buffer_id; /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
+    uint64_t charged;   /* bytes reserved in the device budget */
+    size_t map_len;     /* >0: backed by mmap of this length, else malloc */
+};
+/* Allocates SIZE bytes of backing memory (zeroed) and registers it; *OUT gets the base. */
+CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
+                       int read_only, uint64_t *out);
+/* Unregisters and frees the allocation starting at BASE of KIND (any device kind when
+ * KIND is 0); INVALID_VALUE when there is none. */
+CUresult tf__mem_free(uint64_t base, enum sim_mem_kind kind);
+/* Frees module variable BASE (module unload). */
+void tf__mem_free_modvar(uint64_t base);
+/* Frees every allocation owned by CTX. */
+void tf__mem_free_ctx(CUcontext ctx);
+/* Copies the allocation containing ADDR into *OUT; 0 if found, else TF_ENOENT. */
+int tf__mem_lookup(uint64_t addr, struct sim_alloc *out);
+/* True when [ADDR, ADDR+N) lies inside one allocation a device of index DEV can access. */
+int tf__mem_range_ok(uint64_t addr, uint64_t n, int dev);
+/* Change counter of the allocation table. */
+uint64_t tf__mem_gen(void);
+/* Writes the ranges device DEV may access (sorted) into *V (grown with realloc); returns the
+ * count, or (size_t)-1 on allocation failure. */
+size_t tf__mem_ranges(int dev, struct tf_ptx_range **v, size_t *cap);
+
+/* Frees every event of CTX (context teardown; cu_stream.c). */
+void tf__events_free_ctx(CUcontext ctx);
+
+/* ---- Modules (cu_module.c) ------------------------------------------------------------- */
+/* Unloads every module of CTX (context teardown). */
+void tf__modules_free_ctx(CUcontext ctx);
+
+/* ---- Errors ---------------------------------------------------------------------------- */
+/* Sets the thread's "last error detail" shown by logs. */
+const char *tf__cu_error_name(CUresult r);
+
+#endif

@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The simulated driver's allocation table: every device, managed, page-locked host and
+ * module-variable allocation of the process as a sorted array of address ranges. Device
+ * pointers are host addresses (identity mapping, see ptx/ptx.h), so the table is what makes
+ * a pointer "device memory": copies validate against it, kernels get it as their memview,
+ * cuPointerGetAttribute reads it. Backing memory: mmap for large allocations (lazily
+ * committed, so an 80 GiB budget costs nothing until touched), zeroed malloc for small ones.
+ * Device-memory bytes are charged to the device's shared budget (devshm.c) before the backing
+ * is allocated and returned when it is freed. Thread-safe (one rwlock).
+ */
+#include "sim/drv.h"
+
+#include "sim/ptx/ptx.h"
+
+#include "common/err.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define MMAP_THRESHOLD (1u << 20)
+#define ALLOC_ALIGN 256
+
+static pthread_rwlock_t mt_lock = PTHREAD_RWLOCK_INITIALIZER;
+static struct sim_alloc *tab; /* sorted by base, non-overlapping; guarded by mt_lock */
+static size_t ntab, captab;
+static _Atomic uint64_t mt_gen = 1;
+static uint64_t next_buffer_id = 1; /* guarded by mt_lock */
+
+uint64_t tf__mem_gen(void)
+{
+    return atomic_load(&mt_gen);
+}
+
+/* Index of the first entry with base > ADDR. */
+static size_t upper(uint64_t addr)
+{
+    size_t lo = 0, hi = ntab;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (tab[mid].base <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Entry containing ADDR (or NULL). Caller holds mt_lock. */
+static struct sim_alloc *containing(uint64_t addr)
+{
+    size_t i = upper(addr);
+    if (i == 0)
+        return NULL;
+    struct sim_alloc *a = &tab[i - 1];
+    return addr - a->base < a->size ? a : NULL;
+}
+
+static int charged_kind(enum sim_mem_kind k)
+{
+    return k == M_DEVICE || k == M_MANAGED || k == M_MODVAR;
+}
+
+CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
+                       int read_only, uint64_t *out)
+{
+    if (size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (size > (uint64_t)TF_SIM_MAX_MEMORY)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct sim_device *d = ctx->dev;
+    uint64_t charge = charged_kind(kind) ? size : 0;
+    if (charge && tf_sim_shm_mem_reserve(d->shm, d->slot, charge) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *p = NULL;
+    size_t map_len = 0;
+    if (size >= MMAP_THRESHOLD) {
+        map_len = (size_t)((size + 4095) & ~(uint64_t)4095);
+        p = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+        if (p == MAP_FAILED)
+            p = NULL;
+    } else if (posix_memalign(&p, ALLOC_ALIGN, (size_t)size) == 0) {
+        memset(p, 0, (size_t)size);
+    } else {
+        p = NULL;
+    }
+    if (!p)
+        goto fail;
+    pthread_rwlock_wrlock(&mt_lock);
+    if (ntab == captab) {
+        size_t ncap = captab ? captab * 2 : 64;
+        struct sim_alloc *n = realloc(tab, ncap * sizeof(*n));
+        if (!n) {
+            pthread_rwlock_unlock(&mt_lock);
+            goto fail;
+        }
+        tab = n;
+        captab = ncap;
+    }
+    uint64_t base = (uint64_t)(uintptr_t)p;
+    size_t i = upper(base);
+    memmove(&tab[i + 1], &tab[i], (ntab - i) * sizeof(*tab));
+    tab[i] = (struct sim_alloc){
+        .base = base,
+        .size = size,
+        .kind = kind,
+        .dev = kind == M_HOST ? -1 : d->index,
+        .ctx = ctx,
+        .flags = flags,
+        .read_only = read_only,
+        .buffer_id = next_buffer_id++,
+        .charged = charge,
+        .map_len = map_len,
+    };
+    ntab++;
+    atomic_fetch_add(&mt_gen, 1);
+    pthread_rwlock_unlock(&mt_lock);
+    *out = base;
+    return CUDA_SUCCESS;
+fail:
+    if (p && map_len)
+        munmap(p, map_len);
+    else
+        free(p);
+    if (charge)
+        tf_sim_shm_mem_release(d->shm, d->slot, charge);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static void release_backing(const struct sim_alloc *a)
+{
+    void *p = (void *)(uintptr_t)a->base;
+    if (a->map_len)
+        munmap(p, a->map_len);
+    else
+        free(p);
+    if (a->charged) {
+        struct sim_device *d = a->ctx->dev;
+        tf_sim_shm_mem_release(d->shm, d->slot, a->charged);
+    }
+}
+
+CUresult tf__mem_free(uint64_t base, enum sim_mem_kind kind)
+{
+    pthread_rwlock_wrlock(&mt_lock);
+    size_t i = upper(base);
+    struct sim_alloc a;
+    if (i == 0 || tab[i - 1].base != base ||
+        (kind ? tab[i - 1].kind != kind : tab[i - 1].kind == M_HOST) ||
+        tab[i - 1].kind == M_MODVAR) {
+        pthread_rwlock_unlock(&mt_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    a = tab[i - 1];
+    memmove(&tab[i - 1], &tab[i], (ntab - i) * sizeof(*tab));
+    ntab--;
+    atomic_fetch_add(&mt_gen, 1);
+    pthread_rwlock_unlock(&mt_lock);
+    release_backing(&a);
+    return CUDA_SUCCESS;
+}
+
+void tf__mem_free_modvar(uint64_t base)
+{
+    pthread_rwlock_wrlock(&mt_lock);
+    size_t i = upper(base);
+    if (i == 0 || tab[i - 1].base != base || tab[i - 1].kind != M_MODVAR) {
+        pthread_rwlock_unlock(&mt_lock);
+        return;
+    }
+    struct sim_alloc a = tab[i - 1];
+    memmove(&tab[i - 1], &tab[i], (ntab - i) * sizeof(*tab));
+    ntab--;
+    atomic_fetch_add(&mt_gen, 1);
+    pthread_rwlock_unlock(&mt_lock);
+    release_backing(&a);
+}
+
+void tf__mem_free_ctx(CUcontext ctx)
+{
+    for (;;) {
+        struct sim_alloc a;
+        int found = 0;
+        pthread_rwlock_wrlock(&mt_lock);
+        for (size_t i = 0; i < ntab; i++) {
+            if (tab[i].ctx == ctx) {
+                a = tab[i];
+                memmove(&tab[i], &tab[i + 1], (ntab - i - 1) * sizeof(*tab));
+                ntab--;
+                found = 1;
+                break;
+            }
+        }
+        if (found)
+            atomic_fetch_add(&mt_gen, 1);
+        pthread_rwlock_unlock(&mt_lock);
+        if (!found)
+            return;
+        release_backing(&a);
+    }
+}
+
+int tf__mem_lookup(uint64_t addr, struct sim_alloc *out)
+{
+    pthread_rwlock_rdlock(&mt_lock);
+    struct sim_alloc *a = containing(addr);
+    if (a)
+        *out = *a;
+    pthread_rwlock_unlock(&mt_lock);
+    return a ? 0 : TF_ENOENT;
+}
+
+static int visible(const struct sim_alloc *a, int dev)
+{
+    return a->kind == M_HOST || a->kind == M_MANAGED || a->dev == dev;
+}
+
+int tf__mem_range_ok(uint64_t addr, uint64_t n, int dev)
+{
+    pthread_rwlock_rdlock(&mt_lock);
+    struct sim_alloc *a = containing(addr);
+    int ok = a && visible(a, dev) && n <= a->size - (addr - a->base);
+    pthread_rwlock_unlock(&mt_lock);
+    return ok;
+}
+
+size_t tf__mem_ranges(int dev, struct tf_ptx_range **v, size_t *cap)
+{
+    pthread_rwlock_rdlock(&mt_lock);
+    if (*cap < ntab) {
+        size_t ncap = ntab + 64;
+        struct tf_ptx_range *n = realloc(*v, ncap * sizeof(*n));
+        if (!n) {
+            pthread_rwlock_unlock(&mt_lock);
+            return (size_t)-1;
+        }
+        *v = n;
+        *cap = ncap;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < ntab; i++) {
+        if (!visible(&tab[i], dev))
+            continue;
+        (*v)[k++] = (struct tf_ptx_range){tab[i].base, tab[i].size, tab[i].read_only};
+    }
+    pthread_rwlock_unlock(&mt_lock);
+    return k;
+}

@@ -1,0 +1,328 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""tf-controller end to end against the in-memory API server, driven with the real kubectl:
+start-up (certificates into a Secret, caBundle patched into the MutatingWebhookConfiguration,
+leader Lease), the cluster -> pool reconciler, pod creation through the HTTPS webhook (the
+fake API server calls it as kube-apiserver does, verifying the caBundle), denial of invalid
+annotations with the spec's message, GPU/GPUNode/pool status from allocations recorded on
+pods, remote workers and TensorFusionConnection pairing with /api/connection, quota usage,
+and a clean shutdown that releases the lease. Exit 77 (skip) without kubectl or the binary.
+"""
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+SRC = os.environ.get("TF_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__),
+                                                                  "..", ".."))
+BIN = os.environ.get("TF_CONTROLLER_BIN")
+passed = failed = 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL %s %s" % (name, detail), flush=True)
+    return cond
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+class Env:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.procs = []
+
+    def kubectl(self, *args, stdin=None, ok=True):
+        r = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, "--request-timeout=15s"]
+                           + list(args), input=stdin, capture_output=True, text=True)
+        if ok and r.returncode:
+            raise RuntimeError("kubectl %s: %s" % (" ".join(args), r.stderr))
+        return r
+
+    def get(self, *args):
+        r = self.kubectl("get", *args, "-o", "json", ok=False)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    def apply(self, obj):
+        return self.kubectl("apply", "--validate=false", "-f", "-", stdin=json.dumps(obj))
+
+
+def wait_for(what, fn, timeout=20.0):
+    end = time.time() + timeout
+    while time.time() < end:
+        try:
+            v = fn()
+        except Exception:  # noqa: BLE001 - keep polling through transient errors
+            v = None
+        if v:
+            return v
+        time.sleep(0.1)
+    check("wait for " + what, False, "(timed out)")
+    return None
+
+
+def main():
+    if not shutil.which("kubectl"):
+        print("SKIP: kubectl not installed")
+        return 77
+    if not BIN or not os.access(BIN, os.X_OK):
+        print("SKIP: TF_CONTROLLER_BIN not set")
+        return 77
+    tmp = tempfile.mkdtemp(prefix="tf-e2e-")
+    env = Env(tmp)
+    ctl = fake = None
+    try:
+        pf = os.path.join(tmp, "api.port")
+        fake = subprocess.Popen([sys.executable, os.path.join(SRC, "tests/controller/fakeapi.py"),
+                                 "--port", "0", "--port-file", pf], stdout=subprocess.DEVNULL)
+        wait_for("fake API server", lambda: os.path.exists(pf), 10)
+        api = "http://127.0.0.1:%s" % open(pf).read().strip()
+        env.kubeconfig = os.path.join(tmp, "kubeconfig")
+        with open(env.kubeconfig, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n"
+                    "  cluster: {server: '%s'}\nusers:\n- name: u\n  user: {token: t}\n"
+                    "contexts:\n- name: fake\n  context: {cluster: fake, user: u, namespace: ml}\n"
+                    % api)
+        for ns in ("tensor-fusion-sys", "ml"):  # apply: the fake speaks JSON, not protobuf
+            env.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        wport, hport = free_port(), free_port()
+        env.apply({"apiVersion": "admissionregistration.k8s.io/v1",
+                   "kind": "MutatingWebhookConfiguration",
+                   "metadata": {"name": "tensor-fusion-webhook"},
+                   "webhooks": [{"name": "mutate-pod.tensor-fusion.ai",
+                                 "admissionReviewVersions": ["v1"], "sideEffects": "NoneOnDryRun",
+                                 "failurePolicy": "Fail", "timeoutSeconds": 10,
+                                 "clientConfig": {"url": "https://127.0.0.1:%d/mutate-v1-pod"
+                                                  % wport},
+                                 "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                            "operations": ["CREATE"], "resources": ["pods"]}],
+                                 "namespaceSelector": {"matchExpressions": [{
+                                     "key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                                     "values": ["tensor-fusion-sys", "kube-system"]}]}}]})
+        sys.path.insert(0, os.path.join(SRC, "tests", "controller"))
+        import helm_render
+        import yaml
+        docs = [d for d in yaml.safe_load_all(helm_render.render_chart(
+            os.path.join(SRC, "deploy/helm/tensor-fusion"))) if d]
+        for d in docs:
+            if d["kind"] in ("TensorFusionCluster", "SchedulingConfigTemplate"):
+                env.apply(d)
+        for i in range(2):
+            env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "GPU",
+                       "metadata": {"name": "gpu-node-1-%d" % i}})
+            env.kubectl("patch", "gpu", "gpu-node-1-%d" % i, "--subresource=status",
+                        "--type=merge", "-p", json.dumps({"status": {
+                            "uuid": "GPU-%d" % i, "gpuModel": "A100-80GB", "phase": "Running",
+                            "index": i, "capacity": {"tflops": "312", "vram": "80Gi"},
+                            "nodeSelector": {"kubernetes.io/hostname": "gpu-node-1"}}}))
+        cfgfile = os.path.join(tmp, "config.yaml")
+        with open(cfgfile, "w") as f:
+            f.write("defaultPool: default-pool\nautoMigration: {enable: false}\n")
+        ports = os.path.join(tmp, "ctl.ports")
+        log = open(os.path.join(tmp, "controller.log"), "w")
+        ctl = subprocess.Popen([BIN, "--kubeconfig", env.kubeconfig, "--namespace",
+                                "tensor-fusion-sys", "--bind", "127.0.0.1", "--webhook-port",
+                                str(wport), "--http-port", str(hport), "--webhook-config",
+                                "tensor-fusion-webhook", "--extra-san", "127.0.0.1",
+                                "--config", cfgfile, "--identity", "ctl-a", "--resync-ms", "200",
+                                "--lease-seconds", "3", "--port-file", ports],
+                               stdout=log, stderr=subprocess.STDOUT)
+        wait_for("controller ports", lambda: os.path.exists(ports), 30)
+
+        # Start-up: certificates, caBundle, lease.
+        sec = wait_for("certificate secret", lambda: env.get("secret", "tensor-fusion-tls", "-n",
+                                                              "tensor-fusion-sys"))
+        mwc = wait_for("caBundle", lambda: (lambda m: m if m["webhooks"][0]["clientConfig"].get(
+            "caBundle") else None)(env.get("mutatingwebhookconfiguration",
+                                           "tensor-fusion-webhook")))
+        if sec and mwc:
+            check("caBundle is the secret's CA", mwc["webhooks"][0]["clientConfig"]["caBundle"] ==
+                  sec["data"]["ca.crt"])
+            check("CA is PEM", b"BEGIN CERTIFICATE" in base64.b64decode(sec["data"]["ca.crt"]))
+        lease = wait_for("leader lease", lambda: (lambda l: l if l and l["spec"].get(
+            "holderIdentity") == "ctl-a" else None)(env.get("lease", "tensor-fusion-controller",
+                                                            "-n", "tensor-fusion-sys")))
+        check("lease held by the controller", bool(lease))
+        ready = wait_for("readyz", lambda: urllib.request.urlopen(
+            "http://127.0.0.1:%d/readyz" % hport, timeout=2).status == 200)
+        check("leader is ready", bool(ready))
+
+        # Cluster -> pool.
+        pool = wait_for("GPUPool from the cluster", lambda: env.get("gpupool", "default-pool"))
+        if pool:
+            check("pool spec is the specTemplate", pool["spec"]["capacityConfig"][
+                "oversubscription"]["tflopsOversellRatio"] == 500)
+        ev = wait_for("GPUPoolCreated event", lambda: [e for e in (env.get(
+            "events", "-n", "default") or {"items": []})["items"] if e["reason"] ==
+            "GPUPoolCreated"])
+        check("GPUPoolCreated event recorded", bool(ev))
+
+        # A pod through the webhook.
+        pod = {"apiVersion": "v1", "kind": "Pod",
+               "metadata": {"name": "trainer", "namespace": "ml",
+                            "labels": {"tensor-fusion.ai/enabled": "true"},
+                            "annotations": {"tensor-fusion.ai/tflops-request": "100",
+                                            "tensor-fusion.ai/tflops-limit": "200",
+                                            "tensor-fusion.ai/vram-request": "40Gi",
+                                            "tensor-fusion.ai/vram-limit": "40Gi"}},
+               "spec": {"containers": [{"name": "app", "image": "pytorch/pytorch"}]}}
+        r = env.apply(pod)
+        check("pod admitted", "pod/trainer created" in r.stdout, r.stdout + r.stderr)
+        got = env.get("pod", "trainer", "-n", "ml")
+        if check("pod exists", bool(got)):
+            check("schedulerName", got["spec"]["schedulerName"] == "tensor-fusion-scheduler")
+            a = got["metadata"]["annotations"]
+            check("normalised annotations", a.get("tensor-fusion.ai/gpupool") == "default-pool"
+                  and a.get("tensor-fusion.ai/qos") == "medium" and
+                  a.get("tensor-fusion.ai/workload") == "trainer", a)
+            envs = {e["name"]: e.get("value") for e in got["spec"]["containers"][0]["env"]}
+            check("limiter injected", envs.get("LD_PRELOAD") == "/tensor-fusion/libtf_limiter.so")
+        wl = wait_for("TensorFusionWorkload", lambda: env.get("tensorfusionworkload", "trainer",
+                                                              "-n", "ml"))
+        if wl:
+            check("workload spec", wl["spec"]["resources"]["requests"]["vram"] == "40Gi" and
+                  wl["spec"]["isolation"] == "soft", wl["spec"])
+        bad = dict(pod, metadata=dict(pod["metadata"], name="bad", annotations={
+            "tensor-fusion.ai/vram-limit": "4Gb"}))
+        r = env.kubectl("apply", "--validate=false", "-f", "-", stdin=json.dumps(bad), ok=False)
+        check("invalid annotation denied", r.returncode != 0 and "denied the request" in r.stderr
+              and "tensor-fusion.ai/vram-limit" in r.stderr and "4Gb" in r.stderr, r.stderr)
+        check("denied pod not created", env.get("pod", "bad", "-n", "ml") is None)
+
+        # kube-scheduler's side: ExtenderArgs over HTTPS, trusting the CA from the Secret.
+        import ssl
+        ctx = ssl.create_default_context(cadata=base64.b64decode(sec["data"]["ca.crt"]).decode())
+
+        def extender(verb, body):
+            req = urllib.request.Request("https://127.0.0.1:%d/scheduler/%s" % (wport, verb),
+                                         data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+                return json.loads(resp.read())
+
+        got = env.get("pod", "trainer", "-n", "ml")
+        fr = wait_for("extender filter", lambda: extender("filter", {
+            "Pod": got, "Nodes": None, "NodeNames": ["gpu-node-1", "cpu-node"]}))
+        if fr:
+            check("filter keeps the GPU node", fr["NodeNames"] == ["gpu-node-1"], fr)
+            check("filter explains the CPU node", "no TensorFusion GPUs" in
+                  fr["FailedNodes"].get("cpu-node", ""), fr)
+        pr = extender("prioritize", {"Pod": got, "Nodes": None, "NodeNames": ["gpu-node-1"]})
+        check("prioritize scores 0..10", len(pr) == 1 and pr[0]["Host"] == "gpu-node-1" and
+              0 <= pr[0]["Score"] <= 10, pr)
+        br = extender("bind", {"PodName": "trainer", "PodNamespace": "ml",
+                               "PodUID": got["metadata"]["uid"], "Node": "gpu-node-1"})
+        check("bind succeeds", br == {"Error": ""}, br)
+        got = env.get("pod", "trainer", "-n", "ml")
+        check("pod bound to the node", got["spec"].get("nodeName") == "gpu-node-1")
+        ids = got["metadata"]["annotations"].get("tensor-fusion.ai/gpu-ids", "")
+        check("gpu-ids recorded", ids in ("GPU-0", "GPU-1"), ids)
+        check("container-gpus recorded", json.loads(got["metadata"]["annotations"].get(
+            "tensor-fusion.ai/container-gpus", "{}")) == {"app": [ids]})
+        # The allocation reaches the GPU, GPUNode and pool status.
+        gname = "gpu-node-1-%s" % (ids[-1] if ids else "0")
+        gpu = wait_for("GPU available drops", lambda: (lambda g: g if g and g["status"].get(
+            "available", {}).get("vram") == "40Gi" else None)(env.get("gpu", gname)))
+        if gpu:
+            check("GPU available TFLOPS", gpu["status"]["available"]["tflops"] == "212")
+            check("GPU runningApps", gpu["status"]["runningApps"] == [
+                {"name": "trainer", "namespace": "ml", "count": 1}])
+        gn = wait_for("GPUNode", lambda: (lambda n: n if n and n.get("status", {}).get(
+            "allocatedPods") else None)(env.get("gpunode", "gpu-node-1")))
+        if gn:
+            check("GPUNode totals", gn["status"]["totalGPUs"] == 2 and
+                  gn["status"]["totalTFlops"] == "624" and
+                  gn["status"]["availableVRAM"] == "120Gi", gn["status"])
+            check("GPUNode allocatedPods", gn["status"]["allocatedPods"].get(ids) == ["ml/trainer"],
+                  gn["status"]["allocatedPods"])
+        pst = wait_for("pool status", lambda: (lambda p: p if p and p.get("status", {}).get(
+            "availableTFlops") == "524" else None)(env.get("gpupool", "default-pool")))
+        if pst:
+            check("pool availability", pst["status"]["totalGPUs"] == 2 and
+                  pst["status"]["availableVRAM"] == "120Gi" and
+                  pst["status"]["phase"] == "Running", pst["status"])
+
+        # Remote mode: a worker pod per client, the connection pairs them.
+        remote = {"apiVersion": "v1", "kind": "Pod",
+                  "metadata": {"name": "client", "namespace": "ml",
+                               "labels": {"tensor-fusion.ai/enabled": "true"},
+                               "annotations": {"tensor-fusion.ai/is-local-gpu": "false",
+                                               "tensor-fusion.ai/tflops-limit": "50",
+                                               "tensor-fusion.ai/vram-limit": "8Gi",
+                                               "tensor-fusion.ai/workload": "inference"}},
+                  "spec": {"containers": [{"name": "app", "image": "x"}]}}
+        env.apply(remote)
+        worker = wait_for("worker pod", lambda: [p for p in env.get(
+            "pods", "-n", "ml", "-l", "tensor-fusion.ai/component=worker")["items"]])
+        if worker:
+            w = worker[0]
+            check("worker holds the vGPU request", w["spec"]["containers"][0]["resources"][
+                "limits"]["tensor-fusion.ai/vgpu"] == "1")
+            env.kubectl("patch", "pod", w["metadata"]["name"], "-n", "ml", "--subresource=status",
+                        "--type=merge", "-p", json.dumps({"status": {
+                            "phase": "Running", "podIP": "10.1.2.3"}}))
+            url = wait_for("connection URL", lambda: json.loads(urllib.request.urlopen(
+                "http://127.0.0.1:%d/api/connection?name=client&namespace=ml" % hport,
+                timeout=2).read())["workerURL"])
+            check("/api/connection returns the worker", url == "tcp://10.1.2.3:8001", url)
+        try:
+            urllib.request.urlopen("http://127.0.0.1:%d/api/connection?name=nope&namespace=ml"
+                                   % hport, timeout=2)
+            check("unknown connection is 404", False)
+        except urllib.error.HTTPError as e:
+            check("unknown connection is 404", e.code == 404)
+
+        # Quota usage.
+        env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUResourceQuota",
+                   "metadata": {"name": "ml-quota", "namespace": "ml"},
+                   "spec": {"total": {"requests": {"tflops": "1000", "vram": "400Gi"},
+                                      "maxWorkers": 10}}})
+        q = wait_for("quota usage", lambda: (lambda o: o if o and o.get("status", {}).get(
+            "used") else None)(env.get("gpuresourcequota", "ml-quota", "-n", "ml")))
+        if q:
+            check("quota used requests", q["status"]["used"]["requests"]["tflops"] == "150" and
+                  q["status"]["used"]["workers"] == 2, q["status"])
+
+        # Clean shutdown releases the lease for a standby.
+        ctl.send_signal(signal.SIGTERM)
+        check("controller exits cleanly", ctl.wait(timeout=20) == 0)
+        ctl = None
+        lease = env.get("lease", "tensor-fusion-controller", "-n", "tensor-fusion-sys")
+        check("lease released", lease and lease["spec"]["holderIdentity"] == "", lease)
+    finally:
+        if ctl:
+            ctl.kill()
+            ctl.wait()
+        if fake:
+            fake.terminate()
+            fake.wait()
+        if failed:
+            try:
+                print(open(os.path.join(tmp, "controller.log")).read()[-6000:])
+            except OSError:
+                pass
+        shutil.rmtree(tmp, ignore_errors=True)
+    print("controller e2e: %d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,358 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The scheduler extender on the core allocator, with its inventory in the in-memory API
+ * server: filter reasons, prioritize scores, bind writing gpu-ids/container-gpus and the
+ * Binding, rollback when the Binding fails, many concurrent binds never over-allocating,
+ * allocations rebuilt from pod annotations after a restart, release on delete.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/err.h"
+#include "common/yamljson.h"
+#include "controller/extender.h"
+#include "controller/k8s/informer.h"
+#include "harness.h"
+
+static struct fake_api fake;
+
+struct rig {
+    struct tf_informer *pods, *gpus, *pools, *templates, *quotas;
+    struct tf_extender *x;
+};
+
+static void create(const struct tf_k8s_resource *res, const char *ns, const char *json)
+{
+    char err[256];
+    json_object *o = jparse(json);
+    if (tf_k8s_create(fake.client, res, ns, o, NULL, err, sizeof(err)))
+        fail_msg("create: %s", err);
+    json_object_put(o);
+}
+
+static void gpu(const char *node, int idx, const char *vram)
+{
+    char buf[1024], err[256];
+    snprintf(buf, sizeof(buf), "{\"metadata\":{\"name\":\"%s-gpu-%d\"}}", node, idx);
+    create(&tf_k8s_gpus, NULL, buf);
+    snprintf(buf, sizeof(buf),
+             "{\"status\":{\"uuid\":\"GPU-%s-%d\",\"gpuModel\":\"A100-80GB\",\"index\":%d,"
+             "\"phase\":\"Running\",\"capacity\":{\"tflops\":\"312\",\"vram\":\"%s\"},"
+             "\"nodeSelector\":{\"kubernetes.io/hostname\":\"%s\"}}}",
+             node, idx, idx, vram, node);
+    json_object *p = jparse(buf);
+    snprintf(buf, sizeof(buf), "%s-gpu-%d", node, idx);
+    if (tf_k8s_merge_patch(fake.client, &tf_k8s_gpus, NULL, buf, "status", p, NULL, err,
+                           sizeof(err)))
+        fail_msg("gpu status: %s", err);
+    json_object_put(p);
+}
+
+/* A pod as the webhook leaves it: label + normalised annotations. */
+static void pod(const char *name, const char *vram, const char *extra_ann)
+{
+    char buf[2048];
+    snprintf(
+        buf, sizeof(buf),
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
+        "\"tensor-fusion.ai/enabled\":\"true\",\"tensor-fusion.ai/component\":\"client\"},"
+        "\"annotations\":{\"tensor-fusion.ai/gpupool\":\"default-pool\","
+        "\"tensor-fusion.ai/isolation\":\"soft\",\"tensor-fusion.ai/tflops-request\":\"50\","
+        "\"tensor-fusion.ai/tflops-limit\":\"100\",\"tensor-fusion.ai/vram-request\":\"%s\","
+        "\"tensor-fusion.ai/vram-limit\":\"%s\",\"tensor-fusion.ai/inject-container\":\"app\"%s}},"
+        "\"spec\":{\"schedulerName\":"
+        "\"tensor-fusion-scheduler\",\"containers\":[{\"name\":\"app\",\"image\":\"x\"},"
+        "{\"name\":\"side\",\"image\":\"y\"}]}}",
+        name, vram, vram, extra_ann ? extra_ann : "");
+    create(&tf_k8s_pods, "ml", buf);
+}
+
+static struct tf_informer *start(const struct tf_k8s_resource *res,
+                                 const struct tf_informer_handlers *h)
+{
+    struct tf_informer *inf = tf_informer_new(fake.client, res, NULL, NULL, NULL, h);
+    assert_int_equal(tf_informer_start(inf, 60), 0);
+    assert_true(tf_informer_wait_synced(inf, 5000));
+    return inf;
+}
+
+static void rig_up(struct rig *r)
+{
+    r->x = tf_extender_new(fake.client, "default-pool", "dynamic");
+    struct tf_informer_handlers ph = tf_extender_pod_handlers(r->x);
+    struct tf_informer_handlers ih = tf_extender_inventory_handlers(r->x);
+    r->pods = start(&tf_k8s_pods, &ph);
+    r->gpus = start(&tf_k8s_gpus, &ih);
+    r->pools = start(&tf_k8s_gpupools, &ih);
+    r->templates = start(&tf_k8s_schedulingconfigtemplates, &ih);
+    r->quotas = start(&tf_k8s_gpuresourcequotas, &ih);
+    struct tf_extender_sources src = {r->pods, r->gpus, r->pools, r->templates, r->quotas};
+    tf_extender_set_sources(r->x, &src);
+}
+
+static void rig_down(struct rig *r)
+{
+    tf_informer_destroy(r->pods);
+    tf_informer_destroy(r->gpus);
+    tf_informer_destroy(r->pools);
+    tf_informer_destroy(r->templates);
+    tf_informer_destroy(r->quotas);
+    tf_extender_destroy(r->x);
+}
+
+static json_object *call(struct rig *r, const char *verb, const char *body)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/scheduler/%s", verb);
+    struct tf_http_req req = {"POST", path, body, strlen(body), NULL};
+    struct tf_http_resp resp = {200, NULL, NULL};
+    assert_true(tf_extender_handle(r->x, &req, &resp));
+    assert_int_equal(resp.status, 200);
+    json_object *o = jparse(resp.body);
+    free(resp.body);
+    return o;
+}
+
+static json_object *get_pod(const char *name)
+{
+    char err[256];
+    json_object *o = NULL;
+    assert_int_equal(tf_k8s_get(fake.client, &tf_k8s_pods, "ml", name, &o, err, sizeof(err)), 0);
+    return o;
+}
+
+static char *args_for(const char *name, const char *nodes)
+{
+    json_object *p = get_pod(name);
+    char *buf = malloc(65536);
+    snprintf(buf, 65536, "{\"Pod\":%s,\"Nodes\":null,\"NodeNames\":%s}",
+             json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN), nodes);
+    json_object_put(p);
+    return buf;
+}
+
+static const char *bind_err(struct rig *r, const char *name, const char *node)
+{
+    static char keep[8][1024];
+    static int slot;
+    char body[512];
+    snprintf(body, sizeof(body),
+             "{\"PodName\":\"%s\",\"PodNamespace\":\"ml\",\"PodUID\":\"\",\"Node\":\"%s\"}", name,
+             node);
+    json_object *o = call(r, "bind", body);
+    char *k = keep[slot++ % 8];
+    snprintf(k, 1024, "%s", tf_json_str(o, "Error", NULL));
+    json_object_put(o);
+    return k;
+}
+
+static int setup(void **state)
+{
+    if (fake_start(&fake, NULL))
+        return -1;
+    create(&tf_k8s_namespaces, NULL, "{\"metadata\":{\"name\":\"ml\"}}");
+    create(&tf_k8s_gpupools, NULL,
+           "{\"metadata\":{\"name\":\"default-pool\"},\"spec\":{\"capacityConfig\":{"
+           "\"oversubscription\":{\"tflopsOversellRatio\":500}},\"schedulingConfigTemplate\":"
+           "\"tpl\"}}");
+    create(&tf_k8s_schedulingconfigtemplates, NULL,
+           "{\"metadata\":{\"name\":\"tpl\"},\"spec\":{\"placement\":{\"mode\":"
+           "\"CompactFirst\"}}}");
+    gpu("node-a", 0, "80Gi");
+    gpu("node-a", 1, "80Gi");
+    gpu("node-b", 0, "80Gi");
+    gpu("node-b", 1, "80Gi");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fake_stop(&fake);
+    return 0;
+}
+
+static void filter_returns_allocator_reasons_for_nodes_that_do_not_fit(void **state)
+{
+    struct rig r;
+    rig_up(&r);
+    pod("small", "40Gi", NULL);
+    pod("huge", "100Gi", NULL);
+    char *args = args_for("small", "[\"node-a\",\"node-b\",\"cpu-node\"]");
+    json_object *o = call(&r, "filter", args);
+    free(args);
+    json_object *ok = tf_json_path(o, "NodeNames", NULL);
+    assert_int_equal(json_object_array_length(ok), 2);
+    const char *why = tf_json_str(o, "FailedNodes", "cpu-node", NULL);
+    assert_non_null(why);
+    assert_non_null(strstr(why, "no TensorFusion GPUs"));
+    json_object_put(o);
+    args = args_for("huge", "[\"node-a\",\"node-b\"]");
+    o = call(&r, "filter", args);
+    free(args);
+    assert_int_equal(json_object_array_length(tf_json_path(o, "NodeNames", NULL)), 0);
+    why = tf_json_str(o, "FailedNodes", "node-a", NULL);
+    assert_non_null(why);
+    if (!strstr(why, "VRAM") && !strstr(why, "vram"))
+        fail_msg("reason lacks VRAM: %s", why);
+    json_object_put(o);
+    args = args_for("small", "[\"node-a\",\"node-b\"]");
+    o = call(&r, "prioritize", args);
+    free(args);
+    assert_int_equal(json_object_array_length(o), 2);
+    for (int i = 0; i < 2; i++) {
+        json_object *hp = json_object_array_get_idx(o, (size_t)i);
+        int s = json_object_get_int(tf_json_path(hp, "Score", NULL));
+        assert_true(s >= 0 && s <= 10);
+        assert_non_null(tf_json_str(hp, "Host", NULL));
+    }
+    json_object_put(o);
+    rig_down(&r);
+}
+
+static void bind_records_gpu_ids_and_binds_then_restart_rebuilds(void **state)
+{
+    struct rig r;
+    rig_up(&r);
+    pod("bound-1", "60Gi", NULL);
+    assert_string_equal(bind_err(&r, "bound-1", "node-a"), "");
+    json_object *p = get_pod("bound-1");
+    assert_string_equal(tf_json_str(p, "spec", "nodeName", NULL), "node-a");
+    const char *ids = tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/gpu-ids", NULL);
+    assert_non_null(ids);
+    assert_non_null(strstr(ids, "GPU-node-a-"));
+    json_object *cg =
+        jparse(tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/container-gpus", NULL));
+    assert_string_equal(
+        json_object_get_string(json_object_array_get_idx(tf_json_path(cg, "app", NULL), 0)), ids);
+    json_object_put(cg);
+    json_object_put(p);
+    assert_int_equal(tf_extender_allocations(r.x), 1);
+    assert_true(fake_count_requests(&fake, "POST /api/v1/namespaces/ml/events") >= 1);
+    rig_down(&r);
+
+    /* A restarted controller sees the allocation on the pod and does not double-book: node-a
+     * has one 80Gi GPU left, so one more 60Gi pod fits and a third does not. */
+    struct rig r2;
+    rig_up(&r2);
+    assert_int_equal(tf_extender_allocations(r2.x), 1);
+    pod("bound-2", "60Gi", NULL);
+    pod("bound-3", "60Gi", NULL);
+    assert_string_equal(bind_err(&r2, "bound-2", "node-a"), "");
+    const char *e = bind_err(&r2, "bound-3", "node-a");
+    assert_non_null(strstr(e, "cannot reserve GPUs on node-a"));
+    json_object *p3 = get_pod("bound-3");
+    assert_null(tf_json_str(p3, "spec", "nodeName", NULL));
+    assert_null(tf_json_str(p3, "metadata", "annotations", "tensor-fusion.ai/gpu-ids", NULL));
+    json_object_put(p3);
+    /* Deleting a pod gives its GPU back. */
+    char err[256];
+    assert_int_equal(tf_k8s_delete(fake.client, &tf_k8s_pods, "ml", "bound-1", err, sizeof(err)),
+                     0);
+    for (int i = 0; i < 200 && tf_extender_allocations(r2.x) != 1; i++)
+        usleep(10000);
+    assert_int_equal(tf_extender_allocations(r2.x), 1);
+    assert_string_equal(bind_err(&r2, "bound-3", "node-a"), "");
+    rig_down(&r2);
+}
+
+static void failed_binding_rolls_the_reservation_back(void **state)
+{
+    struct rig r;
+    rig_up(&r);
+    pod("preb", "70Gi", NULL);
+    /* Someone else bound the pod already: the Binding POST answers 409. */
+    char err[256];
+    assert_int_equal(tf_k8s_bind(fake.client, "ml", "preb", NULL, "node-b", err, sizeof(err)), 0);
+    int before = tf_extender_allocations(r.x);
+    const char *e = bind_err(&r, "preb", "node-b");
+    assert_non_null(strstr(e, "binding to node-b failed"));
+    assert_int_equal(tf_extender_allocations(r.x), before);
+    json_object *p = get_pod("preb");
+    assert_null(tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/gpu-ids", NULL));
+    json_object_put(p);
+    rig_down(&r);
+}
+
+struct binder {
+    struct rig *r;
+    char name[32];
+    bool ok;
+};
+
+static void *bind_thread(void *arg)
+{
+    struct binder *b = arg;
+    char body[256];
+    snprintf(body, sizeof(body),
+             "{\"PodName\":\"%s\",\"PodNamespace\":\"ml\",\"PodUID\":\"\",\"Node\":\"node-b\"}",
+             b->name);
+    struct tf_http_req req = {"POST", "/scheduler/bind", body, strlen(body), NULL};
+    struct tf_http_resp resp = {200, NULL, NULL};
+    tf_extender_handle(b->r->x, &req, &resp);
+    b->ok = resp.body && strstr(resp.body, "\"Error\":\"\"") != NULL;
+    free(resp.body);
+    return NULL;
+}
+
+static void concurrent_binds_never_over_allocate(void **state)
+{
+    struct rig r;
+    rig_up(&r);
+    /* node-b: two 80Gi GPUs, one maybe taken by the rollback test's external bind (no
+     * allocation recorded there). 50Gi pods: at most one per GPU. */
+    enum { N = 8 };
+    struct binder b[N];
+    pthread_t t[N];
+    for (int i = 0; i < N; i++) {
+        b[i].r = &r;
+        snprintf(b[i].name, sizeof(b[i].name), "race-%d", i);
+        pod(b[i].name, "50Gi", NULL);
+    }
+    int before = tf_extender_allocations(r.x);
+    for (int i = 0; i < N; i++)
+        pthread_create(&t[i], NULL, bind_thread, &b[i]);
+    int won = 0;
+    for (int i = 0; i < N; i++) {
+        pthread_join(t[i], NULL);
+        won += b[i].ok;
+    }
+    assert_int_equal(won, 2);
+    assert_int_equal(tf_extender_allocations(r.x), before + 2);
+    rig_down(&r);
+}
+
+static void unmanaged_pods_pass_every_node(void **state)
+{
+    struct rig r;
+    rig_up(&r);
+    create(&tf_k8s_pods, "ml",
+           "{\"metadata\":{\"name\":\"plain\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+    char *args = args_for("plain", "[\"node-a\",\"cpu-node\"]");
+    json_object *o = call(&r, "filter", args);
+    free(args);
+    assert_int_equal(json_object_array_length(tf_json_path(o, "NodeNames", NULL)), 2);
+    json_object_put(o);
+    assert_string_equal(bind_err(&r, "plain", "cpu-node"), "");
+    rig_down(&r);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(filter_returns_allocator_reasons_for_nodes_that_do_not_fit),
+        cmocka_unit_test(bind_records_gpu_ids_and_binds_then_restart_rebuilds),
+        cmocka_unit_test(failed_binding_rolls_the_reservation_back),
+        cmocka_unit_test(concurrent_binds_never_over_allocate),
+        cmocka_unit_test(unmanaged_pods_pass_every_node),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Test-only: a CUDA driver-API program run under LD_PRELOAD=libtf_limiter.so by
+ * test_limiter (against the fake driver) and the simulated-GPU tests. It links libcuda.so.1
+ * like an ordinary app; NVML and the cuGetProcAddress path go through dlopen/dlsym the way
+ * CUDA runtimes do. One scenario per run (argv[1]); results are printed as key=value lines,
+ * failures exit non-zero with a message.
+ *   vram                 allocation entry points against the limit, rollback, memory info
+ *   meminfo              cuMemGetInfo / cuDeviceTotalMem of device 0
+ *   procaddr             cuMemAlloc resolved via dlsym("cuGetProcAddress") + cuGetProcAddress
+ *   hold MIB [SECS]      allocate MIB on device 0, print held=1, sleep (default 30 s)
+ *   fill CHUNK_MIB       allocate CHUNK_MIB blocks until OOM, print how many
+ *   devices              device count and UUIDs
+ *   nvml                 NVML device count and memory info (dlopen libnvidia-ml.so.1)
+ *   launch N [PTX]       N launches (of spin_ns from PTX if given, else a NULL function)
+ *   graph K N            a graph of K kernel nodes launched N times
+ *   rollback             a driver-side allocation failure (fake driver fault) gives the
+ *                        reservation back
+ *   fillslow CHUNK MS N  N attempts, one every MS ms, to allocate CHUNK MiB; prints ok=count
+ */
+#include <cuda.h>
+#undef cuGetProcAddress
+
+#define NVML_NO_UNVERSIONED_FUNC_DEFS
+#include "sim/nvml_abi.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MiB (1ull << 20)
+
+static void die(const char *what, CUresult rc)
+{
+    const char *name = "?";
+    cuGetErrorName(rc, &name);
+    fprintf(stderr, "lim_host: %s: %s (%d)\n", what, name, (int)rc);
+    exit(1);
+}
+
+#define CK(call)                                                                                   \
+    do {                                                                                           \
+        CUresult rc_ = (call);                                                                     \
+        if (rc_ != CUDA_SUCCESS)                                                                   \
+            die(#call, rc_);                                                                       \
+    } while (0)
+
+static CUcontext setup(void)
+{
+    CUdevice d;
+    CUcontext c;
+    CK(cuInit(0));
+    CK(cuDeviceGet(&d, 0));
+    CK(cuDevicePrimaryCtxRetain(&c, d));
+    CK(cuCtxSetCurrent(c));
+    return c;
+}
+
+static const char *errname(CUresult rc)
+{
+    const char *n = "?";
+    cuGetErrorName(rc, &n);
+    return n;
+}
+
+static int scenario_vram(void)
+{
+    setup();
+    size_t free0, total;
+    CK(cuMemGetInfo(&free0, &total));
+    printf("total=%zu\nfree=%zu\n", total, free0);
+    /* Beyond the limit fails, and the app keeps working. */
+    CUdeviceptr big;
+    CUresult rc = cuMemAlloc(&big, total + MiB);
+    printf("over_limit=%s\n", errname(rc));
+    CUdeviceptr a, b, m, p;
+    CK(cuMemAlloc(&a, total / 4));
+    CK(cuMemAllocManaged(&m, total / 4, CU_MEM_ATTACH_GLOBAL));
+    size_t pitch;
+    CK(cuMemAllocPitch(&p, &pitch, 1000, 1024, 4));
+    size_t f1, t1;
+    CK(cuMemGetInfo(&f1, &t1));
+    printf("used_after_three=%zu\npitch=%zu\n", free0 - f1, pitch);
+    rc = cuMemAlloc(&b, total / 2);
+    printf("half_more=%s\n", errname(rc));
+    CK(cuMemFree(a));
+    CK(cuMemAlloc(&b, total / 4));
+    CK(cuMemFree(b));
+    CK(cuMemFree(m));
+    CK(cuMemFree(p));
+    size_t f2, t2;
+    CK(cuMemGetInfo(&f2, &t2));
+    printf("free_at_end=%zu\n", f2);
+    return 0;
+}
+
+static int scenario_meminfo(void)
+{
+    setup();
+    size_t free, total, dtotal;
+    CK(cuMemGetInfo(&free, &total));
+    CK(cuDeviceTotalMem(&dtotal, 0));
+    printf("free=%zu\ntotal=%zu\ndevice_total=%zu\n", free, total, dtotal);
+    return 0;
+}
+
+static int scenario_procaddr(void)
+{
+    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "lim_host: dlopen: %s\n", dlerror());
+        return 1;
+    }
+    CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
+        (CUresult(*)(const char *, void **, int, cuuint64_t,
+                     CUdriverProcAddressQueryResult *))dlsym(h, "cuGetProcAddress_v2");
+    if (!gpa) {
+        fprintf(stderr, "lim_host: no cuGetProcAddress_v2\n");
+        return 1;
+    }
+    CUresult (*init)(unsigned) = NULL;
+    CUresult (*alloc)(CUdeviceptr *, size_t) = NULL;
+    CUresult (*info)(size_t *, size_t *) = NULL;
+    CUdriverProcAddressQueryResult st;
+    CK(gpa("cuInit", (void **)&init, 12000, 0, &st));
+    CK(gpa("cuMemAlloc", (void **)&alloc, 12000, 0, &st));
+    CK(gpa("cuMemGetInfo", (void **)&info, 12000, 0, &st));
+    CK(init(0));
+    CUdevice d;
+    CUcontext c;
+    CK(cuDeviceGet(&d, 0));
+    CK(cuDevicePrimaryCtxRetain(&c, d));
+    CK(cuCtxSetCurrent(c));
+    size_t free, total;
+    CK(info(&free, &total));
+    CUdeviceptr p;
+    printf("total=%zu\n", total);
+    printf("over_limit=%s\n", errname(alloc(&p, total + MiB)));
+    printf("within=%s\n", errname(alloc(&p, total / 2)));
+    printf("same_as_dlsym=%d\n", (void *)alloc == dlsym(h, "cuMemAlloc_v2"));
+    return 0;
+}
+
+static int scenario_hold(int argc, char **argv)
+{
+    setup();
+    unsigned long mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 1;
+    int secs = argc > 3 ? atoi(argv[3]) : 30;
+    CUdeviceptr p;
+    CUresult rc = cuMemAlloc(&p, mib * MiB);
+    printf("held=%d\nrc=%s\n", rc == CUDA_SUCCESS, errname(rc));
+    fflush(stdout);
+    sleep((unsigned)secs);
+    return 0;
+}
+
+static int scenario_fill(int argc, char **argv)
+{
+    setup();
+    unsigned long mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
+    int n = 0;
+    CUdeviceptr p;
+    while (n < 100000 && cuMemAlloc(&p, mib * MiB) == CUDA_SUCCESS)
+        n++;
+    printf("chunks=%d\n", n);
+    return 0;
+}
+
+static int scenario_rollback(void)
+{
+    setup();
+    size_t free0, free1, total;
+    CK(cuMemGetInfo(&free0, &total));
+    CUdeviceptr p;
+    CUresult rc = cuMemAlloc(&p, 64 * MiB);
+    CK(cuMemGetInfo(&free1, &total));
+    printf("first=%s\nfree_unchanged=%d\n", errname(rc), free0 == free1);
+    printf("second=%s\n", errname(cuMemAlloc(&p, 64 * MiB)));
+    return 0;
+}
+
+static int scenario_fillslow(int argc, char **argv)
+{
+    setup();
+    unsigned long mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
+    long ms = argc > 3 ? atol(argv[3]) : 100;
+    int n = argc > 4 ? atoi(argv[4]) : 10, ok = 0;
+    for (int i = 0; i < n; i++) {
+        CUdeviceptr p;
+        if (cuMemAlloc(&p, mib * MiB) == CUDA_SUCCESS)
+            ok++;
+        printf("step%d=%d\n", i, ok);
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    printf("ok=%d\n", ok);
+    return 0;
+}
+
+static int scenario_devices(void)
+{
+    CK(cuInit(0));
+    int n;
+    CK(cuDeviceGetCount(&n));
+    printf("count=%d\n", n);
+    for (int i = 0; i < n; i++) {
+        CUdevice d;
+        CUuuid u;
+        CK(cuDeviceGet(&d, i));
+        CK(cuDeviceGetUuid(&u, d));
+        printf("uuid%d=", i);
+        for (int k = 0; k < 16; k++)
+            printf("%02x", (unsigned char)u.bytes[k]);
+        printf("\n");
+    }
+    CUdevice d;
+    printf("beyond=%s\n", errname(cuDeviceGet(&d, n)));
+    return 0;
+}
+
+static int scenario_nvml(void)
+{
+    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "lim_host: dlopen nvml: %s\n", dlerror());
+        return 1;
+    }
+    nvmlReturn_t (*init)(void) = (nvmlReturn_t(*)(void))dlsym(h, "nvmlInit_v2");
+    nvmlReturn_t (*count)(unsigned *) =
+        (nvmlReturn_t(*)(unsigned *))dlsym(h, "nvmlDeviceGetCount_v2");
+    nvmlReturn_t (*byidx)(unsigned, nvmlDevice_t *) =
+        (nvmlReturn_t(*)(unsigned, nvmlDevice_t *))dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+    nvmlReturn_t (*meminfo)(nvmlDevice_t, nvmlMemory_t *) =
+        (nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_t *))dlsym(h, "nvmlDeviceGetMemoryInfo");
+    nvmlReturn_t (*meminfo2)(nvmlDevice_t, nvmlMemory_v2_t *) =
+        (nvmlReturn_t(*)(nvmlDevice_t, nvmlMemory_v2_t *))dlsym(h, "nvmlDeviceGetMemoryInfo_v2");
+    if (!init || !count || !byidx || !meminfo || init() != NVML_SUCCESS) {
+        fprintf(stderr, "lim_host: NVML entry points missing\n");
+        return 1;
+    }
+    unsigned n = 0;
+    count(&n);
+    printf("nvml_count=%u\n", n);
+    for (unsigned i = 0; i < n; i++) {
+        nvmlDevice_t d;
+        nvmlMemory_t m;
+        if (byidx(i, &d) != NVML_SUCCESS || meminfo(d, &m) != NVML_SUCCESS)
+            return 1;
+        printf("nvml_total%u=%llu\nnvml_used%u=%llu\nnvml_free%u=%llu\n", i, m.total, i, m.used, i,
+               m.free);
+        if (meminfo2) {
+            nvmlMemory_v2_t m2 = {.version = nvmlMemory_v2};
+            if (meminfo2(d, &m2) == NVML_SUCCESS)
+                printf("nvml2_total%u=%llu\nnvml2_used%u=%llu\n", i, m2.total, i, m2.used);
+        }
+    }
+    return 0;
+}
+
+/* Optional driver functions (not every driver has them): looked up at run time. */
+static void *sym(const char *name)
+{
+    void *p = dlsym(RTLD_DEFAULT, name);
+    if (!p) {
+        fprintf(stderr, "lim_host: the driver has no %s\n", name);
+        exit(1);
+    }
+    return p;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int scenario_launch(int argc, char **argv)
+{
+    setup();
+    long n = argc > 2 ? atol(argv[2]) : 100;
+    CUfunction f = NULL;
+    CUdeviceptr done = 0;
+    unsigned long long ns = 1000;
+    void *params[2] = {&ns, &done};
+    if (argc > 3) {
+        FILE *fp = fopen(argv[3], "rb");
+        if (!fp)
+            return 1;
+        static char ptx[1 << 20];
+        size_t len = fread(ptx, 1, sizeof(ptx) - 1, fp);
+        fclose(fp);
+        ptx[len] = 0;
+        CUmodule mod;
+        CUresult (*load)(CUmodule *, const void *) =
+            (CUresult(*)(CUmodule *, const void *))sym("cuModuleLoadData");
+        CUresult (*getf)(CUfunction *, CUmodule, const char *) =
+            (CUresult(*)(CUfunction *, CUmodule, const char *))sym("cuModuleGetFunction");
+        CK(load(&mod, ptx));
+        CK(getf(&f, mod, "spin_ns"));
+        CK(cuMemAlloc(&done, 8));
+    }
+    double t0 = now_s();
+    for (long i = 0; i < n; i++)
+        CK(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, params, NULL));
+    double t1 = now_s();
+    printf("launches=%ld\nseconds=%.3f\n", n, t1 - t0);
+    return 0;
+}
+
+static int scenario_graph(int argc, char **argv)
+{
+    setup();
+    int k = argc > 2 ? atoi(argv[2]) : 4, n = argc > 3 ? atoi(argv[3]) : 10;
+    CUresult (*create)(CUgraph *, unsigned) =
+        (CUresult(*)(CUgraph *, unsigned))sym("cuGraphCreate");
+    CUresult (*add)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                    const CUDA_KERNEL_NODE_PARAMS *) =
+        (CUresult(*)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                     const CUDA_KERNEL_NODE_PARAMS *))sym("cuGraphAddKernelNode_v2");
+    CUresult (*inst)(CUgraphExec *, CUgraph, unsigned long long) =
+        (CUresult(*)(CUgraphExec *, CUgraph, unsigned long long))sym("cuGraphInstantiateWithFlags");
+    CUresult (*launch)(CUgraphExec, CUstream) =
+        (CUresult(*)(CUgraphExec, CUstream))sym("cuGraphLaunch");
+    CUresult (*destroy)(CUgraphExec) = (CUresult(*)(CUgraphExec))sym("cuGraphExecDestroy");
+    CUresult (*gdestroy)(CUgraph) = (CUresult(*)(CUgraph))sym("cuGraphDestroy");
+    CUgraph g;
+    CK(create(&g, 0));
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof(kp));
+    for (int i = 0; i < k; i++) {
+        CUgraphNode node;
+        CK(add(&node, g, NULL, 0, &kp));
+    }
+    CUgraphExec e;
+    CK(inst(&e, g, 0));
+    double t0 = now_s();
+    for (int i = 0; i < n; i++)
+        CK(launch(e, NULL));
+    printf("graph_launches=%d\nseconds=%.3f\n", n, now_s() - t0);
+    CK(destroy(e));
+    CK(gdestroy(g));
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: lim_host SCENARIO [ARGS]\n");
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *s = argv[1];
+    if (!strcmp(s, "vram"))
+        return scenario_vram();
+    if (!strcmp(s, "meminfo"))
+        return scenario_meminfo();
+    if (!strcmp(s, "procaddr"))
+        return scenario_procaddr();
+    if (!strcmp(s, "hold"))
+        return scenario_hold(argc, argv);
+    if (!strcmp(s, "fill"))
+        return scenario_fill(argc, argv);
+    if (!strcmp(s, "devices"))
+        return scenario_devices();
+    if (!strcmp(s, "nvml"))
+        return scenario_nvml();
+    if (!strcmp(s, "launch"))
+        return scenario_launch(argc, argv);
+    if (!strcmp(s, "graph"))
+        return scenario_graph(argc, argv);
+    if (!strcmp(s, "rollback"))
+        return scenario_rollback();
+    if (!strcmp(s, "fillslow"))
+        return scenario_fillslow(argc, argv);
+    fprintf(stderr, "lim_host: unknown scenario %s\n", s);
+    return 2;
+}

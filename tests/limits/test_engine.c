@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The limit engine with a scripted usage source: GPU time attributed to the right workload
+ * by PID (also across PID namespaces), launches counted across a workload's processes, the
+ * true-up debit, live limit changes, dead processes reclaimed, heartbeat, and the warning
+ * when a workload's processes cannot be found in the usage data (the HAMi-core failure
+ * where enforcement silently stopped).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/err.h"
+#include "limits/bucket.h"
+#include "limits/engine.h"
+#include "limits/proc.h"
+#include "limits/shm.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MS UINT64_C(1000000)
+#define GiB (UINT64_C(1) << 30)
+
+/* Scripted source: every sample reports these per-PID figures for a 100 ms window. */
+struct script {
+    int calls;
+    int nproc;
+    struct tf_usage_proc proc[4];
+    bool no_busy;
+};
+
+static int script_sample(void *ctx, const uint8_t uuid[16], unsigned ordinal, uint64_t now_ns,
+                         struct tf_usage_dev *out)
+{
+    struct script *s = ctx;
+    memset(out, 0, sizeof(*out));
+    s->calls++;
+    out->window_ns = 100 * MS;
+    out->util_bp = 9000;
+    out->have_busy = !s->no_busy;
+    out->have_mem = true;
+    out->nproc = s->nproc;
+    memcpy(out->proc, s->proc, sizeof(s->proc));
+    return 0;
+}
+
+static struct tf_shm_region *region(uint32_t bp)
+{
+    struct tf_shm_config c;
+    memset(&c, 0, sizeof(c));
+    snprintf(c.name, sizeof(c.name), "ns/pod");
+    c.ndev = 1;
+    c.dev[0].flags =
+        TF_SHM_DEV_PRESENT | TF_SHM_DEV_VRAM_LIMIT | (bp ? TF_SHM_DEV_COMPUTE_LIMIT : 0);
+    c.dev[0].compute_limit_bp = bp;
+    c.dev[0].vram_limit = 4 * GiB;
+    void *p = mmap(NULL, TF_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(p != MAP_FAILED);
+    tf_shm_format(p, &c, 1);
+    return p;
+}
+
+static struct tf_engine *engine(struct script *s, uint64_t pidns)
+{
+    struct tf_engine_opts o = {
+        .period_ms = 100,
+        .usage = {.sample = script_sample, .ctx = s},
+        .self_owner = tf_proc_self_owner(),
+        .pidns = pidns,
+    };
+    struct tf_engine *e = tf_engine_new(&o);
+    assert_non_null(e);
+    return e;
+}
+
+static void gpu_time_is_attributed_to_the_workload_by_pid(void **state)
+{
+    struct tf_shm_region *r = region(3000);
+    int slot = tf_shm_pid_claim(r, tf_proc_self_owner(), tf_proc_pidns(0));
+    assert_true(slot >= 0);
+    struct script s = {.nproc = 2,
+                       .proc = {{.pid = (uint32_t)getpid(), .busy_ns = 30 * MS, .mem = GiB},
+                                {.pid = 1, .busy_ns = 60 * MS, .mem = 2 * GiB}}};
+    struct tf_engine *e = engine(&s, tf_proc_pidns(0));
+    int id = tf_engine_add(e, r, "ns/pod");
+    assert_true(id >= 0);
+    atomic_fetch_add(&r->pid[slot].launches[0], 60); /* 60 launches of 500 us estimated */
+    atomic_fetch_add(&r->dev[0].throttle_count, 1);
+    int64_t before = atomic_load(&r->dev[0].bucket.tokens);
+    tf_engine_step(e, 1000 * MS);
+    struct tf_engine_dev_stats st;
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_true(st.valid);
+    assert_int_equal(st.busy_ns, 30 * MS); /* pid 1 belongs to someone else */
+    assert_int_equal(st.launches, 60);
+    assert_int_equal(st.share_bp, 3000);
+    assert_true(st.throttled);
+    assert_int_equal(atomic_load(&r->pid[slot].host_pid), (uint32_t)getpid());
+    assert_int_equal(atomic_load(&r->dev[0].vram_observed), GiB);
+    assert_int_equal(atomic_load(&r->dev[0].util_bp), 9000);
+    assert_int_equal(atomic_load(&r->dev[0].share_bp), 3000);
+    /* The launches were charged 60 x 500 us = 30 ms: exactly the GPU time, no true-up. */
+    assert_int_equal(atomic_load(&r->dev[0].bucket.tokens), before);
+    /* The heartbeat says the engine is alive. */
+    assert_int_equal(atomic_load(&r->hdr.heartbeat_ns), 1000 * MS);
+    assert_int_equal(atomic_load(&r->hdr.heartbeat_period_ms), 100);
+    assert_false(tf_shm_heartbeat_stale(r, 1500 * MS));
+    /* Next window: launches were under-estimated (10 launches, 30 ms): the debt is taken. */
+    atomic_fetch_add(&r->pid[slot].launches[0], 10);
+    tf_engine_step(e, 1100 * MS);
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_int_equal(st.launches, 10);
+    assert_true(atomic_load(&r->dev[0].bucket.tokens) <= before - (int64_t)(25 * MS));
+    tf_engine_destroy(e);
+    munmap(r, TF_SHM_SIZE);
+}
+
+static void process_in_a_container_pid_namespace_is_found(void **state)
+{
+    /* Pretend the engine lives in another PID namespace (a different inode): the slot's
+     * PID means nothing to it, and the process must be found among the usage source's
+     * PIDs by namespace inode + NSpid + start time. */
+    struct tf_shm_region *r = region(3000);
+    int slot = tf_shm_pid_claim(r, tf_proc_self_owner(), tf_proc_pidns(0));
+    struct script s = {
+        .nproc = 2,
+        .proc = {{.pid = 1, .busy_ns = 70 * MS}, {.pid = (uint32_t)getpid(), .busy_ns = 20 * MS}}};
+    struct tf_engine *e = engine(&s, 12345);
+    int id = tf_engine_add(e, r, "ns/pod");
+    tf_engine_step(e, 1000 * MS);
+    assert_int_equal(atomic_load(&r->pid[slot].host_pid), (uint32_t)getpid());
+    struct tf_engine_dev_stats st;
+    tf_engine_stats(e, id, 0, &st);
+    assert_int_equal(st.busy_ns, 20 * MS);
+    tf_engine_destroy(e);
+    munmap(r, TF_SHM_SIZE);
+}
+
+static void autoscaler_limit_change_reaches_the_bucket_next_step(void **state)
+{
+    struct tf_shm_region *r = region(3000);
+    int slot = tf_shm_pid_claim(r, tf_proc_self_owner(), tf_proc_pidns(0));
+    struct script s = {.nproc = 1, .proc = {{.pid = (uint32_t)getpid(), .busy_ns = 30 * MS}}};
+    struct tf_engine *e = engine(&s, tf_proc_pidns(0));
+    tf_engine_add(e, r, "ns/pod");
+    for (int k = 0; k < 5; k++) {
+        atomic_fetch_add(&r->pid[slot].launches[0], 60);
+        atomic_fetch_add(&r->dev[0].throttle_count, 1);
+        tf_engine_step(e, (1000 + 100 * (uint64_t)k) * MS);
+    }
+    uint64_t rate = atomic_load(&r->dev[0].bucket.rate);
+    assert_in_range(rate, 280 * MS, 320 * MS);
+    assert_int_equal(tf_shm_set_limits(r, 0, TF_SHM_DEV_COMPUTE_LIMIT, 6000, 0), 0);
+    s.proc[0].busy_ns = 30 * MS; /* still at the old share for one window */
+    atomic_fetch_add(&r->pid[slot].launches[0], 60);
+    atomic_fetch_add(&r->dev[0].throttle_count, 1);
+    tf_engine_step(e, 1500 * MS);
+    rate = atomic_load(&r->dev[0].bucket.rate);
+    assert_true(rate >= 560 * MS); /* bumpless: the feed-forward moved at once */
+    /* Limit removed: the engine leaves the bucket alone from then on. */
+    assert_int_equal(tf_shm_set_limits(r, 0, TF_SHM_DEV_VRAM_LIMIT, 0, GiB), 0);
+    tf_bucket_set(&r->dev[0].bucket, 12345, 678);
+    tf_engine_step(e, 1600 * MS);
+    assert_int_equal(atomic_load(&r->dev[0].bucket.rate), 12345);
+    tf_engine_destroy(e);
+    munmap(r, TF_SHM_SIZE);
+}
+
+static void killed_process_vram_is_reclaimed_by_the_engine(void **state)
+{
+    struct tf_shm_region *r = region(0);
+    pid_t kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        int slot = tf_shm_pid_claim(r, tf_proc_self_owner(), tf_proc_pidns(0));
+        _exit(tf_shm_vram_reserve(r, 0, slot, 3 * GiB) == 0 ? 0 : 1);
+    }
+    int st;
+    waitpid(kid, &st, 0);
+    assert_int_equal(WEXITSTATUS(st), 0);
+    assert_int_equal(atomic_load(&r->dev[0].vram_used), (int64_t)(3 * GiB));
+    /* The survivor can allocate only 1 GiB more until the engine notices. */
+    assert_int_equal(tf_shm_vram_reserve(r, 0, -1, 2 * GiB), TF_ENOSPC);
+    struct script s = {0};
+    struct tf_engine *e = engine(&s, tf_proc_pidns(0));
+    tf_engine_add(e, r, "ns/pod");
+    tf_engine_step(e, 1000 * MS);
+    assert_int_equal(atomic_load(&r->dev[0].vram_used), 0);
+    assert_int_equal(tf_shm_vram_reserve(r, 0, -1, 2 * GiB), 0);
+    tf_engine_destroy(e);
+    munmap(r, TF_SHM_SIZE);
+}
+
+static void unattributable_workload_is_reported_not_silently_unlimited(void **state)
+{
+    struct tf_shm_region *r = region(2000);
+    int slot = tf_shm_pid_claim(r, tf_proc_self_owner(), tf_proc_pidns(0));
+    /* The usage source knows only somebody else. */
+    struct script s = {.nproc = 1, .proc = {{.pid = 1, .busy_ns = 90 * MS}}};
+    struct tf_engine *e = engine(&s, tf_proc_pidns(0));
+    int id = tf_engine_add(e, r, "ns/pod");
+    struct tf_engine_dev_stats st;
+    for (int k = 0; k < TF_LIMIT_BLIND_WINDOWS + 2; k++) {
+        atomic_fetch_add(&r->pid[slot].launches[0], 100);
+        atomic_fetch_add(&r->dev[0].throttle_count, 1);
+        tf_engine_step(e, (1000 + 100 * (uint64_t)k) * MS);
+    }
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_true(st.blind);
+    /* Enforcement continues at the feed-forward rate: never unlimited, never wound up. */
+    uint64_t rate = atomic_load(&r->dev[0].bucket.rate);
+    assert_in_range(rate, 150 * MS, 250 * MS);
+    tf_engine_destroy(e);
+    munmap(r, TF_SHM_SIZE);
+}
+
+static void no_usage_data_keeps_the_feed_forward(void **state)
+{
+    struct tf_shm_region *r = region(4000);
+    struct script s = {.no_busy = true};
+    struct tf_engine *e = engine(&s, tf_proc_pidns(0));
+    tf_engine_add(e, r, "ns/pod");
+    tf_engine_step(e, 1000 * MS);
+    tf_engine_step(e, 1100 * MS);
+    assert_int_equal(atomic_load(&r->dev[0].bucket.rate), 400 * MS);
+    assert_int_equal(atomic_load(&r->hdr.heartbeat_ns), 1100 * MS);
+    tf_engine_destroy(e);
+    munmap(r, TF_SHM_SIZE);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gpu_time_is_attributed_to_the_workload_by_pid),
+        cmocka_unit_test(process_in_a_container_pid_namespace_is_found),
+        cmocka_unit_test(autoscaler_limit_change_reaches_the_bucket_next_step),
+        cmocka_unit_test(killed_process_vram_is_reclaimed_by_the_engine),
+        cmocka_unit_test(unattributable_workload_is_reported_not_silently_unlimited),
+        cmocka_unit_test(no_usage_data_keeps_the_feed_forward),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * tf-worker's transport without a GPU: handshake and token check, loopback ping-pong over TCP
+ * and unix sockets, malformed and hostile frames (closing that connection only), slow or
+ * silent clients, client limits and keepalives during long waits. The session handler here
+ * is a stand-in that answers FLUSH and simulates a long driver wait on CTX_SYNC.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <cuda.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "rawconn.h"
+#include "remote/worker/server.h"
+
+#define TOKEN "test-token-0123456789"
+
+static int hello_cb(void *arg, struct tf_msg_hello_rep *rep, struct tf_buf *tail)
+{
+    (void)arg;
+    (void)tail;
+    rep->status = CUDA_SUCCESS;
+    rep->ndev = 0;
+    return 0;
+}
+
+/* Echo session: FLUSH -> status 0; CTX_SYNC -> a 600 ms "driver wait", status 0; BATCH ->
+ * counted. Malformed frames end the session like the real one. */
+static void serve_cb(void *arg, struct tf_wconn *c)
+{
+    (void)arg;
+    for (;;) {
+        struct tf_msg_frame_hdr h;
+        const char *why = NULL;
+        int rc = tf_wconn_read_frame(c, &h, &why);
+        if (rc == TF_EIO)
+            return;
+        if (rc == 0 && h.opcode == TF_OP_BATCH) {
+            struct tf_proto_batch_iter it;
+            uint16_t op;
+            const uint8_t *b;
+            size_t n;
+            tf_proto_batch_begin(&it, c->payload.data, c->payload.len);
+            while ((rc = tf_proto_batch_next(&it, &op, &b, &n, &why)) == 1)
+                ;
+        } else if (rc == 0) {
+            const uint8_t *tail;
+            size_t tl;
+            rc = tf_proto_req_split(h.opcode, c->payload.data, c->payload.len, &tail, &tl, &why);
+            if (rc == 0 && h.opcode == TF_OP_CTX_SYNC) {
+                tf_wconn_wait_begin(c);
+                struct timespec d = {0, 600 * 1000 * 1000};
+                nanosleep(&d, NULL);
+                tf_wconn_wait_end(c);
+            }
+            if (rc == 0 && tf_proto_op(h.opcode)->kind == TF_PROTO_KIND_SYNC) {
+                uint8_t st[4] = {0};
+                rc = tf_wconn_send_frame(c, h.opcode, TF_PROTO_F_REPLY, h.req_id, st, 4, NULL, 0);
+            }
+        }
+        if (rc) {
+            tf_wconn_send_close(c, TF_PROTO_CLOSE_PROTOCOL, why ? why : "error");
+            return;
+        }
+    }
+}
+
+struct fixture {
+    struct tf_server *srv;
+};
+
+static struct tf_server *start(const char *listen, int max_clients, int hello_ms)
+{
+    struct tf_server_config cfg = {.listen = listen,
+                                   .token = (const uint8_t *)TOKEN,
+                                   .token_len = strlen(TOKEN),
+                                   .max_clients = max_clients,
+                                   .hello_timeout_ms = hello_ms,
+                                   .keepalive_ms = 150};
+    struct tf_server_handler h = {.hello = hello_cb, .serve = serve_cb};
+    struct tf_server *s = NULL;
+    char err[256];
+    int rc = tf_server_start(&cfg, &h, &s, err, sizeof(err));
+    if (rc)
+        fail_msg("server: %s", err);
+    return s;
+}
+
+static int flush(int fd, uint64_t req)
+{
+    uint8_t buf[64];
+    if (raw_send(fd, TF_OP_FLUSH, req, NULL, 0, NULL, 0) != 0)
+        return -1;
+    return raw_reply(fd, req, buf, sizeof(buf));
+}
+
+static void client_with_the_token_gets_answers_over_tcp(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 0, 0);
+    assert_int_equal(strncmp(tf_server_address(s), "tcp://127.0.0.1:", 16), 0);
+    int fd = raw_connect(tf_server_address(s));
+    assert_true(fd >= 0);
+    assert_int_equal(raw_hello(fd, TOKEN), CUDA_SUCCESS);
+    for (uint64_t i = 1; i <= 200; i++)
+        assert_int_equal(flush(fd, i + 1), 0);
+    close(fd);
+    tf_server_destroy(s);
+}
+
+static void client_with_the_token_gets_answers_over_a_unix_socket(void **state)
+{
+    char path[64], addr[80];
+    snprintf(path, sizeof(path), "/tmp/tf-transport-%d.sock", (int)getpid());
+    snprintf(addr, sizeof(addr), "unix://%s", path);
+    struct tf_server *s = start(addr, 0, 0);
+    int fd = raw_connect(addr);
+    assert_true(fd >= 0);
+    assert_int_equal(raw_hello(fd, TOKEN), CUDA_SUCCESS);
+    assert_int_equal(flush(fd, 2), 0);
+    close(fd);
+    tf_server_destroy(s);
+    assert_int_equal(access(path, F_OK), -1); /* socket file removed */
+}
+
+static void wrong_token_is_refused_and_the_connection_closed(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 0, 0);
+    int fd = raw_connect(tf_server_address(s));
+    assert_int_equal(raw_hello(fd, "test-token-0123456788"), CUDA_ERROR_NOT_PERMITTED);
+    uint32_t reason;
+    assert_true(raw_wait_closed(fd, &reason));
+    assert_int_equal(reason, TF_PROTO_CLOSE_AUTH);
+    close(fd);
+    /* A prefix of the token is not the token either. */
+    fd = raw_connect(tf_server_address(s));
+    assert_int_equal(raw_hello(fd, "test-token"), CUDA_ERROR_NOT_PERMITTED);
+    close(fd);
+    tf_server_destroy(s);
+}
+
+static void requests_before_hello_close_the_connection(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 0, 0);
+    int fd = raw_connect(tf_server_address(s));
+    assert_int_equal(raw_send(fd, TF_OP_FLUSH, 1, NULL, 0, NULL, 0), 0);
+    uint32_t reason;
+    assert_true(raw_wait_closed(fd, &reason));
+    assert_int_equal(reason, TF_PROTO_CLOSE_PROTOCOL);
+    close(fd);
+    tf_server_destroy(s);
+}
+
+static void malformed_frame_closes_only_that_connection(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 0, 0);
+    int good = raw_connect(tf_server_address(s));
+    assert_int_equal(raw_hello(good, TOKEN), CUDA_SUCCESS);
+    /* Each of these is fatal for the connection that sends it. */
+    static const struct {
+        const char *what;
+        uint8_t bytes[TF_PROTO_HDR_SIZE + 8];
+        size_t len;
+    } bad[] = {
+        {"garbage", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", 27},
+        {"oversized length",
+         {0x54, 0x46, 0x52, 0x50, 1, 0, 0x05, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0x7f, 1},
+         TF_PROTO_HDR_SIZE},
+        {"unknown opcode",
+         {0x54, 0x46, 0x52, 0x50, 1, 0, 0x77, 0x77, 0, 0, 0, 0, 0, 0, 0, 0, 1},
+         TF_PROTO_HDR_SIZE},
+        {"event from a client",
+         {0x54, 0x46, 0x52, 0x50, 1, 0, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+         TF_PROTO_HDR_SIZE},
+        {"short MEM_ALLOC",
+         {0x54, 0x46, 0x52, 0x50, 1, 0, 0x01, 0x02, 0, 0, 0, 0, 8, 0, 0, 0, 3},
+         TF_PROTO_HDR_SIZE + 8},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int fd = raw_connect(tf_server_address(s));
+        assert_int_equal(raw_hello(fd, TOKEN), CUDA_SUCCESS);
+        assert_int_equal(raw_send_bytes(fd, bad[i].bytes, bad[i].len), 0);
+        uint32_t reason;
+        if (!raw_wait_closed(fd, &reason))
+            fail_msg("%s: connection not closed", bad[i].what);
+        assert_int_equal(reason, TF_PROTO_CLOSE_PROTOCOL);
+        close(fd);
+        /* The well-behaved client is untouched. */
+        assert_int_equal(flush(good, 10 + i), 0);
+    }
+    close(good);
+    tf_server_destroy(s);
+}
+
+static void truncated_frame_then_disconnect_frees_the_connection(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 0, 0);
+    for (int i = 0; i < 20; i++) {
+        int fd = raw_connect(tf_server_address(s));
+        assert_int_equal(raw_hello(fd, TOKEN), CUDA_SUCCESS);
+        uint8_t half[TF_PROTO_HDR_SIZE];
+        tf_proto_hdr_put(half, TF_OP_BATCH, 0, 100, 0);
+        assert_int_equal(raw_send_bytes(fd, half, sizeof(half) + 0), 0);
+        assert_int_equal(raw_send_bytes(fd, "abc", 3), 0);
+        close(fd);
+    }
+    for (int tries = 0; tries < 200 && tf_server_clients(s) > 0; tries++)
+        usleep(10000);
+    assert_int_equal(tf_server_clients(s), 0);
+    tf_server_destroy(s);
+}
+
+static void silent_client_is_dropped_after_the_hello_timeout(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 0, 200);
+    int fd = raw_connect(tf_server_address(s));
+    uint32_t reason;
+    assert_true(raw_wait_closed(fd, &reason));
+    close(fd);
+    tf_server_destroy(s);
+}
+
+static void clients_beyond_the_limit_are_refused(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 2, 0);
+    int a = raw_connect(tf_server_address(s)), b = raw_connect(tf_server_address(s));
+    assert_int_equal(raw_hello(a, TOKEN), CUDA_SUCCESS);
+    assert_int_equal(raw_hello(b, TOKEN), CUDA_SUCCESS);
+    int c = raw_connect(tf_server_address(s));
+    uint32_t reason;
+    assert_true(raw_wait_closed(c, &reason));
+    assert_int_equal(reason, TF_PROTO_CLOSE_BUSY);
+    close(c);
+    close(a);
+    for (int tries = 0; tries < 200 && tf_server_clients(s) > 1; tries++)
+        usleep(10000);
+    c = raw_connect(tf_server_address(s));
+    assert_int_equal(raw_hello(c, TOKEN), CUDA_SUCCESS);
+    close(b);
+    close(c);
+    tf_server_destroy(s);
+}
+
+static void long_driver_waits_send_keepalives(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 0, 0);
+    int fd = raw_connect(tf_server_address(s));
+    assert_int_equal(raw_hello(fd, TOKEN), CUDA_SUCCESS);
+    uint8_t ctx[8] = {0};
+    assert_int_equal(raw_send(fd, TF_OP_CTX_SYNC, 7, ctx, 8, NULL, 0), 0);
+    int keepalives = 0;
+    for (;;) {
+        struct tf_msg_frame_hdr h;
+        uint8_t buf[64];
+        assert_int_equal(raw_recv(fd, &h, buf, sizeof(buf)), 0);
+        if (h.opcode == TF_OP_KEEPALIVE) {
+            keepalives++;
+            continue;
+        }
+        assert_true(h.flags & TF_PROTO_F_REPLY);
+        assert_int_equal(h.req_id, 7);
+        break;
+    }
+    assert_true(keepalives >= 1);
+    close(fd);
+    tf_server_destroy(s);
+}
+
+static void wrong_protocol_version_is_answered_and_closed(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 0, 0);
+    int fd = raw_connect(tf_server_address(s));
+    uint8_t f[TF_PROTO_HDR_SIZE + TF_PROTO_SIZE_hello_req + 4] = {0};
+    tf_proto_hdr_put(f, TF_OP_HELLO, 0, TF_PROTO_SIZE_hello_req + 4, 1);
+    f[4] = 9; /* version 9 */
+    memcpy(f + TF_PROTO_HDR_SIZE + TF_PROTO_SIZE_hello_req, "abcd", 4);
+    assert_int_equal(raw_send_bytes(fd, f, sizeof(f)), 0);
+    uint8_t buf[256];
+    struct tf_msg_frame_hdr h;
+    assert_int_equal(raw_recv(fd, &h, buf, sizeof(buf)), 0);
+    assert_int_equal(h.opcode, TF_OP_HELLO);
+    struct tf_msg_hello_rep rep;
+    tf_msg_hello_rep_get(buf, &rep);
+    assert_int_equal(rep.status, CUDA_ERROR_SYSTEM_DRIVER_MISMATCH);
+    assert_int_equal(rep.version, TF_PROTO_VERSION);
+    uint32_t reason;
+    assert_true(raw_wait_closed(fd, &reason));
+    assert_int_equal(reason, TF_PROTO_CLOSE_VERSION);
+    close(fd);
+    tf_server_destroy(s);
+}
+
+static int quiet(void **state)
+{
+    (void)state;
+    tf_log_set_level(TF_LOG_ERROR);
+    return 0;
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(client_with_the_token_gets_answers_over_tcp),
+        cmocka_unit_test(client_with_the_token_gets_answers_over_a_unix_socket),
+        cmocka_unit_test(wrong_token_is_refused_and_the_connection_closed),
+        cmocka_unit_test(requests_before_hello_close_the_connection),
+        cmocka_unit_test(malformed_frame_closes_only_that_connection),
+        cmocka_unit_test(truncated_frame_then_disconnect_frees_the_connection),
+        cmocka_unit_test(silent_client_is_dropped_after_the_hello_timeout),
+        cmocka_unit_test(clients_beyond_the_limit_are_refused),
+        cmocka_unit_test(long_driver_waits_send_keepalives),
+        cmocka_unit_test(wrong_protocol_version_is_answered_and_closed),
+    };
+    return cmocka_run_group_tests(tests, quiet, NULL);
+}
