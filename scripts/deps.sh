@@ -4,7 +4,7 @@
 # Usage: scripts/deps.sh [build|test]   (test adds the tools only the test suite uses)
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libyaml-dev libcmocka-dev
-      libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev)
+      libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev tzdata)
 if [ "${1:-build}" = test ]; then
     pkgs+=(clang libclang-rt-14-dev clang-format python3 python3-yaml python3-jsonpatch
           influxdb)

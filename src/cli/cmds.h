@@ -22,5 +22,7 @@ int tf_cmd_query(int argc, char **argv);
 int tf_cmd_spec(int argc, char **argv);
 int tf_cmd_simulate(int argc, char **argv);
 int tf_cmd_version(int argc, char **argv);
+int tf_cmd_plan(int argc, char **argv);
+int tf_cmd_cron(int argc, char **argv);
 
 #endif

@@ -18,6 +18,8 @@ static const struct tf_cmd cmds[] = {
     {"spec", tf_cmd_spec, "print the normalised workload spec of manifests (-f FILE)"},
     {"simulate", tf_cmd_simulate,
      "place a stream of pods on a described cluster (scheduler dry run)"},
+    {"plan", tf_cmd_plan, "plan node compaction, defrag or autoscaling (seed 002)"},
+    {"cron", tf_cmd_cron, "next fire times of a cron schedule in a time zone (cron next)"},
     {"version", tf_cmd_version, "print the version"},
 };
 

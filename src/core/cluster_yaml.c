@@ -510,9 +510,12 @@ static int parse_pool_config(struct px *x, json_object *o, const char *p,
 {
     static const char *const okeys[] = {"tflopsOversellRatio", "vramExpandToHostMem", NULL};
     static const char *const skeys[] = {"vramWeight", "tflopsWeight", NULL};
-    static const char *const ckeys[] = {"minResources", "maxResources", NULL};
+    /* warmResources, provisioningMode and nodeCompaction are read by the efficiency planners
+     * (core/efficiency.h), not by the cluster model. */
+    static const char *const ckeys[] = {"minResources", "maxResources", "warmResources", NULL};
     static const char *const qkeys[] = {"defaultQoS", "pricing", NULL};
-    static const char *const nkeys[] = {"defaultIsolationMode", "isolationModeRules", NULL};
+    static const char *const nkeys[] = {"defaultIsolationMode", "isolationModeRules",
+                                        "provisioningMode", "nodeCompaction", NULL};
     char q[PATHLEN];
     int rc;
     tf_pool_config_init(cfg);
