@@ -32,7 +32,7 @@
 #define TF__MAX_CALL_DEPTH 128
 #define TF__DEFAULT_STACK 1024u      /* per-thread stack reserve when calls recurse */
 #define TF__MAX_LOCAL (512u * 1024u) /* per-thread .local limit (as on hardware) */
-#define TF__MAX_SLOTS (1u << 20)     /* per function, bounds hostile .reg counts */
+#define TF__MAX_SLOTS (1u << 16)     /* per function, bounds hostile .reg counts */
 #define TF__SLICE 20000              /* instructions a warp runs before yielding */
 
 /* ---- bump arena (module-owned strings and tables) ---- */
