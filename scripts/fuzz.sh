@@ -16,6 +16,7 @@ for exe in "$bdir"/fuzz/fuzz_*; do
     seeds="$root/fuzz/corpus/$name"
     [ -d "$seeds" ] || seeds=""
     if "$exe" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -print_final_stats=0 \
+        -artifact_prefix="$bdir/fuzz-$name-" \
         "$work" $seeds >"$bdir/fuzz-$name.log" 2>&1; then
         echo "fuzz $name: ok (${secs}s, $(ls "$work" | wc -l) corpus entries)"
     else

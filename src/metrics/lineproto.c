@@ -257,12 +257,13 @@ static int read_token(struct lp_in *in, const char *stop, const char *escapable,
     size_t start = in->sused;
     while (in->pos < in->len) {
         char c = in->s[in->pos];
+        if (is_ctl((unsigned char)c)) /* before strchr: strchr finds a NUL in any STOP */
+            return perr(in, "control character");
         if (strchr(stop, c))
             break;
-        if (is_ctl((unsigned char)c))
-            return perr(in, "control character");
         if (c == '\\') {
-            if (in->pos + 1 >= in->len || !strchr(escapable, in->s[in->pos + 1]))
+            if (in->pos + 1 >= in->len || in->s[in->pos + 1] == '\0' ||
+                !strchr(escapable, in->s[in->pos + 1]))
                 return perr(in, "backslash must escape one of the special characters");
             c = in->s[++in->pos];
         }

@@ -168,6 +168,15 @@ static void malformed_lines_report_the_column(void **state)
         assert_true(rc == TF_EPARSE || rc == TF_ERANGE);
         assert_true(strlen(err) > 0);
     }
+    /* Embedded NUL bytes (found by fuzz_lineproto): never accepted, escaped or not. */
+    static const struct {
+        const char *s;
+        size_t n;
+    } nul[] = {{"\\\0P-1 y=2", 9}, {"m\0 v=1", 6}, {"m v=1\0", 6}, {"m,t=\0 v=1", 9}};
+    for (size_t i = 0; i < sizeof(nul) / sizeof(nul[0]); i++)
+        assert_int_equal(
+            tf_lp_parse(nul[i].s, nul[i].n, 0, &p, scratch, sizeof(scratch), err, sizeof(err)),
+            TF_EPARSE);
     assert_int_equal(tf_lp_parse("m v=1", 5, 0, &p, scratch, sizeof(scratch), err, sizeof(err)), 0);
     err[0] = '\0';
     tf_lp_parse("m v=1 x", 7, 0, &p, scratch, sizeof(scratch), err, sizeof(err));
