@@ -556,6 +556,64 @@ static inline uint64_t tf__wmask(unsigned bits)
     return bits >= 64 ? ~0ull : ((1ull << bits) - 1);
 }
 
+/* setp/set (integer and float): a compare yields a lane mask BITS; these apply the
+ * .and/.or/.xor of in->sub with predicate in->c (negated when in->flags) and write the result. */
+enum { BOOL_NONE, BOOL_AND, BOOL_OR, BOOL_XOR };
+static inline int tf__setp_finish(struct tf__warp *w, const struct tf__insn *in, uint32_t m,
+                                  uint32_t bits)
+{
+    uint32_t t = bits & m, f = ~bits & m;
+    if (in->sub != BOOL_NONE) {
+        uint32_t c = w->p[in->c];
+        if (in->flags)
+            c = ~c;
+        c &= m;
+        switch (in->sub) {
+        case BOOL_AND:
+            t &= c;
+            f &= c;
+            break;
+        case BOOL_OR:
+            t |= c;
+            f |= c;
+            break;
+        default:
+            t ^= c;
+            f ^= c;
+            break;
+        }
+    }
+    w->p[in->d[0]] = (w->p[in->d[0]] & ~m) | t;
+    if (in->d[1] != TF__NONE)
+        w->p[in->d[1]] = (w->p[in->d[1]] & ~m) | f;
+    return TF__GO;
+}
+/* set: dtype u32/s32 (all ones) or f32 (1.0) */
+static inline int tf__set_finish(struct tf__warp *w, const struct tf__insn *in, uint32_t m,
+                                 uint32_t bits)
+{
+    if (in->sub != BOOL_NONE) {
+        uint32_t c = w->p[in->c];
+        if (in->flags)
+            c = ~c;
+        switch (in->sub) {
+        case BOOL_AND:
+            bits &= c;
+            break;
+        case BOOL_OR:
+            bits |= c;
+            break;
+        default:
+            bits ^= c;
+            break;
+        }
+    }
+    uint64_t *d = TF__R(in->d[0]);
+    uint64_t one = in->mask;
+    TF__FOR_LANES(m, d[l] = ((bits >> l) & 1) ? one : 0);
+    return TF__GO;
+}
+
 /* ---- decoder context (decode.c) used by the family decoders in ops_*.c ---- */
 struct tf__dctx;
 /* Sets the load error "line N: ..." and returns -1. */
@@ -592,6 +650,11 @@ int tf__imm(struct tf__dctx *dc, const struct tf__pinsn *pi, const struct tf__po
 /* Whether BASE ("ld", "shfl", ...) is an instruction some family decoder handles. */
 int tf__known_opcode(const char *base);
 int tf__opcount(struct tf__dctx *dc, const struct tf__pinsn *pi, uint32_t lo, uint32_t hi);
+/* setp/set: the BOOL_* of the .and/.or/.xor modifiers (-1 when more than one), and the
+ * operand at IDX that combines with the compare (none for BOOL_NONE). */
+int tf__bool_op(const struct tf__mods *md);
+int tf__bool_operand(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in, int bop,
+                     uint32_t idx);
 /* Module/function info for control-flow decoders. */
 int tf__in_entry(struct tf__dctx *dc);
 uint32_t tf__func_end_pc(struct tf__dctx *dc);

@@ -262,62 +262,6 @@ TESTP_T(32, float, tf__f32)
 TESTP_T(64, double, tf__f64)
 /* clang-format on */
 
-/* setp / set on floats */
-enum { BOOL_NONE, BOOL_AND, BOOL_OR, BOOL_XOR };
-static inline int setp_finish(struct tf__warp *w, const struct tf__insn *in, uint32_t m,
-                              uint32_t bits)
-{
-    uint32_t t = bits & m, f = ~bits & m;
-    if (in->sub != BOOL_NONE) {
-        uint32_t c = w->p[in->c];
-        if (in->flags)
-            c = ~c;
-        c &= m;
-        switch (in->sub) {
-        case BOOL_AND:
-            t &= c;
-            f &= c;
-            break;
-        case BOOL_OR:
-            t |= c;
-            f |= c;
-            break;
-        default:
-            t ^= c;
-            f ^= c;
-            break;
-        }
-    }
-    w->p[in->d[0]] = (w->p[in->d[0]] & ~m) | t;
-    if (in->d[1] != TF__NONE)
-        w->p[in->d[1]] = (w->p[in->d[1]] & ~m) | f;
-    return TF__GO;
-}
-static inline int set_finish(struct tf__warp *w, const struct tf__insn *in, uint32_t m,
-                             uint32_t bits)
-{
-    if (in->sub != BOOL_NONE) {
-        uint32_t c = w->p[in->c];
-        if (in->flags)
-            c = ~c;
-        switch (in->sub) {
-        case BOOL_AND:
-            bits &= c;
-            break;
-        case BOOL_OR:
-            bits |= c;
-            break;
-        default:
-            bits ^= c;
-            break;
-        }
-    }
-    uint64_t *d = TF__R(in->d[0]);
-    uint64_t one = in->mask;
-    TF__FOR_LANES(m, d[l] = ((bits >> l) & 1) ? one : 0);
-    return TF__GO;
-}
-
 #define FCMP(sfx, T, conv, FTZ, cname, expr)                                                       \
     static inline uint32_t fcmp_##cname##sfx(struct tf__warp *w, const struct tf__insn *in,        \
                                              uint32_t m)                                           \
@@ -336,11 +280,11 @@ static inline int set_finish(struct tf__warp *w, const struct tf__insn *in, uint
     }                                                                                              \
     TF__OP(fsetp_##cname##sfx)                                                                     \
     {                                                                                              \
-        return setp_finish(w, in, m, fcmp_##cname##sfx(w, in, m));                                 \
+        return tf__setp_finish(w, in, m, fcmp_##cname##sfx(w, in, m));                             \
     }                                                                                              \
     TF__OP(fset_##cname##sfx)                                                                      \
     {                                                                                              \
-        return set_finish(w, in, m, fcmp_##cname##sfx(w, in, m));                                  \
+        return tf__set_finish(w, in, m, fcmp_##cname##sfx(w, in, m));                              \
     }
 #define UNORD (a != a || b != b)
 #define FCMP_T(sfx, T, conv, FTZ)                                                                  \
@@ -622,24 +566,13 @@ int tf__decode_float(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf_
                 ci = i;
                 n++;
             }
-        int bops = tf__has(&md, MOD_AND) + tf__has(&md, MOD_OR) + tf__has(&md, MOD_XOR);
+        int bop = tf__bool_op(&md);
         ftz = tf__has(&md, MOD_FTZ);
-        if (n != 1 || bops > 1 || (f64 && ftz))
+        if (n != 1 || bop < 0 || (f64 && ftz))
             return tf__unsupported(dc, pi);
         int row = f64 ? 2 : ftz ? 1 : 0;
-        int bop = tf__has(&md, MOD_AND)   ? BOOL_AND
-                  : tf__has(&md, MOD_OR)  ? BOOL_OR
-                  : tf__has(&md, MOD_XOR) ? BOOL_XOR
-                                          : BOOL_NONE;
-        in->sub = (uint8_t)bop;
-        uint32_t nops = bop == BOOL_NONE ? 3 : 4;
-        if (tf__opcount(dc, pi, nops, nops))
+        if (tf__bool_operand(dc, pi, in, bop, 3))
             return -1;
-        if (bop != BOOL_NONE) {
-            if (tf__psrc(dc, pi, &pi->ops[3], &in->c))
-                return -1;
-            in->flags = pi->ops[3].neg;
-        }
         if (is_set) {
             int dty = md.t[0];
             if (dty != TY_U32 && dty != TY_S32 && dty != TY_F32)

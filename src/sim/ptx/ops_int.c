@@ -497,63 +497,6 @@ TF__OP(pmov_imm)
     return TF__GO;
 }
 
-/* setp/set on integers: a compare yields a lane mask; finish applies .and/.or/.xor with c */
-enum { BOOL_NONE, BOOL_AND, BOOL_OR, BOOL_XOR };
-static inline int setp_finish(struct tf__warp *w, const struct tf__insn *in, uint32_t m,
-                              uint32_t bits)
-{
-    uint32_t t = bits & m, f = ~bits & m;
-    if (in->sub != BOOL_NONE) {
-        uint32_t c = w->p[in->c];
-        if (in->flags)
-            c = ~c;
-        c &= m;
-        switch (in->sub) {
-        case BOOL_AND:
-            t &= c;
-            f &= c;
-            break;
-        case BOOL_OR:
-            t |= c;
-            f |= c;
-            break;
-        default:
-            t ^= c;
-            f ^= c;
-            break;
-        }
-    }
-    w->p[in->d[0]] = (w->p[in->d[0]] & ~m) | t;
-    if (in->d[1] != TF__NONE)
-        w->p[in->d[1]] = (w->p[in->d[1]] & ~m) | f;
-    return TF__GO;
-}
-/* set: dtype u32/s32 (all ones) or f32 (1.0) */
-static inline int set_finish(struct tf__warp *w, const struct tf__insn *in, uint32_t m,
-                             uint32_t bits)
-{
-    if (in->sub != BOOL_NONE) {
-        uint32_t c = w->p[in->c];
-        if (in->flags)
-            c = ~c;
-        switch (in->sub) {
-        case BOOL_AND:
-            bits &= c;
-            break;
-        case BOOL_OR:
-            bits |= c;
-            break;
-        default:
-            bits ^= c;
-            break;
-        }
-    }
-    uint64_t *d = TF__R(in->d[0]);
-    uint64_t one = in->mask;
-    TF__FOR_LANES(m, d[l] = ((bits >> l) & 1) ? one : 0);
-    return TF__GO;
-}
-
 #define ICMP(W, UT, ST, cname, expr)                                                               \
     static inline uint32_t cmp_##cname##_##W(struct tf__warp *w, const struct tf__insn *in,        \
                                              uint32_t m)                                           \
@@ -573,11 +516,11 @@ static inline int set_finish(struct tf__warp *w, const struct tf__insn *in, uint
     }                                                                                              \
     TF__OP(setp_##cname##_##W)                                                                     \
     {                                                                                              \
-        return setp_finish(w, in, m, cmp_##cname##_##W(w, in, m));                                 \
+        return tf__setp_finish(w, in, m, cmp_##cname##_##W(w, in, m));                             \
     }                                                                                              \
     TF__OP(set_##cname##_##W)                                                                      \
     {                                                                                              \
-        return set_finish(w, in, m, cmp_##cname##_##W(w, in, m));                                  \
+        return tf__set_finish(w, in, m, cmp_##cname##_##W(w, in, m));                              \
     }
 #define ICMP_W(W, UT, ST)                                                                          \
     ICMP(W, UT, ST, eq, ua == ub)                                                                  \
@@ -1074,7 +1017,7 @@ static int cmp_index(const struct tf__mods *md, int sg)
     }
 }
 
-static int bool_op(const struct tf__mods *md)
+int tf__bool_op(const struct tf__mods *md)
 {
     int n = tf__has(md, MOD_AND) + tf__has(md, MOD_OR) + tf__has(md, MOD_XOR);
     if (n > 1)
@@ -1085,9 +1028,8 @@ static int bool_op(const struct tf__mods *md)
                                   : BOOL_NONE;
 }
 
-/* Shared by setp and set (ints here, floats in ops_float.c): the .and/.or/.xor operand. */
-static int bool_operand(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in,
-                        int bop, uint32_t idx)
+int tf__bool_operand(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in, int bop,
+                     uint32_t idx)
 {
     in->sub = (uint8_t)bop;
     if (bop == BOOL_NONE)
@@ -1107,11 +1049,11 @@ static int decode_cmp(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf
     if (!strcmp(b, "setp")) {
         if (tf__mods(dc, pi, ok, &md))
             return -1;
-        int wi = widx(ty), ci = cmp_index(&md, tf__ty_is_signed(ty)), bop = bool_op(&md);
+        int wi = widx(ty), ci = cmp_index(&md, tf__ty_is_signed(ty)), bop = tf__bool_op(&md);
         if (md.nt != 1 || wi < 0 || ci < 0 || bop < 0 || !tf__ty_is_int(ty))
             return tf__unsupported(dc, pi);
         in->fn = setp_tab[wi][ci];
-        if (bool_operand(dc, pi, in, bop, 3))
+        if (tf__bool_operand(dc, pi, in, bop, 3))
             return -1;
         const struct tf__pop *p = &pi->ops[0];
         if (p->kind != PK_REG || tf__pdst(dc, pi, p->name, &in->d[0]))
@@ -1130,13 +1072,13 @@ static int decode_cmp(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf
         if (md.nt != 2)
             return tf__unsupported(dc, pi);
         int dty = md.t[0], sty = md.t[1];
-        int wi = widx(sty), ci = cmp_index(&md, tf__ty_is_signed(sty)), bop = bool_op(&md);
+        int wi = widx(sty), ci = cmp_index(&md, tf__ty_is_signed(sty)), bop = tf__bool_op(&md);
         if (wi < 0 || ci < 0 || bop < 0 || !tf__ty_is_int(sty) ||
             (dty != TY_U32 && dty != TY_S32 && dty != TY_F32))
             return tf__unsupported(dc, pi);
         in->fn = set_tab[wi][ci];
         in->mask = dty == TY_F32 ? 0x3f800000u : 0xffffffffu;
-        if (bool_operand(dc, pi, in, bop, 3))
+        if (tf__bool_operand(dc, pi, in, bop, 3))
             return -1;
         if (tf__dst(dc, pi, &pi->ops[0], &in->d[0], NULL) ||
             tf__src(dc, pi, &pi->ops[1], sty, &in->a) || tf__src(dc, pi, &pi->ops[2], sty, &in->b))
