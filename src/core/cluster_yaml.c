@@ -155,9 +155,10 @@ static int qtext(struct px *x, json_object *v, const char *p, const char **out)
     return 0;
 }
 
-/* TFLOPS (or a 0..1 weight) as thousandths; *PRESENT tells whether it was given. */
-static int milli(struct px *x, json_object *o, const char *path, const char *key, int64_t *out,
-                 bool *present)
+/* The quantity at PATH.KEY through PARSE (milli or bytes); *PRESENT tells whether it was given. */
+static int quantity(struct px *x, json_object *o, const char *path, const char *key,
+                    int (*parse)(const char *, int64_t *, const char *, char *, size_t),
+                    int64_t *out, bool *present)
 {
     char p[PATHLEN], msg[256];
     join(p, path, key);
@@ -170,32 +171,24 @@ static int milli(struct px *x, json_object *o, const char *path, const char *key
     int rc = qtext(x, v, p, &t);
     if (rc)
         return rc;
-    if ((rc = tf_quantity_milli(t, out, p, msg, sizeof(msg)))) {
+    if ((rc = parse(t, out, p, msg, sizeof(msg)))) {
         tf_errf(x->err, x->errlen, "%s", msg);
         return rc;
     }
     return 0;
 }
 
+/* TFLOPS (or a 0..1 weight) as thousandths. */
+static int milli(struct px *x, json_object *o, const char *path, const char *key, int64_t *out,
+                 bool *present)
+{
+    return quantity(x, o, path, key, tf_quantity_milli, out, present);
+}
+
 static int bytes(struct px *x, json_object *o, const char *path, const char *key, int64_t *out,
                  bool *present)
 {
-    char p[PATHLEN], msg[256];
-    join(p, path, key);
-    json_object *v = get(o, key);
-    if (present)
-        *present = v != NULL;
-    if (!v)
-        return 0;
-    const char *t = NULL;
-    int rc = qtext(x, v, p, &t);
-    if (rc)
-        return rc;
-    if ((rc = tf_quantity_bytes(t, out, p, msg, sizeof(msg)))) {
-        tf_errf(x->err, x->errlen, "%s", msg);
-        return rc;
-    }
-    return 0;
+    return quantity(x, o, path, key, tf_quantity_bytes, out, present);
 }
 
 /* A price ("0.0069") in micro-units, exactly. */
