@@ -8,7 +8,7 @@ ListAndWatch streams slots x GPUs devices with IDs "<uuid>::<k>", resent when a 
 (Unhealthy), comes back or is added; Allocate, GetPreferredAllocation, PreStartContainer and
 their refusals (unknown ID, unhealthy slot, malformed protobuf, unknown method); the kubelet
 restarting (its socket recreated, with and without the plugin sockets wiped, as kubelet does)
-brings a new Register and a working server; SIGTERM exits cleanly and removes the socket.
+brings a new Register and a working server; a refused Register is retried; SIGTERM exits cleanly and removes the socket.
 Exit 77 (skip) without python3-grpcio / python3-grpc-tools.
 """
 import os
@@ -87,7 +87,9 @@ class FakeKubelet(api_pb2_grpc.RegistrationServicer):
     """Serves v1beta1.Registration; on Register dials the plugin back and calls
     GetDevicePluginOptions before answering, as kubelet's device manager does."""
 
-    def __init__(self):
+    def __init__(self, reject=0):
+        self.reject = reject  # refuse this many Register calls first
+        self.attempts = 0
         self.registrations = queue.Queue()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         api_pb2_grpc.add_RegistrationServicer_to_server(self, self.server)
@@ -95,6 +97,9 @@ class FakeKubelet(api_pb2_grpc.RegistrationServicer):
         self.server.start()
 
     def Register(self, request, context):
+        self.attempts += 1
+        if self.attempts <= self.reject:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "not ready yet")
         if request.version != "v1beta1":
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "version %s" % request.version)
         with grpc.insecure_channel("unix:" + os.path.join(kdir, request.endpoint)) as ch:
@@ -277,10 +282,12 @@ try:
     w.wait_for(lambda l: len(l) == 3 * SLOTS, "ListAndWatch after restart")
     w.close()
 
-    # A kubelet.sock recreated without the plugin socket wiped is a restart too.
+    # A kubelet.sock recreated without the plugin socket wiped is a restart too; a refused
+    # Register is retried.
     kubelet.stop()
-    kubelet = FakeKubelet()
+    kubelet = FakeKubelet(reject=1)
     reg, _ = wait_registration(kubelet, "re-registration on a recreated kubelet.sock")
+    check("refused Register retried", kubelet.attempts == 2, str(kubelet.attempts))
 
     # Clean stop: exit 0 (sanitizers included), socket removed.
     hv.send_signal(signal.SIGTERM)
