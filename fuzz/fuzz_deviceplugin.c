@@ -50,8 +50,7 @@ static void check_allocate(const uint8_t *in, size_t inlen, const uint8_t *out, 
         abort();
     for (size_t c = 0; c < r->n_container_responses; c++) {
         const V1beta1__ContainerAllocateResponse *a = r->container_responses[c];
-        if (a->n_envs != 1 || strcmp(a->envs[0]->key, TF_DP_ENV_IDS) || a->n_mounts ||
-            a->n_devices)
+        if (a->n_envs != 1 || strcmp(a->envs[0]->key, TF_DP_ENV_IDS) || a->n_mounts || a->n_devices)
             abort();
     }
     v1beta1__allocate_request__free_unpacked(q, NULL);
