@@ -4,10 +4,11 @@
 # Usage: scripts/deps.sh [build|test]   (test adds the tools only the test suite uses)
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libyaml-dev libcmocka-dev
-      libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev tzdata)
+      libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev tzdata
+      libgrpc-dev protobuf-c-compiler libprotobuf-c-dev)
 if [ "${1:-build}" = test ]; then
     pkgs+=(clang libclang-rt-14-dev clang-format python3 python3-yaml python3-jsonpatch
-          influxdb)
+          influxdb python3-grpcio python3-grpc-tools)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -10,6 +10,7 @@
 #ifndef TF_HYPERVISOR_HV_H
 #define TF_HYPERVISOR_HV_H
 
+#include "hypervisor/deviceplugin/dp_server.h"
 #include "hypervisor/nvml.h"
 #include "hypervisor/state.h"
 #include "metrics/sink.h"
@@ -36,6 +37,7 @@ struct tf_hv_config {
     char worker_host[64];      /* address hard-isolation workers listen on (127.0.0.1) */
     char api_token[128];       /* when set, /api/ requires "Authorization: Bearer <token>" */
     int lease_timeout_ms;      /* a leased workload without heartbeat this long is released */
+    struct tf_dp_config dp;    /* kubelet device plugin (Kubernetes mode; off by default) */
 };
 
 struct tf_hv {

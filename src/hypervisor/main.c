@@ -8,10 +8,12 @@
  *                      [--metrics-sink URI|none] [--metrics-interval MS]
  *                      [--sample-interval MS] [--discovery-interval MS] [--node NAME]
  *                      [--pool NAME] [--lib-dir DIR] [--log-level LEVEL]
+ *                      [--device-plugin on|off] [--kubelet-dir DIR] [--vgpu-slots N]
  */
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
+#include "hypervisor/deviceplugin/dp_hv.h"
 #include "hypervisor/hv.h"
 #include "hypervisor/paths.h"
 #include "hypervisor/runtime.h"
@@ -37,12 +39,14 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tf-hypervisor [--state-dir DIR] [--listen HOST:PORT] [--nvml LIB]\n"
-               "                     [--metrics-sink sqlite:PATH|file:PATH|http(s)://URL|none]\n"
-               "                     [--metrics-interval MS] [--sample-interval MS]\n"
-               "                     [--discovery-interval MS] [--node NAME] [--pool NAME]\n"
-               "                     [--lib-dir DIR] [--worker-host ADDR] [--api-token-file F]\n"
-               "                     [--lease-timeout MS] [--log-level error|warn|info|debug]\n");
+    fprintf(f,
+            "usage: tf-hypervisor [--state-dir DIR] [--listen HOST:PORT] [--nvml LIB]\n"
+            "                     [--metrics-sink sqlite:PATH|file:PATH|http(s)://URL|none]\n"
+            "                     [--metrics-interval MS] [--sample-interval MS]\n"
+            "                     [--discovery-interval MS] [--node NAME] [--pool NAME]\n"
+            "                     [--lib-dir DIR] [--worker-host ADDR] [--api-token-file F]\n"
+            "                     [--lease-timeout MS] [--log-level error|warn|info|debug]\n"
+            "                     [--device-plugin on|off] [--kubelet-dir DIR] [--vgpu-slots N]\n");
 }
 
 static int64_t mono_ms(void)
@@ -55,6 +59,7 @@ static int64_t mono_ms(void)
 static int parse_args(int argc, char **argv, struct tf_hv_config *c)
 {
     memset(c, 0, sizeof(*c));
+    tf_dp_config_init(&c->dp);
     snprintf(c->listen, sizeof(c->listen), "127.0.0.1:0");
     snprintf(c->pool, sizeof(c->pool), "local");
     c->metrics_interval_ms = 5000;
@@ -69,8 +74,9 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c)
     for (int i = 1; i < argc; i += 2) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *dst = NULL;
+        char *dst = NULL, err[256];
         size_t cap = 0;
+        int rc;
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             exit(0);
@@ -144,6 +150,11 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c)
                 return 2;
             }
             tf_log_set_level(lvl);
+        } else if ((rc = tf_dp_config_option(&c->dp, a, v, err, sizeof(err))) != 0) {
+            if (rc < 0) {
+                fprintf(stderr, "tf-hypervisor: %s\n", err);
+                return 2;
+            }
         } else {
             fprintf(stderr, "tf-hypervisor: unknown option %s\n", a);
             usage(stderr);
@@ -266,6 +277,11 @@ int main(int argc, char **argv)
     }
     tf_log(TF_LOG_INFO, "hypervisor", "listening on %s (port %d) state=%s", hv.cfg.listen, hv.port,
            hv.cfg.state_dir);
+    struct tf_dp *dp;
+    if (tf_hv_dp_start(&hv, &dp, err, sizeof(err))) {
+        tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
+        return 1;
+    }
     if (strncmp(hv.cfg.listen, "127.", 4) && !hv.cfg.api_token[0])
         tf_log(TF_LOG_WARN, "hypervisor",
                "the API listens beyond loopback without --api-token-file: anyone who can reach "
@@ -306,6 +322,7 @@ int main(int argc, char **argv)
     }
     tf_log(TF_LOG_INFO, "hypervisor", "stopping (signal %d); workloads stay recorded",
            (int)stop_requested);
+    tf_dp_stop(dp);
     tf_hv_http_stop(http);
     snprintf(path, sizeof(path), "%s/hypervisor.addr", hv.cfg.state_dir);
     unlink(path);

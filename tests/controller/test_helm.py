@@ -49,6 +49,15 @@ def find(docs, kind, name=None):
     return None
 
 
+def flag(args, name):
+    return args[args.index(name) + 1] if name in args[:-1] else None
+
+
+def hv_args(*sets):
+    ds = find(render(*sets), "DaemonSet", "tensor-fusion-hypervisor")
+    return ds["spec"]["template"]["spec"]["containers"][0]["args"]
+
+
 def load_crds():
     out = {}
     cdir = os.path.join(CHART, "crds")
@@ -173,6 +182,20 @@ def test_chart():
     ds = find(docs, "DaemonSet", "tensor-fusion-hypervisor")
     check("hypervisor on nvidia.com/gpu.present=true",
           ds["spec"]["template"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.present": "true"})
+    hv = ds["spec"]["template"]["spec"]["containers"][0]
+    args = hv["args"]
+    check("hypervisor runs the device plugin",
+          (flag(args, "--device-plugin"), flag(args, "--kubelet-dir"),
+           flag(args, "--vgpu-slots")) == ("on", "/var/lib/kubelet/device-plugins", "16"), args)
+    vols = {v["name"]: v for v in ds["spec"]["template"]["spec"]["volumes"]}
+    mounts = {m["name"]: m["mountPath"] for m in hv["volumeMounts"]}
+    check("kubelet plugin directory mounted at the --kubelet-dir path",
+          vols["device-plugins"]["hostPath"]["path"] == mounts["device-plugins"] ==
+          "/var/lib/kubelet/device-plugins", (vols.get("device-plugins"), mounts))
+    off = hv_args("hypervisor.devicePlugin.enabled=false")
+    check("device plugin can be turned off", flag(off, "--device-plugin") is None, off)
+    check("vgpuSlots reaches the flag",
+          flag(hv_args("hypervisor.devicePlugin.vgpuSlots=4"), "--vgpu-slots") == "4")
     cm = find(docs, "ConfigMap", "tensor-fusion-scheduler-config")
     sc = yaml.safe_load(cm["data"]["scheduler-config.yaml"])
     check("scheduler profile", [p["schedulerName"] for p in sc["profiles"]] ==

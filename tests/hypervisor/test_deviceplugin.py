@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The hypervisor's kubelet device plugin against a fake kubelet (Python grpcio, stubs made by
+grpc_tools.protoc from the vendored api.proto at run time): tf-hypervisor --device-plugin on
+with the fake NVML registers tensor-fusion.ai/vgpu on <tmp>/kubelet.sock (the fake kubelet,
+like the real one, dials the plugin back and asks for its options before answering Register);
+ListAndWatch streams slots x GPUs devices with IDs "<uuid>::<k>", resent when a GPU disappears
+(Unhealthy), comes back or is added; Allocate, GetPreferredAllocation, PreStartContainer and
+their refusals (unknown ID, unhealthy slot, malformed protobuf, unknown method); the kubelet
+restarting (its socket recreated, with and without the plugin sockets wiped, as kubelet does)
+brings a new Register and a working server; a refused Register is retried; SIGTERM exits cleanly and removes the socket.
+Exit 77 (skip) without python3-grpcio / python3-grpc-tools.
+"""
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent import futures
+
+try:
+    import grpc
+    from grpc_tools import protoc
+except ImportError:
+    print("SKIP: python3-grpcio / python3-grpc-tools not installed")
+    sys.exit(77)
+
+SRC = os.environ.get("TF_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__),
+                                                                  "..", ".."))
+HV = os.environ["TF_HYPERVISOR_BIN"]
+FAKE_NVML = os.environ["TF_FAKE_NVML"]
+PROTO_DIR = os.path.join(SRC, "src", "hypervisor", "deviceplugin")
+UA = "GPU-aaaaaaaa-1111-2222-3333-444444444444"
+UB = "GPU-bbbbbbbb-1111-2222-3333-444444444444"
+UC = "GPU-cccccccc-1111-2222-3333-444444444444"
+SLOTS = 4
+ENDPOINT = "tensor-fusion-vgpu.sock"
+WAIT = 20  # seconds, generous: the machine may be loaded
+
+passed = failed = 0
+
+
+def check(name, cond, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL %s %s" % (name, detail), flush=True)
+    return cond
+
+
+tmp = tempfile.mkdtemp(prefix="tf-dp-")
+gen = os.path.join(tmp, "gen")
+os.makedirs(gen)
+if protoc.main(["protoc", "-I" + PROTO_DIR, "--python_out=" + gen, "--grpc_python_out=" + gen,
+                os.path.join(PROTO_DIR, "api.proto")]) != 0:
+    print("FAIL: grpc_tools.protoc could not compile api.proto")
+    sys.exit(1)
+sys.path.insert(0, gen)
+import api_pb2  # noqa: E402
+import api_pb2_grpc  # noqa: E402
+
+kdir = os.path.join(tmp, "kubelet")
+os.makedirs(kdir)
+ksock = os.path.join(kdir, "kubelet.sock")
+psock = os.path.join(kdir, ENDPOINT)
+devfile = os.path.join(tmp, "devices")
+
+
+def set_devices(*uuids):
+    with open(devfile + ".tmp", "w") as f:
+        for u in uuids:
+            f.write("NVIDIA A100-SXM4-80GB|%s|85899345920|0|0\n" % u)
+    os.rename(devfile + ".tmp", devfile)
+
+
+def ids(*uuids):
+    return ["%s::%d" % (u, k) for u in uuids for k in range(SLOTS)]
+
+
+class FakeKubelet(api_pb2_grpc.RegistrationServicer):
+    """Serves v1beta1.Registration; on Register dials the plugin back and calls
+    GetDevicePluginOptions before answering, as kubelet's device manager does."""
+
+    def __init__(self, reject=0):
+        self.reject = reject  # refuse this many Register calls first
+        self.attempts = 0
+        self.registrations = queue.Queue()
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        api_pb2_grpc.add_RegistrationServicer_to_server(self, self.server)
+        self.server.add_insecure_port("unix:" + ksock)
+        self.server.start()
+
+    def Register(self, request, context):
+        self.attempts += 1
+        if self.attempts <= self.reject:
+            context.abort(grpc.StatusCode.UNAVAILABLE, "not ready yet")
+        if request.version != "v1beta1":
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT, "version %s" % request.version)
+        with grpc.insecure_channel("unix:" + os.path.join(kdir, request.endpoint)) as ch:
+            try:
+                opts = api_pb2_grpc.DevicePluginStub(ch).GetDevicePluginOptions(
+                    api_pb2.Empty(), timeout=10)
+            except grpc.RpcError as e:
+                self.registrations.put(("dial-back failed", e))
+                context.abort(grpc.StatusCode.UNAVAILABLE, "cannot reach the plugin")
+        self.registrations.put((request, opts))
+        return api_pb2.Empty()
+
+    def stop(self):
+        self.server.stop(0).wait(10)
+        if os.path.exists(ksock):
+            os.unlink(ksock)
+
+
+class Watch:
+    """A ListAndWatch stream read on its own thread; lists arrive in self.lists."""
+
+    def __init__(self):
+        self.channel = grpc.insecure_channel("unix:" + psock)
+        self.lists = queue.Queue()
+        self.ended = threading.Event()
+        self.stream = api_pb2_grpc.DevicePluginStub(self.channel).ListAndWatch(api_pb2.Empty())
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        try:
+            for resp in self.stream:
+                self.lists.put({d.ID: d.health for d in resp.devices})
+        except grpc.RpcError:
+            pass
+        self.ended.set()
+
+    def wait_for(self, pred, what):
+        deadline = time.monotonic() + WAIT
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                last = self.lists.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if pred(last):
+                return last
+        check(what, False, "last list: %s" % last)
+        return last
+
+    def close(self):
+        self.stream.cancel()
+        self.channel.close()
+
+
+def stub():
+    ch = grpc.insecure_channel("unix:" + psock)
+    return ch, api_pb2_grpc.DevicePluginStub(ch)
+
+
+def rpc_code(fn):
+    try:
+        fn()
+    except grpc.RpcError as e:
+        return e.code(), e.details()
+    return grpc.StatusCode.OK, ""
+
+
+def wait_registration(k, what):
+    try:
+        reg, opts = k.registrations.get(timeout=WAIT)
+    except queue.Empty:
+        check(what, False, "no Register within %d s" % WAIT)
+        return None, None
+    check(what + ": dial-back", reg != "dial-back failed", str(opts))
+    return reg, opts
+
+
+def all_health(lst, uuids, health):
+    return all(lst.get(i) == health for i in ids(*uuids))
+
+
+hv = None
+log = open(os.path.join(tmp, "hypervisor.log"), "w")
+try:
+    set_devices(UA, UB)
+    kubelet = FakeKubelet()
+    env = dict(os.environ, TF_FAKE_NVML_FILE=devfile, TF_NVML_LIBRARY=FAKE_NVML)
+    hv = subprocess.Popen([HV, "--state-dir", os.path.join(tmp, "state"), "--metrics-sink",
+                           "none", "--discovery-interval", "200", "--device-plugin", "on",
+                           "--kubelet-dir", kdir, "--vgpu-slots", str(SLOTS)],
+                          env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    # Registration, with the kubelet's dial-back answered while Register is pending.
+    reg, opts = wait_registration(kubelet, "first registration")
+    if reg is None or reg == "dial-back failed":
+        raise SystemExit(1)
+    check("register version", reg.version == "v1beta1", reg.version)
+    check("register endpoint", reg.endpoint == ENDPOINT, reg.endpoint)
+    check("register resource", reg.resource_name == "tensor-fusion.ai/vgpu", reg.resource_name)
+    check("register options", reg.options.get_preferred_allocation_available and
+          not reg.options.pre_start_required, str(reg.options))
+    check("GetDevicePluginOptions", opts.get_preferred_allocation_available and
+          not opts.pre_start_required, str(opts))
+
+    # ListAndWatch: SLOTS devices per GPU, healthy.
+    w = Watch()
+    first = w.wait_for(lambda l: len(l) == 2 * SLOTS, "first list has 2 x %d devices" % SLOTS)
+    check("device IDs are <uuid>::<k>", sorted(first or {}) == sorted(ids(UA, UB)),
+          str(sorted(first or {})))
+    check("all healthy", first and all_health(first, [UA, UB], "Healthy"), str(first))
+
+    ch, dp = stub()
+    # Allocate: the slot IDs in TF_VGPU_IDS, per container; no mounts or device nodes.
+    a0, a1, b1 = "%s::0" % UA, "%s::1" % UA, "%s::1" % UB
+    req = api_pb2.AllocateRequest(container_requests=[
+        api_pb2.ContainerAllocateRequest(devices_ids=[a0, b1]),
+        api_pb2.ContainerAllocateRequest(devices_ids=[a1])])
+    resp = dp.Allocate(req, timeout=10)
+    check("allocate: one response per container", len(resp.container_responses) == 2)
+    c0, c1 = resp.container_responses
+    check("allocate: env", dict(c0.envs) == {"TF_VGPU_IDS": a0 + "," + b1}, str(c0.envs))
+    check("allocate: second container env", dict(c1.envs) == {"TF_VGPU_IDS": a1}, str(c1.envs))
+    check("allocate: no mounts, devices or CDI", not c0.mounts and not c0.devices and
+          not c0.cdi_devices and not c0.annotations, str(c0))
+    code, details = rpc_code(lambda: dp.Allocate(api_pb2.AllocateRequest(container_requests=[
+        api_pb2.ContainerAllocateRequest(devices_ids=[a0, UA + "::99"])]), timeout=10))
+    check("allocate unknown ID: NOT_FOUND", code == grpc.StatusCode.NOT_FOUND, str(code))
+    check("allocate unknown ID: names it", UA + "::99" in details, details)
+    raw = ch.unary_unary("/v1beta1.DevicePlugin/Allocate", request_serializer=lambda b: b,
+                         response_deserializer=lambda b: b)
+    code, details = rpc_code(lambda: raw(b"\x0a\x05\x0a", timeout=10))
+    check("malformed AllocateRequest: INVALID_ARGUMENT", code == grpc.StatusCode.INVALID_ARGUMENT,
+          "%s %s" % (code, details))
+    nope = ch.unary_unary("/v1beta1.DevicePlugin/Nope", request_serializer=lambda b: b,
+                          response_deserializer=lambda b: b)
+    code, _ = rpc_code(lambda: nope(b"", timeout=10))
+    check("unknown method: UNIMPLEMENTED", code == grpc.StatusCode.UNIMPLEMENTED, str(code))
+
+    # GetPreferredAllocation spreads over GPUs, must-include first.
+    pref = dp.GetPreferredAllocation(api_pb2.PreferredAllocationRequest(container_requests=[
+        api_pb2.ContainerPreferredAllocationRequest(available_deviceIDs=ids(UA, UB),
+                                                    allocation_size=2),
+        api_pb2.ContainerPreferredAllocationRequest(available_deviceIDs=ids(UA, UB),
+                                                    must_include_deviceIDs=[a1],
+                                                    allocation_size=3)]), timeout=10)
+    got = [list(r.deviceIDs) for r in pref.container_responses]
+    check("preferred: one slot per GPU", got[:1] == [[UA + "::0", UB + "::0"]], str(got))
+    check("preferred: must-include first, then spread", got[1:] == [[a1, UB + "::0", a0]],
+          str(got))
+    dp.PreStartContainer(api_pb2.PreStartContainerRequest(devices_ids=[a0]), timeout=10)
+    check("PreStartContainer", True)
+
+    # Health: a GPU that disappears turns its slots Unhealthy; back → Healthy; a new GPU adds.
+    set_devices(UA)
+    lst = w.wait_for(lambda l: all_health(l, [UB], "Unhealthy"), "GPU B gone → Unhealthy")
+    check("GPU A still healthy", lst and all_health(lst, [UA], "Healthy"), str(lst))
+    code, details = rpc_code(lambda: dp.Allocate(api_pb2.AllocateRequest(container_requests=[
+        api_pb2.ContainerAllocateRequest(devices_ids=[b1])]), timeout=10))
+    check("allocate unhealthy: FAILED_PRECONDITION", code == grpc.StatusCode.FAILED_PRECONDITION,
+          "%s %s" % (code, details))
+    set_devices(UA, UB, UC)
+    lst = w.wait_for(lambda l: len(l) == 3 * SLOTS and all_health(l, [UA, UB, UC], "Healthy"),
+                     "GPU B back and GPU C added")
+    ch.close()
+
+    # Kubelet restart, the way kubelet does it: plugin sockets wiped, kubelet.sock recreated.
+    kubelet.stop()
+    os.unlink(psock)
+    check("old stream ends when the plugin re-serves", w.ended.wait(WAIT))
+    w.close()
+    deadline = time.monotonic() + WAIT
+    while not os.path.exists(psock) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    check("plugin socket recreated", os.path.exists(psock))
+    kubelet = FakeKubelet()
+    reg, _ = wait_registration(kubelet, "re-registration after kubelet restart")
+    check("re-registration resource", reg is not None and reg != "dial-back failed" and
+          reg.resource_name == "tensor-fusion.ai/vgpu")
+    w = Watch()
+    w.wait_for(lambda l: len(l) == 3 * SLOTS, "ListAndWatch after restart")
+    w.close()
+
+    # A kubelet.sock recreated without the plugin socket wiped is a restart too; a refused
+    # Register is retried.
+    kubelet.stop()
+    kubelet = FakeKubelet(reject=1)
+    reg, _ = wait_registration(kubelet, "re-registration on a recreated kubelet.sock")
+    check("refused Register retried", kubelet.attempts == 2, str(kubelet.attempts))
+
+    # Clean stop: exit 0 (sanitizers included), socket removed.
+    hv.send_signal(signal.SIGTERM)
+    try:
+        rc = hv.wait(WAIT)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check("SIGTERM: exit 0", rc == 0, str(rc))
+    check("SIGTERM: plugin socket removed", not os.path.exists(psock))
+    kubelet.stop()
+finally:
+    if hv and hv.poll() is None:
+        hv.kill()
+        hv.wait()
+    log.close()
+    if failed:
+        with open(os.path.join(tmp, "hypervisor.log")) as f:
+            print("---- hypervisor log ----\n" + f.read()[-6000:])
+    shutil.rmtree(tmp, ignore_errors=True)
+
+print("%d passed, %d failed" % (passed, failed))
+sys.exit(1 if failed else 0)
