@@ -8,7 +8,9 @@
  *
  * Flags: --kubernetes, --node-name NAME (default $NODE_NAME; required), --shm-root DIR
  * (default /run/tensor-fusion/shm: the directory the webhook mounts into soft pods), and the
- * API flags. Threads: _start and _stop on the main thread, _step on the main loop.
+ * API flags. The node name also becomes the node tag of metric lines (--node).
+ * Threads: _start (before any other thread reads the configuration) and _stop on the main
+ * thread, _step on the main loop.
  */
 #ifndef TF_HYPERVISOR_K8S_AGENT_H
 #define TF_HYPERVISOR_K8S_AGENT_H
@@ -31,9 +33,10 @@ struct tf_hv_k8s_opts {
 };
 
 #define TF_HV_K8S_USAGE                                                                            \
-    "  --kubernetes           node agent: publish GPU objects, serve the pods bound here\n"       \
-    "  --node-name NAME       this node (default $NODE_NAME)\n"                                   \
-    "  --shm-root DIR         pod limit regions (default " TF_HV_K8S_SHM_ROOT ")\n" TF_K8S_FLAGS_USAGE
+    "  --kubernetes           node agent: publish GPU objects, serve the pods bound here\n"        \
+    "  --node-name NAME       this node (default $NODE_NAME)\n"                                    \
+    "  --shm-root DIR         pod limit regions (default " TF_HV_K8S_SHM_ROOT                      \
+    ")\n" TF_K8S_FLAGS_USAGE
 
 /* Consumes ARG (and VAL, its value, NULL when absent) if it is one of the flags above:
  * returns the number of arguments used (1 or 2), 0 when ARG is not one of them, -1 when a

@@ -148,8 +148,8 @@ static int publish(struct tf_hv_k8s_gpus *g, const struct tf_hv_device *devs, in
             x.rc = rc;
     }
     snprintf(sel, sizeof(sel), "%s=%s", TF_HV_LABEL_NODE, g->node);
-    int rc = tf_k8s_list(g->c, &tf_k8s_gpus, NULL, sel, NULL, 0, mark_stale, &x, NULL, err,
-                         sizeof(err));
+    int rc =
+        tf_k8s_list(g->c, &tf_k8s_gpus, NULL, sel, NULL, 0, mark_stale, &x, NULL, err, sizeof(err));
     if (rc) {
         tf_log(TF_LOG_WARN, "k8s", "cannot list the GPU objects of node %s: %s", g->node, err);
         x.rc = rc;
@@ -164,8 +164,8 @@ static void fingerprint(const struct tf_hv_device *devs, int n, struct tf_dynbuf
     tf_dynbuf_reset(out);
     for (int i = 0; i < n; i++)
         tf_dynbuf_addf(out, "%s|%d|%s|%s|%lld|%lld|%d\n", devs[i].uuid, devs[i].index,
-                         devs[i].model, devs[i].name, (long long)devs[i].tflops_milli,
-                         (long long)devs[i].vram_bytes, (int)devs[i].present);
+                       devs[i].model, devs[i].name, (long long)devs[i].tflops_milli,
+                       (long long)devs[i].vram_bytes, (int)devs[i].present);
 }
 
 static void *run(void *arg)
@@ -183,8 +183,7 @@ static void *run(void *arg)
         if (tf_hv_state_devices(g->st, devs, TF_HV_MAX_DEVICES, &n, err, sizeof(err)) == 0) {
             fingerprint(devs, n, &fp);
             int64_t now = mono_ms();
-            bool changed =
-                !published || strcmp(tf_dynbuf_str(&fp), tf_dynbuf_str(&last)) != 0;
+            bool changed = !published || strcmp(tf_dynbuf_str(&fp), tf_dynbuf_str(&last)) != 0;
             if ((changed || now >= next_full) && now >= next_try) {
                 if (publish(g, devs, n) == 0) {
                     published = true;

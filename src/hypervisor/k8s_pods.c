@@ -124,8 +124,7 @@ static void problem(struct tf_hv_k8s_pods *p, const char *key, const char *msg)
 }
 
 /* Creates or adopts the region of PLAN. */
-static int add(struct tf_hv_k8s_pods *p, const struct tf_hv_k8s_pod *plan, char *err,
-               size_t errlen)
+static int add(struct tf_hv_k8s_pods *p, const struct tf_hv_k8s_pod *plan, char *err, size_t errlen)
 {
     char dir[700], path[800];
     if (!tf_hv_soft_region_path(p->root, plan->ns, plan->name, dir, sizeof(dir), path,
@@ -159,8 +158,8 @@ static int add(struct tf_hv_k8s_pods *p, const struct tf_hv_k8s_pod *plan, char 
     struct slot *sl = &p->s[p->n++];
     sl->pod = *plan;
     sl->seen = true;
-    tf_log(TF_LOG_INFO, "k8s", "pod %s: limit region %s (%d GPU(s))%s", plan->key, path,
-           plan->ngpu, reopened ? (changed ? " adopted, limits updated" : " adopted") : "");
+    tf_log(TF_LOG_INFO, "k8s", "pod %s: limit region %s (%d GPU(s))%s", plan->key, path, plan->ngpu,
+           reopened ? (changed ? " adopted, limits updated" : " adopted") : "");
     return 0;
 }
 

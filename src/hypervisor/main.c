@@ -268,6 +268,11 @@ int main(int argc, char **argv)
     }
     tf_hv_reap(&hv);
 
+    if (k8s_opts.enabled && tf_hv_k8s_start(&hv, &k8s_opts, &k8s, err, sizeof(err))) {
+        tf_log(TF_LOG_ERROR, "hypervisor", "kubernetes: %s", err);
+        return 1;
+    }
+
     struct tf_hv_http *http;
     if (tf_hv_http_start(&hv, &http, err, sizeof(err))) {
         tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
@@ -283,11 +288,6 @@ int main(int argc, char **argv)
         tf_log(TF_LOG_WARN, "hypervisor",
                "the API listens beyond loopback without --api-token-file: anyone who can reach "
                "it can allocate GPUs");
-
-    if (k8s_opts.enabled && tf_hv_k8s_start(&hv, &k8s_opts, &k8s, err, sizeof(err))) {
-        tf_log(TF_LOG_ERROR, "hypervisor", "kubernetes: %s", err);
-        return 1;
-    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));

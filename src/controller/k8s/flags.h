@@ -26,9 +26,9 @@ struct tf_k8s_flags {
 
 /* Usage lines for the flags (each "  --flag ARG  text\n"), for the binaries' --help. */
 #define TF_K8S_FLAGS_USAGE                                                                         \
-    "  --kubeconfig FILE      out-of-cluster API access (default: service account)\n"             \
-    "  --context NAME         kubeconfig context (default: current)\n"                            \
-    "  --server URL           API server URL (overrides the kubeconfig's; alone: no "             \
+    "  --kubeconfig FILE      out-of-cluster API access (default: service account)\n"              \
+    "  --context NAME         kubeconfig context (default: current)\n"                             \
+    "  --server URL           API server URL (overrides the kubeconfig's; alone: no "              \
     "credentials)\n"
 
 /* When ARG is "--kubeconfig", "--context" or "--server", stores VAL (borrowed) in F and
