@@ -110,15 +110,15 @@ static void create_pod(const char *name, const char *node_name, const char *gpu_
 }
 
 #define SOFT_2GI                                                                                   \
-    "\"tensor-fusion.ai/isolation\":\"soft\",\"tensor-fusion.ai/vram-limit\":\"2Gi\","            \
+    "\"tensor-fusion.ai/isolation\":\"soft\",\"tensor-fusion.ai/vram-limit\":\"2Gi\","             \
     "\"tensor-fusion.ai/vram-request\":\"2Gi\""
 
 /* ---- hypervisor and regions ---------------------------------------------------------------- */
 
 static void start_hv(void)
 {
-    const char *extra[] = {"--kubernetes", "--node-name", NODE,    "--server", F.server,
-                           "--shm-root",   shm_root,      "--pool", "pool-a", NULL};
+    const char *extra[] = {"--kubernetes", "--node-name", NODE,     "--server", F.server,
+                           "--shm-root",   shm_root,      "--pool", "pool-a",   NULL};
     hvt_start(&T, extra);
 }
 
@@ -295,10 +295,10 @@ static void gpu_objects_follow_the_devices_and_keep_the_controllers_fields(void 
     start_hv();
     const char *a100 = "gpu-aaaaaaaa-1111-2222-3333-444444444444";
     const char *l4 = "gpu-bbbbbbbb-1111-2222-3333-444444444444";
-    expect_gpu(a100, "{\"uuid\":\"" A100 "\",\"gpuModel\":\"A100-80GB\",\"vendor\":\"NVIDIA\","
-                     "\"index\":0,\"phase\":\"Running\",\"capacity\":{\"tflops\":\"312\","
-                     "\"vram\":\"80Gi\"},\"nodeSelector\":{\"kubernetes.io/hostname\":\"" NODE
-                     "\"}}");
+    expect_gpu(a100,
+               "{\"uuid\":\"" A100 "\",\"gpuModel\":\"A100-80GB\",\"vendor\":\"NVIDIA\","
+               "\"index\":0,\"phase\":\"Running\",\"capacity\":{\"tflops\":\"312\","
+               "\"vram\":\"80Gi\"},\"nodeSelector\":{\"kubernetes.io/hostname\":\"" NODE "\"}}");
     expect_gpu(l4, "{\"uuid\":\"" L4 "\",\"gpuModel\":\"L4\",\"index\":1,\"phase\":\"Running\","
                    "\"capacity\":{\"tflops\":\"121\",\"vram\":\"23040Mi\"}}");
     struct phase_want stale = {"gpu-old", "Unknown"};
@@ -491,7 +491,8 @@ static void a_restarted_hypervisor_adopts_live_regions_and_drops_the_others(void
     tf_shm_unmap(&fresh);
 }
 
-/* ---- simulated GPU ----------------------------------------------------------------------------- */
+/* ---- simulated GPU -----------------------------------------------------------------------------
+ */
 
 static int setup_sim(void **state)
 {

@@ -113,9 +113,9 @@ static void gpu_status_carries_what_the_extender_reads(void **state)
     assert_null(json_object_object_get(st, "vendor"));
     json_object_put(st);
     json_object *l = tf_hv_k8s_gpu_labels("n1", "pool-a");
-    assert_string_equal(json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN |
-                                                              JSON_C_TO_STRING_NOSLASHESCAPE),
-                        "{\"tensor-fusion.ai/node\":\"n1\",\"tensor-fusion.ai/gpupool\":\"pool-a\"}");
+    assert_string_equal(
+        json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+        "{\"tensor-fusion.ai/node\":\"n1\",\"tensor-fusion.ai/gpupool\":\"pool-a\"}");
     json_object_put(l);
     json_object_put(want);
 }
@@ -175,8 +175,8 @@ static void tflops_limits_convert_per_gpu_in_gpu_ids_order(void **state)
     char err[512];
     /* 60.5 TFLOPS: 19.39 % of an A100 (312), 50 % of an L4 (121). No VRAM limit: not
      * enforced. No isolation annotation: soft by default. Default workload: the pod. */
-    assert_int_equal(plan(pod("n1", L4 ", " A100, "\"tensor-fusion.ai/tflops-limit\":\"60.5\""),
-                          &p, err, sizeof(err)),
+    assert_int_equal(plan(pod("n1", L4 ", " A100, "\"tensor-fusion.ai/tflops-limit\":\"60.5\""), &p,
+                          err, sizeof(err)),
                      1);
     assert_int_equal(p.ngpu, 2);
     assert_string_equal(p.uuids[0], L4);
@@ -187,9 +187,9 @@ static void tflops_limits_convert_per_gpu_in_gpu_ids_order(void **state)
     assert_int_equal(p.cfg.dev[0].flags, TF_SHM_DEV_PRESENT | TF_SHM_DEV_COMPUTE_LIMIT);
     assert_int_equal(p.cfg.dev[0].mem_total, 24 * GiB);
     /* Only a VRAM limit: compute is not capped. */
-    assert_int_equal(plan(pod("n1", A100, "\"tensor-fusion.ai/vram-limit\":\"512Mi\""), &p, err,
-                          sizeof(err)),
-                     1);
+    assert_int_equal(
+        plan(pod("n1", A100, "\"tensor-fusion.ai/vram-limit\":\"512Mi\""), &p, err, sizeof(err)),
+        1);
     assert_int_equal(p.cfg.dev[0].flags, TF_SHM_DEV_PRESENT | TF_SHM_DEV_VRAM_LIMIT);
     assert_int_equal(p.cfg.dev[0].vram_limit, 512 << 20);
     /* A request alone is the limit too (the spec's inheritance). */
@@ -206,14 +206,18 @@ static void pods_that_need_no_region_get_none(void **state)
     const char *lim = "\"tensor-fusion.ai/vram-limit\":\"1Gi\"";
     assert_int_equal(plan(pod("n2", A100, lim), &p, err, sizeof(err)), 0); /* another node */
     assert_int_equal(plan(pod("n1", NULL, lim), &p, err, sizeof(err)), 0); /* not bound yet */
-    assert_int_equal(plan(pod("n1", A100, "\"tensor-fusion.ai/isolation\":\"shared\""), &p, err,
-                          sizeof(err)),
-                     0);
-    assert_int_equal(plan(pod("n1", A100, "\"tensor-fusion.ai/isolation\":\"hard\",\"tensor-fusion.ai/vram-limit\":\"1Gi\""), &p, err,
-                          sizeof(err)),
-                     0);
-    assert_int_equal(plan(pod("n1", A100, "\"tensor-fusion.ai/is-local-gpu\":\"false\",\"tensor-fusion.ai/vram-limit\":\"1Gi\""), &p, err,
-                          sizeof(err)),
+    assert_int_equal(
+        plan(pod("n1", A100, "\"tensor-fusion.ai/isolation\":\"shared\""), &p, err, sizeof(err)),
+        0);
+    assert_int_equal(
+        plan(pod("n1", A100,
+                 "\"tensor-fusion.ai/isolation\":\"hard\",\"tensor-fusion.ai/vram-limit\":\"1Gi\""),
+             &p, err, sizeof(err)),
+        0);
+    assert_int_equal(plan(pod("n1", A100,
+                              "\"tensor-fusion.ai/is-local-gpu\":\"false\",\"tensor-fusion.ai/"
+                              "vram-limit\":\"1Gi\""),
+                          &p, err, sizeof(err)),
                      0);
     json_object *done = pod("n1", A100, lim);
     json_object_object_add(json_object_object_get(done, "status"), "phase",
@@ -241,14 +245,14 @@ static void pods_that_cannot_have_a_region_say_why(void **state)
     struct tf_hv_k8s_pod p;
     char err[512];
     const char *lim = "\"tensor-fusion.ai/vram-limit\":\"1Gi\"";
-    assert_int_equal(plan(pod("n1", "GPU-ffffffff-1111-2222-3333-444444444444", lim), &p, err,
-                          sizeof(err)),
-                     TF_EINVAL);
+    assert_int_equal(
+        plan(pod("n1", "GPU-ffffffff-1111-2222-3333-444444444444", lim), &p, err, sizeof(err)),
+        TF_EINVAL);
     assert_non_null(strstr(err, "is not a GPU of node n1"));
     /* Absent devices do not count. */
-    assert_int_equal(plan(pod("n1", "GPU-dddddddd-1111-2222-3333-444444444444", lim), &p, err,
-                          sizeof(err)),
-                     TF_EINVAL);
+    assert_int_equal(
+        plan(pod("n1", "GPU-dddddddd-1111-2222-3333-444444444444", lim), &p, err, sizeof(err)),
+        TF_EINVAL);
     assert_int_equal(plan(pod("n1", A100 "," A100, lim), &p, err, sizeof(err)), TF_EINVAL);
     assert_non_null(strstr(err, "listed twice"));
     assert_int_equal(plan(pod("n1", " , ", lim), &p, err, sizeof(err)), TF_EINVAL);
@@ -259,15 +263,13 @@ static void pods_that_cannot_have_a_region_say_why(void **state)
                      TF_EINVAL);
     assert_non_null(strstr(err, "no known TFLOPS"));
     /* The spec's own message, naming the key. */
-    int rc = plan(pod("n1", A100, "\"tensor-fusion.ai/vram-limit\":\"4Gb\""), &p, err,
-                  sizeof(err));
+    int rc = plan(pod("n1", A100, "\"tensor-fusion.ai/vram-limit\":\"4Gb\""), &p, err, sizeof(err));
     assert_true(rc < 0);
     assert_non_null(strstr(err, "tensor-fusion.ai/vram-limit"));
     assert_string_equal(p.key, "ml/train");
     char many[2048] = "";
     for (int i = 0; i < 17; i++)
-        snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sGPU-%08x", i ? "," : "",
-                 i);
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sGPU-%08x", i ? "," : "", i);
     assert_int_equal(plan(pod("n1", many, lim), &p, err, sizeof(err)), TF_ERANGE);
     json_object *bad = pod("n1", A100, lim);
     json_object_object_add(json_object_object_get(bad, "metadata"), "name",
