@@ -2,12 +2,14 @@
  *
  * tf-controller: the Kubernetes side of TensorFusion in one leader-elected binary (mutating
  * webhook, scheduler extender, reconcilers). Flags map onto tf_controller_opts; the API
- * connection comes from --kubeconfig or, by default, the pod's service account.
+ * connection comes from --kubeconfig / --server or, by default, the pod's service account
+ * (controller/k8s/flags.h, shared with tf-hypervisor --kubernetes).
  */
 #include "common/err.h"
 #include "common/log.h"
 #include "controller/controller.h"
 #include "controller/k8s/client.h"
+#include "controller/k8s/flags.h"
 
 #include <getopt.h>
 #include <signal.h>
@@ -25,9 +27,7 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-    fputs("usage: tf-controller [options]\n"
-          "  --kubeconfig FILE      out-of-cluster API access (default: service account)\n"
-          "  --context NAME         kubeconfig context (default: current)\n"
+    fputs("usage: tf-controller [options]\n" TF_K8S_FLAGS_USAGE
           "  --namespace NS         the controller's namespace (default tensor-fusion-sys)\n"
           "  --service NAME         its Service, for certificate SANs (default tensor-fusion)\n"
           "  --config FILE          controller config (defaultPool, images, autoMigration)\n"
@@ -56,10 +56,11 @@ int main(int argc, char **argv)
                                    .webhook_port = 9443,
                                    .http_port = 8080,
                                    .identity = getenv("POD_NAME")};
-    const char *kubeconfig = NULL, *context = NULL;
+    struct tf_k8s_flags api = {0};
     enum {
         KUBECONFIG = 256,
         CONTEXT,
+        SERVER,
         NAMESPACE,
         SERVICE,
         CONFIG,
@@ -81,6 +82,7 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"kubeconfig", required_argument, NULL, KUBECONFIG},
         {"context", required_argument, NULL, CONTEXT},
+        {"server", required_argument, NULL, SERVER},
         {"namespace", required_argument, NULL, NAMESPACE},
         {"service", required_argument, NULL, SERVICE},
         {"config", required_argument, NULL, CONFIG},
@@ -104,10 +106,13 @@ int main(int argc, char **argv)
     while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         switch (ch) {
         case KUBECONFIG:
-            kubeconfig = optarg;
+            api.kubeconfig = optarg;
             break;
         case CONTEXT:
-            context = optarg;
+            api.context = optarg;
+            break;
+        case SERVER:
+            api.server = optarg;
             break;
         case NAMESPACE:
             o.namespace = optarg;
@@ -170,12 +175,9 @@ int main(int argc, char **argv)
     }
     struct tf_k8s_config cfg;
     char err[512];
-    tf_k8s_config_init(&cfg);
-    int rc = kubeconfig ? tf_k8s_config_kubeconfig(&cfg, kubeconfig, context, err, sizeof(err))
-                        : tf_k8s_config_in_cluster(&cfg, NULL, err, sizeof(err));
+    int rc = tf_k8s_flags_config(&api, &cfg, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "tf-controller: %s\n", err);
-        tf_k8s_config_free(&cfg);
         return 1;
     }
     struct tf_k8s_client *c = tf_k8s_client_new(&cfg);

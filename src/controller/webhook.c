@@ -627,7 +627,9 @@ static void inject_soft(struct tf_webhook *wh, json_object *spec, const struct t
         env_set(c, "TF_SHM_PATH", shm);
         add_mount(c, LIB_VOLUME, LIB_DIR, NULL, true);
         add_mount(c, LIB_VOLUME, "/etc/ld.so.preload", sub, true);
-        add_mount(c, SHM_VOLUME, wh->cfg.shm_host_dir, NULL, true);
+        /* Read-write: the limiter maps its region shared and writes its VRAM reservations
+         * and PID slots into it (the hypervisor's node agent creates the region). */
+        add_mount(c, SHM_VOLUME, wh->cfg.shm_host_dir, NULL, false);
     }
 }
 

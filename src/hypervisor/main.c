@@ -2,19 +2,22 @@
  *
  * tf-hypervisor: the node daemon in local mode. Discovers GPUs through NVML, keeps workloads
  * and allocations in the SQLite state store, serves the HTTP API, releases workloads whose
- * processes are gone, and writes metric lines every interval.
+ * processes are gone, and writes metric lines every interval. With --kubernetes it is also
+ * the node agent (k8s_agent.h): GPU objects and the limit regions of the pods bound here.
  *
  * usage: tf-hypervisor [--state-dir DIR] [--listen HOST:PORT] [--nvml LIB]
  *                      [--metrics-sink URI|none] [--metrics-interval MS]
  *                      [--sample-interval MS] [--discovery-interval MS] [--node NAME]
  *                      [--pool NAME] [--lib-dir DIR] [--log-level LEVEL]
  *                      [--device-plugin on|off] [--kubelet-dir DIR] [--vgpu-slots N]
+ *                      [--kubernetes [--node-name NAME] [--shm-root DIR] [API flags]]
  */
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
 #include "hypervisor/deviceplugin/dp_hv.h"
 #include "hypervisor/hv.h"
+#include "hypervisor/k8s_agent.h"
 #include "hypervisor/paths.h"
 #include "hypervisor/runtime.h"
 #include "hypervisor/soft.h"
@@ -39,14 +42,14 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "usage: tf-hypervisor [--state-dir DIR] [--listen HOST:PORT] [--nvml LIB]\n"
-            "                     [--metrics-sink sqlite:PATH|file:PATH|http(s)://URL|none]\n"
-            "                     [--metrics-interval MS] [--sample-interval MS]\n"
-            "                     [--discovery-interval MS] [--node NAME] [--pool NAME]\n"
-            "                     [--lib-dir DIR] [--worker-host ADDR] [--api-token-file F]\n"
-            "                     [--lease-timeout MS] [--log-level error|warn|info|debug]\n"
-            "                     [--device-plugin on|off] [--kubelet-dir DIR] [--vgpu-slots N]\n");
+    fprintf(f, "usage: tf-hypervisor [--state-dir DIR] [--listen HOST:PORT] [--nvml LIB]\n"
+               "                     [--metrics-sink sqlite:PATH|file:PATH|http(s)://URL|none]\n"
+               "                     [--metrics-interval MS] [--sample-interval MS]\n"
+               "                     [--discovery-interval MS] [--node NAME] [--pool NAME]\n"
+               "                     [--lib-dir DIR] [--worker-host ADDR] [--api-token-file F]\n"
+               "                     [--lease-timeout MS] [--log-level error|warn|info|debug]\n"
+               "                     [--device-plugin on|off] [--kubelet-dir DIR] [--vgpu-slots N]\n"
+               "Kubernetes mode:\n" TF_HV_K8S_USAGE);
 }
 
 static int64_t mono_ms(void)
@@ -56,7 +59,7 @@ static int64_t mono_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int parse_args(int argc, char **argv, struct tf_hv_config *c)
+static int parse_args(int argc, char **argv, struct tf_hv_config *c, struct tf_hv_k8s_opts *k8s)
 {
     memset(c, 0, sizeof(*c));
     tf_dp_config_init(&c->dp);
@@ -80,6 +83,13 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(stdout);
             exit(0);
+        }
+        int used = tf_hv_k8s_flag(k8s, a, v);
+        if (used < 0)
+            return 2;
+        if (used) {
+            i += used - 2;
+            continue;
         }
         if (!v) {
             fprintf(stderr, "tf-hypervisor: %s needs a value\n", a);
@@ -197,8 +207,10 @@ static int write_addr(const char *dir, int port)
 int main(int argc, char **argv)
 {
     struct tf_hv hv;
+    struct tf_hv_k8s_opts k8s_opts = {0};
+    struct tf_hv_k8s *k8s = NULL;
     memset(&hv, 0, sizeof(hv));
-    int rc = parse_args(argc, argv, &hv.cfg);
+    int rc = parse_args(argc, argv, &hv.cfg, &k8s_opts);
     if (rc)
         return rc;
     char err[512], path[700];
@@ -266,6 +278,11 @@ int main(int argc, char **argv)
     }
     tf_hv_reap(&hv);
 
+    if (k8s_opts.enabled && tf_hv_k8s_start(&hv, &k8s_opts, &k8s, err, sizeof(err))) {
+        tf_log(TF_LOG_ERROR, "hypervisor", "kubernetes: %s", err);
+        return 1;
+    }
+
     struct tf_hv_http *http;
     if (tf_hv_http_start(&hv, &http, err, sizeof(err))) {
         tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
@@ -302,6 +319,8 @@ int main(int argc, char **argv)
     while (!stop_requested) {
         int64_t now = mono_ms();
         tf_hv_soft_step(&hv);
+        if (k8s)
+            tf_hv_k8s_step(k8s, now);
         if (now >= next_reap) {
             tf_hv_reap(&hv);
             next_reap = now + hv.cfg.liveness_interval_ms;
@@ -323,6 +342,7 @@ int main(int argc, char **argv)
     tf_log(TF_LOG_INFO, "hypervisor", "stopping (signal %d); workloads stay recorded",
            (int)stop_requested);
     tf_dp_stop(dp);
+    tf_hv_k8s_stop(k8s);
     tf_hv_http_stop(http);
     snprintf(path, sizeof(path), "%s/hypervisor.addr", hv.cfg.state_dir);
     unlink(path);

@@ -65,6 +65,24 @@ out:
     free(devs);
 }
 
+void tf_hv_worker_usage_point(struct tf_lp_point *p, const struct tf_hv *hv, const char *uuid,
+                              const char *worker, const char *ns, const char *workload,
+                              int32_t compute_bp, int64_t vram_used, int64_t gpu_tflops_milli,
+                              int64_t gpu_vram)
+{
+    tf_lp_tag(p, "node", hv->cfg.node);
+    tf_lp_tag(p, "pool", hv->cfg.pool);
+    tf_lp_tag(p, "uuid", uuid);
+    tf_lp_tag(p, "worker", worker);
+    tf_lp_tag(p, "namespace", ns);
+    tf_lp_tag(p, "workload", workload);
+    tf_lp_float(p, "compute_percentage", compute_bp / 100.0);
+    tf_lp_float(p, "compute_tflops", (double)gpu_tflops_milli * compute_bp / 1e7);
+    tf_lp_int(p, "memory_bytes", vram_used);
+    tf_lp_float(p, "memory_percentage",
+                gpu_vram ? 100.0 * (double)vram_used / (double)gpu_vram : 0);
+}
+
 struct batch {
     struct tf_lp_point pts[256];
     char strs[256][3][80]; /* per point: worker name, scratch */
@@ -144,17 +162,8 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
                     gpu_tflops = devs[j].tflops_milli;
                 }
             }
-            tf_lp_tag(p, "node", hv->cfg.node);
-            tf_lp_tag(p, "pool", hv->cfg.pool);
-            tf_lp_tag(p, "uuid", w->alloc[k].uuid);
-            tf_lp_tag(p, "worker", wname);
-            tf_lp_tag(p, "namespace", w->req.ns);
-            tf_lp_tag(p, "workload", w->req.name);
-            tf_lp_float(p, "compute_percentage", u.gpu[k].compute_bp / 100.0);
-            tf_lp_float(p, "compute_tflops", (double)gpu_tflops * u.gpu[k].compute_bp / 1e7);
-            tf_lp_int(p, "memory_bytes", u.gpu[k].vram_used);
-            tf_lp_float(p, "memory_percentage",
-                        gpu_vram ? 100.0 * (double)u.gpu[k].vram_used / (double)gpu_vram : 0);
+            tf_hv_worker_usage_point(p, hv, w->alloc[k].uuid, wname, w->req.ns, w->req.name,
+                                     u.gpu[k].compute_bp, u.gpu[k].vram_used, gpu_tflops, gpu_vram);
         }
         struct tf_lp_point *p = next_point(b, "tf_worker_resources", ts);
         if (!p)

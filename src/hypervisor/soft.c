@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 struct entry {
-    char name[TF_HV_NAME_MAX];
+    char name[TF_HV_SOFT_KEY_MAX];
     struct tf_shm_map map;
     int id; /* engine id */
 };
@@ -122,13 +122,34 @@ static struct entry *find(struct tf_hv_soft *s, const char *name)
     return NULL;
 }
 
+bool tf_hv_soft_region_path(const char *root, const char *ns, const char *name, char *dir,
+                            size_t dlen, char *path, size_t plen)
+{
+    int n = snprintf(dir, dlen, "%s/%s/%s", root, ns, name);
+    int m = snprintf(path, plen, "%s/shm", dir);
+    return n > 0 && (size_t)n < dlen && m > 0 && (size_t)m < plen;
+}
+
+void tf_hv_soft_remove_region(const char *root, const char *ns, const char *name)
+{
+    char dir[700], path[800], nsdir[700];
+    if (!tf_hv_soft_region_path(root, ns, name, dir, sizeof(dir), path, sizeof(path)))
+        return;
+    unlink(path);
+    rmdir(dir); /* only when empty */
+    int n = snprintf(nsdir, sizeof(nsdir), "%s/%s", root, ns);
+    if (n > 0 && (size_t)n < sizeof(nsdir))
+        rmdir(nsdir); /* only when empty */
+}
+
 /* DIR and PATH of W's region; false when they do not fit. */
 static bool region_path(const struct tf_hv *hv, const struct tf_hv_workload *w, char *dir,
                         size_t dlen, char *path, size_t plen)
 {
-    int n = snprintf(dir, dlen, "%s/shm/%s/%s", hv->cfg.state_dir, w->req.ns, w->req.name);
-    int m = snprintf(path, plen, "%s/shm", dir);
-    return n > 0 && (size_t)n < dlen && m > 0 && (size_t)m < plen;
+    char root[600];
+    int n = snprintf(root, sizeof(root), "%s/shm", hv->cfg.state_dir);
+    return n > 0 && (size_t)n < sizeof(root) &&
+           tf_hv_soft_region_path(root, w->req.ns, w->req.name, dir, dlen, path, plen);
 }
 
 static int device_mem(struct tf_hv *hv, const char *uuid, uint64_t *mem)
@@ -143,6 +164,131 @@ static int device_mem(struct tf_hv *hv, const char *uuid, uint64_t *mem)
         if (!strcmp(devs[i].uuid, uuid))
             *mem = (uint64_t)devs[i].vram_bytes;
     return 0;
+}
+
+int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
+                      const struct tf_shm_config *cfg, bool reopen, bool *reopened, char *err,
+                      size_t errlen)
+{
+    char dir[800];
+    if (reopened)
+        *reopened = false;
+    if (!s) {
+        tf_errf(err, errlen, "the limit engine did not start");
+        return TF_ENOTSUP;
+    }
+    if (strlen(key) >= TF_HV_SOFT_KEY_MAX || !tf_strlcpy(dir, path, sizeof(dir))) {
+        tf_errf(err, errlen, "limit region name or path too long");
+        return TF_ERANGE;
+    }
+    pthread_mutex_lock(&s->mu);
+    bool taken = find(s, key) != NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (taken) {
+        tf_errf(err, errlen, "workload %s already has a region", key);
+        return TF_EEXIST;
+    }
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    struct tf_shm_map map = {0};
+    int rc;
+    if (slash && (rc = tf_hv_mkdirs(dir, 0755, err, errlen)))
+        return rc;
+    rc = TF_ENOENT;
+    if (reopen) {
+        char oerr[256];
+        rc = tf_shm_open(path, &map, oerr, sizeof(oerr));
+        if (rc)
+            tf_log(TF_LOG_WARN, "soft", "workload %s: region %s: %s; recreating it", key, path,
+                   oerr);
+        else if (reopened)
+            *reopened = true;
+    }
+    if (rc) {
+        (void)unlink(path); /* a stale region of an earlier workload of that name */
+        mode_t old = umask(0);
+        rc = tf_shm_create(path, cfg, 0666, &map, err, errlen);
+        umask(old);
+        if (rc)
+            return rc;
+    }
+    pthread_mutex_lock(&s->mu);
+    if (s->n == s->cap) {
+        int cap = s->cap ? s->cap * 2 : 16;
+        struct entry *e = realloc(s->e, (size_t)cap * sizeof(*e));
+        if (!e) {
+            pthread_mutex_unlock(&s->mu);
+            tf_shm_unmap(&map);
+            return TF_ENOMEM;
+        }
+        s->e = e;
+        s->cap = cap;
+    }
+    int id = tf_engine_add(s->engine, map.r, key);
+    if (id < 0) {
+        pthread_mutex_unlock(&s->mu);
+        tf_shm_unmap(&map);
+        tf_errf(err, errlen, "the limit engine is full");
+        return id;
+    }
+    struct entry *e = &s->e[s->n++];
+    tf_strlcpy(e->name, key, sizeof(e->name));
+    e->map = map;
+    e->id = id;
+    tf_engine_step(s->engine, mono_ns()); /* heartbeat before the app starts */
+    pthread_mutex_unlock(&s->mu);
+    return 0;
+}
+
+/* True when A and B configure the same devices with the same limits. */
+static bool same_config(const struct tf_shm_config *a, const struct tf_shm_config *b)
+{
+    if (a->ndev != b->ndev || a->flags != b->flags || strcmp(a->name, b->name) != 0)
+        return false;
+    for (uint32_t i = 0; i < a->ndev; i++) {
+        const struct tf_shm_dev_config *x = &a->dev[i], *y = &b->dev[i];
+        if (memcmp(x->uuid, y->uuid, sizeof(x->uuid)) != 0 || x->flags != y->flags ||
+            x->compute_limit_bp != y->compute_limit_bp || x->vram_limit != y->vram_limit ||
+            x->mem_total != y->mem_total)
+            return false;
+    }
+    return true;
+}
+
+int tf_hv_soft_configure(struct tf_hv_soft *s, const char *key, const struct tf_shm_config *cfg,
+                         bool *changed)
+{
+    int rc = TF_ENOENT;
+    *changed = false;
+    if (!s)
+        return rc;
+    pthread_mutex_lock(&s->mu);
+    struct entry *e = find(s, key);
+    if (e) {
+        struct tf_shm_config cur;
+        rc = tf_shm_read_config(e->map.r, &cur);
+        if (rc == 0 && !same_config(&cur, cfg)) {
+            rc = tf_shm_write_config(e->map.r, cfg);
+            *changed = rc == 0;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+void tf_hv_soft_detach(struct tf_hv_soft *s, const char *key)
+{
+    if (!s)
+        return;
+    pthread_mutex_lock(&s->mu);
+    struct entry *e = find(s, key);
+    if (e) {
+        tf_engine_remove(s->engine, e->id);
+        tf_shm_unmap(&e->map);
+        *e = s->e[--s->n];
+    }
+    pthread_mutex_unlock(&s->mu);
 }
 
 int tf_hv_soft_start(struct tf_hv *hv, const struct tf_hv_workload *w, bool reopen,
@@ -172,51 +318,8 @@ int tf_hv_soft_start(struct tf_hv *hv, const struct tf_hv_workload *w, bool reop
         d->vram_limit = (uint64_t)w->alloc[i].vram_limit;
         device_mem(hv, w->alloc[i].uuid, &d->mem_total);
     }
-    struct tf_shm_map map = {0};
-    if ((rc = tf_hv_mkdirs(dir, 0755, err, errlen)))
+    if ((rc = tf_hv_soft_attach(s, w->req.name, path, &cfg, reopen, NULL, err, errlen)))
         return rc;
-    rc = TF_ENOENT;
-    if (reopen) {
-        char oerr[256];
-        rc = tf_shm_open(path, &map, oerr, sizeof(oerr));
-        if (rc)
-            tf_log(TF_LOG_WARN, "soft", "workload %s: region %s: %s; recreating it", w->req.name,
-                   path, oerr);
-    }
-    if (rc) {
-        if (!reopen)
-            (void)unlink(path); /* a stale region of an earlier workload of that name */
-        mode_t old = umask(0);
-        rc = tf_shm_create(path, &cfg, 0666, &map, err, errlen);
-        umask(old);
-        if (rc)
-            return rc;
-    }
-    pthread_mutex_lock(&s->mu);
-    if (s->n == s->cap) {
-        int cap = s->cap ? s->cap * 2 : 16;
-        struct entry *e = realloc(s->e, (size_t)cap * sizeof(*e));
-        if (!e) {
-            pthread_mutex_unlock(&s->mu);
-            tf_shm_unmap(&map);
-            return TF_ENOMEM;
-        }
-        s->e = e;
-        s->cap = cap;
-    }
-    int id = tf_engine_add(s->engine, map.r, w->req.name);
-    if (id < 0) {
-        pthread_mutex_unlock(&s->mu);
-        tf_shm_unmap(&map);
-        tf_errf(err, errlen, "the limit engine is full");
-        return id;
-    }
-    struct entry *e = &s->e[s->n++];
-    tf_strlcpy(e->name, w->req.name, sizeof(e->name));
-    e->map = map;
-    e->id = id;
-    tf_engine_step(s->engine, mono_ns()); /* heartbeat before the app starts */
-    pthread_mutex_unlock(&s->mu);
     if (!reopen && (rc = tf_hv_state_set_runtime(hv->state, w->req.name, path, w->worker_pid,
                                                  w->worker_addr, err, errlen))) {
         tf_hv_soft_stop(hv, w);
@@ -233,25 +336,11 @@ int tf_hv_soft_start(struct tf_hv *hv, const struct tf_hv_workload *w, bool reop
 
 void tf_hv_soft_stop(struct tf_hv *hv, const struct tf_hv_workload *w)
 {
-    struct tf_hv_soft *s = hv->soft;
-    if (!s)
-        return;
-    pthread_mutex_lock(&s->mu);
-    struct entry *e = find(s, w->req.name);
-    if (e) {
-        tf_engine_remove(s->engine, e->id);
-        tf_shm_unmap(&e->map);
-        *e = s->e[--s->n];
-    }
-    pthread_mutex_unlock(&s->mu);
-    char dir[700], path[800], ns[700];
-    if (!region_path(hv, w, dir, sizeof(dir), path, sizeof(path)))
-        return;
-    unlink(path);
-    rmdir(dir);
-    int n = snprintf(ns, sizeof(ns), "%s/shm/%s", hv->cfg.state_dir, w->req.ns);
-    if (n > 0 && (size_t)n < sizeof(ns))
-        rmdir(ns); /* only when empty */
+    char root[600];
+    tf_hv_soft_detach(hv->soft, w->req.name);
+    int n = snprintf(root, sizeof(root), "%s/shm", hv->cfg.state_dir);
+    if (n > 0 && (size_t)n < sizeof(root))
+        tf_hv_soft_remove_region(root, w->req.ns, w->req.name);
 }
 
 void tf_hv_soft_step(struct tf_hv *hv)

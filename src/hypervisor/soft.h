@@ -12,6 +12,9 @@
  * from the recorded limits when the file is gone), so running apps keep their limits.
  * The limiter library is found in $TF_LIMITER_LIB, next to the hypervisor, in
  * ../lib/tensor-fusion/, then in the build tree's src/limiter/.
+ * Regions of other owners (the Kubernetes node agent's pods, k8s_pods.h) are registered with
+ * the same engine through tf_hv_soft_attach / _configure / _detach under their own keys
+ * ("<namespace>/<pod>"; local workload names never contain '/').
  *
  * Thread-safe: one mutex guards the engine and the region table (API threads add/remove, the
  * main loop steps).
@@ -20,11 +23,13 @@
 #define TF_HYPERVISOR_SOFT_H
 
 #include "hypervisor/hv.h"
+#include "limits/shm.h"
 
 #include <json-c/json.h>
 #include <stdbool.h>
 
 #define TF_HV_ENGINE_PERIOD_MS 100
+#define TF_HV_SOFT_KEY_MAX 320 /* longest region key + 1 ("<ns>/<pod>": 63 + 1 + 253) */
 
 struct tf_hv_soft;
 
@@ -43,9 +48,31 @@ int tf_hv_soft_start(struct tf_hv *hv, const struct tf_hv_workload *w, bool reop
                      json_object *env, char *err, size_t errlen);
 /* Unregisters and removes W's region. */
 void tf_hv_soft_stop(struct tf_hv *hv, const struct tf_hv_workload *w);
+
+/* Registers the region file PATH under KEY (copied, shorter than TF_HV_SOFT_KEY_MAX) with the
+ * engine, creating PATH's directory. With REOPEN a valid region already at PATH is adopted as
+ * it is (limits, VRAM accounting and PID slots kept; *REOPENED, if non-NULL, set true);
+ * otherwise, or when it is missing or invalid, a fresh region is created from CFG (mode 0666,
+ * replacing any file there). TF_EEXIST when KEY is registered, TF_ENOTSUP when S is NULL. */
+int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
+                      const struct tf_shm_config *cfg, bool reopen, bool *reopened, char *err,
+                      size_t errlen);
+/* Rewrites KEY's configuration with CFG when it differs (a live limit change: *CHANGED set).
+ * TF_ENOENT when KEY is not registered; tf_shm_read_config / _write_config errors. */
+int tf_hv_soft_configure(struct tf_hv_soft *s, const char *key, const struct tf_shm_config *cfg,
+                         bool *changed);
+/* Unregisters KEY (no-op when absent). The file stays: see tf_hv_soft_remove_region. */
+void tf_hv_soft_detach(struct tf_hv_soft *s, const char *key);
+
+/* DIR = ROOT/NS/NAME and PATH = DIR/shm; false when they do not fit. */
+bool tf_hv_soft_region_path(const char *root, const char *ns, const char *name, char *dir,
+                            size_t dlen, char *path, size_t plen);
+/* Removes ROOT/NS/NAME/shm and then the NAME and NS directories when they are empty. */
+void tf_hv_soft_remove_region(const char *root, const char *ns, const char *name);
 /* One engine step (main loop). */
 void tf_hv_soft_step(struct tf_hv *hv);
-/* Measured share (bp) and VRAM in use of W on its K-th GPU; false when W has no region. */
+/* Measured share (bp) and VRAM in use of the region registered as NAME on its K-th GPU;
+ * false when there is none. */
 bool tf_hv_soft_usage(struct tf_hv *hv, const char *name, int k, int32_t *share_bp,
                       int64_t *vram_used);
 /* True while some process holds a PID slot of W's region (the limiter registers every

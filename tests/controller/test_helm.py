@@ -154,6 +154,56 @@ def webhook_problems(docs):
     return probs
 
 
+def rules_of(docs, sa):
+    """The (apiGroup, resource, verb) triples the ClusterRoles bound to service account SA
+    grant."""
+    got = set()
+    for rb in docs:
+        if rb["kind"] != "ClusterRoleBinding" or not any(
+                s.get("kind") == "ServiceAccount" and s.get("name") == sa
+                for s in rb.get("subjects", [])):
+            continue
+        role = find(docs, "ClusterRole", rb["roleRef"]["name"])
+        for r in role["rules"]:
+            for g in r["apiGroups"]:
+                for res in r["resources"]:
+                    for v in r["verbs"]:
+                        got.add((g, res, v))
+    return got
+
+
+def check_node_agent(docs, ds):
+    """The hypervisor runs as the node agent: its node name, the shm root the webhook mounts
+    into soft pods, and the API rights it needs (and no more than that on pods)."""
+    spec = ds["spec"]["template"]["spec"]
+    c = spec["containers"][0]
+    args = c["args"]
+    arg = lambda k: args[args.index(k) + 1] if k in args else None  # noqa: E731
+    check("hypervisor runs the node agent", "--kubernetes" in args, args)
+    check("node name from the downward API", arg("--node-name") == "$(NODE_NAME)" and
+          {"name": "NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}
+          in c["env"], c.get("env"))
+    shm = arg("--shm-root")
+    vols = {v["name"]: v for v in spec["volumes"]}
+    mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
+    check("shm root is the host directory the webhook mounts",
+          shm == "/run/tensor-fusion/shm" and mounts.get(shm) in vols and
+          vols[mounts[shm]].get("hostPath", {}).get("path") == shm, (shm, mounts))
+    cfg = yaml.safe_load(find(docs, "ConfigMap", "tensor-fusion-config")["data"]["config.yaml"])
+    check("controller injects the same shm directory", cfg.get("shmDir") == shm, cfg)
+    check("hypervisor sees the pods' processes", spec.get("hostPID") is True)
+    sa = spec["serviceAccountName"]
+    got = rules_of(docs, sa)
+    need = [("tensor-fusion.ai", "gpus", v) for v in ("get", "list", "watch", "create", "patch")]
+    need += [("tensor-fusion.ai", "gpus/status", v) for v in ("get", "patch")]
+    need += [("", "pods", v) for v in ("get", "list", "watch")]
+    missing = [n for n in need if n not in got]
+    check("hypervisor RBAC covers gpus, gpus/status and pods", not missing, missing)
+    check("hypervisor cannot change pods",
+          not any(g == "" and r.startswith("pods") and v not in ("get", "list", "watch")
+                  for (g, r, v) in got), sorted(got))
+
+
 def test_chart():
     docs = render()
     kinds = {(d["kind"], d["metadata"]["name"]) for d in docs}
@@ -196,6 +246,7 @@ def test_chart():
     check("device plugin can be turned off", flag(off, "--device-plugin") is None, off)
     check("vgpuSlots reaches the flag",
           flag(hv_args("hypervisor.devicePlugin.vgpuSlots=4"), "--vgpu-slots") == "4")
+    check_node_agent(docs, ds)
     cm = find(docs, "ConfigMap", "tensor-fusion-scheduler-config")
     sc = yaml.safe_load(cm["data"]["scheduler-config.yaml"])
     check("scheduler profile", [p["schedulerName"] for p in sc["profiles"]] ==

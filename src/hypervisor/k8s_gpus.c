@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The node agent's GPU publisher (see k8s_gpus.h).
+ */
+#include "hypervisor/k8s_gpus.h"
+
+#include "common/dynbuf.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/yamljson.h"
+#include "hypervisor/k8s_objects.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CHECK_MS 1000
+#define RESYNC_MS 60000
+#define BACKOFF_MIN_MS 1000
+#define BACKOFF_MAX_MS 30000
+
+struct tf_hv_k8s_gpus {
+    struct tf_k8s_client *c;
+    struct tf_hv_state *st;
+    char *node, *pool;
+    pthread_t thread;
+    pthread_mutex_t mu; /* with cv: the interruptible sleep */
+    pthread_cond_t cv;
+    atomic_bool stop;
+};
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Merge patch {PART: WANT} (PART "status", or labels under metadata) when OBJ differs. */
+static json_object *build_labels(json_object *obj, void *arg)
+{
+    if (!tf_hv_k8s_differs(tf_json_path(obj, "metadata", "labels", NULL), arg))
+        return NULL;
+    json_object *p = json_object_new_object(), *m = json_object_new_object();
+    json_object_object_add(m, "labels", json_object_get(arg));
+    json_object_object_add(p, "metadata", m);
+    return p;
+}
+
+static json_object *build_status(json_object *obj, void *arg)
+{
+    if (!tf_hv_k8s_differs(tf_json_path(obj, "status", NULL), arg))
+        return NULL;
+    json_object *p = json_object_new_object();
+    json_object_object_add(p, "status", json_object_get(arg));
+    return p;
+}
+
+/* Makes the object of device D current. */
+static int publish_one(struct tf_hv_k8s_gpus *g, const struct tf_hv_device *d, const char *name)
+{
+    char err[512];
+    json_object *labels = tf_hv_k8s_gpu_labels(g->node, g->pool);
+    json_object *status = tf_hv_k8s_gpu_status(d, g->node);
+    int rc = tf_k8s_merge_patch_retry(g->c, &tf_k8s_gpus, NULL, name, NULL, build_labels, labels,
+                                      NULL, err, sizeof(err));
+    if (rc == TF_ENOENT) {
+        json_object *obj = json_object_new_object(), *meta = json_object_new_object();
+        json_object_object_add(obj, "apiVersion", json_object_new_string("tensor-fusion.ai/v1"));
+        json_object_object_add(obj, "kind", json_object_new_string("GPU"));
+        json_object_object_add(meta, "name", json_object_new_string(name));
+        json_object_object_add(meta, "labels", json_object_get(labels));
+        json_object_object_add(obj, "metadata", meta);
+        rc = tf_k8s_create(g->c, &tf_k8s_gpus, NULL, obj, NULL, err, sizeof(err));
+        json_object_put(obj);
+        if (rc == 0)
+            tf_log(TF_LOG_INFO, "k8s", "GPU object %s created uuid=%s node=%s", name, d->uuid,
+                   g->node);
+        else if (rc == TF_EEXIST) /* created meanwhile: patch it like any other */
+            rc = tf_k8s_merge_patch_retry(g->c, &tf_k8s_gpus, NULL, name, NULL, build_labels,
+                                          labels, NULL, err, sizeof(err));
+    }
+    if (rc == 0)
+        rc = tf_k8s_merge_patch_retry(g->c, &tf_k8s_gpus, NULL, name, "status", build_status,
+                                      status, NULL, err, sizeof(err));
+    if (rc)
+        tf_log(TF_LOG_WARN, "k8s", "cannot publish GPU %s: %s", name, err);
+    json_object_put(labels);
+    json_object_put(status);
+    return rc;
+}
+
+struct stale_ctx {
+    struct tf_hv_k8s_gpus *g;
+    json_object *names; /* published names -> true */
+    int rc;
+};
+
+static json_object *build_unknown(json_object *obj, void *arg)
+{
+    const char *phase = tf_json_str(obj, "status", "phase", NULL);
+    if (phase && strcmp(phase, "Unknown") == 0)
+        return NULL;
+    return json_tokener_parse("{\"status\":{\"phase\":\"Unknown\"}}");
+}
+
+/* A GPU object of this node: Unknown unless one of ours. */
+static int mark_stale(json_object *item, void *arg)
+{
+    struct stale_ctx *x = arg;
+    const char *name = tf_json_str(item, "metadata", "name", NULL);
+    const char *phase = tf_json_str(item, "status", "phase", NULL);
+    if (!name || json_object_object_get_ex(x->names, name, NULL) ||
+        (phase && strcmp(phase, "Unknown") == 0))
+        return 0;
+    char err[512];
+    int rc = tf_k8s_merge_patch_retry(x->g->c, &tf_k8s_gpus, NULL, name, "status", build_unknown,
+                                      NULL, NULL, err, sizeof(err));
+    if (rc == 0)
+        tf_log(TF_LOG_WARN, "k8s", "GPU %s is no longer on node %s: phase Unknown", name,
+               x->g->node);
+    else if (rc != TF_ENOENT) {
+        tf_log(TF_LOG_WARN, "k8s", "cannot mark GPU %s Unknown: %s", name, err);
+        x->rc = rc;
+    }
+    return 0;
+}
+
+/* One round over DEVS[0..N). Returns 0 when every write succeeded. */
+static int publish(struct tf_hv_k8s_gpus *g, const struct tf_hv_device *devs, int n)
+{
+    struct stale_ctx x = {g, json_object_new_object(), 0};
+    char name[256], err[512], sel[300];
+    for (int i = 0; i < n; i++) {
+        if (!devs[i].present)
+            continue;
+        if (!tf_hv_k8s_gpu_name(devs[i].uuid, name, sizeof(name))) {
+            tf_log(TF_LOG_WARN, "k8s", "GPU uuid %s cannot name a GPU object; not published",
+                   devs[i].uuid);
+            continue;
+        }
+        json_object_object_add(x.names, name, json_object_new_boolean(true));
+        int rc = publish_one(g, &devs[i], name);
+        if (rc)
+            x.rc = rc;
+    }
+    snprintf(sel, sizeof(sel), "%s=%s", TF_HV_LABEL_NODE, g->node);
+    int rc =
+        tf_k8s_list(g->c, &tf_k8s_gpus, NULL, sel, NULL, 0, mark_stale, &x, NULL, err, sizeof(err));
+    if (rc) {
+        tf_log(TF_LOG_WARN, "k8s", "cannot list the GPU objects of node %s: %s", g->node, err);
+        x.rc = rc;
+    }
+    json_object_put(x.names);
+    return x.rc;
+}
+
+/* What publishing depends on, as text: a change means a new round. */
+static void fingerprint(const struct tf_hv_device *devs, int n, struct tf_dynbuf *out)
+{
+    tf_dynbuf_reset(out);
+    for (int i = 0; i < n; i++)
+        tf_dynbuf_addf(out, "%s|%d|%s|%s|%lld|%lld|%d\n", devs[i].uuid, devs[i].index,
+                       devs[i].model, devs[i].name, (long long)devs[i].tflops_milli,
+                       (long long)devs[i].vram_bytes, (int)devs[i].present);
+}
+
+static void *run(void *arg)
+{
+    struct tf_hv_k8s_gpus *g = arg;
+    struct tf_hv_device *devs = calloc(TF_HV_MAX_DEVICES, sizeof(*devs));
+    struct tf_dynbuf fp, last;
+    tf_dynbuf_init(&fp, 1 << 20);
+    tf_dynbuf_init(&last, 1 << 20);
+    int64_t next_full = 0, next_try = 0, backoff = BACKOFF_MIN_MS;
+    bool published = false;
+    while (devs && !atomic_load(&g->stop)) {
+        int n = 0;
+        char err[256];
+        if (tf_hv_state_devices(g->st, devs, TF_HV_MAX_DEVICES, &n, err, sizeof(err)) == 0) {
+            fingerprint(devs, n, &fp);
+            int64_t now = mono_ms();
+            bool changed = !published || strcmp(tf_dynbuf_str(&fp), tf_dynbuf_str(&last)) != 0;
+            if ((changed || now >= next_full) && now >= next_try) {
+                if (publish(g, devs, n) == 0) {
+                    published = true;
+                    tf_dynbuf_reset(&last);
+                    tf_dynbuf_adds(&last, tf_dynbuf_str(&fp));
+                    next_full = now + RESYNC_MS;
+                    backoff = BACKOFF_MIN_MS;
+                } else {
+                    next_try = mono_ms() + backoff;
+                    backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+                }
+            }
+        } else {
+            tf_log(TF_LOG_WARN, "k8s", "devices: %s", err);
+        }
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += CHECK_MS / 1000;
+        pthread_mutex_lock(&g->mu);
+        if (!atomic_load(&g->stop))
+            pthread_cond_timedwait(&g->cv, &g->mu, &until);
+        pthread_mutex_unlock(&g->mu);
+    }
+    tf_dynbuf_free(&fp);
+    tf_dynbuf_free(&last);
+    free(devs);
+    return NULL;
+}
+
+struct tf_hv_k8s_gpus *tf_hv_k8s_gpus_start(struct tf_k8s_client *c, struct tf_hv_state *st,
+                                            const char *node, const char *pool)
+{
+    struct tf_hv_k8s_gpus *g = calloc(1, sizeof(*g));
+    if (!g)
+        return NULL;
+    g->c = c;
+    g->st = st;
+    g->node = strdup(node);
+    g->pool = strdup(pool);
+    pthread_mutex_init(&g->mu, NULL);
+    pthread_cond_init(&g->cv, NULL);
+    atomic_init(&g->stop, false);
+    if (!g->node || !g->pool || pthread_create(&g->thread, NULL, run, g) != 0) {
+        pthread_mutex_destroy(&g->mu);
+        pthread_cond_destroy(&g->cv);
+        free(g->node);
+        free(g->pool);
+        free(g);
+        return NULL;
+    }
+    return g;
+}
+
+void tf_hv_k8s_gpus_stop(struct tf_hv_k8s_gpus *g)
+{
+    if (!g)
+        return;
+    pthread_mutex_lock(&g->mu);
+    atomic_store(&g->stop, true);
+    pthread_cond_broadcast(&g->cv);
+    pthread_mutex_unlock(&g->mu);
+    pthread_join(g->thread, NULL);
+    pthread_mutex_destroy(&g->mu);
+    pthread_cond_destroy(&g->cv);
+    free(g->node);
+    free(g->pool);
+    free(g);
+}

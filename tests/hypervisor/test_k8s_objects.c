@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The node agent's objects without an API server: GPU object names and status as the
+ * controller reads them, and the limit region each kind of pod gets (percent and TFLOPS
+ * limits, several GPUs, pods that need none, annotations that cannot give one).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "hypervisor/k8s_objects.h"
+
+#define GiB (INT64_C(1) << 30)
+#define A100 "GPU-aaaaaaaa-1111-2222-3333-444444444444"
+#define L4 "GPU-bbbbbbbb-1111-2222-3333-444444444444"
+
+static const struct tf_hv_device devs[] = {
+    {.uuid = A100,
+     .index = 0,
+     .name = "NVIDIA A100-SXM4-80GB",
+     .model = "A100-80GB",
+     .vendor = "NVIDIA",
+     .tflops_milli = 312000,
+     .vram_bytes = 80 * GiB,
+     .present = true},
+    {.uuid = L4,
+     .index = 1,
+     .name = "NVIDIA L4",
+     .model = "L4",
+     .vendor = "NVIDIA",
+     .tflops_milli = 121000,
+     .vram_bytes = 24 * GiB,
+     .present = true},
+    {.uuid = "GPU-cccccccc-1111-2222-3333-444444444444",
+     .index = 2,
+     .name = "Mystery GPU",
+     .model = "",
+     .vendor = "",
+     .present = true},
+    {.uuid = "GPU-dddddddd-1111-2222-3333-444444444444",
+     .index = 3,
+     .name = "NVIDIA L4",
+     .model = "L4",
+     .tflops_milli = 121000,
+     .vram_bytes = 24 * GiB,
+     .present = false},
+};
+#define NDEV ((int)(sizeof(devs) / sizeof(devs[0])))
+
+static json_object *parse(const char *s)
+{
+    json_object *o = json_tokener_parse(s);
+    if (!o)
+        fail_msg("bad test JSON: %s", s);
+    return o;
+}
+
+/* A pod the webhook took over and the extender bound to NODE with GPU_IDS; ANNS is extra
+ * annotation members ("\"k\": \"v\", ..." or ""). */
+static json_object *pod(const char *node, const char *gpu_ids, const char *anns)
+{
+    char buf[4096];
+    snprintf(buf, sizeof(buf),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train\","
+             "\"namespace\":\"ml\",\"uid\":\"u-1\",\"labels\":{\"tensor-fusion.ai/enabled\":"
+             "\"true\",\"tensor-fusion.ai/component\":\"client\"},\"annotations\":{%s%s%s%s%s}},"
+             "\"spec\":{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]},"
+             "\"status\":{\"phase\":\"Running\"}}",
+             gpu_ids ? "\"tensor-fusion.ai/gpu-ids\":\"" : "", gpu_ids ? gpu_ids : "",
+             gpu_ids ? "\"" : "", gpu_ids && *anns ? "," : "", anns, node);
+    return parse(buf);
+}
+
+static int plan(json_object *p, struct tf_hv_k8s_pod *out, char *err, size_t errlen)
+{
+    int rc = tf_hv_k8s_pod_plan(p, "n1", devs, NDEV, out, err, errlen);
+    json_object_put(p);
+    return rc;
+}
+
+static void gpu_objects_are_named_after_the_lowercased_uuid(void **state)
+{
+    char b[256];
+    assert_true(tf_hv_k8s_gpu_name("GPU-AbCd0123-1111-2222-3333-444444444444", b, sizeof(b)));
+    assert_string_equal(b, "gpu-abcd0123-1111-2222-3333-444444444444");
+    assert_true(tf_hv_k8s_gpu_name("MIG-GPU-ab.3", b, sizeof(b)));
+    assert_string_equal(b, "mig-gpu-ab.3");
+    assert_false(tf_hv_k8s_gpu_name("", b, sizeof(b)));
+    assert_false(tf_hv_k8s_gpu_name("GPU-a/b", b, sizeof(b)));
+    assert_false(tf_hv_k8s_gpu_name("GPU-", b, sizeof(b))); /* must end alphanumeric */
+    assert_false(tf_hv_k8s_gpu_name("GPU-abcdef", b, 6));   /* does not fit */
+}
+
+static void gpu_status_carries_what_the_extender_reads(void **state)
+{
+    json_object *st = tf_hv_k8s_gpu_status(&devs[1], "n1");
+    json_object *want = parse("{\"uuid\":\"" L4 "\",\"gpuModel\":\"L4\",\"vendor\":\"NVIDIA\","
+                              "\"index\":1,\"phase\":\"Running\",\"capacity\":{\"tflops\":\"121\","
+                              "\"vram\":\"24Gi\"},\"nodeSelector\":{\"kubernetes.io/hostname\":"
+                              "\"n1\"}}");
+    assert_true(json_object_equal(st, want));
+    json_object_put(st);
+    /* An unknown model is reported by its NVML name (the extender tries that mapping). */
+    st = tf_hv_k8s_gpu_status(&devs[2], "n1");
+    assert_string_equal(json_object_get_string(json_object_object_get(st, "gpuModel")),
+                        "Mystery GPU");
+    assert_null(json_object_object_get(st, "vendor"));
+    json_object_put(st);
+    json_object *l = tf_hv_k8s_gpu_labels("n1", "pool-a");
+    assert_string_equal(
+        json_object_to_json_string_ext(l, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+        "{\"tensor-fusion.ai/node\":\"n1\",\"tensor-fusion.ai/gpupool\":\"pool-a\"}");
+    json_object_put(l);
+    json_object_put(want);
+}
+
+static void a_patch_is_needed_only_when_an_owned_member_differs(void **state)
+{
+    json_object *want = parse("{\"phase\":\"Running\",\"capacity\":{\"tflops\":\"121\"}}");
+    json_object *same = parse("{\"phase\":\"Running\",\"capacity\":{\"tflops\":\"121\","
+                              "\"extra\":1},\"available\":{\"tflops\":\"10\"}}");
+    json_object *other = parse("{\"phase\":\"Unknown\",\"capacity\":{\"tflops\":\"121\"}}");
+    json_object *nested = parse("{\"phase\":\"Running\",\"capacity\":{\"tflops\":\"120\"}}");
+    json_object *missing = parse("{\"phase\":\"Running\"}");
+    assert_false(tf_hv_k8s_differs(same, want)); /* the reconciler's members do not count */
+    assert_true(tf_hv_k8s_differs(other, want));
+    assert_true(tf_hv_k8s_differs(nested, want));
+    assert_true(tf_hv_k8s_differs(missing, want));
+    assert_true(tf_hv_k8s_differs(NULL, want));
+    json_object_put(want);
+    json_object_put(same);
+    json_object_put(other);
+    json_object_put(nested);
+    json_object_put(missing);
+}
+
+static void a_soft_pod_gets_its_percent_and_vram_limits(void **state)
+{
+    struct tf_hv_k8s_pod p;
+    char err[512];
+    assert_int_equal(plan(pod("n1", A100,
+                              "\"tensor-fusion.ai/isolation\":\"soft\","
+                              "\"tensor-fusion.ai/compute-percent-limit\":\"30\","
+                              "\"tensor-fusion.ai/vram-limit\":\"2Gi\","
+                              "\"tensor-fusion.ai/workload\":\"train-wl\""),
+                          &p, err, sizeof(err)),
+                     1);
+    assert_string_equal(p.key, "ml/train");
+    assert_string_equal(p.uid, "u-1");
+    assert_string_equal(p.workload, "train-wl");
+    assert_string_equal(p.cfg.name, "ml/train");
+    assert_int_equal(p.ngpu, 1);
+    assert_int_equal(p.cfg.ndev, 1);
+    assert_string_equal(p.uuids[0], A100);
+    char u[64];
+    tf_shm_uuid_format(p.cfg.dev[0].uuid, u, sizeof(u));
+    assert_string_equal(u, "GPU-aaaaaaaa-1111-2222-3333-444444444444");
+    assert_int_equal(p.cfg.dev[0].flags,
+                     TF_SHM_DEV_PRESENT | TF_SHM_DEV_COMPUTE_LIMIT | TF_SHM_DEV_VRAM_LIMIT);
+    assert_int_equal(p.cfg.dev[0].compute_limit_bp, 3000);
+    assert_int_equal(p.cfg.dev[0].vram_limit, 2 * GiB);
+    assert_int_equal(p.cfg.dev[0].mem_total, 80 * GiB);
+    assert_int_equal(tf_shm_check_config(&p.cfg, err, sizeof(err)), 0);
+}
+
+static void tflops_limits_convert_per_gpu_in_gpu_ids_order(void **state)
+{
+    struct tf_hv_k8s_pod p;
+    char err[512];
+    /* 60.5 TFLOPS: 19.39 % of an A100 (312), 50 % of an L4 (121). No VRAM limit: not
+     * enforced. No isolation annotation: soft by default. Default workload: the pod. */
+    assert_int_equal(plan(pod("n1", L4 ", " A100, "\"tensor-fusion.ai/tflops-limit\":\"60.5\""), &p,
+                          err, sizeof(err)),
+                     1);
+    assert_int_equal(p.ngpu, 2);
+    assert_string_equal(p.uuids[0], L4);
+    assert_string_equal(p.uuids[1], A100);
+    assert_string_equal(p.workload, "train");
+    assert_int_equal(p.cfg.dev[0].compute_limit_bp, 5000);
+    assert_int_equal(p.cfg.dev[1].compute_limit_bp, 1939);
+    assert_int_equal(p.cfg.dev[0].flags, TF_SHM_DEV_PRESENT | TF_SHM_DEV_COMPUTE_LIMIT);
+    assert_int_equal(p.cfg.dev[0].mem_total, 24 * GiB);
+    /* Only a VRAM limit: compute is not capped. */
+    assert_int_equal(
+        plan(pod("n1", A100, "\"tensor-fusion.ai/vram-limit\":\"512Mi\""), &p, err, sizeof(err)),
+        1);
+    assert_int_equal(p.cfg.dev[0].flags, TF_SHM_DEV_PRESENT | TF_SHM_DEV_VRAM_LIMIT);
+    assert_int_equal(p.cfg.dev[0].vram_limit, 512 << 20);
+    /* A request alone is the limit too (the spec's inheritance). */
+    assert_int_equal(plan(pod("n1", A100, "\"tensor-fusion.ai/compute-percent-request\":\"25\""),
+                          &p, err, sizeof(err)),
+                     1);
+    assert_int_equal(p.cfg.dev[0].compute_limit_bp, 2500);
+}
+
+static void pods_that_need_no_region_get_none(void **state)
+{
+    struct tf_hv_k8s_pod p;
+    char err[512];
+    const char *lim = "\"tensor-fusion.ai/vram-limit\":\"1Gi\"";
+    assert_int_equal(plan(pod("n2", A100, lim), &p, err, sizeof(err)), 0); /* another node */
+    assert_int_equal(plan(pod("n1", NULL, lim), &p, err, sizeof(err)), 0); /* not bound yet */
+    assert_int_equal(
+        plan(pod("n1", A100, "\"tensor-fusion.ai/isolation\":\"shared\""), &p, err, sizeof(err)),
+        0);
+    assert_int_equal(
+        plan(pod("n1", A100,
+                 "\"tensor-fusion.ai/isolation\":\"hard\",\"tensor-fusion.ai/vram-limit\":\"1Gi\""),
+             &p, err, sizeof(err)),
+        0);
+    assert_int_equal(plan(pod("n1", A100,
+                              "\"tensor-fusion.ai/is-local-gpu\":\"false\",\"tensor-fusion.ai/"
+                              "vram-limit\":\"1Gi\""),
+                          &p, err, sizeof(err)),
+                     0);
+    json_object *done = pod("n1", A100, lim);
+    json_object_object_add(json_object_object_get(done, "status"), "phase",
+                           json_object_new_string("Succeeded"));
+    assert_int_equal(plan(done, &p, err, sizeof(err)), 0);
+    json_object *failed = pod("n1", A100, lim);
+    json_object_object_add(json_object_object_get(failed, "status"), "phase",
+                           json_object_new_string("Failed"));
+    assert_int_equal(plan(failed, &p, err, sizeof(err)), 0);
+    /* Remote workers (component worker) enforce their limits themselves. */
+    json_object *worker = pod("n1", A100, lim);
+    json_object_object_add(
+        json_object_object_get(json_object_object_get(worker, "metadata"), "labels"),
+        "tensor-fusion.ai/component", json_object_new_string("worker"));
+    assert_int_equal(plan(worker, &p, err, sizeof(err)), 0);
+    /* Terminating pods keep their region while their containers stop. */
+    json_object *term = pod("n1", A100, lim);
+    json_object_object_add(json_object_object_get(term, "metadata"), "deletionTimestamp",
+                           json_object_new_string("2025-01-01T00:00:00Z"));
+    assert_int_equal(plan(term, &p, err, sizeof(err)), 1);
+}
+
+static void pods_that_cannot_have_a_region_say_why(void **state)
+{
+    struct tf_hv_k8s_pod p;
+    char err[512];
+    const char *lim = "\"tensor-fusion.ai/vram-limit\":\"1Gi\"";
+    assert_int_equal(
+        plan(pod("n1", "GPU-ffffffff-1111-2222-3333-444444444444", lim), &p, err, sizeof(err)),
+        TF_EINVAL);
+    assert_non_null(strstr(err, "is not a GPU of node n1"));
+    /* Absent devices do not count. */
+    assert_int_equal(
+        plan(pod("n1", "GPU-dddddddd-1111-2222-3333-444444444444", lim), &p, err, sizeof(err)),
+        TF_EINVAL);
+    assert_int_equal(plan(pod("n1", A100 "," A100, lim), &p, err, sizeof(err)), TF_EINVAL);
+    assert_non_null(strstr(err, "listed twice"));
+    assert_int_equal(plan(pod("n1", " , ", lim), &p, err, sizeof(err)), TF_EINVAL);
+    assert_non_null(strstr(err, "names no GPU"));
+    assert_int_equal(plan(pod("n1", "GPU-cccccccc-1111-2222-3333-444444444444",
+                              "\"tensor-fusion.ai/tflops-limit\":\"10\""),
+                          &p, err, sizeof(err)),
+                     TF_EINVAL);
+    assert_non_null(strstr(err, "no known TFLOPS"));
+    /* The spec's own message, naming the key. */
+    int rc = plan(pod("n1", A100, "\"tensor-fusion.ai/vram-limit\":\"4Gb\""), &p, err, sizeof(err));
+    assert_true(rc < 0);
+    assert_non_null(strstr(err, "tensor-fusion.ai/vram-limit"));
+    assert_string_equal(p.key, "ml/train");
+    char many[2048] = "";
+    for (int i = 0; i < 17; i++)
+        snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sGPU-%08x", i ? "," : "", i);
+    assert_int_equal(plan(pod("n1", many, lim), &p, err, sizeof(err)), TF_ERANGE);
+    json_object *bad = pod("n1", A100, lim);
+    json_object_object_add(json_object_object_get(bad, "metadata"), "name",
+                           json_object_new_string(".."));
+    assert_int_equal(plan(bad, &p, err, sizeof(err)), TF_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gpu_objects_are_named_after_the_lowercased_uuid),
+        cmocka_unit_test(gpu_status_carries_what_the_extender_reads),
+        cmocka_unit_test(a_patch_is_needed_only_when_an_owned_member_differs),
+        cmocka_unit_test(a_soft_pod_gets_its_percent_and_vram_limits),
+        cmocka_unit_test(tflops_limits_convert_per_gpu_in_gpu_ids_order),
+        cmocka_unit_test(pods_that_need_no_region_get_none),
+        cmocka_unit_test(pods_that_cannot_have_a_region_say_why),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
