@@ -22,6 +22,8 @@
 #define LIB_DIR "/tensor-fusion"
 #define LIB_VOLUME "tf-lib"
 #define SHM_VOLUME "tf-shm"
+/* Where a soft pod sees its own directory <shm host dir>/<namespace>/<pod>. */
+#define SHM_POD_DIR "/run/tensor-fusion/pod"
 #define MEMO_WINDOW_S 30
 
 /* ---- configuration ------------------------------------------------------------------------ */
@@ -266,7 +268,9 @@ static void env_prepend(json_object *c, const char *name, const char *path)
     env_set(c, name, buf);
 }
 
-static void add_mount(json_object *c, const char *vol, const char *path, const char *sub, bool ro)
+/* SUB_KEY: "subPath" or "subPathExpr" (expanded by the kubelet from the container's env). */
+static void add_mount_sub(json_object *c, const char *vol, const char *path, const char *sub_key,
+                          const char *sub, bool ro)
 {
     json_object *mounts = child_arr(c, "volumeMounts");
     for (size_t i = 0; i < json_object_array_length(mounts); i++) {
@@ -278,10 +282,15 @@ static void add_mount(json_object *c, const char *vol, const char *path, const c
     set_str(m, "name", vol);
     set_str(m, "mountPath", path);
     if (sub)
-        set_str(m, "subPath", sub);
+        set_str(m, sub_key, sub);
     if (ro)
         json_object_object_add(m, "readOnly", json_object_new_boolean(true));
     json_object_array_add(mounts, m);
+}
+
+static void add_mount(json_object *c, const char *vol, const char *path, const char *sub, bool ro)
+{
+    add_mount_sub(c, vol, path, "subPath", sub, ro);
 }
 
 static void add_volume(json_object *spec, json_object *vol)
@@ -622,14 +631,14 @@ static void inject_soft(struct tf_webhook *wh, json_object *spec, const struct t
         snprintf(sub, sizeof(sub), "ld.so.preload.%.60s", s->inject_containers[i]);
         inject_common_env(c, s->inject_containers[i]);
         env_prepend(c, "LD_PRELOAD", LIB_DIR "/libtf_limiter.so");
-        char shm[512];
-        snprintf(shm, sizeof(shm), "%s/$(POD_NAMESPACE)/$(POD_NAME)/shm", wh->cfg.shm_host_dir);
-        env_set(c, "TF_SHM_PATH", shm);
+        env_set(c, "TF_SHM_PATH", SHM_POD_DIR "/shm");
         add_mount(c, LIB_VOLUME, LIB_DIR, NULL, true);
         add_mount(c, LIB_VOLUME, "/etc/ld.so.preload", sub, true);
-        /* Read-write: the limiter maps its region shared and writes its VRAM reservations
-         * and PID slots into it (the hypervisor's node agent creates the region). */
-        add_mount(c, SHM_VOLUME, wh->cfg.shm_host_dir, NULL, false);
+        /* Only the pod's own directory of the host shm tree (the node agent creates the region
+         * in it), so no pod can open another's. Read-write: the limiter maps its region shared
+         * and writes its VRAM reservations and PID slots into it. */
+        add_mount_sub(c, SHM_VOLUME, SHM_POD_DIR, "subPathExpr", "$(POD_NAMESPACE)/$(POD_NAME)",
+                      false);
     }
 }
 

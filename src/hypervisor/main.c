@@ -42,14 +42,15 @@ static void on_signal(int sig)
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: tf-hypervisor [--state-dir DIR] [--listen HOST:PORT] [--nvml LIB]\n"
-               "                     [--metrics-sink sqlite:PATH|file:PATH|http(s)://URL|none]\n"
-               "                     [--metrics-interval MS] [--sample-interval MS]\n"
-               "                     [--discovery-interval MS] [--node NAME] [--pool NAME]\n"
-               "                     [--lib-dir DIR] [--worker-host ADDR] [--api-token-file F]\n"
-               "                     [--lease-timeout MS] [--log-level error|warn|info|debug]\n"
-               "                     [--device-plugin on|off] [--kubelet-dir DIR] [--vgpu-slots N]\n"
-               "Kubernetes mode:\n" TF_HV_K8S_USAGE);
+    fprintf(f,
+            "usage: tf-hypervisor [--state-dir DIR] [--listen HOST:PORT] [--nvml LIB]\n"
+            "                     [--metrics-sink sqlite:PATH|file:PATH|http(s)://URL|none]\n"
+            "                     [--metrics-interval MS] [--sample-interval MS]\n"
+            "                     [--discovery-interval MS] [--node NAME] [--pool NAME]\n"
+            "                     [--lib-dir DIR] [--worker-host ADDR] [--api-token-file F]\n"
+            "                     [--lease-timeout MS] [--log-level error|warn|info|debug]\n"
+            "                     [--device-plugin on|off] [--kubelet-dir DIR] [--vgpu-slots N]\n"
+            "Kubernetes mode:\n" TF_HV_K8S_USAGE);
 }
 
 static int64_t mono_ms(void)

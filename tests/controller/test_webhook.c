@@ -291,8 +291,18 @@ static void seed_001_deployment_pod_gets_soft_limiter_and_normalised_annotations
     json_object *py = container(out, "python");
     assert_string_equal(env_of(py, "LD_PRELOAD"),
                         "/tensor-fusion/libtf_limiter.so:/usr/lib/libjemalloc.so");
-    assert_string_equal(env_of(py, "TF_SHM_PATH"),
-                        "/run/tensor-fusion/shm/$(POD_NAMESPACE)/$(POD_NAME)/shm");
+    assert_string_equal(env_of(py, "TF_SHM_PATH"), "/run/tensor-fusion/pod/shm");
+    /* Only the pod's own directory of the host shm tree is mounted, read-write. */
+    json_object *shm_mount = NULL;
+    json_object *mounts = tf_json_path(py, "volumeMounts", NULL);
+    for (size_t i = 0; mounts && i < json_object_array_length(mounts); i++)
+        if (strcmp(tf_json_str(json_object_array_get_idx(mounts, i), "name", NULL), "tf-shm") == 0)
+            shm_mount = json_object_array_get_idx(mounts, i);
+    assert_non_null(shm_mount);
+    assert_string_equal(tf_json_str(shm_mount, "mountPath", NULL), "/run/tensor-fusion/pod");
+    assert_string_equal(tf_json_str(shm_mount, "subPathExpr", NULL),
+                        "$(POD_NAMESPACE)/$(POD_NAME)");
+    assert_null(tf_json_path(shm_mount, "readOnly", NULL));
     assert_string_equal(env_of(py, "POD_NAME"), "<valueFrom>");
     assert_string_equal(env_of(py, "CONTAINER_NAME"), "python");
     assert_string_equal(tf_json_str(py, "resources", "limits", "tensor-fusion.ai/vgpu", NULL), "1");
