@@ -201,7 +201,7 @@ static void devices_on_three_gpus(struct child *c, const int *region_devs, int n
         snprintf(sh, sizeof(sh), "TF_SHM_PATH=%s", region);
     }
     char *argv[] = {(char *)host, "devices", NULL};
-    const char *env[] = {ld_preload, ld_path, "TF_SIM_DEVICES=L4,T4,A100-40GB", sh, vis,
+    const char *env[] = {ld_preload,           ld_path, "TF_SIM_DEVICES=L4,T4,A100-40GB", sh, vis,
                          "TF_LOG_LEVEL=error", NULL};
     if (child_run(c, argv, env, 60) != 0)
         fail_msg("devices failed:\nstdout:\n%s\nstderr:\n%s", c->out, c->err);
