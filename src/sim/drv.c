@@ -84,7 +84,7 @@ static void init_driver(void)
     struct tf_sim_visible vis;
     tf_sim_visible_parse(getenv("CUDA_VISIBLE_DEVICES"), uuids, drv.cfg.ndev, &vis);
     if (vis.note[0])
-        tf_log(TF_LOG_INFO, "sim", "CUDA_VISIBLE_DEVICES: %s (%d of %d devices visible)", vis.note,
+        tf_log(TF_LOG_DEBUG, "sim", "CUDA_VISIBLE_DEVICES: %s (%d of %d devices visible)", vis.note,
                vis.n, drv.cfg.ndev);
     if (vis.n == 0) {
         drv.init_result = CUDA_ERROR_NO_DEVICE;

@@ -98,7 +98,7 @@ void tf_sim_visible_parse(const char *spec, const char *const *uuids, int ndev,
         switch (kind) {
         case K_INDEX:
             dev = (int)read_index(p, n, ndev);
-            why = "is not a device index";
+            why = "is not the index of a device";
             break;
         case K_UUID:
             dev = starts_with(p, n, "GPU-") ? find_uuid(p, n, uuids, ndev) : -1;

@@ -32,7 +32,7 @@ struct tf_sim_visible {
     int n;                        /* visible devices: CUDA ordinals 0..n-1 */
     int phys[TF_SIM_MAX_DEVICES]; /* ordinal -> index in the machine's device list */
     /* Why devices were left out: "" when the whole list was used, else e.g.
-     * "entry 3 (\"-1\") is not a device index; it and the rest are ignored". */
+     * "entry 3 (\"-1\") is not the index of a device; it and the rest are ignored". */
     char note[160];
 };
 

@@ -67,7 +67,7 @@ static void indices_renumber_devices_in_list_order(void **state)
 static void the_first_invalid_entry_ends_the_list(void **state)
 {
     struct tf_sim_visible v = expect_n("0,2,-1,1", 4, 2, 0, 2);
-    assert_non_null(strstr(v.note, "entry 3 (\"-1\") is not a device index"));
+    assert_non_null(strstr(v.note, "entry 3 (\"-1\") is not the index of a device"));
     expect_n("1,9,0", 4, 1, 1); /* index past the last device */
     expect_n("0,,1", 4, 1, 0);
     expect_n("0,abc,1", 4, 1, 0);
