@@ -51,6 +51,8 @@ if [ -n "$sim" ]; then
     export LD_LIBRARY_PATH=$simlib
     export TF_SIM_DEVICES=${TF_SIM_DEVICES:-H100}
     export TF_SIM_SHM_PREFIX=$work/shm-
+    # A sanitized build of the simulator loads into these uninstrumented programs.
+    export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0
     mode="simulated GPU ($TF_SIM_DEVICES, $simlib)"
 else
     # Never the simulator (or the toolkit's stubs) by accident: drop such entries.
@@ -102,7 +104,9 @@ done
     { cat "$work/cc-bench.log"; die "cannot build bench_sim"; }
 
 lib=$(ldd "$work/vecadd" | awk '/libcuda\.so\.1/ {print $3}')
-[ -n "$lib" ] && [ "$lib" != "not" ] || die "libcuda.so.1 is not found at run time (is the NVIDIA driver installed?)"
+if [ -z "$lib" ] || [ "$lib" = "not" ]; then
+    die "libcuda.so.1 is not found at run time (is the NVIDIA driver installed?)"
+fi
 if [ -z "$sim" ] && [[ $lib == "$root"/* ]]; then
     die "libcuda.so.1 resolves to $lib, inside this tree (the simulator?)"
 fi
@@ -145,7 +149,9 @@ if [ -n "$compare" ]; then
         model=""
         for m in $(sed -n 's/^    {"\([^"]*\)", CC.*/\1/p' "$root/src/sim/hwspec.c"); do
             env -u CUDA_VISIBLE_DEVICES -u TF_SIM_CONFIG LD_LIBRARY_PATH="$cmplib" \
-                TF_SIM_DEVICES="$m" TF_SIM_SHM_PREFIX="$work/cmp-" "$work/attrs" \
+                TF_SIM_DEVICES="$m" TF_SIM_SHM_PREFIX="$work/cmp-" \
+                ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0:detect_leaks=0" \
+                "$work/attrs" \
                 >"$work/attrs.sim" 2>/dev/null || continue
             [ "$(sed -n 's/^name //p' "$work/attrs.sim")" = "$here" ] && { model=$m; break; }
         done
@@ -162,6 +168,7 @@ if [ -n "$compare" ]; then
                 local -n into=$2
                 local a b c
                 while read -r a b c; do
+                    # shellcheck disable=SC2034,SC2004 # into: a nameref to an associative array
                     if [ "$a" = attr ]; then into[$b]=$c; else into[$a]="$b${c:+ $c}"; fi
                 done <"$1"
             }
