@@ -101,9 +101,9 @@ CUresult CUDAAPI cuDeviceComputeCapability(int *major, int *minor, CUdevice dev)
     return CUDA_SUCCESS;
 }
 
-/* PCI location of a simulated device: domain 0, bus 0x10 + index, device 0. NVML reports the
- * same (nvml.c). */
-#define PCI_BUS(d) (0x10 + (d)->index)
+/* PCI location of a simulated device: domain 0, bus 0x10 + its index in the machine's list
+ * (not its CUDA ordinal), device 0. NVML reports the same (nvml.c). */
+#define PCI_BUS(d) (0x10 + (d)->phys)
 
 static int optin_smem(const struct sim_device *d)
 {
@@ -206,7 +206,7 @@ static CUresult attribute(const struct sim_device *d, CUdevice_attribute a, int 
     case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *v = hw->regs_per_sm; break;
     case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY: *v = 1; break;
     case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD: *v = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: *v = d->index; break;
+    case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: *v = d->phys; break;
     case CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: *v = fp64_ratio; break;
     case CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS: *v = 0; break;

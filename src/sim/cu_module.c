@@ -1057,7 +1057,10 @@ CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUke
         return rc;
     if ((rc = func_set_attr(f, ctx->dev, attrib, val)))
         return rc;
-    if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
-        kernel->max_dynamic_smem = val; /* for contexts instantiated later */
+    if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        pthread_mutex_lock(&kernel->lib->mu); /* library_instance reads it under the lock */
+        kernel->max_dynamic_smem = val;       /* for contexts instantiated later */
+        pthread_mutex_unlock(&kernel->lib->mu);
+    }
     return CUDA_SUCCESS;
 }

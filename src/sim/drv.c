@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * The simulated driver's process state: cuInit (configuration, shared device regions),
- * cuDriverGetVersion, cuGetErrorName/String, and library unload.
+ * The simulated driver's process state: cuInit (configuration, CUDA_VISIBLE_DEVICES, shared
+ * device regions), cuDriverGetVersion, cuGetErrorName/String, and library unload.
  */
 #include "sim/drv.h"
+
+#include "sim/visible.h"
 
 #include "common/log.h"
 
@@ -74,14 +76,25 @@ static void init_driver(void)
     const char *mi = getenv("TF_SIM_LAUNCH_MAX_INSNS");
     if (mi && *mi)
         drv.max_insns = strtoull(mi, NULL, 10);
-    if (drv.cfg.ndev == 0) {
+    /* The devices CUDA_VISIBLE_DEVICES leaves, renumbered in its order; the others are not
+     * touched at all (no shared state opened), as hidden GPUs on hardware. */
+    const char *uuids[TF_SIM_MAX_DEVICES];
+    for (int i = 0; i < drv.cfg.ndev; i++)
+        uuids[i] = drv.cfg.dev[i].uuid_str;
+    struct tf_sim_visible vis;
+    tf_sim_visible_parse(getenv("CUDA_VISIBLE_DEVICES"), uuids, drv.cfg.ndev, &vis);
+    if (vis.note[0])
+        tf_log(TF_LOG_DEBUG, "sim", "CUDA_VISIBLE_DEVICES: %s (%d of %d devices visible)", vis.note,
+               vis.n, drv.cfg.ndev);
+    if (vis.n == 0) {
         drv.init_result = CUDA_ERROR_NO_DEVICE;
         return;
     }
-    for (int i = 0; i < drv.cfg.ndev; i++) {
+    for (int i = 0; i < vis.n; i++) {
         struct sim_device *d = &drv.dev[i];
         d->index = i;
-        d->cfg = &drv.cfg.dev[i];
+        d->phys = vis.phys[i];
+        d->cfg = &drv.cfg.dev[d->phys];
         atomic_store(&d->slot, -1);
         pthread_mutex_init(&d->mu, NULL);
         pthread_mutex_init(&d->attach_mu, NULL);
@@ -102,7 +115,7 @@ static void init_driver(void)
                    i, d->cfg->uuid_str, path, (long long)eff, (long long)d->cfg->memory);
         d->total_mem = eff;
     }
-    drv.ndev = drv.cfg.ndev;
+    drv.ndev = vis.n;
     pthread_atfork(NULL, NULL, child_after_fork);
     atomic_store_explicit(&drv_ready, 1, memory_order_release);
 }

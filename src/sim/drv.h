@@ -71,10 +71,11 @@ struct sim_exec {
 
 /* ---- Devices --------------------------------------------------------------------------- */
 struct sim_device {
-    int index;
-    const struct tf_sim_devcfg *cfg;
-    int64_t total_mem;         /* budget in force (the shared region's) */
-    struct tf_sim_shm *shm;    /* shared state, opened at cuInit */
+    int index;                       /* CUDA ordinal (after CUDA_VISIBLE_DEVICES) */
+    int phys;                        /* index in the machine's list: cfg.dev, NVML, PCI bus */
+    const struct tf_sim_devcfg *cfg; /* &drv.cfg.dev[phys] */
+    int64_t total_mem;               /* budget in force (the shared region's) */
+    struct tf_sim_shm *shm;          /* shared state, opened at cuInit */
     _Atomic int slot;          /* this process's slot in shm while it has contexts here, or -1 */
     pthread_mutex_t attach_mu; /* guards slot changes and users */
     int users;                 /* live contexts (and creations in progress) on the device */
@@ -88,8 +89,8 @@ struct sim_device {
 struct sim_driver {
     pthread_mutex_t mu; /* guards ctx_list and zombie contexts */
     CUresult init_result;
-    struct tf_sim_config cfg;
-    int ndev;
+    struct tf_sim_config cfg; /* every device of the machine */
+    int ndev;                 /* devices visible to CUDA (CUDA_VISIBLE_DEVICES) */
     struct sim_device dev[TF_SIM_MAX_DEVICES];
     struct CUctx_st *ctx_list; /* all contexts ever created (destroyed ones stay as zombies) */
     _Atomic unsigned long long next_id;

@@ -38,14 +38,6 @@ static int setup(void **state)
     return 0;
 }
 
-/* One GPU: the simulated driver does not filter devices by CUDA_VISIBLE_DEVICES (the real one
- * does), so a run must not depend on which device the hypervisor picked. */
-static int setup_l4(void **state)
-{
-    sim_devices = "L4";
-    return setup(state);
-}
-
 static int setup_a100(void **state)
 {
     sim_devices = "A100-80GB";
@@ -90,10 +82,22 @@ static bool busy_rows(struct hvt *t, void *arg)
 static void a_shared_run_executes_real_kernels_and_its_utilisation_is_recorded(void **state)
 {
     char *out = NULL;
-    const char *argv[] = {
-        "run", "--isolation", "shared", "--", getenv("TF_GPU_BURN"), getenv("TF_TIMER_PTX"), "1.5",
-        "512", "1000",        "burn",   NULL};
+    const char *argv[] = {"run",
+                          "--isolation",
+                          "shared",
+                          "--gpu-model",
+                          "L4",
+                          "--",
+                          getenv("TF_GPU_BURN"),
+                          getenv("TF_TIMER_PTX"),
+                          "1.5",
+                          "512",
+                          "1000",
+                          "burn",
+                          NULL};
     assert_int_equal(hvt_tfctl(&T, &out, argv), 0);
+    /* Its device 0 is the L4, the machine's second GPU: CUDA_VISIBLE_DEVICES (the allocated
+     * UUIDs) hides the A100 from it. */
     assert_non_null(strstr(out, "burn vram_total_mib=24576 vram_alloc_mib=512"));
     const char *k = strstr(out, "burn kernels=");
     assert_non_null(k);
@@ -406,7 +410,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(the_simulated_gpus_are_discovered_with_their_models, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(
-            a_shared_run_executes_real_kernels_and_its_utilisation_is_recorded, setup_l4, teardown),
+            a_shared_run_executes_real_kernels_and_its_utilisation_is_recorded, setup, teardown),
         cmocka_unit_test_setup_teardown(
             soft_workloads_side_by_side_get_their_vram_and_compute_limits, setup_a100, teardown),
         cmocka_unit_test_setup_teardown(

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * libtf_limiter.so on the simulated GPU with real PTX kernels: VRAM caps and memory info
- * (CUDA and NVML), two processes sharing one limit, runtime-style lookups, a stale heartbeat
+ * (CUDA and NVML), two processes sharing one limit, runtime-style lookups, the region's
+ * device list on top of the driver's CUDA_VISIBLE_DEVICES, a stale heartbeat
  * and a corrupt region, the driver-API host programs of tests/cuda/host passing unchanged
  * under LD_PRELOAD, and compute caps held by the limit engine (run here, in-process, as the
  * hypervisor would) and by the limiter's own standalone controller.
@@ -170,6 +171,84 @@ static void allocations_through_cuGetProcAddress_are_limited(void **state)
     tf_shm_unmap(&m);
 }
 
+/* Runs the "devices" scenario on a three-GPU simulated machine (L4, T4, A100) with a region
+ * listing REGION_DEVS (indices into that machine; none: no region) and CUDA_VISIBLE_DEVICES
+ * = VISIBLE (NULL: unset). MACHINE[] gets the machine's UUIDs (hex) on the first call. */
+static char machine[3][40];
+
+static void devices_on_three_gpus(struct child *c, const int *region_devs, int nregion,
+                                  const char *visible)
+{
+    char vis[160] = "CUDA_VISIBLE_DEVICES=", sh[400] = "TF_SHM_PATH=";
+    if (visible)
+        snprintf(vis, sizeof(vis), "CUDA_VISIBLE_DEVICES=%s", visible);
+    struct tf_shm_map m = {0};
+    if (nregion > 0) {
+        unlink(region);
+        struct tf_shm_config cfg;
+        memset(&cfg, 0, sizeof(cfg));
+        snprintf(cfg.name, sizeof(cfg.name), "sim/pod");
+        cfg.ndev = (uint32_t)nregion;
+        for (int k = 0; k < nregion; k++) {
+            for (int b = 0; b < 16; b++)
+                sscanf(machine[region_devs[k]] + 2 * b, "%2hhx", &cfg.dev[k].uuid[b]);
+            cfg.dev[k].flags = TF_SHM_DEV_PRESENT | TF_SHM_DEV_VRAM_LIMIT;
+            cfg.dev[k].vram_limit = GiB * (uint64_t)(k + 1);
+        }
+        char err[256];
+        if (tf_shm_create(region, &cfg, 0600, &m, err, sizeof(err)) != 0)
+            fail_msg("create region: %s", err);
+        snprintf(sh, sizeof(sh), "TF_SHM_PATH=%s", region);
+    }
+    char *argv[] = {(char *)host, "devices", NULL};
+    const char *env[] = {ld_preload,           ld_path, "TF_SIM_DEVICES=L4,T4,A100-40GB", sh, vis,
+                         "TF_LOG_LEVEL=error", NULL};
+    if (child_run(c, argv, env, 60) != 0)
+        fail_msg("devices failed:\nstdout:\n%s\nstderr:\n%s", c->out, c->err);
+    if (nregion > 0)
+        tf_shm_unmap(&m);
+}
+
+static void expect_uuid(const struct child *c, int ordinal, int machine_dev)
+{
+    char key[16];
+    snprintf(key, sizeof(key), "uuid%d", ordinal);
+    expect(c, key, machine[machine_dev]);
+}
+
+static void the_region_filters_what_cuda_visible_devices_leaves(void **state)
+{
+    struct child c;
+    devices_on_three_gpus(&c, NULL, 0, NULL);
+    assert_int_equal(child_num(&c, "count"), 3);
+    for (int i = 0; i < 3; i++) {
+        char key[16];
+        snprintf(key, sizeof(key), "uuid%d", i);
+        snprintf(machine[i], sizeof(machine[i]), "%s", child_value(&c, key));
+    }
+    /* The hypervisor's region lists the T4 and the L4; the driver renumbers the machine as
+     * A100, T4, L4. The app sees the region's devices, in the region's order. */
+    const int t4_l4[] = {1, 0};
+    devices_on_three_gpus(&c, t4_l4, 2, "2,1,0");
+    assert_int_equal(child_num(&c, "count"), 2);
+    expect_uuid(&c, 0, 1);
+    expect_uuid(&c, 1, 0);
+    expect(&c, "beyond", "CUDA_ERROR_INVALID_DEVICE");
+    /* CUDA_VISIBLE_DEVICES = the L4's UUID, as local mode sets it: the T4 of the region is
+     * hidden underneath (the limiter logs it), the L4 stays. */
+    char l4[48];
+    snprintf(l4, sizeof(l4), "GPU-%.8s-%.4s", machine[0], machine[0] + 8);
+    devices_on_three_gpus(&c, t4_l4, 2, l4);
+    assert_int_equal(child_num(&c, "count"), 1);
+    expect_uuid(&c, 0, 0);
+    expect(&c, "beyond", "CUDA_ERROR_INVALID_DEVICE");
+    /* Without a region, the driver's list is all there is. */
+    devices_on_three_gpus(&c, NULL, 0, "2,1");
+    assert_int_equal(child_num(&c, "count"), 2);
+    expect_uuid(&c, 0, 2);
+    expect_uuid(&c, 1, 1);
+}
+
 /* Runs every tests/cuda/host program (name=exe=ptx;...) with E1/E2; all must PASS. */
 static void run_host_programs(const char *e1, const char *e2)
 {
@@ -326,6 +405,7 @@ int main(void)
         cmocka_unit_test(two_processes_of_one_workload_share_one_vram_limit),
         cmocka_unit_test(memory_info_and_nvml_report_the_limit),
         cmocka_unit_test(allocations_through_cuGetProcAddress_are_limited),
+        cmocka_unit_test(the_region_filters_what_cuda_visible_devices_leaves),
         cmocka_unit_test(host_programs_pass_unchanged_under_the_limiter),
         cmocka_unit_test(stale_heartbeat_neither_crashes_nor_unlimits),
         cmocka_unit_test(corrupt_region_is_rejected_and_the_app_still_runs),

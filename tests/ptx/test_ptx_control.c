@@ -4,7 +4,9 @@
  * generic pointers into .shared and .local (cvta both ways, isspacep), named barriers with
  * thread counts and bar.arrive (producer/consumer warps), a guarded call taken by some lanes
  * only, lanes that exit early while the rest of the block meets at a barrier, unbounded
- * recursion stopped as a stack overflow, and a nested divergent loop whose lanes reconverge.
+ * recursion stopped as a stack overflow, a nested divergent loop whose lanes reconverge, and
+ * red (reductions without a result, which nvcc does not emit) on shared, generic and global
+ * addresses.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -227,6 +229,68 @@ static void nested_divergent_loops_with_break_reconverge(void **state)
     }
 }
 
+/* Every thread t of a 100-thread block (a partial last warp) reduces v = 7t - 100,
+ * u = 3t + 5 and w = t * 0x100000001 + 5 into shared words (one of them through a generic
+ * pointer) and into out[0..5]; thread 0 then copies the shared results to out[8..15]. */
+static const char red_ptx[] =
+    HDR ".visible .entry k(.param .u64 k_out)\n{\n"
+        "\t.shared .align 8 .b8 s[32];\n"
+        "\t.reg .pred %p<2>;\n\t.reg .b32 %r<16>;\n\t.reg .b64 %rd<16>;\n"
+        "\tmov.u32 %r1, %tid.x;\n\tsetp.ne.u32 %p1, %r1, 0;\n\t@%p1 bra $L_init;\n"
+        "\tmov.u32 %r10, 0;\n\tmov.u32 %r11, -1;\n\tmov.u32 %r12, -2147483648;\n"
+        "\tst.shared.u32 [s], %r10;\n\tst.shared.u32 [s+4], %r11;\n"
+        "\tst.shared.u32 [s+8], %r12;\n\tst.shared.u32 [s+12], %r10;\n"
+        "\tmov.u64 %rd10, 0;\n\tst.shared.u64 [s+16], %rd10;\n\tst.shared.u64 [s+24], %rd10;\n"
+        "$L_init:\n\tbar.sync 0;\n"
+        "\tmul.lo.s32 %r2, %r1, 7;\n\tsub.s32 %r2, %r2, 100;\n"
+        "\tmad.lo.u32 %r3, %r1, 3, 5;\n"
+        "\trem.u32 %r4, %r1, 29;\n\tshl.b32 %r4, 1, %r4;\n"
+        "\tcvt.u64.u32 %rd1, %r1;\n\tmul.lo.u64 %rd1, %rd1, 4294967297;\n"
+        "\tadd.u64 %rd1, %rd1, 5;\n"
+        "\tred.shared.add.u32 [s], %r2;\n\tred.shared.min.u32 [s+4], %r3;\n"
+        "\tred.shared.max.s32 [s+8], %r2;\n"
+        "\tmov.u64 %rd2, s;\n\tcvta.shared.u64 %rd2, %rd2;\n\tred.or.b32 [%rd2+12], %r4;\n"
+        "\tred.shared.max.u64 [s+16], %rd1;\n\tred.shared.add.u64 [s+24], %rd1;\n"
+        "\tld.param.u64 %rd3, [k_out];\n\tcvta.to.global.u64 %rd3, %rd3;\n"
+        "\tred.global.add.u32 [%rd3], %r2;\n\tred.global.min.s32 [%rd3+4], %r2;\n"
+        "\tred.global.max.u32 [%rd3+8], %r3;\n\tred.global.min.u64 [%rd3+16], %rd1;\n"
+        "\tbar.sync 0;\n\t@%p1 bra $L_end;\n"
+        "\tld.shared.v4.u32 {%r5, %r6, %r7, %r8}, [s];\n"
+        "\tst.global.v4.u32 [%rd3+32], {%r5, %r6, %r7, %r8};\n"
+        "\tld.shared.v2.u64 {%rd4, %rd5}, [s+16];\n\tst.global.v2.u64 [%rd3+48], {%rd4, %rd5};\n"
+        "$L_end:\n\tret;\n}\n";
+
+static void red_reduces_on_shared_generic_and_global_addresses(void **state)
+{
+    (void)state;
+    enum { T = 100 };
+    uint64_t buf[8]; /* 8-byte aligned view of out[16] */
+    uint32_t *out = (uint32_t *)buf;
+    memset(buf, 0, sizeof(buf));
+    out[1] = 0x7fffffff;   /* global min s32 */
+    buf[2] = ~UINT64_C(0); /* global min u64 at out[4..5] */
+    run1_ok(red_ptx, T, out, 16);
+    uint32_t sum = 0, orv = 0;
+    uint64_t wmax = 0, wsum = 0;
+    for (uint32_t t = 0; t < T; t++) {
+        sum += 7 * t - 100;
+        orv |= 1u << (t % 29);
+        uint64_t w = (uint64_t)t * 0x100000001ull + 5;
+        wmax = w > wmax ? w : wmax;
+        wsum += w;
+    }
+    assert_int_equal(out[0], sum);
+    assert_int_equal((int32_t)out[1], -100);
+    assert_int_equal(out[2], 3 * (T - 1) + 5);
+    assert_int_equal(buf[2], 5);
+    assert_int_equal(out[8], sum);
+    assert_int_equal(out[9], 5);
+    assert_int_equal((int32_t)out[10], 7 * (T - 1) - 100);
+    assert_int_equal(out[11], orv);
+    assert_int_equal(buf[6], wmax);
+    assert_int_equal(buf[7], wsum);
+}
+
 int main(int argc, char **argv)
 {
     ptxt_init(argc, argv);
@@ -236,6 +300,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(guarded_call_and_early_exit_keep_the_other_lanes_right),
         cmocka_unit_test(unbounded_recursion_faults_as_a_stack_overflow),
         cmocka_unit_test(nested_divergent_loops_with_break_reconverge),
+        cmocka_unit_test(red_reduces_on_shared_generic_and_global_addresses),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,8 @@
  *                           killed (or until stdin closes, then exit normally)
  *   sim_helper info         print "free <bytes> total <bytes>" of device 0
  *   sim_helper init         print cuInit's result code
+ *   sim_helper devices      print "count N", then per CUDA ordinal "dev I NAME UUID BUSID"
+ *                           (cuInit's failure: "error cuInit CUDA_ERROR_...")
  * Exit status: 0 ok, 1 a CUDA call failed (its name is printed), 2 bad usage.
  */
 #include <cuda.h>
@@ -43,6 +45,29 @@ int main(int argc, char **argv)
         printf("%d\n", (int)cuInit(0));
         return 0;
     }
+    if (argc >= 2 && strcmp(argv[1], "devices") == 0) {
+        CUresult r;
+        int n;
+        if ((r = cuInit(0)) || (r = cuDeviceGetCount(&n)))
+            return fail("cuInit", r);
+        printf("count %d\n", n);
+        for (int i = 0; i < n; i++) {
+            CUdevice d;
+            CUuuid u;
+            char name[64], bus[32];
+            if ((r = cuDeviceGet(&d, i)) || (r = cuDeviceGetName(name, sizeof(name), d)) ||
+                (r = cuDeviceGetUuid(&u, d)) || (r = cuDeviceGetPCIBusId(bus, sizeof(bus), d)))
+                return fail("device", r);
+            for (char *c = name; *c; c++)
+                *c = *c == ' ' ? '_' : *c;
+            printf("dev %d %s GPU-", i, name);
+            for (int k = 0; k < 16; k++)
+                printf("%s%02x", k == 4 || k == 6 || k == 8 || k == 10 ? "-" : "",
+                       (unsigned char)u.bytes[k]);
+            printf(" %s\n", bus);
+        }
+        return 0;
+    }
     if (argc >= 2 && strcmp(argv[1], "info") == 0) {
         size_t free_b, total;
         CUresult r;
@@ -66,6 +91,6 @@ int main(int argc, char **argv)
             ;
         return 0;
     }
-    fprintf(stderr, "usage: sim_helper hold BYTES | info | init\n");
+    fprintf(stderr, "usage: sim_helper hold BYTES | info | init | devices\n");
     return 2;
 }

@@ -8,6 +8,7 @@
 #include "simtest.h"
 
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #include <pthread.h>
 
 #include "sim/simcfg.h"
@@ -259,6 +260,122 @@ static int teardown_ctx(void **state)
     return 0;
 }
 
+/* The deprecated queries are still driver API that old programs call. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static void device_queries_of_every_abi_agree(void **state)
+{
+    int major, minor;
+    CU_OK(cuDeviceComputeCapability(&major, &minor, 1));
+    assert_int_equal(major * 10 + minor, 75);
+    CUdevprop p;
+    CU_OK(cuDeviceGetProperties(&p, 0));
+    assert_int_equal(p.maxThreadsPerBlock, 1024);
+    assert_int_equal(p.maxThreadsDim[2], 64);
+    assert_int_equal(p.SIMDWidth, 32);
+    assert_int_equal(p.sharedMemPerBlock, 48 * 1024);
+    assert_int_equal(p.clockRate, attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0));
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuDeviceGetProperties(NULL, 0));
+    /* cuDeviceGetUuid's first ABI (CUDA 9.2) answers like _v2. */
+    PFN_cuDeviceGetUuid_v9020 v1;
+    CUdriverProcAddressQueryResult st;
+    CU_OK(cuGetProcAddress("cuDeviceGetUuid", (void **)&v1, 11000, 0, &st));
+    CUuuid a, b;
+    CU_OK(v1(&a, 1));
+    CU_OK(cuDeviceGetUuid_v2(&b, 1));
+    assert_memory_equal(a.bytes, b.bytes, 16);
+    CU_IS(CUDA_ERROR_INVALID_DEVICE, v1(&a, 2));
+    int can = -1;
+    CU_OK(cuDeviceCanAccessPeer(&can, 0, 1));
+    assert_int_equal(can, 0);
+    CU_IS(CUDA_ERROR_INVALID_DEVICE, cuDeviceCanAccessPeer(&can, 0, 0));
+    CU_IS(CUDA_ERROR_INVALID_DEVICE, cuDeviceCanAccessPeer(&can, 0, 5));
+}
+#pragma GCC diagnostic pop
+
+static void context_settings_round_trip_and_bad_ones_are_refused(void **state)
+{
+    CUcontext other;
+    CU_OK(cuCtxCreate(&other, NULL, 0, 1));
+    CU_OK(cuCtxPopCurrent(NULL)); /* ctx is current again */
+    /* CUDA 13's context-explicit forms */
+    CUdevice d;
+    CU_OK(cuCtxGetDevice_v2(&d, other));
+    assert_int_equal(d, 1);
+    CU_OK(cuCtxGetDevice_v2(&d, NULL));
+    assert_int_equal(d, 0);
+    CU_OK(cuCtxSynchronize_v2(other));
+    int junk;
+    CU_IS(CUDA_ERROR_INVALID_CONTEXT, cuCtxSynchronize_v2((CUcontext)&junk));
+    unsigned long long id0, id1, idc;
+    CU_OK(cuCtxGetId(NULL, &idc));
+    CU_OK(cuCtxGetId(ctx, &id0));
+    CU_OK(cuCtxGetId(other, &id1));
+    assert_true(id0 == idc && id0 != id1);
+    /* limits */
+    size_t v;
+    CU_OK(cuCtxGetLimit(&v, CU_LIMIT_STACK_SIZE));
+    assert_int_equal(v, 1024);
+    CU_OK(cuCtxSetLimit(CU_LIMIT_STACK_SIZE, 4096));
+    CU_OK(cuCtxGetLimit(&v, CU_LIMIT_STACK_SIZE));
+    assert_int_equal(v, 4096);
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuCtxSetLimit(CU_LIMIT_MAX_L2_FETCH_GRANULARITY, 48));
+    CU_IS(CUDA_ERROR_UNSUPPORTED_LIMIT, cuCtxGetLimit(&v, (CUlimit)99));
+    CU_IS(CUDA_ERROR_UNSUPPORTED_LIMIT, cuCtxSetLimit((CUlimit)99, 1));
+    /* cache config and flags */
+    CUfunc_cache cc;
+    CU_OK(cuCtxGetCacheConfig(&cc));
+    assert_int_equal(cc, CU_FUNC_CACHE_PREFER_NONE);
+    CU_OK(cuCtxSetCacheConfig(CU_FUNC_CACHE_PREFER_SHARED));
+    CU_OK(cuCtxGetCacheConfig(&cc));
+    assert_int_equal(cc, CU_FUNC_CACHE_PREFER_SHARED);
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuCtxSetCacheConfig((CUfunc_cache)7));
+    unsigned flags;
+    CU_OK(cuCtxSetFlags(CU_CTX_SCHED_YIELD));
+    CU_OK(cuCtxGetFlags(&flags));
+    assert_int_equal(flags & CU_CTX_SCHED_MASK, CU_CTX_SCHED_YIELD);
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuCtxSetFlags(CU_CTX_SCHED_SPIN | CU_CTX_SCHED_YIELD));
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuCtxGetFlags(NULL));
+    /* the other context kept its own settings */
+    CU_OK(cuCtxPushCurrent(other));
+    CU_OK(cuCtxGetLimit(&v, CU_LIMIT_STACK_SIZE));
+    assert_int_equal(v, 1024);
+    CU_OK(cuCtxGetCacheConfig(&cc));
+    assert_int_equal(cc, CU_FUNC_CACHE_PREFER_NONE);
+    CU_OK(cuCtxDestroy(other));
+    CU_IS(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxGetId(other, &id1));
+    CU_IS(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxSynchronize_v2(other));
+}
+
+static void page_locked_host_memory_keeps_its_flags(void **state)
+{
+    void *h, *plain;
+    CU_OK(cuMemHostAlloc(&h, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_WRITECOMBINED));
+    CU_OK(cuMemAllocHost(&plain, 64));
+    unsigned f;
+    CU_OK(cuMemHostGetFlags(&f, (char *)h + 100));
+    /* mapped into the device address space always (unified addressing) */
+    assert_int_equal(f, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_WRITECOMBINED |
+                            CU_MEMHOSTALLOC_DEVICEMAP);
+    CU_OK(cuMemHostGetFlags(&f, plain));
+    assert_int_equal(f, CU_MEMHOSTALLOC_DEVICEMAP);
+    int local;
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemHostGetFlags(&f, &local));
+    CUdeviceptr d;
+    CU_OK(cuMemAlloc(&d, 64));
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemHostGetFlags(&f, (void *)d));
+    /* a kernel-visible pointer that copies accept from either side */
+    memset(h, 0x5a, 4096);
+    CU_OK(cuMemcpyDtoD(d, (CUdeviceptr)h, 64));
+    unsigned char back[64];
+    CU_OK(cuMemcpyDtoH(back, d, 64));
+    assert_int_equal(back[63], 0x5a);
+    CU_OK(cuMemFree(d));
+    CU_OK(cuMemFreeHost(h));
+    CU_OK(cuMemFreeHost(plain));
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemHostGetFlags(&f, h));
+}
+
 static void device_budget_exhaustion_gives_out_of_memory(void **state)
 {
     CUdeviceptr a, b, c;
@@ -488,6 +605,11 @@ int main(void)
         cmocka_unit_test_setup_teardown(pointer_attributes_describe_allocations, setup_ctx,
                                         teardown_ctx),
         cmocka_unit_test_setup_teardown(copies_and_memsets_move_the_bytes, setup_ctx, teardown_ctx),
+        cmocka_unit_test(device_queries_of_every_abi_agree),
+        cmocka_unit_test_setup_teardown(context_settings_round_trip_and_bad_ones_are_refused,
+                                        setup_ctx, teardown_ctx),
+        cmocka_unit_test_setup_teardown(page_locked_host_memory_keeps_its_flags, setup_ctx,
+                                        teardown_ctx),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     simtest_cleanup();

@@ -3,12 +3,14 @@
  * Module loading and kernel launches on the simulated GPU (needs the PTX engine): module
  * variables as device memory, the launch checks and their CUresult codes, dynamic shared
  * memory opt-in, parameter layout and both parameter-passing styles, context-independent
- * libraries, JIT errors, and an illegal address breaking only its own context.
+ * libraries, function / library / kernel queries, JIT errors, an illegal address breaking
+ * only its own context, and many threads loading and launching at once.
  * Usage: test_launch driver.ptx oob.ptx
  */
 #include "simtest.h"
 
 #include <cuda.h>
+#include <pthread.h>
 
 static const char *driver_ptx_path, *oob_ptx_path;
 static char *driver_ptx;
@@ -243,6 +245,139 @@ static void libraries_instantiate_in_every_context(void **state)
     CU_IS(CUDA_ERROR_INVALID_HANDLE, cuKernelGetFunction(&fa, k));
 }
 
+static void function_library_and_kernel_queries(void **state)
+{
+    /* functions of a module */
+    CUfunction fs[4];
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuModuleEnumerateFunctions(fs, 3, mod));
+    CU_OK(cuModuleEnumerateFunctions(fs, 4, mod));
+    int seen = 0;
+    for (int i = 0; i < 4; i++) {
+        const char *name;
+        CUmodule m;
+        CUfunctionLoadingState st;
+        CU_OK(cuFuncGetName(&name, fs[i]));
+        static const char *const names[] = {"use_globals", "bounded", "big_shared", "struct_param"};
+        for (int k = 0; k < 4; k++)
+            if (strcmp(name, names[k]) == 0)
+                seen |= 1 << k;
+        CU_OK(cuFuncGetModule(&m, fs[i]));
+        assert_ptr_equal(m, mod);
+        CU_OK(cuFuncLoad(fs[i]));
+        CU_OK(cuFuncIsLoaded(&st, fs[i]));
+        assert_int_equal(st, CU_FUNCTION_LOADING_STATE_LOADED);
+    }
+    assert_int_equal(seen, 15);
+    CUmoduleLoadingMode lm;
+    CU_OK(cuModuleGetLoadingMode(&lm));
+    assert_int_equal(lm, CU_MODULE_EAGER_LOADING); /* so every function is loaded */
+    CU_OK(cuFuncSetCacheConfig(fs[0], CU_FUNC_CACHE_PREFER_L1));
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuFuncSetCacheConfig(fs[0], (CUfunc_cache)9));
+    int junk;
+    CU_IS(CUDA_ERROR_INVALID_HANDLE, cuFuncGetName(&(const char *){NULL}, (CUfunction)&junk));
+
+    /* a library from a file, its kernels and their per-context module */
+    CUlibrary lib;
+    CU_IS(CUDA_ERROR_FILE_NOT_FOUND,
+          cuLibraryLoadFromFile(&lib, "/nonexistent.ptx", NULL, NULL, 0, NULL, NULL, 0));
+    CU_OK(cuLibraryLoadFromFile(&lib, driver_ptx_path, NULL, NULL, 0, NULL, NULL, 0));
+    CUkernel ks[4], sp = NULL, bs = NULL, bd = NULL;
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuLibraryEnumerateKernels(ks, 3, lib));
+    CU_OK(cuLibraryEnumerateKernels(ks, 4, lib));
+    for (int i = 0; i < 4; i++) {
+        const char *name;
+        CUlibrary back;
+        CU_OK(cuKernelGetName(&name, ks[i]));
+        sp = strcmp(name, "struct_param") ? sp : ks[i];
+        bs = strcmp(name, "big_shared") ? bs : ks[i];
+        bd = strcmp(name, "bounded") ? bd : ks[i];
+        CU_OK(cuKernelGetLibrary(&back, ks[i]));
+        assert_ptr_equal(back, lib);
+    }
+    assert_true(sp && bs && bd);
+    size_t off, size;
+    CU_OK(cuKernelGetParamInfo(sp, 1, &off, &size));
+    assert_int_equal(off, 24);
+    assert_int_equal(size, 8);
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuKernelGetParamInfo(sp, 2, &off, &size));
+    CUmodule m1, m2;
+    CU_OK(cuLibraryGetModule(&m1, lib));
+    CU_OK(cuLibraryGetModule(&m2, lib));
+    assert_ptr_equal(m1, m2); /* one instance per context */
+    CUfunction viaMod, viaKernel;
+    CU_OK(cuModuleGetFunction(&viaMod, m1, "bounded"));
+    CU_OK(cuKernelGetFunction(&viaKernel, bd));
+    assert_ptr_equal(viaMod, viaKernel);
+    int v;
+    CU_OK(cuKernelGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, bd, 0));
+    assert_int_equal(v, 128);
+    CU_OK(cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 64 * 1024, bs, 0));
+    CUfunction fb;
+    CU_OK(cuKernelGetFunction(&fb, bs));
+    CU_OK(cuFuncGetAttribute(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, fb));
+    assert_int_equal(v, 64 * 1024);
+    CU_IS(CUDA_ERROR_INVALID_VALUE,
+          cuKernelSetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS, 8, bs, 0)); /* read-only */
+    CU_OK(cuLibraryUnload(lib));
+    CU_IS(CUDA_ERROR_INVALID_HANDLE, cuLibraryGetModule(&m1, lib));
+    CU_IS(CUDA_ERROR_INVALID_HANDLE, cuKernelGetParamInfo(sp, 0, &off, &size));
+}
+
+/* Many threads on one context at once: each loads its own module and launches from it on its
+ * own stream, and all instantiate one shared library (one function for all of them). */
+#define LT 6
+static CUlibrary shared_lib;
+static CUfunction lib_func[LT];
+
+static void *load_and_launch(void *arg)
+{
+    intptr_t t = (intptr_t)arg, ok = 1;
+    ok &= cuCtxSetCurrent(ctx) == CUDA_SUCCESS;
+    CUstream s;
+    CUdeviceptr out;
+    ok &= cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS;
+    ok &= cuMemAlloc(&out, 256 * sizeof(int)) == CUDA_SUCCESS;
+    CUkernel k;
+    ok &= cuLibraryGetKernel(&k, shared_lib, "bounded") == CUDA_SUCCESS;
+    ok &= cuKernelGetFunction(&lib_func[t], k) == CUDA_SUCCESS;
+    for (int round = 0; round < 4 && ok; round++) {
+        CUmodule m;
+        CUfunction f;
+        ok &= cuModuleLoadData(&m, driver_ptx) == CUDA_SUCCESS;
+        ok &= cuModuleGetFunction(&f, m, "bounded") == CUDA_SUCCESS;
+        ok &= cuMemsetD32Async(out, 0xffffffffu, 256, s) == CUDA_SUCCESS;
+        void *p[] = {&out};
+        /* the module's function, then the library's kernel itself */
+        ok &= cuLaunchKernel(round % 2 ? (CUfunction)k : f, 2, 1, 1, 128, 1, 1, 0, s, p, NULL) ==
+              CUDA_SUCCESS;
+        int got[256];
+        ok &= cuMemcpyDtoHAsync(got, out, sizeof(got), s) == CUDA_SUCCESS;
+        ok &= cuStreamSynchronize(s) == CUDA_SUCCESS;
+        for (int i = 0; i < 256 && ok; i++)
+            ok &= got[i] == i % 128;
+        ok &= cuModuleUnload(m) == CUDA_SUCCESS;
+    }
+    ok &= cuMemFree(out) == CUDA_SUCCESS;
+    ok &= cuStreamDestroy(s) == CUDA_SUCCESS;
+    return (void *)ok;
+}
+
+static void many_threads_load_and_launch_at_once(void **state)
+{
+    CU_OK(cuLibraryLoadData(&shared_lib, driver_ptx, NULL, NULL, 0, NULL, NULL, 0));
+    pthread_t th[LT];
+    for (intptr_t i = 0; i < LT; i++)
+        pthread_create(&th[i], NULL, load_and_launch, (void *)i);
+    for (int i = 0; i < LT; i++) {
+        void *ok;
+        pthread_join(th[i], &ok);
+        assert_int_equal((intptr_t)ok, 1);
+    }
+    for (int i = 1; i < LT; i++)
+        assert_ptr_equal(lib_func[i], lib_func[0]);
+    CU_OK(cuLibraryUnload(shared_lib));
+}
+
 static void jit_errors_name_the_problem(void **state)
 {
     char log[512] = "";
@@ -349,6 +484,8 @@ int main(int argc, char **argv)
         T(parameters_follow_the_ptx_layout_in_both_styles),
         T(cooperative_launch_is_limited_to_co_resident_blocks),
         T(libraries_instantiate_in_every_context),
+        T(function_library_and_kernel_queries),
+        T(many_threads_load_and_launch_at_once),
         T(jit_errors_name_the_problem),
         T(illegal_address_breaks_only_its_own_context),
         T(runaway_kernels_stop_at_the_instruction_budget),

@@ -3,8 +3,8 @@
  * Stream and event semantics of the simulated driver, observed through host functions that
  * block until released (gates) and record the order in which queued work ran: per-stream
  * order, legacy default stream barriers, non-blocking streams, cuStreamWaitEvent (also
- * across devices), priorities, per-thread default streams, NOT_READY queries and event
- * elapsed time.
+ * across devices), priorities, per-thread default streams, NOT_READY queries, event
+ * elapsed time, and async copies and memsets in stream order.
  */
 #include "simtest.h"
 
@@ -415,6 +415,59 @@ static void stream_ordered_free_happens_in_stream_order(void **state)
     CU_OK(cuStreamDestroy(s));
 }
 
+static void async_copies_and_memsets_wait_their_turn(void **state)
+{
+    CUstream s, nb, other;
+    CUevent e;
+    struct gate g;
+    gate_init(&g);
+    CU_OK(cuStreamCreate(&s, 0));
+    CU_OK(cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuEventCreate(&e, 0));
+    CUdeviceptr p;
+    unsigned short *host;
+    CU_OK(cuMemAlloc(&p, 64));
+    CU_OK(cuMemAllocHost((void **)&host, 64)); /* page-locked: the copy is truly async */
+    memset(host, 0x11, 64);
+    CU_OK(cuLaunchHostFunc(s, gate_wait, &g));
+    CU_OK(cuMemsetD16Async(p, 0xBEEF, 32, s));
+    CU_OK(cuMemcpyAsync((CUdeviceptr)host, p, 64, s)); /* unified: a host destination */
+    CU_OK(cuEventRecordWithFlags(e, s, CU_EVENT_RECORD_DEFAULT));
+    sleep_ms(20);
+    CU_IS(CUDA_ERROR_NOT_READY, cuEventQuery(e));
+    assert_int_equal(host[31], 0x1111);
+    gate_open(&g);
+    CU_OK(cuEventSynchronize(e));
+    for (int i = 0; i < 32; i++)
+        assert_int_equal(host[i], 0xBEEF);
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemsetD16Async(p + 1, 0, 2, s)); /* misaligned */
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemsetD16Async(p, 0, 33, s));    /* past the end */
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemcpyAsync(p + 60, (CUdeviceptr)host, 8, s));
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuEventRecordWithFlags(e, s, 0x80));
+    /* what a stream says about itself */
+    unsigned flags;
+    CUdevice d;
+    CU_OK(cuStreamGetFlags(s, &flags));
+    assert_int_equal(flags, CU_STREAM_DEFAULT);
+    CU_OK(cuStreamGetFlags(nb, &flags));
+    assert_int_equal(flags, CU_STREAM_NON_BLOCKING);
+    CU_OK(cuStreamGetDevice(nb, &d));
+    assert_int_equal(d, 0);
+    CU_OK(cuCtxPushCurrent(ctx1));
+    CU_OK(cuStreamCreate(&other, 0));
+    CU_OK(cuStreamGetDevice(other, &d));
+    assert_int_equal(d, 1);
+    CU_OK(cuStreamGetDevice(NULL, &d)); /* the current context's legacy stream */
+    assert_int_equal(d, 1);
+    CU_OK(cuStreamDestroy(other));
+    CU_OK(cuCtxPopCurrent(NULL));
+    CU_OK(cuMemFreeHost(host));
+    CU_OK(cuMemFree(p));
+    CU_OK(cuEventDestroy(e));
+    CU_OK(cuStreamDestroy(nb));
+    CU_OK(cuStreamDestroy(s));
+}
+
 static int setup(void **state)
 {
     for (int i = 0; i < 128; i++)
@@ -439,6 +492,7 @@ int main(void)
         cmocka_unit_test(destroying_busy_streams_and_events_lets_work_finish),
         cmocka_unit_test(per_thread_default_streams_are_independent),
         cmocka_unit_test(stream_ordered_free_happens_in_stream_order),
+        cmocka_unit_test(async_copies_and_memsets_wait_their_turn),
     };
     int rc = cmocka_run_group_tests(tests, setup, NULL);
     simtest_cleanup();

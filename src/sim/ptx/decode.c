@@ -643,9 +643,11 @@ static int var_slot(struct tf__dctx *dc, uint32_t line, struct dvar *v, int64_t 
     }
     case MOD_SHARED:
         if (v->extern_shared) {
-            if (addend != 0)
-                return tf__derr(dc, line, "offset on extern .shared '%s' not supported", v->name);
-            return special_slot(dc, SPK_EXTERN_SMEM, 0, slot);
+            /* [dyn+12]: the launch's dynamic base plus the offset; accesses past the dynamic
+             * size fault at run time like any other out-of-window shared access. */
+            if (addend < 0 || addend > (int64_t)UINT32_MAX)
+                return tf__derr(dc, line, "bad offset on extern .shared '%s'", v->name);
+            return special_slot(dc, SPK_EXTERN_SMEM, (uint32_t)addend, slot);
         }
         if (new_const(dc, v->offset + (uint64_t)addend, v->own_shared, slot, &cidx))
             return -1;

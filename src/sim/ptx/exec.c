@@ -145,7 +145,7 @@ static void frame_init(struct tf__warp *w, const struct tf__func *fn)
                 v = (uint64_t)w->local_base + arg;
                 break;
             case SPK_EXTERN_SMEM:
-                v = run->dyn_base;
+                v = run->dyn_base + arg;
                 break;
             case SPK_CLUSTER_ZERO:
                 v = 0;

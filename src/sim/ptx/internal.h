@@ -302,7 +302,7 @@ enum tf__spk {
     SPK_DYN_SMEM,
     SPK_TOTAL_SMEM,
     SPK_LOCAL,       /* arg: offset in the frame's .local area -> local window address */
-    SPK_EXTERN_SMEM, /* dynamic shared base offset of the launch */
+    SPK_EXTERN_SMEM, /* arg: offset from the launch's dynamic shared base */
     SPK_CLUSTER_ZERO,
     SPK_CLUSTER_ONE /* cluster registers: every CTA is a cluster of one */
 };
