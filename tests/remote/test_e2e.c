@@ -6,6 +6,7 @@
  * memory round trips, streams and events, hard VRAM limits, isolation between clients,
  * deferred errors, hostile frames, cleanup on disconnect and the worker dying or hanging.
  */
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -810,6 +811,38 @@ static void client_without_the_right_token_gets_no_gpu(void **state)
     assert_int_equal(e2e_run(c_bad_token, NULL, 30), 0);
 }
 
+/* Every code's name and message as the simulated driver itself says them (loaded privately
+ * next to the client): a remote app reads the same errors as a local one. */
+static int c_error_strings(void *arg)
+{
+    (void)arg;
+    char path[600];
+    snprintf(path, sizeof(path), "%s/libcuda.so.1", getenv("TF_SIM_LIBDIR"));
+    void *sim = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    E2E_CHECK(sim != NULL);
+    CUresult (*sim_name)(CUresult, const char **) =
+        (CUresult(*)(CUresult, const char **))dlsym(sim, "cuGetErrorName");
+    CUresult (*sim_msg)(CUresult, const char **) =
+        (CUresult(*)(CUresult, const char **))dlsym(sim, "cuGetErrorString");
+    E2E_CHECK(sim_name && sim_msg && (void *)sim_name != (void *)cuGetErrorName);
+    int named = 0;
+    for (int code = 0; code < 1000; code++) {
+        const char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+        E2E_CHECK(cuGetErrorName((CUresult)code, &a) == sim_name((CUresult)code, &b));
+        E2E_CHECK(cuGetErrorString((CUresult)code, &c) == sim_msg((CUresult)code, &d));
+        E2E_CHECK((a == NULL) == (b == NULL) && (!a || strcmp(a, b) == 0));
+        E2E_CHECK((c == NULL) == (d == NULL) && (!c || strcmp(c, d) == 0));
+        named += a != NULL;
+    }
+    E2E_CHECK(named == 101);
+    return 0;
+}
+
+static void error_names_and_messages_are_the_local_drivers(void **state)
+{
+    assert_int_equal(e2e_run(c_error_strings, NULL, 30), 0);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -844,6 +877,7 @@ int main(void)
         cmocka_unit_test(killed_worker_fails_the_client_cleanly),
         cmocka_unit_test(frozen_worker_times_out_instead_of_hanging),
         cmocka_unit_test(client_without_the_right_token_gets_no_gpu),
+        cmocka_unit_test(error_names_and_messages_are_the_local_drivers),
     };
     if (getenv("TF_TEST_FILTER"))
         cmocka_set_test_filter(getenv("TF_TEST_FILTER"));
