@@ -60,25 +60,6 @@ static void sleep_s(double s)
     nanosleep(&d, NULL);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *t = malloc((size_t)n + 1);
-    if (fread(t, 1, (size_t)n, f) != (size_t)n) {
-        fclose(f);
-        free(t);
-        return NULL;
-    }
-    t[n] = 0;
-    fclose(f);
-    return t;
-}
-
 static int setup_ctx(void)
 {
     E2E_CU(cuInit(0));
@@ -278,7 +259,7 @@ static void a_throttled_client_does_not_hold_back_another_clients_sync_calls(voi
 
 int main(int argc, char **argv)
 {
-    if (argc != 2 || !(timer_ptx = slurp(argv[1]))) {
+    if (argc != 2 || !(timer_ptx = e2e_slurp(argv[1]))) {
         fprintf(stderr, "usage: test_compute TIMER.ptx\n");
         return 2;
     }
