@@ -10,7 +10,9 @@
  *   - two clients of one such worker get about 30 % together (the share is per worker);
  *   - without the flag the same client gets far more;
  *   - a client held back by the limit does not hold back another client's synchronous
- *     calls, and throttled launches still run in order with nothing lost.
+ *     calls, and throttled launches still run in order with nothing lost;
+ *   - a throttled stretch longer than the client's reply timeout, made of waits shorter
+ *     than the keepalive period, keeps the client waiting (keepalives), not failing.
  *
  * Argument (from meson): the timer.ptx path. Environment: TF_WORKER, TF_SIM_LIBDIR.
  */
@@ -257,6 +259,52 @@ static void a_throttled_client_does_not_hold_back_another_clients_sync_calls(voi
     e2e_stop(&w);
 }
 
+/* 20 launches of 20 ms at 10 %: each waits ~200 ms for its tokens, ~4 s in all, longer
+ * than this client's 2.5 s reply timeout. No single wait reaches the worker's 1 s keepalive
+ * period, yet the client must see keepalives and wait, not declare the worker lost. */
+static int c_long_throttle(void *arg)
+{
+    (void)arg;
+    setenv("TF_REMOTE_TIMEOUT_MS", "2500", 1);
+    if (setup_ctx())
+        return 1;
+    CUmodule m;
+    E2E_CU(cuModuleLoadData(&m, timer_ptx));
+    CUfunction f;
+    E2E_CU(cuModuleGetFunction(&f, m, "spin_ns"));
+    CUdeviceptr done;
+    E2E_CU(cuMemAlloc(&done, 8));
+    E2E_CU(cuMemsetD32(done, 0, 2));
+    unsigned long long ns = 20 * KERNEL_NS;
+    void *p[] = {&ns, &done};
+    /* Warm-up: the worker's controller learns what a launch costs (its first estimate is
+     * 500 us) and charges what the first kernels really used. */
+    for (int i = 0; i < 10; i++)
+        E2E_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
+    E2E_CU(cuCtxSynchronize());
+    sleep_s(0.5);
+    double t0 = now_s();
+    for (int i = 0; i < 20; i++)
+        E2E_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
+    E2E_CU(cuCtxSynchronize());
+    double secs = now_s() - t0;
+    unsigned long long got = 0;
+    E2E_CU(cuMemcpyDtoH(&got, done, 8));
+    printf("20 kernels of 20 ms at 10 %% took %.2f s\n", secs);
+    E2E_CHECK(got == 30);
+    E2E_CHECK(secs > 2.5); /* they were throttled for longer than the timeout */
+    return 0;
+}
+
+static void a_long_throttled_stretch_keeps_the_client_waiting_not_failing(void **state)
+{
+    const char *extra[] = {"--compute-percent", "10", NULL};
+    struct e2e_worker w;
+    e2e_start(&w, 0, extra);
+    assert_int_equal(e2e_run(c_long_throttle, NULL, 60), 0);
+    e2e_stop(&w);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2 || !(timer_ptx = e2e_slurp(argv[1]))) {
@@ -273,6 +321,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(two_clients_of_a_30_percent_worker_share_30_percent),
         cmocka_unit_test(without_a_compute_limit_the_same_loop_gets_far_more),
         cmocka_unit_test(a_throttled_client_does_not_hold_back_another_clients_sync_calls),
+        cmocka_unit_test(a_long_throttled_stretch_keeps_the_client_waiting_not_failing),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(timer_ptx);

@@ -6,6 +6,7 @@
  * memory round trips, streams and events, hard VRAM limits, isolation between clients,
  * deferred errors, hostile frames, cleanup on disconnect and the worker dying or hanging.
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -767,6 +768,33 @@ static int c_worker_hangs(void *arg)
     return 0;
 }
 
+/* True once every thread of PID is stopped (kill(SIGSTOP) returns before they are). */
+static int all_stopped(pid_t pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int ok = 1;
+    struct dirent *e;
+    while (ok && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[128], buf[512];
+        snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = 0;
+        const char *st = strrchr(buf, ')'); /* "pid (comm) S ..." */
+        ok = st && (st[2] == 'T' || st[2] == 't');
+    }
+    closedir(d);
+    return ok;
+}
+
 static void frozen_worker_times_out_instead_of_hanging(void **state)
 {
     struct e2e_worker w2;
@@ -778,6 +806,9 @@ static void frozen_worker_times_out_instead_of_hanging(void **state)
     char c;
     assert_int_equal(read(dm.ready[0], &c, 1), 1);
     kill(w2.pid, SIGSTOP);
+    for (int i = 0; i < 500 && !all_stopped(w2.pid); i++)
+        usleep(10000);
+    assert_true(all_stopped(w2.pid));
     assert_int_equal(write(dm.go[1], "x", 1), 1);
     int rc = e2e_wait(p, 30);
     kill(w2.pid, SIGCONT);

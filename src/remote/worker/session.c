@@ -1488,14 +1488,15 @@ static int h_func_attr(struct session *s, struct req *q)
 
 /* The compute limit: a launch takes its tokens before it is issued, waiting for them on this
  * connection's thread (later requests of this client wait behind it, in order; other
- * clients' connections are not held). */
+ * clients' connections are not held). The connection counts as waiting from the first
+ * throttled launch until the session reads from the client again: a batch of launches that
+ * each wait less than the keepalive period may add up to more than the client's timeout. */
 static void charge_launch(struct session *s, int dev)
 {
     if (tf_wcompute_try(&s->w->compute, dev))
         return;
     tf_wconn_wait_begin(s->c);
     tf_wcompute_wait(&s->w->compute, dev);
-    tf_wconn_wait_end(s->c);
 }
 
 static int h_launch(struct session *s, struct req *q)
@@ -1902,6 +1903,7 @@ void tf_worker_serve(void *arg, struct tf_wconn *c)
         const char *why = NULL;
         if (s->stage_mem && s->stage.qn)
             stage_reap(s);
+        tf_wconn_wait_end(c); /* a stretch of throttled launches is over */
         int rc = tf_wconn_read_header(c, &h, &why);
         if (rc == 0 && h.opcode == TF_OP_MEMCPY_HTOD && h.length >= TF_PROTO_SIZE_htod_req &&
             h.length - TF_PROTO_SIZE_htod_req <= TF_PROTO_CHUNK) {
