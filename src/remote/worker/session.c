@@ -214,7 +214,7 @@ struct obj {
 
 /* Staging ring per client: 4 chunks in flight are enough to keep the network and the device
  * copy overlapped, and a small ring stays in the CPU caches (on the simulated GPU, whose
- * device copies are CPU copies, 4 MiB cost ~10 % less CPU per byte than 16 MiB) and pins
+ * device copies are CPU copies, 4 MiB cost ~15 % less CPU per byte than 16 MiB) and pins
  * less memory per client. DtoH double-buffers in its first two chunks. */
 #define STAGE_BYTES (4u << 20)
 _Static_assert(STAGE_BYTES >= 2 * TF_PROTO_CHUNK, "DtoH needs two chunks of ring");
