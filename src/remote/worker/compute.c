@@ -32,7 +32,7 @@ static uint64_t mono_ns(void)
 }
 
 int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompute_dev *devs,
-                      int ndev, const char *nvml_path, char *err, size_t errlen)
+                      int ndev, char *err, size_t errlen)
 {
     memset(c, 0, sizeof(*c));
     c->slot = -1;
@@ -65,7 +65,7 @@ int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompu
     uint64_t owner = tf_proc_self_owner(), pidns = tf_proc_pidns(0);
     c->slot = tf_shm_pid_claim(c->r, owner, pidns);
     char nerr[256] = "";
-    if (tf_nvml_open(nvml_path, NULL, &c->nv, nerr, sizeof(nerr)) != 0) {
+    if (tf_nvml_open(NULL, NULL, &c->nv, nerr, sizeof(nerr)) != 0) {
         tf_log(TF_LOG_WARN, SUBSYS,
                "compute limit without feedback (%s): enforced open loop at the limit rate", nerr);
         c->nv = NULL;

@@ -46,10 +46,10 @@ struct tf_wcompute_dev {
 };
 
 /* Sets C up for NDEV (<= TF_SHM_MAX_DEVICES) devices at BP basis points (1..9999; 0 or
- * 10000: no limit, C stays inert). NVML_PATH NULL: "libnvidia-ml.so.1" through the library
- * path. 0, or TF_ENOMEM / TF_EINVAL / TF_EIO with a message in ERR. */
+ * 10000: no limit, C stays inert), measuring through "libnvidia-ml.so.1" found on the
+ * library path. 0, or TF_ENOMEM / TF_EINVAL with a message in ERR. */
 int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompute_dev *devs,
-                      int ndev, const char *nvml_path, char *err, size_t errlen);
+                      int ndev, char *err, size_t errlen);
 /* Lifts the limit: launches waiting for tokens go at once, later ones pass (shutdown: the
  * connection threads must not be held back). */
 void tf_wcompute_lift(struct tf_wcompute *c);

@@ -149,7 +149,7 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
                i, ord, name, (long long)wd->total, (long long)wd->limit);
     }
     if (tf_wcompute_start(&w->compute, cfg->compute_bp > 0 ? (uint32_t)cfg->compute_bp : 0, cdevs,
-                          w->ndev, cfg->nvml_path, err, errlen) != 0)
+                          w->ndev, err, errlen) != 0)
         goto fail;
     return 0;
 nomem:

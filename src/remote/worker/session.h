@@ -44,7 +44,6 @@ struct tf_worker_config {
     const char *devices;     /* comma list of driver ordinals; NULL: "0" */
     int64_t vram_limit;      /* bytes per device; 0: none */
     int32_t compute_bp;      /* compute share in basis points; 0 or 10000: none */
-    const char *nvml_path;   /* NVML for the compute controller; NULL: "libnvidia-ml.so.1" */
 };
 
 struct tf_worker {
