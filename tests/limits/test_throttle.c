@@ -41,8 +41,8 @@ static void an_empty_bucket_makes_the_launch_wait_for_the_refill(void **state)
     uint64_t t0 = mono_ns();
     uint64_t waited = tf_throttle_wait(&d, 1000000, t0);
     uint64_t took = mono_ns() - t0;
-    assert_true(waited >= 5000000u);         /* the refill really was waited for */
-    assert_true(took < 2000000000u);         /* loosely bounded: a loaded machine */
+    assert_true(waited >= 5000000u);        /* the refill really was waited for */
+    assert_true(took < 2000000000u);        /* loosely bounded: a loaded machine */
     assert_true(waited <= took + 1000000u); /* what it reports is what it took */
     assert_int_equal(atomic_load(&d.throttle_count), 1);
     assert_int_equal(atomic_load(&d.throttle_ns), waited);
