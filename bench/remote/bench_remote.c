@@ -3,7 +3,11 @@
  * Remote-GPU benchmark on loopback, side by side in one run:
  *   - raw TCP ping-pong RTT (24-byte frames, TCP_NODELAY) vs a synchronous driver call's RTT
  *     through libtf_client -> tf-worker (cuStreamQuery on the NULL stream);
- *   - raw socket bandwidth (1 MiB writes) vs cuMemcpyHtoD / cuMemcpyDtoH of 64 MiB;
+ *   - raw socket bandwidth (1 MiB writes) vs cuMemcpyHtoD / cuMemcpyDtoH of 64 MiB, with
+ *     the CPU time each costs (all threads of the client, this process's raw server and the
+ *     worker with its simulated GPU, from /proc/PID/task/N/schedstat), and what that allows:
+ *     on a CPU-bound machine the remote copy can reach at most raw CPU / remote CPU of the
+ *     raw bandwidth (the simulated GPU's "DMA" is a memcpy on the CPU);
  *   - asynchronous launches per second (an empty-work kernel, batched): the client's issue
  *     rate and the end-to-end rate including cuCtxSynchronize, local (simulated GPU
  *     directly) and remote;
@@ -28,6 +32,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -177,6 +182,43 @@ static int raw_listen(int *port, pthread_t *th, int *lfd)
     return pthread_create(th, NULL, raw_server, lfd);
 }
 
+/* CPU time (ns) all threads of PID have run, from the scheduler's statistics. */
+static double cpu_ns(int pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    double sum = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[128];
+        snprintf(path, sizeof(path), "%s/%s/schedstat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        unsigned long long run = 0;
+        if (f) {
+            if (fscanf(f, "%llu", &run) == 1)
+                sum += (double)run;
+            fclose(f);
+        }
+    }
+    closedir(d);
+    return sum;
+}
+
+/* CPU of everyone taking part in a transfer: this process (client), the bench process (raw
+ * server) and the worker (connection thread + simulated GPU). */
+static double cpu_all(void)
+{
+    static int worker = -1;
+    if (worker < 0)
+        worker = atoi(getenv("BENCH_WORKER_PID"));
+    return cpu_ns(getpid()) + cpu_ns(getppid()) + cpu_ns(worker);
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -300,21 +342,35 @@ static int cuda_child(int out, int remote)
         CK(cu.htod(d, h, COPY_BYTES)); /* warm-up */
         CK(cu.dtoh(h, d, COPY_BYTES));
         enum { BWB = 5 };
-        double ru[BWB], hd[BWB], rd[BWB], dh[BWB];
+        double ru[BWB], hd[BWB], rd[BWB], dh[BWB];     /* MiB/s */
+        double cru[BWB], chd[BWB], crd[BWB], cdh[BWB]; /* CPU ns per byte */
+        const double nb = COPY_BYTES;
         for (int b = 0; b < BWB; b++) {
+            double c0 = cpu_all();
             ru[b] = raw_bw(port, 1, COPY_BYTES / MiB);
-            double t0 = now_s();
+            double c1 = cpu_all(), t0 = now_s();
             CK(cu.htod(d, h, COPY_BYTES));
             hd[b] = COPY_BYTES / MiB / (now_s() - t0);
+            double c2 = cpu_all();
             rd[b] = raw_bw(port, 0, COPY_BYTES / MiB);
+            double c3 = cpu_all();
             t0 = now_s();
             CK(cu.dtoh(h, d, COPY_BYTES));
             dh[b] = COPY_BYTES / MiB / (now_s() - t0);
+            double c4 = cpu_all();
+            cru[b] = (c1 - c0) / nb;
+            chd[b] = (c2 - c1) / nb;
+            crd[b] = (c3 - c2) / nb;
+            cdh[b] = (c4 - c3) / nb;
         }
         fprintf(o, "raw_up_mbs %.1f\n", median(ru, BWB));
         fprintf(o, "htod_mbs %.1f\n", median(hd, BWB));
         fprintf(o, "raw_down_mbs %.1f\n", median(rd, BWB));
         fprintf(o, "dtoh_mbs %.1f\n", median(dh, BWB));
+        fprintf(o, "raw_up_cpu %.3f\n", median(cru, BWB));
+        fprintf(o, "htod_cpu %.3f\n", median(chd, BWB));
+        fprintf(o, "raw_down_cpu %.3f\n", median(crd, BWB));
+        fprintf(o, "dtoh_cpu %.3f\n", median(cdh, BWB));
         free(h);
     }
     /* Launch rate: vecadd with n = 0 (every thread returns at once). */
@@ -464,9 +520,12 @@ int main(int argc, char **argv)
     }
     setenv("TF_REMOTE", addr, 1);
     setenv("TF_TOKEN", "bench-token-0123456789", 1);
-    struct kv rk[16], lk[16];
-    int rn = run_child(argv[0], BENCH_CLIENT_DIR, "remote", rk, 16);
-    int ln = run_child(argv[0], BENCH_SIM_DIR, NULL, lk, 16);
+    char wp[16];
+    snprintf(wp, sizeof(wp), "%d", (int)w);
+    setenv("BENCH_WORKER_PID", wp, 1);
+    struct kv rk[32], lk[32];
+    int rn = run_child(argv[0], BENCH_CLIENT_DIR, "remote", rk, 32);
+    int ln = run_child(argv[0], BENCH_SIM_DIR, NULL, lk, 32);
     int qfd = raw_open(port, 'q', 0);
     if (qfd >= 0)
         close(qfd);
@@ -494,6 +553,14 @@ int main(int argc, char **argv)
     printf("remote_raw_tcp_bw_down: %.0f MiB/s\n", down);
     printf("remote_dtoh_bw: %.0f MiB/s\n", dtoh);
     printf("remote_dtoh_bw_fraction: %.1f %%\n", 100.0 * dtoh / down);
+    double cu_up = get(rk, rn, "raw_up_cpu"), cu_hd = get(rk, rn, "htod_cpu");
+    double cu_dn = get(rk, rn, "raw_down_cpu"), cu_dh = get(rk, rn, "dtoh_cpu");
+    printf("remote_raw_tcp_up_cpu: %.3f ns/B\n", cu_up);
+    printf("remote_htod_cpu: %.3f ns/B\n", cu_hd);
+    printf("remote_htod_cpu_bound_fraction: %.1f %%\n", 100.0 * cu_up / cu_hd);
+    printf("remote_raw_tcp_down_cpu: %.3f ns/B\n", cu_dn);
+    printf("remote_dtoh_cpu: %.3f ns/B\n", cu_dh);
+    printf("remote_dtoh_cpu_bound_fraction: %.1f %%\n", 100.0 * cu_dn / cu_dh);
     printf("remote_launch_issue_rate: %.0f launches/s\n", get(rk, rn, "launch_issue_per_s"));
     printf("remote_launch_e2e_rate: %.0f launches/s\n", get(rk, rn, "launch_e2e_per_s"));
     printf("local_launch_issue_rate: %.0f launches/s\n", get(lk, ln, "launch_issue_per_s"));

@@ -4,20 +4,17 @@
  * launches) takes its estimated GPU time in tokens from its device's bucket in the region.
  * The unthrottled path is: one load of the device flags, one CAS on the bucket, one relaxed
  * add to this process's launch counter -- no lock, no syscall, no clock read, no log. An
- * empty bucket sends the launching thread to a bounded sleep loop (50 us .. 10 ms naps,
- * never a spin) until the tokens are there; the engine trues the estimate up against the
- * GPU time it measures, so tokens track real GPU time whatever the kernel length.
+ * empty bucket sends the launching thread to a bounded sleep loop (50 us .. 10 ms naps, never
+ * a spin: src/limits/throttle.h) until the tokens are there; the engine trues the estimate up
+ * against the GPU time it measures, so tokens track real GPU time whatever the kernel length.
  */
 #include "limiter/pass.h"
 
 #include "limits/bucket.h"
 #include "limits/controller.h"
+#include "limits/throttle.h"
 
 #include <stdlib.h>
-#include <time.h>
-
-#define NAP_MIN_NS 50000u
-#define NAP_MAX_NS 10000000u
 
 /* Launch -> region index cache for multi-device processes (context of the calling thread). */
 static __thread CUcontext t_ctx __attribute__((tls_model("initial-exec")));
@@ -45,24 +42,9 @@ static int launch_idx(void)
 
 __attribute__((noinline)) static void wait_for_tokens(struct tf_shm_device *d, int64_t cost)
 {
-    uint64_t start = tf__now_ns(), now = start;
+    uint64_t now = tf__now_ns();
     tf__check_heartbeat(now);
-    for (;;) {
-        uint64_t w = tf_bucket_take(&d->bucket, cost, now);
-        if (w == 0)
-            break;
-        if (!(atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT))
-            break; /* the limit was lifted while we waited */
-        if (w < NAP_MIN_NS)
-            w = NAP_MIN_NS;
-        if (w > NAP_MAX_NS)
-            w = NAP_MAX_NS;
-        struct timespec ts = {0, (long)w};
-        nanosleep(&ts, NULL);
-        now = tf__now_ns();
-    }
-    atomic_fetch_add_explicit(&d->throttle_count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&d->throttle_ns, now - start, memory_order_relaxed);
+    tf_throttle_wait(d, cost, now);
 }
 
 /* Per-thread batching. A locked instruction costs ~20 ns on the machines we measured, so

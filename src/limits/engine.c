@@ -10,9 +10,13 @@
 #include "limits/proc.h"
 #include "limits/shm.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SUBSYS "limits"
@@ -302,4 +306,87 @@ void tf_engine_step(struct tf_engine *e, uint64_t now_ns)
     for (int i = 0; i < TF_ENGINE_MAX_WORKLOADS; i++)
         if (e->wl[i].used)
             step_workload(e, &e->wl[i], now_ns);
+}
+
+/* --- engine thread ----------------------------------------------------------------------- */
+
+struct tf_engine_thread {
+    struct tf_engine *e;
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    bool stop;         /* under mu */
+};
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void *engine_thread_main(void *arg)
+{
+    struct tf_engine_thread *t = arg;
+    uint64_t period = (uint64_t)t->e->o.period_ms * 1000000u, next = mono_ns();
+    pthread_mutex_lock(&t->mu);
+    while (!t->stop) {
+        next += period;
+        uint64_t now = mono_ns();
+        if (next + period < now)
+            next = now; /* far behind (suspended): do not step in a burst */
+        struct timespec ts = {(time_t)(next / 1000000000u), (long)(next % 1000000000u)};
+        while (!t->stop && pthread_cond_timedwait(&t->cv, &t->mu, &ts) != ETIMEDOUT)
+            ;
+        if (t->stop)
+            break;
+        pthread_mutex_unlock(&t->mu);
+        tf_engine_step(t->e, mono_ns());
+        pthread_mutex_lock(&t->mu);
+    }
+    pthread_mutex_unlock(&t->mu);
+    return NULL;
+}
+
+int tf_engine_thread_start(struct tf_engine *e, const char *name, struct tf_engine_thread **out)
+{
+    struct tf_engine_thread *t = calloc(1, sizeof(*t));
+    if (!t)
+        return TF_ENOMEM;
+    t->e = e;
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&t->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    pthread_mutex_init(&t->mu, NULL);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&t->th, NULL, engine_thread_main, t);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        pthread_cond_destroy(&t->cv);
+        pthread_mutex_destroy(&t->mu);
+        free(t);
+        return TF_EIO;
+    }
+    if (name)
+        pthread_setname_np(t->th, name);
+    *out = t;
+    return 0;
+}
+
+void tf_engine_thread_stop(struct tf_engine_thread *t)
+{
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->mu);
+    t->stop = true;
+    pthread_cond_signal(&t->cv);
+    pthread_mutex_unlock(&t->mu);
+    pthread_join(t->th, NULL);
+    pthread_cond_destroy(&t->cv);
+    pthread_mutex_destroy(&t->mu);
+    free(t);
 }

@@ -15,7 +15,8 @@
  *
  * Ownership: regions are owned by the caller and must outlive their registration. The
  * engine owns nothing else but itself. Not thread-safe: one thread drives an engine (the
- * hypervisor's loop, tfctl limits serve, or the limiter's standalone controller thread).
+ * hypervisor's loop, tfctl limits serve, or a tf_engine_thread: the limiter's standalone
+ * controller, tf-worker's hard compute limit).
  */
 #ifndef TF_LIMITS_ENGINE_H
 #define TF_LIMITS_ENGINE_H
@@ -66,5 +67,18 @@ struct tf_engine_dev_stats {
 };
 int tf_engine_stats(const struct tf_engine *e, int id, unsigned dev,
                     struct tf_engine_dev_stats *out);
+
+/* --- an engine on a thread of its own ------------------------------------------------------ */
+
+struct tf_engine_thread;
+
+/* Starts a thread that steps E every period (tf_engine_opts.period_ms, on CLOCK_MONOTONIC
+ * deadlines) until tf_engine_thread_stop. The thread has every signal blocked (an app's
+ * handlers never run on it) and is named NAME (at most 15 characters). E must outlive the
+ * thread, and nothing else may step or change E while it runs. 0, TF_ENOMEM or TF_EIO. */
+int tf_engine_thread_start(struct tf_engine *e, const char *name, struct tf_engine_thread **out);
+/* Stops the thread at once (it is woken, not waited out), joins it and frees T. NULL is
+ * fine. */
+void tf_engine_thread_stop(struct tf_engine_thread *t);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include "sim/visible.h"
 
+#include "common/cuerr.h"
 #include "common/log.h"
 
 #include <stdio.h>
@@ -184,44 +185,29 @@ CUresult CUDAAPI cuDriverGetVersion(int *driverVersion)
 
 /* ---- Error names and messages ---------------------------------------------------------- */
 
-struct err_entry {
-    CUresult code;
-    const char *name, *msg;
-};
-static const struct err_entry errs[] = {
-#define X(name, value, msg) {name, #name, msg},
-#include "sim/cuerr.def"
+/* The shared table's values must be cuda.h's. */
+#define X(name, value, msg) _Static_assert(name == value, #name " differs from cuda.h");
+#include "common/cuerr.def"
 #undef X
-};
-
-static const struct err_entry *err_find(CUresult r)
-{
-    for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
-        if (errs[i].code == r)
-            return &errs[i];
-    return NULL;
-}
 
 const char *tf__cu_error_name(CUresult r)
 {
-    const struct err_entry *e = err_find(r);
-    return e ? e->name : "CUDA_ERROR_UNRECOGNIZED";
+    const char *n = tf_cuerr_name((int)r);
+    return n ? n : "CUDA_ERROR_UNRECOGNIZED";
 }
 
 CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr)
 {
     if (!pStr)
         return CUDA_ERROR_INVALID_VALUE;
-    const struct err_entry *e = err_find(error);
-    *pStr = e ? e->name : NULL;
-    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    *pStr = tf_cuerr_name((int)error);
+    return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr)
 {
     if (!pStr)
         return CUDA_ERROR_INVALID_VALUE;
-    const struct err_entry *e = err_find(error);
-    *pStr = e ? e->msg : NULL;
-    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    *pStr = tf_cuerr_string((int)error);
+    return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }

@@ -312,6 +312,10 @@ static void a_hard_workload_runs_on_its_worker_with_the_limits(void **state)
         fail_msg("hard run failed (%d):\n%s", rc, out);
     assert_non_null(strstr(out, "hard vram_total_mib=2048 vram_alloc_mib=1024"));
     assert_true(field(out, "hard", "kernels=") > 0);
+    /* The worker holds the workload near its 30 % (loosely: 1.5 s include the start). */
+    double share = field(out, "hard", "share_pct=");
+    printf("hard workload share: %.1f%%\n", share);
+    assert_true(share > 0 && share < 45.0);
     free(out);
     const char *big[] = {"run",
                          "--isolation",

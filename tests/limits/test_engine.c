@@ -4,7 +4,7 @@
  * by PID (also across PID namespaces), launches counted across a workload's processes, the
  * true-up debit, live limit changes, dead processes reclaimed, heartbeat, and the warning
  * when a workload's processes cannot be found in the usage data (the HAMi-core failure
- * where enforcement silently stopped).
+ * where enforcement silently stopped), and the engine on a thread of its own.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MS UINT64_C(1000000)
@@ -236,6 +237,63 @@ static void no_usage_data_keeps_the_feed_forward(void **state)
     munmap(r, TF_SHM_SIZE);
 }
 
+/* A usage source for the engine thread: counts its calls (read by the test thread). */
+static _Atomic int thread_calls;
+
+static int counting_sample(void *ctx, const uint8_t uuid[16], unsigned ordinal, uint64_t now_ns,
+                           struct tf_usage_dev *out)
+{
+    memset(out, 0, sizeof(*out));
+    atomic_fetch_add(&thread_calls, 1);
+    return TF_ENOENT;
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void an_engine_thread_steps_every_period_and_stops_at_once(void **state)
+{
+    struct tf_shm_region *r = region(3000);
+    struct tf_engine_opts o = {
+        .period_ms = 20,
+        .usage = {.sample = counting_sample},
+        .self_owner = tf_proc_self_owner(),
+        .no_reap = true,
+    };
+    struct tf_engine *e = tf_engine_new(&o);
+    assert_int_equal(tf_engine_add(e, r, "ns/pod"), 0);
+    struct tf_engine_thread *th;
+    assert_int_equal(tf_engine_thread_start(e, "test-engine", &th), 0);
+    struct timespec ts = {0, 400 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    uint64_t t0 = mono_ns();
+    tf_engine_thread_stop(th);
+    uint64_t stop_ns = mono_ns() - t0;
+    int calls = atomic_load(&thread_calls);
+    /* 400 ms of 20 ms periods: loosely, descheduling may lose some. */
+    assert_true(calls >= 5 && calls <= 25);
+    assert_true(stop_ns < 1000000000u);
+    assert_true(atomic_load(&r->hdr.heartbeat_ns) != 0);
+    nanosleep(&ts, NULL);
+    assert_int_equal(atomic_load(&thread_calls), calls); /* nothing runs after stop */
+    tf_engine_destroy(e);
+    /* A 10 s period is not waited out by stop. */
+    o.period_ms = 10000;
+    e = tf_engine_new(&o);
+    assert_int_equal(tf_engine_add(e, r, "ns/pod"), 0);
+    assert_int_equal(tf_engine_thread_start(e, NULL, &th), 0);
+    nanosleep(&ts, NULL);
+    t0 = mono_ns();
+    tf_engine_thread_stop(th);
+    assert_true(mono_ns() - t0 < 2000000000u);
+    tf_engine_destroy(e);
+    munmap(r, TF_SHM_SIZE);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -245,6 +303,7 @@ int main(void)
         cmocka_unit_test(killed_process_vram_is_reclaimed_by_the_engine),
         cmocka_unit_test(unattributable_workload_is_reported_not_silently_unlimited),
         cmocka_unit_test(no_usage_data_keeps_the_feed_forward),
+        cmocka_unit_test(an_engine_thread_steps_every_period_and_stops_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -148,6 +148,25 @@ void e2e_stop(struct e2e_worker *w)
     rm_dir(w->dir);
 }
 
+char *e2e_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *t = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (!t || fread(t, 1, (size_t)n, f) != (size_t)n) {
+        fclose(f);
+        free(t);
+        return NULL;
+    }
+    t[n] = 0;
+    fclose(f);
+    return t;
+}
+
 pid_t e2e_spawn(int (*fn)(void *arg), void *arg)
 {
     fflush(NULL);

@@ -30,6 +30,9 @@ void e2e_stop(struct e2e_worker *w);
 /* SIGKILL the worker (fault tests); e2e_stop afterwards still cleans up. */
 void e2e_kill(struct e2e_worker *w);
 
+/* The whole file at PATH, NUL-terminated (a PTX module), malloc'ed; NULL if unreadable. */
+char *e2e_slurp(const char *path);
+
 /* Runs FN(ARG) in a child process; returns its exit status (0 = passed), or -1 when it died
  * from a signal or exceeded TIMEOUT_S (then it is killed). */
 int e2e_run(int (*fn)(void *arg), void *arg, int timeout_s);

@@ -6,6 +6,8 @@
  * memory round trips, streams and events, hard VRAM limits, isolation between clients,
  * deferred errors, hostile frames, cleanup on disconnect and the worker dying or hanging.
  */
+#include <dirent.h>
+#include <dlfcn.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -766,6 +768,33 @@ static int c_worker_hangs(void *arg)
     return 0;
 }
 
+/* True once every thread of PID is stopped (kill(SIGSTOP) returns before they are). */
+static int all_stopped(pid_t pid)
+{
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    int ok = 1;
+    struct dirent *e;
+    while (ok && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[128], buf[512];
+        snprintf(path, sizeof(path), "%s/%s/stat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = 0;
+        const char *st = strrchr(buf, ')'); /* "pid (comm) S ..." */
+        ok = st && (st[2] == 'T' || st[2] == 't');
+    }
+    closedir(d);
+    return ok;
+}
+
 static void frozen_worker_times_out_instead_of_hanging(void **state)
 {
     struct e2e_worker w2;
@@ -777,6 +806,9 @@ static void frozen_worker_times_out_instead_of_hanging(void **state)
     char c;
     assert_int_equal(read(dm.ready[0], &c, 1), 1);
     kill(w2.pid, SIGSTOP);
+    for (int i = 0; i < 500 && !all_stopped(w2.pid); i++)
+        usleep(10000);
+    assert_true(all_stopped(w2.pid));
     assert_int_equal(write(dm.go[1], "x", 1), 1);
     int rc = e2e_wait(p, 30);
     kill(w2.pid, SIGCONT);
@@ -808,6 +840,38 @@ static int c_bad_token(void *arg)
 static void client_without_the_right_token_gets_no_gpu(void **state)
 {
     assert_int_equal(e2e_run(c_bad_token, NULL, 30), 0);
+}
+
+/* Every code's name and message as the simulated driver itself says them (loaded privately
+ * next to the client): a remote app reads the same errors as a local one. */
+static int c_error_strings(void *arg)
+{
+    (void)arg;
+    char path[600];
+    snprintf(path, sizeof(path), "%s/libcuda.so.1", getenv("TF_SIM_LIBDIR"));
+    void *sim = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    E2E_CHECK(sim != NULL);
+    CUresult (*sim_name)(CUresult, const char **) =
+        (CUresult(*)(CUresult, const char **))dlsym(sim, "cuGetErrorName");
+    CUresult (*sim_msg)(CUresult, const char **) =
+        (CUresult(*)(CUresult, const char **))dlsym(sim, "cuGetErrorString");
+    E2E_CHECK(sim_name && sim_msg && (void *)sim_name != (void *)cuGetErrorName);
+    int named = 0;
+    for (int code = 0; code < 1000; code++) {
+        const char *a = NULL, *b = NULL, *c = NULL, *d = NULL;
+        E2E_CHECK(cuGetErrorName((CUresult)code, &a) == sim_name((CUresult)code, &b));
+        E2E_CHECK(cuGetErrorString((CUresult)code, &c) == sim_msg((CUresult)code, &d));
+        E2E_CHECK((a == NULL) == (b == NULL) && (!a || strcmp(a, b) == 0));
+        E2E_CHECK((c == NULL) == (d == NULL) && (!c || strcmp(c, d) == 0));
+        named += a != NULL;
+    }
+    E2E_CHECK(named == 101);
+    return 0;
+}
+
+static void error_names_and_messages_are_the_local_drivers(void **state)
+{
+    assert_int_equal(e2e_run(c_error_strings, NULL, 30), 0);
 }
 
 static int setup(void **state)
@@ -844,6 +908,7 @@ int main(void)
         cmocka_unit_test(killed_worker_fails_the_client_cleanly),
         cmocka_unit_test(frozen_worker_times_out_instead_of_hanging),
         cmocka_unit_test(client_without_the_right_token_gets_no_gpu),
+        cmocka_unit_test(error_names_and_messages_are_the_local_drivers),
     };
     if (getenv("TF_TEST_FILTER"))
         cmocka_set_test_filter(getenv("TF_TEST_FILTER"));

@@ -25,25 +25,6 @@
 static struct e2e_worker W;
 static char *vecadd_ptx, *driver_ptx, *timer_ptx;
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *t = malloc((size_t)n + 1);
-    if (fread(t, 1, (size_t)n, f) != (size_t)n) {
-        fclose(f);
-        free(t);
-        return NULL;
-    }
-    t[n] = 0;
-    fclose(f);
-    return t;
-}
-
 static int setup_ctx(void)
 {
     E2E_CU(cuInit(0));
@@ -430,8 +411,8 @@ static int teardown(void **state)
 
 int main(int argc, char **argv)
 {
-    if (argc != 4 || !(vecadd_ptx = slurp(argv[1])) || !(driver_ptx = slurp(argv[2])) ||
-        !(timer_ptx = slurp(argv[3]))) {
+    if (argc != 4 || !(vecadd_ptx = e2e_slurp(argv[1])) || !(driver_ptx = e2e_slurp(argv[2])) ||
+        !(timer_ptx = e2e_slurp(argv[3]))) {
         fprintf(stderr, "usage: test_kernels VECADD.ptx DRIVER.ptx TIMER.ptx\n");
         return 2;
     }

@@ -6,6 +6,8 @@
  */
 #include "remote/client/client.h"
 
+#include "common/cuerr.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,41 +38,21 @@ TFC_API CUresult CUDAAPI cuDriverGetVersion(int *v)
     return CUDA_SUCCESS;
 }
 
-static const struct {
-    CUresult code;
-    const char *name, *msg;
-} errors[] = {
-#define X(name, val, msg) {name, #name, msg},
-#include "remote/client/cuerrors.def"
-#undef X
-};
-
+/* Names and messages from the table the simulated GPU uses too (src/common/cuerr.def). */
 TFC_API CUresult CUDAAPI cuGetErrorName(CUresult error, const char **pStr)
 {
     if (!pStr)
         return CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
-        if (errors[i].code == error) {
-            *pStr = errors[i].name;
-            return CUDA_SUCCESS;
-        }
-    }
-    *pStr = NULL;
-    return CUDA_ERROR_INVALID_VALUE;
+    *pStr = tf_cuerr_name((int)error);
+    return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 TFC_API CUresult CUDAAPI cuGetErrorString(CUresult error, const char **pStr)
 {
     if (!pStr)
         return CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < sizeof(errors) / sizeof(errors[0]); i++) {
-        if (errors[i].code == error) {
-            *pStr = errors[i].msg;
-            return CUDA_SUCCESS;
-        }
-    }
-    *pStr = NULL;
-    return CUDA_ERROR_INVALID_VALUE;
+    *pStr = tf_cuerr_string((int)error);
+    return *pStr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* ---- devices -------------------------------------------------------------------------------- */

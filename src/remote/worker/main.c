@@ -154,9 +154,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "tf-worker: %s\n", err);
         return 1;
     }
-    if (wc.compute_bp > 0)
-        tf_log(TF_LOG_WARN, "worker",
-               "--compute-percent is accepted but not enforced yet (token bucket pending)");
     struct tf_server_config sc = {
         .listen = listen, .token = token, .token_len = token_len, .max_clients = max_clients};
     struct tf_server_handler h = {.hello = tf_worker_hello, .serve = tf_worker_serve, .arg = &w};
@@ -176,6 +173,7 @@ int main(int argc, char **argv)
     int sig = 0;
     sigwait(&set, &sig);
     tf_log(TF_LOG_INFO, "worker", "signal %d: shutting down", sig);
+    tf_worker_shutdown(&w);
     tf_server_destroy(srv);
     tf_worker_fini(&w);
     return 0;

@@ -132,7 +132,9 @@ void tf_wconn_send_close(struct tf_wconn *c, uint32_t reason, const char *msg)
 
 void tf_wconn_wait_begin(struct tf_wconn *c)
 {
-    atomic_store_explicit(&c->wait_since_ns, now_ns(), memory_order_relaxed);
+    int64_t none = 0; /* a wait already in progress keeps its start */
+    atomic_compare_exchange_strong_explicit(&c->wait_since_ns, &none, now_ns(),
+                                            memory_order_relaxed, memory_order_relaxed);
 }
 
 void tf_wconn_wait_end(struct tf_wconn *c)

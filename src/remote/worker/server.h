@@ -82,8 +82,10 @@ int tf_wconn_send_frame(struct tf_wconn *c, uint16_t op, uint32_t flags, uint64_
                         const void *a, size_t alen, const void *b, size_t blen);
 /* Best-effort CLOSE event before the connection is dropped. */
 void tf_wconn_send_close(struct tf_wconn *c, uint32_t reason, const char *msg);
-/* Brackets a driver call that may block for long (synchronize, copies): keepalive events
- * flow to the client meanwhile so it can tell a busy worker from a dead one. */
+/* Brackets a driver call that may block for long (synchronize, copies) or a stretch of
+ * throttled launches: keepalive events flow to the client once the wait is older than the
+ * keepalive period, so it can tell a busy worker from a dead one. A begin while a wait is
+ * already in progress keeps the earlier start; an end closes it. */
 void tf_wconn_wait_begin(struct tf_wconn *c);
 void tf_wconn_wait_end(struct tf_wconn *c);
 

@@ -102,7 +102,7 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
         goto fail;
     }
     w->ndev = l.count;
-    w->compute_bp = cfg->compute_bp;
+    struct tf_wcompute_dev cdevs[TF_PROTO_MAX_DEVICES];
     for (int i = 0; i < w->ndev; i++) {
         struct tf_worker_dev *wd = &w->devs[i];
         int ord = wd->dev;
@@ -126,6 +126,8 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
                                      .nattrs = CU_DEVICE_ATTRIBUTE_MAX};
         memcpy(di.uuid, uuid.bytes, 16);
         memcpy(di.name, name, sizeof(di.name));
+        memcpy(cdevs[i].uuid, uuid.bytes, 16);
+        cdevs[i].mem_total = total;
         uint8_t *p = tf_buf_grow(&w->hello_tail, TF_PROTO_SIZE_dev_info);
         if (!p)
             goto nomem;
@@ -146,6 +148,9 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
         tf_log(TF_LOG_INFO, "worker", "device %d = driver device %d: %s, %lld bytes (limit %lld)",
                i, ord, name, (long long)wd->total, (long long)wd->limit);
     }
+    if (tf_wcompute_start(&w->compute, cfg->compute_bp > 0 ? (uint32_t)cfg->compute_bp : 0, cdevs,
+                          w->ndev, err, errlen) != 0)
+        goto fail;
     return 0;
 nomem:
     tf_errf(err, errlen, "out of memory");
@@ -154,8 +159,14 @@ fail:
     return TF_EINVAL;
 }
 
+void tf_worker_shutdown(struct tf_worker *w)
+{
+    tf_wcompute_lift(&w->compute);
+}
+
 void tf_worker_fini(struct tf_worker *w)
 {
+    tf_wcompute_stop(&w->compute);
     if (w->stage_ctx && w->drv.primaryCtxRelease)
         w->drv.primaryCtxRelease(w->devs[0].dev);
     w->stage_ctx = NULL;
@@ -201,7 +212,12 @@ struct obj {
     int nkf;
 };
 
-#define STAGE_BYTES (16u << 20) /* staging ring per client */
+/* Staging ring per client: 4 chunks in flight are enough to keep the network and the device
+ * copy overlapped, and a small ring stays in the CPU caches (on the simulated GPU, whose
+ * device copies are CPU copies, 4 MiB cost ~15 % less CPU per byte than 16 MiB) and pins
+ * less memory per client. DtoH double-buffers in its first two chunks. */
+#define STAGE_BYTES (4u << 20)
+_Static_assert(STAGE_BYTES >= 2 * TF_PROTO_CHUNK, "DtoH needs two chunks of ring");
 #define STAGE_ENTRIES 256
 #define EV_POOL 32
 
@@ -1475,6 +1491,19 @@ static int h_func_attr(struct session *s, struct req *q)
     return s->d->funcSetAttribute(fn, (CUfunction_attribute)m.attr, (int)m.value);
 }
 
+/* The compute limit: a launch takes its tokens before it is issued, waiting for them on this
+ * connection's thread (later requests of this client wait behind it, in order; other
+ * clients' connections are not held). The connection counts as waiting from the first
+ * throttled launch until the session reads from the client again: a batch of launches that
+ * each wait less than the keepalive period may add up to more than the client's timeout. */
+static void charge_launch(struct session *s, int dev)
+{
+    if (tf_wcompute_try(&s->w->compute, dev))
+        return;
+    tf_wconn_wait_begin(s->c);
+    tf_wcompute_wait(&s->w->compute, dev);
+}
+
 static int h_launch(struct session *s, struct req *q)
 {
     struct tf_msg_launch_req m;
@@ -1483,7 +1512,8 @@ static int h_launch(struct session *s, struct req *q)
     size_t plen;
     if (tf_proto_launch_tail(&m, q->tail, q->tlen, &attrs, &params, &plen) != 0)
         PROTO_FAIL(q, "bad launch tail");
-    CUresult r = use_ctx(s, m.ctx, NULL);
+    struct obj *cx;
+    CUresult r = use_ctx(s, m.ctx, &cx);
     if (r)
         return r;
     CUfunction fn;
@@ -1507,9 +1537,11 @@ static int h_launch(struct session *s, struct req *q)
     memcpy(s->pbuf, params, plen);
     for (uint32_t i = 0; i < o->nparams; i++)
         s->kparams[i] = s->pbuf + o->param_off[i];
-    if (m.nattrs == 0)
+    if (m.nattrs == 0) {
+        charge_launch(s, cx->dev);
         return s->d->launchKernel(fn, m.grid_x, m.grid_y, m.grid_z, m.block_x, m.block_y, m.block_z,
                                   m.shmem, st, o->nparams ? s->kparams : NULL, NULL);
+    }
     if (!s->d->launchKernelEx)
         return CUDA_ERROR_NOT_SUPPORTED;
     CUlaunchAttribute la[TF_PROTO_MAX_LAUNCH_ATTRS];
@@ -1553,6 +1585,7 @@ static int h_launch(struct session *s, struct req *q)
                           .hStream = st,
                           .attrs = la,
                           .numAttrs = m.nattrs};
+    charge_launch(s, cx->dev);
     return s->d->launchKernelEx(&cfg, fn, o->nparams ? s->kparams : NULL, NULL);
 }
 
@@ -1875,6 +1908,7 @@ void tf_worker_serve(void *arg, struct tf_wconn *c)
         const char *why = NULL;
         if (s->stage_mem && s->stage.qn)
             stage_reap(s);
+        tf_wconn_wait_end(c); /* a stretch of throttled launches is over */
         int rc = tf_wconn_read_header(c, &h, &why);
         if (rc == 0 && h.opcode == TF_OP_MEMCPY_HTOD && h.length >= TF_PROTO_SIZE_htod_req &&
             h.length - TF_PROTO_SIZE_htod_req <= TF_PROTO_CHUNK) {

@@ -7,9 +7,11 @@
  * size and offset a client sends is checked against those before the driver sees it. When a
  * connection ends, everything its session created is released.
  *
- * Hard limits (hard isolation): a per-device VRAM cap shared by all clients of this worker
- * (an atomic reservation taken before each allocation; over the cap the client gets
- * CUDA_ERROR_OUT_OF_MEMORY and cuMemGetInfo/cuDeviceTotalMem report the cap as total).
+ * Hard limits (hard isolation), both shared by all clients of this worker: a per-device VRAM
+ * cap (an atomic reservation taken before each allocation; over the cap the client gets
+ * CUDA_ERROR_OUT_OF_MEMORY and cuMemGetInfo/cuDeviceTotalMem report the cap as total), and a
+ * per-device compute share (compute.h): every launch takes its tokens before it is issued to
+ * the driver, and waits on its connection thread (keepalives flowing) while they are short.
  *
  * Bulk copies go through a per-session staging ring (staging.h): HtoD chunks are received
  * from the socket straight into it and copied to the device asynchronously while the next
@@ -23,6 +25,7 @@
 #define TF_REMOTE_WORKER_SESSION_H
 
 #include "remote/buf.h"
+#include "remote/worker/compute.h"
 #include "remote/worker/driver.h"
 #include "remote/worker/server.h"
 
@@ -40,7 +43,7 @@ struct tf_worker_config {
     const char *driver_path; /* NULL: "libcuda.so.1" */
     const char *devices;     /* comma list of driver ordinals; NULL: "0" */
     int64_t vram_limit;      /* bytes per device; 0: none */
-    int32_t compute_bp;      /* compute share in basis points; 0: none */
+    int32_t compute_bp;      /* compute share in basis points; 0 or 10000: none */
 };
 
 struct tf_worker {
@@ -48,8 +51,8 @@ struct tf_worker {
     int driver_version;
     int ndev;
     struct tf_worker_dev devs[TF_PROTO_MAX_DEVICES];
-    int32_t compute_bp;
-    struct tf_buf hello_tail; /* device records of the HELLO reply, built once */
+    struct tf_wcompute compute; /* the compute limit (inert without one) */
+    struct tf_buf hello_tail;   /* device records of the HELLO reply, built once */
     /* The worker's own context (the primary context of its first device, never given to a
      * client), in which the sessions' pinned staging rings are allocated (portable). NULL:
      * the driver cannot, rings are pageable memory. */
@@ -59,6 +62,9 @@ struct tf_worker {
 /* Loads the driver, initialises it and collects the devices' immutable facts. */
 int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char *err,
                    size_t errlen);
+/* Before tf_server_destroy at shutdown: connections waiting for compute tokens go on at
+ * once (and so see their end of stream promptly). */
+void tf_worker_shutdown(struct tf_worker *w);
 void tf_worker_fini(struct tf_worker *w);
 
 /* tf_server_handler callbacks; ARG is the struct tf_worker. */

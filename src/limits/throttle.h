@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The taking side of a compute limit: what a launcher does when the bucket of its device
+ * entry (include/tf/shm.h) is short. Shared by libtf_limiter.so (soft isolation: the app's
+ * launching thread waits) and tf-worker (hard isolation: the client's connection thread
+ * waits before it issues the launch to the driver). The bucket itself is src/limits/bucket.h;
+ * this adds only the bounded sleeping and the throttle counters.
+ *
+ * Thread-safe; no lock, no allocation. The caller must be allowed to sleep.
+ */
+#ifndef TF_LIMITS_THROTTLE_H
+#define TF_LIMITS_THROTTLE_H
+
+#include "tf/shm.h"
+
+#include <stdint.h>
+
+#define TF_THROTTLE_NAP_MIN_NS 50000u    /* shortest sleep between attempts */
+#define TF_THROTTLE_NAP_MAX_NS 10000000u /* longest: a lifted limit is seen within 10 ms */
+
+/* Takes COST tokens from device D's bucket, sleeping in naps of the bucket's own estimate
+ * clamped to [TF_THROTTLE_NAP_MIN_NS, TF_THROTTLE_NAP_MAX_NS] (never a spin) until they are
+ * taken or D's compute limit is lifted. Counts one throttle and the time waited in D
+ * (throttle_count, throttle_ns). NOW_NS is CLOCK_MONOTONIC at the call. Returns the ns
+ * waited. */
+uint64_t tf_throttle_wait(struct tf_shm_device *d, int64_t cost, uint64_t now_ns);
+
+#endif

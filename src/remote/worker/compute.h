@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * tf-worker's hard compute limit (--compute-percent P): each device the worker exposes gives
+ * all of the worker's clients together at most P % of its GPU time. The hypervisor runs one
+ * worker per hard workload, so this is the workload's share, as soft isolation's limit is.
+ *
+ * It is soft isolation's machinery run inside the worker, as the limiter's standalone mode
+ * runs it inside an app: a private limit region (include/tf/shm.h; memory of this process,
+ * never a file) with one entry per exposed device at the limit, the worker process in its
+ * one PID slot, the limit engine (src/limits/engine.h) on a thread of its own sampling the
+ * worker's per-process GPU time through NVML every 100 ms (feedback controller, per-launch
+ * cost estimate and true-up), and every client launch taking its tokens from the device's
+ * bucket (src/limits/bucket.h) before it is issued to the driver; an empty bucket delays the
+ * issuing connection thread in bounded naps (src/limits/throttle.h). Without NVML the limit
+ * holds open loop at the feed-forward rate (logged once).
+ *
+ * Private to the worker. Ownership: everything a tf_wcompute points to is its own.
+ * Threads: start/lift/stop run alone (start-up, shutdown); tf_wcompute_try and
+ * tf_wcompute_wait are thread-safe (every connection thread charges its launches).
+ */
+#ifndef TF_REMOTE_WORKER_COMPUTE_H
+#define TF_REMOTE_WORKER_COMPUTE_H
+
+#include "tf/shm.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct tf_engine;
+struct tf_engine_thread;
+struct tf_nvml;
+
+struct tf_wcompute {
+    struct tf_shm_region *r; /* NULL: no compute limit, every launch passes */
+    int slot;                /* the worker's PID slot in r */
+    struct tf_nvml *nv;      /* NULL: open loop */
+    struct tf_engine *e;
+    struct tf_engine_thread *th;
+};
+
+/* One exposed device: its UUID (the NVML key) and physical memory. */
+struct tf_wcompute_dev {
+    uint8_t uuid[16];
+    uint64_t mem_total;
+};
+
+/* Sets C up for NDEV (<= TF_SHM_MAX_DEVICES) devices at BP basis points (1..9999; 0 or
+ * 10000: no limit, C stays inert), measuring through "libnvidia-ml.so.1" found on the
+ * library path. 0, or TF_ENOMEM / TF_EINVAL with a message in ERR. */
+int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompute_dev *devs,
+                      int ndev, char *err, size_t errlen);
+/* Lifts the limit: launches waiting for tokens go at once, later ones pass (shutdown: the
+ * connection threads must not be held back). */
+void tf_wcompute_lift(struct tf_wcompute *c);
+/* Stops the engine thread and frees everything (C may be zeroed or never started). */
+void tf_wcompute_stop(struct tf_wcompute *c);
+
+/* Counts one launch on device DEV and takes its tokens if they are there. False: the
+ * tokens are short and the caller must call tf_wcompute_wait before issuing the launch. */
+bool tf_wcompute_try(struct tf_wcompute *c, int dev);
+/* Sleeps (bounded naps, no spin) until the launch's tokens are taken. Returns the ns waited. */
+uint64_t tf_wcompute_wait(struct tf_wcompute *c, int dev);
+
+#endif
