@@ -98,9 +98,8 @@ static bool ceiling(struct tf_efficiency *e, struct tf_effplan_workload *w,
     for (size_t i = 0; i < json_object_array_length(w->pods); i++) {
         json_object *pod = json_object_array_get_idx(w->pods, i);
         int64_t t = 0, v = 0;
-        if (!placed(pod) || tf_extender_room(e->x, w->ns, tf_json_str(pod, "metadata", "name",
-                                                                      NULL),
-                                             &t, &v))
+        if (!placed(pod) ||
+            tf_extender_room(e->x, w->ns, tf_json_str(pod, "metadata", "name", NULL), &t, &v))
             continue;
         if (!any || t < c->req_tflops)
             c->req_tflops = t;
@@ -118,8 +117,8 @@ static void evaluate(struct tf_efficiency *e, struct tf__eff_pass *p, json_objec
     size_t nsamples = 0;
     char err[1024];
     if (e->g && w->cfg.enable &&
-        tf_greptime_usage(e->g, w->ns, w->name, p->now_ms - w->cfg.history_ms, p->now_ms,
-                          &samples, &nsamples, err, sizeof(err)))
+        tf_greptime_usage(e->g, w->ns, w->name, p->now_ms - w->cfg.history_ms, p->now_ms, &samples,
+                          &nsamples, err, sizeof(err)))
         tf_log(TF_LOG_WARN, "efficiency", "workload %s/%s: no usage history: %s", w->ns, w->name,
                err);
     struct tf_autoscale_resources ceil;
@@ -139,8 +138,8 @@ static void evaluate(struct tf_efficiency *e, struct tf__eff_pass *p, json_objec
         tf__eff_event(e, wl, "Warning", "AutoscaleFailed", "%s", err);
         return;
     }
-    tf_log(TF_LOG_DEBUG, "efficiency", "workload %s/%s: %zu samples: %s", w->ns, w->name,
-           nsamples, rec.reason);
+    tf_log(TF_LOG_DEBUG, "efficiency", "workload %s/%s: %zu samples: %s", w->ns, w->name, nsamples,
+           rec.reason);
     json_object *sp = tf_effplan_status_patch(wl, &rec);
     if (sp) {
         if (tf_k8s_merge_patch(e->c, &tf_k8s_tfworkloads, w->ns, w->name, "status", sp, NULL, err,
@@ -178,8 +177,8 @@ void tf__autoscale_pass(struct tf_efficiency *e, struct tf__eff_pass *p)
         json_object *last = NULL;
         json_object_object_get_ex(e->as_last, key, &last);
         int64_t last_ms = last ? json_object_get_int64(last) : 0;
-        int64_t every = rc == 0 && w.cfg.interval_ms > 0 ? w.cfg.interval_ms
-                                                         : e->o.autoscale_every_ms;
+        int64_t every =
+            rc == 0 && w.cfg.interval_ms > 0 ? w.cfg.interval_ms : e->o.autoscale_every_ms;
         bool due = !last || p->now_ms - last_ms >= every;
         if (rc == 0 && !tf_effplan_workload_active(&w)) {
             tf_effplan_workload_free(&w);

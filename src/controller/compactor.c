@@ -20,8 +20,7 @@
  * ones (a value left on the pool across restarts) are only logged. */
 #define MANUAL_REPORT_WINDOW_MS (10 * 60 * INT64_C(1000))
 
-static int label_should_delete(struct tf_efficiency *e, const char *node, char *err,
-                               size_t errlen)
+static int label_should_delete(struct tf_efficiency *e, const char *node, char *err, size_t errlen)
 {
     json_object *p = json_object_new_object(), *meta = json_object_new_object(),
                 *labels = json_object_new_object();
@@ -87,8 +86,8 @@ static void release(struct tf_efficiency *e, json_object *pool, enum tf_provisio
     /* The label also marks the node as released for the next checks (effplan.h). */
     int rc = label_should_delete(e, node, err, sizeof(err));
     if (rc) {
-        tf__eff_event(e, pool, "Warning", "CompactionFailed", "node %s: cannot label it %s=true: %s",
-                      node, TF_LABEL_SHOULD_DELETE, err);
+        tf__eff_event(e, pool, "Warning", "CompactionFailed",
+                      "node %s: cannot label it %s=true: %s", node, TF_LABEL_SHOULD_DELETE, err);
         return;
     }
     tf__eff_event(e, pool, "Normal", "Compaction", "node %s released: %s", node, why);
@@ -155,10 +154,10 @@ void tf__compact_pass(struct tf_efficiency *e, struct tf__eff_pass *p, json_obje
     }
     if (manual)
         tf__eff_event(e, pool, "Normal", "ManualCompaction",
-                      "manual compaction %s: %zu of %zu node%s released", ps->manual_handled,
-                      nrel, n, n == 1 ? "" : "s");
-    tf_log(TF_LOG_INFO, "efficiency", "pool %s: compaction %s: released %zu of %zu nodes",
-           ps->name, manual ? "(manual)" : "(periodic)", nrel, n);
+                      "manual compaction %s: %zu of %zu node%s released", ps->manual_handled, nrel,
+                      n, n == 1 ? "" : "s");
+    tf_log(TF_LOG_INFO, "efficiency", "pool %s: compaction %s: released %zu of %zu nodes", ps->name,
+           manual ? "(manual)" : "(periodic)", nrel, n);
     free(d);
     free(nodes);
 }

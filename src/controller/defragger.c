@@ -52,8 +52,8 @@ static bool start_run(struct tf_efficiency *e, struct tf__eff_pass *p, json_obje
     size_t nn, np;
     if (tf_plan_state_defrag(p->plan, &nodes, &nn, &pods, &np))
         return false;
-    struct tf_defrag_input in = {p->alloc, ps->name, cfg,     nodes, nn, pods,
-                                 np,       p->now_ms, fire_ms, false};
+    struct tf_defrag_input in = {p->alloc, ps->name, cfg,       nodes,   nn,
+                                 pods,     np,       p->now_ms, fire_ms, false};
     struct tf_defrag_plan plan;
     char err[512];
     int rc = tf_defrag_plan(&in, &plan, err, sizeof(err));

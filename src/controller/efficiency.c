@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "common/yamljson.h"
+#include "core/timeutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,7 @@ struct tf_efficiency *tf_efficiency_new(struct tf_k8s_client *c, struct tf_exten
     pthread_mutex_init(&e->seen_lock, NULL);
     if (e->o.metrics_url && *e->o.metrics_url)
         e->g = tf_greptime_new(e->o.metrics_url, e->o.metrics_db, 30000);
+    e->started_ms = tf__eff_now(e);
     if (!e->as_last || (o->metrics_url && !e->o.metrics_url) ||
         (e->o.metrics_url && *e->o.metrics_url && !e->g)) {
         tf_efficiency_destroy(e);
@@ -132,7 +134,8 @@ int64_t tf__eff_seen_at(struct tf_efficiency *e, const char *pool, const char *v
 
 /* ---- pool state ---------------------------------------------------------------------------- */
 
-struct tf__eff_pool *tf__eff_pool(struct tf_efficiency *e, const char *name, int64_t now_ms)
+struct tf__eff_pool *tf__eff_pool(struct tf_efficiency *e, const char *name, int64_t now_ms,
+                                  int64_t created_ms)
 {
     for (size_t i = 0; i < e->npools; i++)
         if (strcmp(e->pools[i].name, name) == 0)
@@ -150,9 +153,12 @@ struct tf__eff_pool *tf__eff_pool(struct tf_efficiency *e, const char *name, int
     struct tf__eff_pool *p = &e->pools[e->npools++];
     memset(p, 0, sizeof(*p));
     tf_strlcpy(p->name, name, sizeof(p->name));
-    /* Periodic compaction and defrag schedules count from the first time the pool is seen. */
+    /* The compaction period counts from the first time the pool is seen; a defrag schedule
+     * that fired since this controller started (and after the pool was created) still runs. */
     p->compaction_last_ms = now_ms;
-    p->defrag_last_check_ms = now_ms;
+    p->defrag_last_check_ms = created_ms > e->started_ms ? created_ms : e->started_ms;
+    if (p->defrag_last_check_ms > now_ms)
+        p->defrag_last_check_ms = now_ms;
     return p;
 }
 
@@ -249,9 +255,9 @@ static void pass_free(struct tf__eff_pass *p)
 
 int tf_efficiency_once(struct tf_efficiency *e)
 {
-    struct tf_informer *all[] = {e->src.pods,  e->src.nodes,     e->src.gpunodes,
-                                 e->src.gpus,  e->src.pools,     e->src.templates,
-                                 e->src.pdbs,  e->src.workloads, e->src.profiles};
+    struct tf_informer *all[] = {e->src.pods, e->src.nodes,     e->src.gpunodes,
+                                 e->src.gpus, e->src.pools,     e->src.templates,
+                                 e->src.pdbs, e->src.workloads, e->src.profiles};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         if (all[i] && !tf_informer_synced(all[i]))
             return TF_EBUSY;
@@ -269,7 +275,11 @@ int tf_efficiency_once(struct tf_efficiency *e)
     for (size_t i = 0; i < json_object_array_length(p.pools); i++) {
         json_object *pool = json_object_array_get_idx(p.pools, i);
         const char *name = tf_json_str(pool, "metadata", "name", NULL);
-        struct tf__eff_pool *ps = name ? tf__eff_pool(e, name, p.now_ms) : NULL;
+        int64_t created = 0;
+        const char *ct = tf_json_str(pool, "metadata", "creationTimestamp", NULL);
+        if (ct && tf_rfc3339_parse(ct, &created, "creationTimestamp", NULL, 0))
+            created = 0;
+        struct tf__eff_pool *ps = name ? tf__eff_pool(e, name, p.now_ms, created) : NULL;
         if (!ps)
             continue;
         ps->present = true;

@@ -39,12 +39,12 @@ struct tf_efficiency_sources {
 };
 
 struct tf_efficiency_opts {
-    bool autoscale;            /* --enable-auto-scale */
+    bool autoscale;             /* --enable-auto-scale */
     int64_t autoscale_every_ms; /* evaluation interval when autoScalingConfig has none */
-    const char *metrics_url;   /* GreptimeDB base URL, or NULL: no usage history */
-    const char *metrics_db;    /* GreptimeDB database (NULL: public) */
-    const char *zoneinfo_dir;  /* NULL: /usr/share/zoneinfo */
-    int64_t clock_offset_ms;   /* added to the wall clock (tests) */
+    const char *metrics_url;    /* GreptimeDB base URL, or NULL: no usage history */
+    const char *metrics_db;     /* GreptimeDB database (NULL: public) */
+    const char *zoneinfo_dir;   /* NULL: /usr/share/zoneinfo */
+    int64_t clock_offset_ms;    /* added to the wall clock (tests) */
 };
 
 struct tf_efficiency;

@@ -47,8 +47,7 @@ struct tf__eff_seen {
  * a fresh cluster with every pod placed on it (core/plan_state.h). */
 struct tf__eff_pass {
     int64_t now_ms;
-    json_object *pods, *nodes, *gpunodes, *gpus, *pools, *templates, *pdbs, *workloads,
-        *profiles;
+    json_object *pods, *nodes, *gpunodes, *gpus, *pools, *templates, *pdbs, *workloads, *profiles;
     bool planned;
     struct tf_cluster *cluster;
     struct tf_alloc *alloc;
@@ -65,14 +64,17 @@ struct tf_efficiency {
     size_t npools, pcap;
     json_object *as_last; /* "ns/name" -> last evaluation (ms) */
     int writes;
+    int64_t started_ms; /* planner clock at creation: defrag schedules count from here */
     pthread_mutex_t seen_lock;
     struct tf__eff_seen seen[TF_EFF_SEEN_MAX];
     size_t nseen;
 };
 
 int64_t tf__eff_now(const struct tf_efficiency *e);
-/* The state of pool NAME, created on first use (NULL on ENOMEM). */
-struct tf__eff_pool *tf__eff_pool(struct tf_efficiency *e, const char *name, int64_t now_ms);
+/* The state of pool NAME, created on first use at NOW_MS (NULL on ENOMEM); CREATED_MS is the
+ * pool's creation time (0 if unknown). */
+struct tf__eff_pool *tf__eff_pool(struct tf_efficiency *e, const char *name, int64_t now_ms,
+                                  int64_t created_ms);
 /* Builds P's cluster, allocator and plan state once. 0 or a TF_E* code (logged). */
 int tf__eff_plan(struct tf_efficiency *e, struct tf__eff_pass *p);
 /* When the pool informer first saw manual-compaction VALUE on POOL (0: not seen). */

@@ -36,8 +36,7 @@ static bool gpu_pod_of(json_object *pod, const char *ns, const char *name)
         return false;
     const char *comp = tf_json_str(pod, "metadata", "labels", TF_KEY_PREFIX "component", NULL);
     if (str_eq(comp, "worker"))
-        return str_eq(tf_json_str(pod, "metadata", "labels", TF_KEY_PREFIX "workload", NULL),
-                      name);
+        return str_eq(tf_json_str(pod, "metadata", "labels", TF_KEY_PREFIX "workload", NULL), name);
     if (!str_eq(comp, "client"))
         return false;
     const char *local = tf_json_str(pod, "metadata", "annotations", TF_ANN_IS_LOCAL_GPU, NULL);
@@ -142,8 +141,8 @@ int tf_effplan_workload_read(json_object *wl, json_object *pods, struct tf_effpl
                 out->compute_by_percent = true;
             if (!out->labels)
                 out->labels = tf_json_path(pod, "metadata", "labels", NULL);
-            out->profile = tf_json_str(pod, "metadata", "annotations", TF_ANN_WORKLOAD_PROFILE,
-                                       NULL);
+            out->profile =
+                tf_json_str(pod, "metadata", "annotations", TF_ANN_WORKLOAD_PROFILE, NULL);
         }
         tf_spec_free(&s);
     }
@@ -164,9 +163,9 @@ int tf_effplan_workload_config(struct tf_effplan_workload *w, json_object *tmpl,
         own = tf_json_path(profile, "spec", "autoScalingConfig", NULL);
         path = "WorkloadProfile spec.autoScalingConfig";
     }
-    int rc = tf_autoscale_config_resolve(rules, w->labels, own, path, w->annotated, w->ann_target,
-                                         &w->cfg, w->matched_rule, sizeof(w->matched_rule), err,
-                                         errlen);
+    int rc =
+        tf_autoscale_config_resolve(rules, w->labels, own, path, w->annotated, w->ann_target,
+                                    &w->cfg, w->matched_rule, sizeof(w->matched_rule), err, errlen);
     if (rc)
         return rc;
     if (w->compute_by_percent) {
@@ -340,7 +339,7 @@ enum tf_effplan_defrag_step tf_effplan_defrag_next(struct tf_effplan_defrag_run 
         if ((p && !terminated(p)) || pool_pod_pending(pods, pool) ||
             now_ms - r->evicted_at_ms < TF_DEFRAG_SETTLE_MS)
             return tf_defrag_may_continue(cfg, r->started_ms, now_ms) ? TF_DEFRAG_STEP_WAIT
-                                                                       : TF_DEFRAG_STEP_DEADLINE;
+                                                                      : TF_DEFRAG_STEP_DEADLINE;
         r->waiting = false;
     }
     while (r->next < r->plan.nevictions) {

@@ -58,12 +58,12 @@
 /* ---- autoscaling ---- */
 
 struct tf_effplan_workload {
-    const char *ns, *name;   /* borrowed from the workload object */
-    json_object *pods;       /* its GPU-holding pods (owned array of references) */
-    json_object *labels;     /* selector input for verticalScalingRules (borrowed) */
-    json_object *own;        /* spec.autoScalingConfig (borrowed), or NULL */
-    const char *profile;     /* the pods' tensor-fusion.ai/workload-profile, or NULL */
-    bool annotated;          /* a pod carries tensor-fusion.ai/autoscale: "true" */
+    const char *ns, *name; /* borrowed from the workload object */
+    json_object *pods;     /* its GPU-holding pods (owned array of references) */
+    json_object *labels;   /* selector input for verticalScalingRules (borrowed) */
+    json_object *own;      /* spec.autoScalingConfig (borrowed), or NULL */
+    const char *profile;   /* the pods' tensor-fusion.ai/workload-profile, or NULL */
+    bool annotated;        /* a pod carries tensor-fusion.ai/autoscale: "true" */
     enum tf_autoscale_target ann_target;
     bool compute_by_percent; /* compute requests are percentages: not rescaled */
     struct tf_autoscale_resources original, current;
@@ -92,7 +92,8 @@ int tf_effplan_pod_resources(json_object *pod, struct tf_autoscale_resources *r,
 
 /* The merge patch {"status": {...}} recording REC on workload WL, or NULL when WL's status
  * already says so. Caller owns the result. */
-json_object *tf_effplan_status_patch(json_object *wl, const struct tf_autoscale_recommendation *rec);
+json_object *tf_effplan_status_patch(json_object *wl,
+                                     const struct tf_autoscale_recommendation *rec);
 
 /* The merge patch {"metadata": {"annotations": {...}}} giving POD the resources R (unset
  * values and, when COMPUTE_BY_PERCENT, compute are left alone), or NULL when POD carries

@@ -63,8 +63,7 @@ static int64_t ts_scale(const char *type)
     return 1; /* TimestampMillisecond, Timestamp, Int64 ... */
 }
 
-static int row_ts(json_object *v, int64_t scale, size_t row, int64_t *out, char *err,
-                  size_t errlen)
+static int row_ts(json_object *v, int64_t scale, size_t row, int64_t *out, char *err, size_t errlen)
 {
     if (json_object_is_type(v, json_type_string)) {
         char key[64];
@@ -72,8 +71,9 @@ static int row_ts(json_object *v, int64_t scale, size_t row, int64_t *out, char 
         return tf_rfc3339_parse(json_object_get_string(v), out, key, err, errlen);
     }
     if (!json_object_is_type(v, json_type_int)) {
-        tf_errf(err, errlen, "rows[%zu].greptime_timestamp: expected an integer or a timestamp "
-                             "string",
+        tf_errf(err, errlen,
+                "rows[%zu].greptime_timestamp: expected an integer or a timestamp "
+                "string",
                 row);
         return TF_EPARSE;
     }
@@ -121,8 +121,8 @@ static int row_value(json_object *v, double mul, size_t row, const char *col, in
 static int parse_records(json_object *rec, struct tf_usage_sample **out, size_t *n, char *err,
                          size_t errlen)
 {
-    json_object *cols = member(member(rec, "schema", json_type_object), "column_schemas",
-                               json_type_array);
+    json_object *cols =
+        member(member(rec, "schema", json_type_object), "column_schemas", json_type_array);
     json_object *rows = member(rec, "rows", json_type_array);
     if (!cols || !rows) {
         tf_errf(err, errlen, "records: schema.column_schemas and rows are required");
@@ -171,8 +171,8 @@ static int parse_records(json_object *rec, struct tf_usage_sample **out, size_t 
             rc = TF_EPROTO;
             break;
         }
-        rc = row_ts(json_object_array_get_idx(row, (size_t)its), scale, r, &v[r].ts_ms, err,
-                    errlen);
+        rc =
+            row_ts(json_object_array_get_idx(row, (size_t)its), scale, r, &v[r].ts_ms, err, errlen);
         if (!rc)
             rc = itf < 0 ? (v[r].tflops_milli = -1, 0)
                          : row_value(json_object_array_get_idx(row, (size_t)itf), 1000.0, r,
