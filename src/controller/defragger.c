@@ -29,12 +29,7 @@ static bool zone(struct tf_efficiency *e, json_object *pool, struct tf__eff_pool
     char err[512];
     if (tf_tz_load(e->o.zoneinfo_dir, cfg->timezone, &ps->tz, "defrag.timezone", err,
                    sizeof(err))) {
-        const char *rv = tf_json_str(pool, "metadata", "resourceVersion", NULL);
-        if (!rv || strcmp(rv, ps->bad_config_rv) != 0) {
-            tf__eff_event(e, pool, "Warning", "InvalidEfficiencyConfig",
-                          "defragmentation skipped: %s", err);
-            tf_strlcpy(ps->bad_config_rv, rv ? rv : "", sizeof(ps->bad_config_rv));
-        }
+        tf__eff_bad_config(e, pool, ps, "defragmentation", err);
         return false;
     }
     tf_strlcpy(ps->tz_name, cfg->timezone, sizeof(ps->tz_name));

@@ -93,6 +93,16 @@ void tf__eff_event(struct tf_efficiency *e, json_object *obj, const char *type, 
         e->writes++;
 }
 
+void tf__eff_bad_config(struct tf_efficiency *e, json_object *pool, struct tf__eff_pool *ps,
+                        const char *skipped, const char *err)
+{
+    const char *rv = tf_json_str(pool, "metadata", "resourceVersion", NULL);
+    if (rv && strcmp(rv, ps->bad_config_rv) == 0)
+        return;
+    tf__eff_event(e, pool, "Warning", "InvalidEfficiencyConfig", "%s skipped: %s", skipped, err);
+    tf_strlcpy(ps->bad_config_rv, rv ? rv : "", sizeof(ps->bad_config_rv));
+}
+
 /* ---- manual-compaction sightings (pool informer thread) ------------------------------------ */
 
 void tf_efficiency_pool_seen(struct tf_efficiency *e, json_object *pool)
@@ -288,12 +298,7 @@ int tf_efficiency_once(struct tf_efficiency *e)
         snprintf(path, sizeof(path), "GPUPool %s: spec", name);
         if (tf_pool_efficiency_parse(tf_json_path(pool, "spec", NULL), path, &pe, err,
                                      sizeof(err))) {
-            const char *rv = tf_json_str(pool, "metadata", "resourceVersion", NULL);
-            if (!rv || strcmp(rv, ps->bad_config_rv) != 0) {
-                tf__eff_event(e, pool, "Warning", "InvalidEfficiencyConfig",
-                              "compaction and defragmentation skipped: %s", err);
-                tf_strlcpy(ps->bad_config_rv, rv ? rv : "", sizeof(ps->bad_config_rv));
-            }
+            tf__eff_bad_config(e, pool, ps, "compaction and defragmentation", err);
             continue;
         }
         tf__compact_pass(e, &p, pool, ps, &pe);

@@ -83,6 +83,10 @@ int64_t tf__eff_seen_at(struct tf_efficiency *e, const char *pool, const char *v
 void tf__eff_event(struct tf_efficiency *e, json_object *obj, const char *type, const char *reason,
                    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
+/* Reports invalid settings of POOL (what is SKIPPED and why) once per resourceVersion. */
+void tf__eff_bad_config(struct tf_efficiency *e, json_object *pool, struct tf__eff_pool *ps,
+                        const char *skipped, const char *err);
+
 void tf__autoscale_pass(struct tf_efficiency *e, struct tf__eff_pass *p);
 void tf__compact_pass(struct tf_efficiency *e, struct tf__eff_pass *p, json_object *pool,
                       struct tf__eff_pool *ps, const struct tf_pool_efficiency *pe);

@@ -8,7 +8,8 @@ in-memory API server (fakeapi.py) and a fake GreptimeDB (fakegreptime.py):
     to the pod's resource annotations;
   * node compaction: after a manual-compaction annotation, the empty node of an AutoSelect pool
     is labelled tensor-fusion.ai/should-delete=true; a do-not-disrupt node and a node whose
-    release would break minResources are not;
+    release would break minResources are not; a Karpenter pool's empty node loses its
+    NodeClaim; a stale annotation is refused with a Warning Event;
   * defragmentation: when the pool's cron schedule fires, the pod of an under-used node is
     evicted (its PodDisruptionBudget allows it), a node whose pod has no budget is skipped
     with DefragSkipMissingPDB, and the run is reported with DefragStarted / DefragPodEvicted /
@@ -134,6 +135,17 @@ def setup(env, api, gport, t0):
             for i in range(118)]
     http_json("POST", "http://127.0.0.1:%d/_fake/insert" % gport,
               {"table": "tf_worker_usage", "rows": rows})
+    # Pool K: compaction of a Karpenter pool deletes the node's NodeClaim.
+    env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool",
+               "metadata": {"name": "pool-k"},
+               "spec": {"nodeManagerConfig": {"provisioningMode": "Karpenter",
+                                              "nodeCompaction": {"period": "24h"}}}})
+    node(env, "k-empty")
+    gpus_for(env, "k-empty", "pool-k", 1)
+    env.apply({"apiVersion": "karpenter.sh/v1", "kind": "NodeClaim",
+               "metadata": {"name": "claim-k"}, "spec": {}})
+    env.kubectl("patch", "nodeclaim", "claim-k", "--subresource=status", "--type=merge", "-p",
+                json.dumps({"status": {"nodeName": "k-empty"}}))
     # Pool B: defragmentation at 03:00 UTC.
     env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool",
                "metadata": {"name": "pool-b"},
@@ -174,12 +186,7 @@ def main():
             wait_for(name + " server", lambda: os.path.exists(pf), 10)
         api = "http://127.0.0.1:%s" % open(os.path.join(tmp, "api.port")).read().strip()
         gport = int(open(os.path.join(tmp, "greptime.port")).read().strip())
-        env.kubeconfig = os.path.join(tmp, "kubeconfig")
-        with open(env.kubeconfig, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n"
-                    "  cluster: {server: '%s'}\nusers:\n- name: u\n  user: {token: t}\n"
-                    "contexts:\n- name: fake\n  context: {cluster: fake, user: u, namespace: %s}\n"
-                    % (api, NS))
+        env.write_kubeconfig(api, NS)
         t0 = fake_start_ms()
         setup(env, api, gport, t0)
         cfgfile = os.path.join(tmp, "config.yaml")
@@ -240,19 +247,24 @@ def main():
             check("DefragFinished counts the eviction", "1 of 1 planned pod evicted" in
                   fin[0]["message"], fin)
 
-        # Step 4: manual compaction of pool A.
+        # Step 4: manual compaction of pools A and K.
         check("no periodic release before the period",
               "tensor-fusion.ai/should-delete" not in (env.get("node", "a-empty") or {})[
                   "metadata"].get("labels", {}))
         wait_for("GPUNodes", lambda: all((env.get("gpunode", n) or {}).get("status", {}).get(
-            "phase") == "Running" for n in ("a-busy", "a-dnd", "a-empty", "a-min")), 20)
-        stamp = datetime.datetime.fromtimestamp((time.time() * 1000 + offset) / 1000,
-                                                datetime.timezone.utc)
-        http_json("PATCH", api + "/apis/tensor-fusion.ai/v1/gpupools/pool-a",
-                  {"metadata": {"annotations": {"tensor-fusion.ai/manual-compaction":
-                                                stamp.strftime("%Y-%m-%dT%H:%M:%S.") +
-                                                "%03dZ" % (stamp.microsecond // 1000)}}},
-                  "application/merge-patch+json")
+            "phase") == "Running" for n in ("a-busy", "a-dnd", "a-empty", "a-min", "k-empty")),
+            20)
+
+        def manual(pool):
+            stamp = datetime.datetime.fromtimestamp((time.time() * 1000 + offset) / 1000,
+                                                    datetime.timezone.utc)
+            http_json("PATCH", api + "/apis/tensor-fusion.ai/v1/gpupools/" + pool,
+                      {"metadata": {"annotations": {"tensor-fusion.ai/manual-compaction":
+                                                    stamp.strftime("%Y-%m-%dT%H:%M:%S.") +
+                                                    "%03dZ" % (stamp.microsecond // 1000)}}},
+                      "application/merge-patch+json")
+        manual("pool-a")
+        manual("pool-k")
         ok = wait_for("ManualCompaction event", lambda: "ManualCompaction" in reasons(
             env, "pool-a"), 20)
         if ok:
@@ -268,6 +280,25 @@ def main():
             man = [e for e in events(env, "pool-a") if e["reason"] == "ManualCompaction"]
             check("ManualCompaction event counts", "1 of 4 nodes released" in man[0]["message"],
                   man)
+
+        ok = wait_for("Karpenter pool compaction", lambda: "Compaction" in reasons(
+            env, "pool-k"), 20)
+        if ok:
+            check("Karpenter NodeClaim deleted", env.get("nodeclaim", "claim-k") is None)
+            check("Karpenter node labelled", (env.get("node", "k-empty") or {}).get(
+                "metadata", {}).get("labels", {}).get("tensor-fusion.ai/should-delete") ==
+                "true")
+        # A stale request is refused with a reason.
+        http_json("PATCH", api + "/apis/tensor-fusion.ai/v1/gpupools/pool-k",
+                  {"metadata": {"annotations": {"tensor-fusion.ai/manual-compaction":
+                                                datetime.datetime.fromtimestamp(
+                                                    (time.time() * 1000 + offset - 60000) / 1000,
+                                                    datetime.timezone.utc).strftime(
+                                                    "%Y-%m-%dT%H:%M:%SZ")}}},
+                  "application/merge-patch+json")
+        ign = wait_for("ManualCompactionIgnored", lambda: [
+            e for e in events(env, "pool-k") if e["reason"] == "ManualCompactionIgnored"], 20)
+        check("stale manual compaction explained", bool(ign) and "3" in ign[0]["message"], ign)
 
         ctl.terminate()
         check("controller exits cleanly", ctl.wait(timeout=20) == 0)

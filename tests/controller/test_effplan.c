@@ -200,8 +200,8 @@ static void status_patch_records_the_recommendation_and_the_cron_rule(void **sta
     p = tf_effplan_status_patch(wl, &rec);
     assert_non_null(p);
     json_object *v = NULL;
-    assert_true(json_object_object_get_ex(tf_json_path(p, "status", NULL),
-                                          TF_STATUS_ACTIVE_CRON_RULE, &v));
+    assert_true(
+        json_object_object_get_ex(tf_json_path(p, "status", NULL), TF_STATUS_ACTIVE_CRON_RULE, &v));
     assert_null(v); /* JSON null: merge patch deletes */
     json_object_put(p);
     /* No history and no rule: the recommendation is left as it is. */
@@ -224,13 +224,13 @@ static void pod_patch_changes_only_what_differs(void **state)
     json_object_put(patch);
     r.req_tflops = 25400;
     patch = tf_effplan_pod_patch(p, &r, true); /* compute by percent: TFLOPS left alone */
-    assert_null(tf_json_str(patch, "metadata", "annotations", "tensor-fusion.ai/tflops-request",
-                            NULL));
+    assert_null(
+        tf_json_str(patch, "metadata", "annotations", "tensor-fusion.ai/tflops-request", NULL));
     json_object_put(patch);
     patch = tf_effplan_pod_patch(p, &r, false);
-    assert_string_equal(tf_json_str(patch, "metadata", "annotations",
-                                    "tensor-fusion.ai/tflops-request", NULL),
-                        "25.4");
+    assert_string_equal(
+        tf_json_str(patch, "metadata", "annotations", "tensor-fusion.ai/tflops-request", NULL),
+        "25.4");
     json_object_put(patch);
     struct tf_autoscale_resources same = {100000, 200000, 40 * GI, 40 * GI};
     assert_null(tf_effplan_pod_patch(p, &same, false));
