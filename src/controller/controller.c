@@ -10,6 +10,7 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "controller/base64.h"
+#include "controller/efficiency.h"
 #include "controller/extender.h"
 #include "controller/https.h"
 #include "controller/k8s/informer.h"
@@ -28,8 +29,10 @@ struct ctl {
     struct tf_k8s_client *c;
     const struct tf_controller_opts *o;
     struct tf_informer *pods, *namespaces, *profiles, *pools, *replicasets, *clusters, *gpus,
-        *gpunodes, *workloads, *connections, *quotas, *templates;
+        *gpunodes, *workloads, *connections, *quotas, *templates, *nodes, *pdbs;
     struct tf_extender *ext;
+    struct tf_efficiency *eff;
+    struct tf_informer_handlers ext_inventory; /* chained behind the pool informer's handlers */
     char policy[32];
     struct tf_webhook wh;
     bool wh_ready;
@@ -428,6 +431,28 @@ static struct tf_informer *informer_h(struct ctl *x, const struct tf_k8s_resourc
     return inf;
 }
 
+/* The GPUPool informer feeds the extender (inventory changes) and the compactor (when a
+ * manual-compaction value arrived). */
+static void pool_add(json_object *o, void *arg)
+{
+    struct ctl *x = arg;
+    x->ext_inventory.on_add(o, x->ext_inventory.arg);
+    tf_efficiency_pool_seen(x->eff, o);
+}
+
+static void pool_update(json_object *a, json_object *b, void *arg)
+{
+    struct ctl *x = arg;
+    x->ext_inventory.on_update(a, b, x->ext_inventory.arg);
+    tf_efficiency_pool_seen(x->eff, b);
+}
+
+static void pool_delete(json_object *o, void *arg)
+{
+    struct ctl *x = arg;
+    x->ext_inventory.on_delete(o, x->ext_inventory.arg);
+}
+
 static void on_leading(void *arg)
 {
     /* Another replica may have bound pods while we stood by: rebuild from the API. */
@@ -469,12 +494,32 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
         rc = TF_ENOMEM;
         goto out;
     }
+    struct tf_efficiency_opts eo = {
+        .autoscale = o->autoscale,
+        .autoscale_every_ms = o->autoscale_interval_ms > 0 ? o->autoscale_interval_ms : 30000,
+        .metrics_url = o->metrics_url,
+        .metrics_db = o->metrics_db,
+        .zoneinfo_dir = o->zoneinfo_dir,
+        .clock_offset_ms = o->clock_offset_ms};
+    x.eff = tf_efficiency_new(c, x.ext, &eo);
+    if (!x.eff) {
+        tf_log(TF_LOG_ERROR, "controller",
+               "cannot set up the efficiency reconcilers (metrics "
+               "URL %s)",
+               o->metrics_url ? o->metrics_url : "none");
+        rc = TF_EINVAL;
+        goto out;
+    }
     struct tf_informer_handlers ph = tf_extender_pod_handlers(x.ext);
     struct tf_informer_handlers ih = tf_extender_inventory_handlers(x.ext);
+    struct tf_informer_handlers poolh = {pool_add, pool_update, pool_delete, &x};
+    x.ext_inventory = ih;
     x.pods = informer_h(&x, &tf_k8s_pods, &ph);
     x.namespaces = informer(&x, &tf_k8s_namespaces);
     x.profiles = informer(&x, &tf_k8s_workloadprofiles);
-    x.pools = informer_h(&x, &tf_k8s_gpupools, &ih);
+    x.pools = informer_h(&x, &tf_k8s_gpupools, &poolh);
+    x.nodes = informer(&x, &tf_k8s_nodes);
+    x.pdbs = informer(&x, &tf_k8s_pdbs);
     x.replicasets = informer(&x, &tf_k8s_replicasets);
     x.clusters = informer(&x, &tf_k8s_tfclusters);
     x.gpus = informer_h(&x, &tf_k8s_gpus, &ih);
@@ -485,6 +530,9 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     x.quotas = informer_h(&x, &tf_k8s_gpuresourcequotas, &ih);
     struct tf_extender_sources es = {x.pods, x.gpus, x.pools, x.templates, x.quotas};
     tf_extender_set_sources(x.ext, &es);
+    struct tf_efficiency_sources efs = {x.pods,      x.nodes, x.gpunodes,  x.gpus,    x.pools,
+                                        x.templates, x.pdbs,  x.workloads, x.profiles};
+    tf_efficiency_set_sources(x.eff, &efs);
     struct tf_webhook_env env = {env_profile, env_namespace,       env_pool, env_owner,
                                  env_count,   env_ensure_workload, &x,       env_event};
     if ((rc = tf_webhook_init(&x.wh, &wc, &env)))
@@ -537,8 +585,10 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     while (!atomic_load(stop)) {
         patch_ca_bundle(&x);
         reload_certs(&x);
-        if (tf_leader_is_leader(x.leader) && x.rec)
+        if (tf_leader_is_leader(x.leader) && x.rec) {
             tf_reconcile_once(x.rec);
+            tf_efficiency_once(x.eff);
+        }
         for (int t = 0; t < resync && !atomic_load(stop); t += 50)
             sleep_ms(50);
     }
@@ -547,11 +597,13 @@ out:
     tf_https_destroy(x.https);
     tf_https_destroy(x.http);
     tf_reconciler_destroy(x.rec);
-    struct tf_informer *all[] = {x.pods,        x.namespaces,  x.profiles, x.pools,
-                                 x.replicasets, x.clusters,    x.gpus,     x.gpunodes,
-                                 x.workloads,   x.connections, x.quotas};
+    struct tf_informer *all[] = {x.pods,     x.namespaces, x.profiles, x.pools,     x.replicasets,
+                                 x.clusters, x.gpus,       x.gpunodes, x.workloads, x.connections,
+                                 x.quotas,   x.templates,  x.nodes,    x.pdbs};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         tf_informer_destroy(all[i]);
+    tf_efficiency_destroy(x.eff);
+    tf_extender_destroy(x.ext);
     if (x.wh_ready)
         tf_webhook_free(&x.wh);
     tf_tls_bundle_free(&x.tls);

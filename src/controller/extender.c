@@ -258,17 +258,14 @@ static void restore_one(struct tf_alloc *a, json_object *pod, const char *node, 
                b.pr.name, err);
 }
 
-/* Builds a fresh cluster + allocator from the arrays (borrowed); caller holds the write
- * lock. Returns 0 or TF_ENOMEM. */
-static int load(struct tf_extender *x, json_object *gpus, json_object *pools,
-                json_object *templates, json_object *quotas, json_object *pods)
+/* The cluster (pools, nodes, GPUs; no allocations) of the arrays (borrowed). NULL on ENOMEM. */
+static struct tf_cluster *build_cluster(const struct tf_extender *x, json_object *gpus,
+                                        json_object *pools, json_object *templates)
 {
-    int rc = TF_ENOMEM;
     struct tf_cluster *c = tf_cluster_new(x->policy);
-    struct tf_quota_set *qs = build_quotas(quotas);
     char err[512];
-    if (!c || !qs)
-        goto fail;
+    if (!c)
+        return NULL;
     for (size_t i = 0; i < json_object_array_length(pools); i++) {
         json_object *p = json_object_array_get_idx(pools, i);
         struct tf_pool_config cfg;
@@ -348,7 +345,25 @@ static int load(struct tf_extender *x, json_object *gpus, json_object *pools,
             tf_log(TF_LOG_WARN, "extender", "node %s ignored: %s", node, err);
     }
     json_object_put(by_node);
-    struct tf_alloc *a = tf_alloc_new(c, qs);
+    return c;
+}
+
+int tf_extender_build_cluster(const struct tf_extender *x, json_object *gpus, json_object *pools,
+                              json_object *templates, struct tf_cluster **out)
+{
+    *out = build_cluster(x, gpus, pools, templates);
+    return *out ? 0 : TF_ENOMEM;
+}
+
+/* Builds a fresh cluster + allocator from the arrays (borrowed); caller holds the write
+ * lock. Returns 0 or TF_ENOMEM. */
+static int load(struct tf_extender *x, json_object *gpus, json_object *pools,
+                json_object *templates, json_object *quotas, json_object *pods)
+{
+    int rc = TF_ENOMEM;
+    struct tf_cluster *c = build_cluster(x, gpus, pools, templates);
+    struct tf_quota_set *qs = build_quotas(quotas);
+    struct tf_alloc *a = c && qs ? tf_alloc_new(c, qs) : NULL;
     if (!a)
         goto fail;
     /* Restore: recorded allocations first, then binds whose annotations the cache lags. */
@@ -451,6 +466,56 @@ int tf_extender_allocations(struct tf_extender *x)
     int n = (int)tf_alloc_count(x->alloc);
     pthread_rwlock_unlock(&x->lock);
     return n;
+}
+
+int tf_extender_room(struct tf_extender *x, const char *ns, const char *name, int64_t *tflops,
+                     int64_t *vram)
+{
+    if (!read_state(x))
+        return TF_ESTATE;
+    uint32_t id = tf_alloc_find(x->alloc, ns, name);
+    const struct tf_alloc_record *r = id == TF_NONE ? NULL : tf_alloc_record_at(x->alloc, id);
+    int rc = r ? 0 : TF_ENOENT;
+    for (unsigned i = 0; r && i < r->ngpus; i++) {
+        const struct tf_alloc_slot *s = tf_alloc_record_slot(r, i);
+        const struct tf_gpu *g = &x->cluster->gpus[s->gpu];
+        int64_t t = g->avail_tflops + s->tflops, v = g->avail_vram + s->vram;
+        if (i == 0 || t < *tflops)
+            *tflops = t;
+        if (i == 0 || v < *vram)
+            *vram = v;
+    }
+    pthread_rwlock_unlock(&x->lock);
+    return rc;
+}
+
+int tf_extender_resize(struct tf_extender *x, const char *ns, const char *name, int64_t req_tflops,
+                       int64_t lim_tflops, int64_t req_vram, int64_t lim_vram, char *err,
+                       size_t errlen)
+{
+    if (!write_state(x)) {
+        tf_errf(err, errlen, "extender state unavailable");
+        return TF_ESTATE;
+    }
+    uint32_t id = tf_alloc_find(x->alloc, ns, name);
+    const struct tf_alloc_record *r = id == TF_NONE ? NULL : tf_alloc_record_at(x->alloc, id);
+    int rc = TF_ENOENT;
+    if (!r) {
+        tf_errf(err, errlen, "pod %s/%s holds no GPUs", ns, name);
+    } else {
+        struct tf_alloc_resources res = r->res;
+        if (req_tflops && !res.req_by_percent)
+            res.req_tflops = req_tflops;
+        if (lim_tflops && !res.lim_by_percent)
+            res.lim_tflops = lim_tflops;
+        if (req_vram)
+            res.req_vram = req_vram;
+        if (lim_vram)
+            res.lim_vram = lim_vram;
+        rc = tf_alloc_resize(x->alloc, ns, name, &res, err, errlen);
+    }
+    pthread_rwlock_unlock(&x->lock);
+    return rc;
 }
 
 /* ---- informer handlers -------------------------------------------------------------------- */

@@ -28,6 +28,9 @@
 #include "controller/k8s/informer.h"
 
 #include <stdbool.h>
+#include <stdint.h>
+
+struct tf_cluster;
 
 struct tf_extender_sources {
     struct tf_informer *pods, *gpus, *pools, *templates, *quotas;
@@ -62,5 +65,24 @@ bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
 
 /* Number of pods holding GPUs in the current state (tests, metrics); rebuilds if dirty. */
 int tf_extender_allocations(struct tf_extender *x);
+
+/* A cluster (pools with their placement, nodes, GPUs; no allocations) built from GPU, GPUPool
+ * and SchedulingConfigTemplate objects (borrowed) exactly as the extender builds its own, for
+ * planners that place pods on a fresh allocator (node compaction, defragmentation). 0 and
+ * *OUT (caller owns: tf_cluster_destroy), or TF_ENOMEM. Thread-safe (reads X's settings). */
+int tf_extender_build_cluster(const struct tf_extender *x, json_object *gpus, json_object *pools,
+                              json_object *templates, struct tf_cluster **out);
+
+/* The most a pod NS/NAME could request per GPU (the smallest over its GPUs of what is free
+ * plus what it holds): the autoscaler's ceiling. 0, TF_ENOENT (holds no GPUs) or TF_ESTATE. */
+int tf_extender_room(struct tf_extender *x, const char *ns, const char *name, int64_t *tflops,
+                     int64_t *vram);
+
+/* Changes the per-GPU requests and limits the allocator holds for pod NS/NAME in place (the
+ * autoscaler applying a recommendation); 0 keeps a value, compute given by percent is kept.
+ * All or nothing (tf_alloc_resize): 0, TF_ENOENT, TF_ENOSPC / TF_ENOTSUP with ERR set. */
+int tf_extender_resize(struct tf_extender *x, const char *ns, const char *name, int64_t req_tflops,
+                       int64_t lim_tflops, int64_t req_vram, int64_t lim_vram, char *err,
+                       size_t errlen);
 
 #endif

@@ -43,8 +43,13 @@ static void usage(FILE *f)
           "  --lease-seconds N      leader lease duration (default 15)\n"
           "  --port-file FILE       write the bound ports there (tests)\n"
           "  --log-level LEVEL      error|warn|info|debug|trace\n"
-          "  --enable-auto-scale    accepted for chart compatibility (autoscaler: not in this "
-          "build)\n",
+          "  --enable-auto-scale    run the workload autoscaler (docs/efficiency.md)\n"
+          "  --autoscale-interval-ms N  evaluation interval without autoScalingConfig.interval\n"
+          "                         (default 30000)\n"
+          "  --metrics-url URL      GreptimeDB for usage history (http://greptimedb:4000)\n"
+          "  --metrics-db NAME      its database (default public)\n"
+          "  --zoneinfo DIR         time zones for defrag schedules (default /usr/share/zoneinfo)\n"
+          "  --clock-offset-ms N    shift the planners' clock by N ms (testing only)\n",
           f);
 }
 
@@ -77,6 +82,11 @@ int main(int argc, char **argv)
         PORTFILE,
         LOGLEVEL,
         AUTOSCALE,
+        ASINTERVAL,
+        METRICSURL,
+        METRICSDB,
+        ZONEINFO,
+        CLOCKOFFSET,
         HELP
     };
     static const struct option longopts[] = {
@@ -99,6 +109,11 @@ int main(int argc, char **argv)
         {"port-file", required_argument, NULL, PORTFILE},
         {"log-level", required_argument, NULL, LOGLEVEL},
         {"enable-auto-scale", no_argument, NULL, AUTOSCALE},
+        {"autoscale-interval-ms", required_argument, NULL, ASINTERVAL},
+        {"metrics-url", required_argument, NULL, METRICSURL},
+        {"metrics-db", required_argument, NULL, METRICSDB},
+        {"zoneinfo", required_argument, NULL, ZONEINFO},
+        {"clock-offset-ms", required_argument, NULL, CLOCKOFFSET},
         {"help", no_argument, NULL, HELP},
         {NULL, 0, NULL, 0}};
     int ch;
@@ -164,6 +179,22 @@ int main(int argc, char **argv)
             tf_log_set_level(lvl);
             break;
         case AUTOSCALE:
+            o.autoscale = true;
+            break;
+        case ASINTERVAL:
+            o.autoscale_interval_ms = atoi(optarg);
+            break;
+        case METRICSURL:
+            o.metrics_url = optarg;
+            break;
+        case METRICSDB:
+            o.metrics_db = optarg;
+            break;
+        case ZONEINFO:
+            o.zoneinfo_dir = optarg;
+            break;
+        case CLOCKOFFSET:
+            o.clock_offset_ms = strtoll(optarg, NULL, 10);
             break;
         case HELP:
             usage(stdout);

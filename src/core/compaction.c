@@ -24,8 +24,8 @@ const char *tf_compaction_verdict_name(enum tf_compaction_verdict v)
 
 const char *tf_compaction_action(enum tf_provisioning_mode mode)
 {
-    return mode == TF_PROVISION_AUTO_SELECT ? "label " TF_LABEL_SHOULD_DELETE "=true"
-                                            : "delete the node";
+    return mode == TF_PROVISION_KARPENTER ? "delete its Karpenter NodeClaim"
+                                          : "label " TF_LABEL_SHOULD_DELETE "=true";
 }
 
 static void fmt_t(int64_t milli, char *buf, size_t len)

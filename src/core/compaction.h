@@ -11,8 +11,9 @@
  * Nodes being deleted already are neither candidates nor counted. Eligible nodes are taken
  * largest first (VRAM, then TFLOPS, then name), so when warm/min capacity allows only some of
  * them, the biggest (costliest) ones go. What releasing means depends on provisioningMode:
- * AutoSelect labels the Kubernetes node tensor-fusion.ai/should-delete=true (a node
- * autoscaler does the rest); Provisioned and Karpenter delete the node TensorFusion created.
+ * AutoSelect (and Provisioned: this build provisions no nodes of its own) labels the
+ * Kubernetes node tensor-fusion.ai/should-delete=true, a node autoscaler does the rest;
+ * Karpenter deletes the node's NodeClaim (Karpenter then drains and terminates it).
  *
  * A run is due every nodeCompaction.period, or at once when the pool carries the annotation
  * tensor-fusion.ai/manual-compaction with a timestamp no older than 3 seconds (and no more
@@ -80,7 +81,7 @@ struct tf_compaction_summary {
 /* Short name of a verdict ("Release", "HasWorkers", ...). */
 const char *tf_compaction_verdict_name(enum tf_compaction_verdict v);
 /* What releasing does under MODE: "label tensor-fusion.ai/should-delete=true" or
- * "delete the node". */
+ * "delete its Karpenter NodeClaim". */
 const char *tf_compaction_action(enum tf_provisioning_mode mode);
 
 /* Plans a run at NOW_MS over NODES[0..N). OUT[0..N) gets one decision per node, in the order

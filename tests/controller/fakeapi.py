@@ -6,10 +6,18 @@ No kube-apiserver can run on the build machines, so the tests talk to this one. 
 semantics tf-controller relies on, and tests/controller/test_kubectl.sh checks them against the
 real kubectl binary:
 
-  * resources: core/v1 pods (status, binding), nodes (status), namespaces, events,
+  * resources: core/v1 pods (status, binding, eviction), nodes (status), namespaces, events,
     services; coordination.k8s.io/v1 leases; apps/v1 deployments, replicasets, statefulsets;
     admissionregistration.k8s.io/v1 mutatingwebhookconfigurations; events.k8s.io/v1 events;
-    every tensor-fusion.ai/v1 kind (cluster-scoped or namespaced as in deploy/crds).
+    policy/v1 poddisruptionbudgets; karpenter.sh/v1 nodeclaims; every tensor-fusion.ai/v1
+    kind (cluster-scoped or namespaced as in deploy/crds).
+  * pods/eviction (policy/v1 Eviction) as kube-apiserver does it: the pod's namespace's
+    PodDisruptionBudgets whose spec.selector matches it (an empty selector matches all, none
+    matches nothing) are checked, unless the pod is Pending, terminal or terminating; more than one is a 500, a budget allowing no disruption a 429
+    naming it, otherwise the pod is deleted (201). Without a disruption controller, a budget's
+    allowed disruptions are status.disruptionsAllowed when set, else computed from
+    minAvailable / maxUnavailable (integers or percentages) over its matching pods, healthy
+    meaning Running and not NotReady.
   * one global resourceVersion counter; GET/LIST (limit + continue tokens, labelSelector,
     fieldSelector on metadata.name/metadata.namespace/spec.nodeName/spec.schedulerName),
     WATCH (resourceVersion, allowWatchBookmarks, timeoutSeconds; 410 as an ERROR event once
@@ -80,10 +88,12 @@ RESOURCES = {
     (TF, "v1", "tensorfusionconnections"): ("TensorFusionConnection", True, True),
     (TF, "v1", "workloadprofiles"): ("WorkloadProfile", True, False),
     (TF, "v1", "gpuresourcequotas"): ("GPUResourceQuota", True, True),
+    ("policy", "v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True, True),
+    ("karpenter.sh", "v1", "nodeclaims"): ("NodeClaim", False, True),
 }
 SHORT = {"pods": ["po"], "nodes": ["no"], "namespaces": ["ns"], "events": ["ev"],
          "services": ["svc"], "deployments": ["deploy"], "replicasets": ["rs"],
-         "statefulsets": ["sts"], "configmaps": ["cm"]}
+         "statefulsets": ["sts"], "configmaps": ["cm"], "poddisruptionbudgets": ["pdb"]}
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 BOOKMARK_INTERVAL = 1.0
 
@@ -414,6 +424,9 @@ def discovery_resources(group, version):
         if p == "pods":
             out.append({"name": "pods/binding", "singularName": "", "namespaced": True,
                         "kind": "Binding", "verbs": ["create"]})
+            out.append({"name": "pods/eviction", "singularName": "", "namespaced": True,
+                        "group": "policy", "version": "v1", "kind": "Eviction",
+                        "verbs": ["create"]})
     return out
 
 
@@ -582,8 +595,9 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         if not namespaced and ns is not None:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        if sub not in (None, "status", "binding") or (sub == "status" and not has_status) or (
-                sub == "binding" and plural != "pods"):
+        if sub not in (None, "status", "binding", "eviction") or (
+                sub == "status" and not has_status) or (
+                sub in ("binding", "eviction") and plural != "pods"):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
 
         if method == "GET" and name is None:
@@ -595,6 +609,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(200, store.get(group, plural, ns, name))
         if method == "POST" and sub == "binding":
             return self.bind(ns, name, self.read_body())
+        if method == "POST" and sub == "eviction":
+            return self.evict(ns, name, self.read_body())
         if method == "POST" and name is None:
             body = self.read_body()
             if namespaced and ns is None:
@@ -785,6 +801,34 @@ class Handler(BaseHTTPRequestHandler):
         self.send_json(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                              "status": "Success", "code": 201})
 
+    def evict(self, ns, name, body):
+        store = self.server.store
+        if not isinstance(body, dict) or body.get("kind") != "Eviction" or \
+                (body.get("metadata") or {}).get("name") != name:
+            raise ApiError(400, "BadRequest", "Eviction body must be kind Eviction naming the "
+                           "pod in metadata.name")
+        with store.lock:
+            pod = store.get("", "pods", ns, name)
+            # As kube-apiserver: terminal, pending and terminating pods go without a budget check.
+            if pod.get("status", {}).get("phase") not in ("Succeeded", "Failed", "Pending") and \
+                    not pod["metadata"].get("deletionTimestamp"):
+                labels = pod["metadata"].get("labels") or {}
+                pdbs = [o for k, o in sorted(store.objects.items())
+                        if k[1] == "poddisruptionbudgets" and k[2] == ns and
+                        selector_matches((o.get("spec") or {}).get("selector"), labels)]
+                if len(pdbs) > 1:
+                    raise ApiError(500, "InternalError", "This pod has more than one "
+                                   "PodDisruptionBudget, which the eviction subresource does "
+                                   "not support.")
+                if pdbs and disruptions_allowed(store, pdbs[0]) <= 0:
+                    raise ApiError(429, "TooManyRequests", "Cannot evict pod as it would "
+                                   "violate the pod's disruption budget. The disruption budget "
+                                   "%s does not allow a disruption now"
+                                   % pdbs[0]["metadata"]["name"])
+            store.delete("", "pods", ns, name)
+        self.send_json(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                             "status": "Success", "code": 201})
+
     # ---- mutating admission ---------------------------------------------------------------
     def admit(self, ns, pod, query):
         store = self.server.store
@@ -798,6 +842,51 @@ class Handler(BaseHTTPRequestHandler):
                     continue
                 pod = call_webhook(hook, ns, pod, query.get("dryRun") == "All")
         return pod
+
+
+def selector_matches(sel, labels):
+    """metav1.LabelSelector: None matches nothing (policy/v1), {} everything."""
+    if sel is None:
+        return False
+    labels = labels or {}
+    for k, v in (sel.get("matchLabels") or {}).items():
+        if labels.get(k) != v:
+            return False
+    for e in sel.get("matchExpressions") or []:
+        have, op, vals = labels.get(e.get("key")), e.get("operator"), e.get("values") or []
+        if (op == "In" and have not in vals) or (op == "NotIn" and have in vals) or (
+                op == "Exists" and have is None) or (op == "DoesNotExist" and have is not None):
+            return False
+    return True
+
+
+def pod_healthy(pod):
+    st = pod.get("status") or {}
+    if st.get("phase") != "Running":
+        return False
+    return all(c.get("status") == "True" for c in st.get("conditions") or []
+               if c.get("type") == "Ready")
+
+
+def disruptions_allowed(store, pdb):
+    st = pdb.get("status") or {}
+    if "disruptionsAllowed" in st:
+        return int(st["disruptionsAllowed"])
+    spec = pdb.get("spec") or {}
+    ns = pdb["metadata"]["namespace"]
+    pods = [o for k, o in store.objects.items() if k[1] == "pods" and k[2] == ns and
+            o.get("status", {}).get("phase") not in ("Succeeded", "Failed") and
+            selector_matches(spec.get("selector"), o["metadata"].get("labels"))]
+    expected, healthy = len(pods), sum(1 for p in pods if pod_healthy(p))
+
+    def count(v, round_up):
+        if isinstance(v, str) and v.endswith("%"):
+            n = int(v[:-1]) * expected
+            return (n + 99) // 100 if round_up else n // 100
+        return int(v)
+    if spec.get("maxUnavailable") is not None:
+        return healthy - (expected - count(spec["maxUnavailable"], True))
+    return healthy - count(spec.get("minAvailable", 1), True)
 
 
 def hook_matches(hook, ns_obj, pod):

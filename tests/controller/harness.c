@@ -21,7 +21,7 @@ const char *src_path(const char *rel)
     return buf;
 }
 
-int fake_start(struct fake_api *f, const char *extra_args)
+int fake_start_script(struct fake_api *f, const char *script_rel, const char *extra_args)
 {
     memset(f, 0, sizeof(*f));
     snprintf(f->dir, sizeof(f->dir), "/tmp/tf-fakeapi-XXXXXX");
@@ -29,7 +29,7 @@ int fake_start(struct fake_api *f, const char *extra_args)
         return -1;
     char portfile[300], script[4096];
     snprintf(portfile, sizeof(portfile), "%s/port", f->dir);
-    snprintf(script, sizeof(script), "%s", src_path("tests/controller/fakeapi.py"));
+    snprintf(script, sizeof(script), "%s", src_path(script_rel));
     f->pid = fork();
     if (f->pid == 0) {
         char cmd[8192];
@@ -61,6 +61,13 @@ int fake_start(struct fake_api *f, const char *extra_args)
         return -1;
     }
     snprintf(f->server, sizeof(f->server), "http://127.0.0.1:%d", f->port);
+    return 0;
+}
+
+int fake_start(struct fake_api *f, const char *extra_args)
+{
+    if (fake_start_script(f, "tests/controller/fakeapi.py", extra_args))
+        return -1;
     struct tf_k8s_config cfg;
     tf_k8s_config_init(&cfg);
     cfg.server = f->server;

@@ -21,6 +21,9 @@ struct fake_api {
 /* Starts the fake API server and a client for it (fast backoff). Returns 0, or -1 with a
  * message on stderr (the caller then skips: python3 missing). EXTRA_ARGS may be NULL. */
 int fake_start(struct fake_api *f, const char *extra_args);
+/* Starts another fake server of tests/controller (SCRIPT_REL, e.g.
+ * "tests/controller/fakegreptime.py", taking --port 0 --port-file F) without a client. */
+int fake_start_script(struct fake_api *f, const char *script_rel, const char *extra_args);
 void fake_stop(struct fake_api *f);
 /* POSTs BODY (JSON text) to /_fake/WHAT. */
 void fake_control(struct fake_api *f, const char *what, const char *body);

@@ -50,6 +50,15 @@ class Env:
         self.tmp = tmp
         self.procs = []
 
+    def write_kubeconfig(self, api, ns):
+        """A kubeconfig for the fake API server at API, default namespace NS."""
+        self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
+        with open(self.kubeconfig, "w") as f:
+            f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n"
+                    "  cluster: {server: '%s'}\nusers:\n- name: u\n  user: {token: t}\n"
+                    "contexts:\n- name: fake\n  context: {cluster: fake, user: u, namespace: %s}\n"
+                    % (api, ns))
+
     def kubectl(self, *args, stdin=None, ok=True):
         r = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, "--request-timeout=15s",
                             "--cache-dir=" + os.path.join(self.tmp, "cache")]
@@ -154,12 +163,7 @@ def main():
                                  "--port", "0", "--port-file", pf], stdout=subprocess.DEVNULL)
         wait_for("fake API server", lambda: os.path.exists(pf), 10)
         api = "http://127.0.0.1:%s" % open(pf).read().strip()
-        env.kubeconfig = os.path.join(tmp, "kubeconfig")
-        with open(env.kubeconfig, "w") as f:
-            f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n"
-                    "  cluster: {server: '%s'}\nusers:\n- name: u\n  user: {token: t}\n"
-                    "contexts:\n- name: fake\n  context: {cluster: fake, user: u, namespace: ml}\n"
-                    % api)
+        env.write_kubeconfig(api, "ml")
         for ns in ("tensor-fusion-sys", "ml"):  # apply: the fake speaks JSON, not protobuf
             env.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         wport, hport = free_port(), free_port()

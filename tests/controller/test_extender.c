@@ -3,7 +3,8 @@
  * The scheduler extender on the core allocator, with its inventory in the in-memory API
  * server: filter reasons, prioritize scores, bind writing gpu-ids/container-gpus and the
  * Binding, rollback when the Binding fails, many concurrent binds never over-allocating,
- * allocations rebuilt from pod annotations after a restart, release on delete.
+ * allocations rebuilt from pod annotations after a restart, release on delete; the
+ * autoscaler's resize and room, and the cluster the planners build the extender's way.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -21,6 +22,7 @@
 #include "common/yamljson.h"
 #include "controller/extender.h"
 #include "controller/k8s/informer.h"
+#include "core/cluster.h"
 #include "harness.h"
 
 static struct fake_api fake;
@@ -345,6 +347,70 @@ static void unmanaged_pods_pass_every_node(void **state)
     rig_down(&r);
 }
 
+static void autoscaler_resize_moves_the_reservation_within_the_gpus_room(void **state)
+{
+    struct rig r;
+    rig_up(&r);
+    gpu("node-c", 0, "80Gi");
+    tf_extender_invalidate(r.x);
+    pod("resize-me", "40Gi", NULL);
+    pod("neighbour", "20Gi", NULL);
+    assert_string_equal(bind_err(&r, "resize-me", "node-c"), "");
+    int64_t t = 0, v = 0;
+    assert_int_equal(tf_extender_room(r.x, "ml", "resize-me", &t, &v), 0);
+    assert_int_equal(t, 312000); /* 312 TFLOPS: all free but its own 50 */
+    assert_int_equal(v, (int64_t)80 << 30);
+    char err[512];
+    /* Growing to 70Gi leaves 10Gi: the 20Gi neighbour no longer fits. */
+    assert_int_equal(tf_extender_resize(r.x, "ml", "resize-me", 30000, 0, (int64_t)70 << 30,
+                                        (int64_t)70 << 30, err, sizeof(err)),
+                     0);
+    assert_int_equal(tf_extender_room(r.x, "ml", "resize-me", &t, &v), 0);
+    assert_int_equal(v, (int64_t)80 << 30);
+    assert_non_null(strstr(bind_err(&r, "neighbour", "node-c"), "cannot reserve GPUs"));
+    /* More than the GPU has is refused, all or nothing. */
+    assert_int_equal(tf_extender_resize(r.x, "ml", "resize-me", 0, 0, (int64_t)90 << 30,
+                                        (int64_t)90 << 30, err, sizeof(err)),
+                     TF_ENOSPC);
+    /* Shrinking makes room again. */
+    assert_int_equal(tf_extender_resize(r.x, "ml", "resize-me", 0, 0, (int64_t)20 << 30,
+                                        (int64_t)20 << 30, err, sizeof(err)),
+                     0);
+    assert_string_equal(bind_err(&r, "neighbour", "node-c"), "");
+    assert_int_equal(tf_extender_room(r.x, "ml", "nobody", &t, &v), TF_ENOENT);
+    assert_int_equal(tf_extender_resize(r.x, "ml", "nobody", 1000, 0, 0, 0, err, sizeof(err)),
+                     TF_ENOENT);
+    rig_down(&r);
+}
+
+static void planners_get_the_extenders_cluster_without_allocations(void **state)
+{
+    struct rig r;
+    rig_up(&r);
+    json_object *gpus = jparse(
+        "[{\"metadata\":{\"name\":\"g0\",\"labels\":{\"tensor-fusion.ai/gpupool\":\"p1\"}},"
+        "\"status\":{\"uuid\":\"GPU-x-0\",\"gpuModel\":\"A100-80GB\",\"index\":0,\"capacity\":{"
+        "\"tflops\":\"312\",\"vram\":\"80Gi\"},\"nodeSelector\":{\"kubernetes.io/hostname\":"
+        "\"x\"}}}]");
+    json_object *pools = jparse("[{\"metadata\":{\"name\":\"p1\"},\"spec\":{"
+                                "\"schedulingConfigTemplate\":\"t1\"}}]");
+    json_object *tpls = jparse("[{\"metadata\":{\"name\":\"t1\"},\"spec\":{\"placement\":{"
+                               "\"mode\":\"LowLoadFirst\"}}}]");
+    struct tf_cluster *c = NULL;
+    assert_int_equal(tf_extender_build_cluster(r.x, gpus, pools, tpls, &c), 0);
+    uint32_t p1 = tf_cluster_pool_find(c, "p1");
+    assert_int_not_equal(p1, TF_NONE);
+    assert_int_not_equal(tf_cluster_pool_find(c, "default-pool"), TF_NONE);
+    assert_int_equal(c->pools[p1].nnodes, 1);
+    assert_int_equal(c->pools[p1].cfg.placement, TF_PLACE_LOW_LOAD_FIRST);
+    assert_int_equal(c->gpus[0].avail_vram, (int64_t)80 << 30);
+    tf_cluster_destroy(c);
+    json_object_put(gpus);
+    json_object_put(pools);
+    json_object_put(tpls);
+    rig_down(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -353,6 +419,8 @@ int main(void)
         cmocka_unit_test(failed_binding_rolls_the_reservation_back),
         cmocka_unit_test(concurrent_binds_never_over_allocate),
         cmocka_unit_test(unmanaged_pods_pass_every_node),
+        cmocka_unit_test(autoscaler_resize_moves_the_reservation_within_the_gpus_room),
+        cmocka_unit_test(planners_get_the_extenders_cluster_without_allocations),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -267,6 +267,20 @@ def test_chart():
     ctl = find(render("webhook.certManager=true"), "Deployment", "tensor-fusion-controller")
     args = ctl["spec"]["template"]["spec"]["containers"][0]["args"]
     check("cert-manager mode mounts certs", "--cert-dir=/etc/tensor-fusion/certs" in args)
+    ctl = find(render("controller.metrics.url=http://greptimedb:4000"), "Deployment",
+               "tensor-fusion-controller")
+    args = ctl["spec"]["template"]["spec"]["containers"][0]["args"]
+    check("autoscaler reads GreptimeDB", "--enable-auto-scale" in args and
+          "--metrics-url=http://greptimedb:4000" in args and "--metrics-db=public" in args, args)
+    ctl = find(docs, "Deployment", "tensor-fusion-controller")
+    args = ctl["spec"]["template"]["spec"]["containers"][0]["args"]
+    check("no metrics flags without a URL", not any(a.startswith("--metrics") for a in args),
+          args)
+    rules = find(docs, "ClusterRole", "tensor-fusion-controller")["rules"]
+    check("controller may evict pods and read budgets",
+          any("pods/eviction" in r["resources"] and "create" in r["verbs"] for r in rules) and
+          any("poddisruptionbudgets" in r["resources"] and "watch" in r["verbs"] for r in rules),
+          rules)
     crds = load_crds()
     for kind in ("TensorFusionCluster", "GPUPool", "SchedulingConfigTemplate"):
         obj = find(docs, kind)

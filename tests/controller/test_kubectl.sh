@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Proves the in-memory API server (fakeapi.py) honest against the real kubectl binary:
 # apply (create, then update through kubectl's patch), get -o json, merge/JSON/strategic patch,
-# optimistic locking (409), status subresource, pods/binding, chunked list (limit/continue),
+# optimistic locking (409), status subresource, pods/binding, pods/eviction against a
+# PodDisruptionBudget, chunked list (limit/continue),
 # watch events, CRD objects of tensor-fusion.ai/v1, delete and NotFound. The controller tests
 # rely on these semantics, so if kubectl disagrees with the fake, this test fails.
 # Exit 77 (meson: SKIP) when kubectl or python3 is missing.
@@ -99,6 +100,26 @@ wait $wpid
 check "watch sees the delete" "DELETED w1" "$(grep -o "DELETED *w1" "$work/watch.txt" | tr -s " ")"
 check "get after delete is NotFound" 'Error from server (NotFound): pods "w1" not found' \
     "$($K get pod w1 2>&1)"
+
+cat >"$work/pdb.yaml" <<'EOF'
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web-pdb}
+spec:
+  maxUnavailable: 0
+  selector: {matchLabels: {app: web2}}
+EOF
+check "apply a PodDisruptionBudget" "poddisruptionbudget.policy/web-pdb created" \
+    "$($K apply --validate=false -f "$work/pdb.yaml" 2>&1)"
+check "pdb short name and policy group" "poddisruptionbudget.policy/web-pdb" "$($K get pdb -o name)"
+$K patch pod w2 --subresource=status --type=merge -p '{"status":{"phase":"Running"}}' >/dev/null
+echo '{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"w2","namespace":"default"}}' >"$work/ev.json"
+check "eviction refused by the budget" "TooManyRequests" \
+    "$($K create --raw /api/v1/namespaces/default/pods/w2/eviction -f "$work/ev.json" 2>&1 | grep -o TooManyRequests | head -1)"
+$K patch pdb web-pdb --type=merge -p '{"spec":{"maxUnavailable":null,"minAvailable":0}}' >/dev/null
+$K create --raw /api/v1/namespaces/default/pods/w2/eviction -f "$work/ev.json" >/dev/null 2>&1
+check "eviction allowed by the budget deletes the pod" 'Error from server (NotFound): pods "w2" not found' \
+    "$($K get pod w2 2>&1)"
 
 cat >"$work/pool.yaml" <<'EOF'
 apiVersion: tensor-fusion.ai/v1

@@ -207,8 +207,10 @@ static void release_action_follows_the_provisioning_mode(void **state)
     struct tf_compaction_decision d[1];
     cfg.provisioning = TF_PROVISION_KARPENTER;
     assert_int_equal(tf_compaction_plan(&cfg, n, 1, NOW, d, NULL), 1);
-    assert_non_null(strstr(d[0].reason, "delete the node"));
+    assert_non_null(strstr(d[0].reason, "delete its Karpenter NodeClaim"));
     assert_string_equal(tf_compaction_action(TF_PROVISION_AUTO_SELECT),
+                        "label tensor-fusion.ai/should-delete=true");
+    assert_string_equal(tf_compaction_action(TF_PROVISION_PROVISIONED),
                         "label tensor-fusion.ai/should-delete=true");
     assert_int_equal(tf_compaction_plan(&cfg, NULL, 0, NOW, NULL, NULL), 0);
 }

@@ -53,6 +53,10 @@ const struct tf_k8s_resource tf_k8s_schedulingconfigtemplates = {
     TFG, "v1", "schedulingconfigtemplates", "SchedulingConfigTemplate", false};
 const struct tf_k8s_resource tf_k8s_gpuresourcequotas = {TFG, "v1", "gpuresourcequotas",
                                                          "GPUResourceQuota", true};
+const struct tf_k8s_resource tf_k8s_pdbs = {"policy", "v1", "poddisruptionbudgets",
+                                            "PodDisruptionBudget", true};
+const struct tf_k8s_resource tf_k8s_nodeclaims = {"karpenter.sh", "v1", "nodeclaims", "NodeClaim",
+                                                  false};
 
 /* ---- configuration ------------------------------------------------------------------------ */
 
@@ -1044,6 +1048,21 @@ int tf_k8s_bind(struct tf_k8s_client *c, const char *ns, const char *pod, const 
     int rc = send_obj(c, "POST", &tf_k8s_pods, ns, pod, "binding", "application/json", b, NULL, err,
                       errlen);
     json_object_put(b);
+    return rc;
+}
+
+int tf_k8s_evict(struct tf_k8s_client *c, const char *ns, const char *pod, char *err, size_t errlen)
+{
+    json_object *e = json_object_new_object();
+    json_object *meta = json_object_new_object();
+    json_object_object_add(e, "apiVersion", json_object_new_string("policy/v1"));
+    json_object_object_add(e, "kind", json_object_new_string("Eviction"));
+    json_object_object_add(meta, "name", json_object_new_string(pod));
+    json_object_object_add(meta, "namespace", json_object_new_string(ns));
+    json_object_object_add(e, "metadata", meta);
+    int rc = send_obj(c, "POST", &tf_k8s_pods, ns, pod, "eviction", "application/json", e, NULL,
+                      err, errlen);
+    json_object_put(e);
     return rc;
 }
 

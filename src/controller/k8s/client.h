@@ -79,6 +79,8 @@ extern const struct tf_k8s_resource tf_k8s_pods, tf_k8s_nodes, tf_k8s_secrets, t
     tf_k8s_mutatingwebhookconfigurations, tf_k8s_tfclusters, tf_k8s_gpupools, tf_k8s_gpunodes,
     tf_k8s_gpus, tf_k8s_tfworkloads, tf_k8s_tfconnections, tf_k8s_workloadprofiles,
     tf_k8s_schedulingconfigtemplates, tf_k8s_gpuresourcequotas;
+/* policy/v1 PodDisruptionBudgets and karpenter.sh/v1 NodeClaims (node compaction). */
+extern const struct tf_k8s_resource tf_k8s_pdbs, tf_k8s_nodeclaims;
 
 /* Builds the URL path of RES (collection when NAME is NULL; NS ignored for cluster-scoped
  * kinds, all namespaces when NS is NULL), with subresource SUB (NULL, "status", "binding").
@@ -166,6 +168,12 @@ int tf_k8s_watch(struct tf_k8s_client *c, const struct tf_k8s_resource *res, con
 /* POSTs a pods/binding of NS/POD to NODE (TF_ECONFLICT when the pod is already bound). */
 int tf_k8s_bind(struct tf_k8s_client *c, const char *ns, const char *pod, const char *uid,
                 const char *node, char *err, size_t errlen);
+
+/* POSTs a policy/v1 Eviction of pod NS/POD (pods/{name}/eviction): the API server deletes the
+ * pod unless a PodDisruptionBudget forbids it. TF_EBUSY (429 after the retries) when a budget
+ * allows no disruption now, TF_ENOENT when the pod is gone. */
+int tf_k8s_evict(struct tf_k8s_client *c, const char *ns, const char *pod, char *err,
+                 size_t errlen);
 
 /* Records a core/v1 Event about INVOLVED (an object with kind/apiVersion/metadata) in the
  * object's namespace (or "default" for cluster-scoped objects). TYPE is "Normal" or
