@@ -347,11 +347,27 @@ static void unmanaged_pods_pass_every_node(void **state)
     rig_down(&r);
 }
 
+/* Waits until the rig's GPU informer has seen NAME's status (the watch event may lag). */
+static void wait_gpu_status(struct rig *r, const char *name)
+{
+    for (int i = 0; i < 1000; i++) {
+        json_object *g = tf_informer_get(r->gpus, NULL, name);
+        bool ready = g && tf_json_str(g, "status", "uuid", NULL);
+        json_object_put(g);
+        if (ready)
+            return;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    fail_msg("GPU %s never reached the informer", name);
+}
+
 static void autoscaler_resize_moves_the_reservation_within_the_gpus_room(void **state)
 {
     struct rig r;
     rig_up(&r);
     gpu("node-c", 0, "80Gi");
+    wait_gpu_status(&r, "node-c-gpu-0");
     tf_extender_invalidate(r.x);
     pod("resize-me", "40Gi", NULL);
     pod("neighbour", "20Gi", NULL);

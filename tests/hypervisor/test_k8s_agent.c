@@ -375,7 +375,14 @@ static void a_bound_soft_pod_gets_a_region_with_its_limits_until_it_goes(void **
     assert_int_equal(c.dev[0].vram_limit, 2 * GiB);
     assert_int_equal(c.dev[0].mem_total, 80 * GiB);
     assert_true(hvt_wait(heartbeat_by, &T, &m, WAIT_MS)); /* the limit engine runs it */
+    /* The uid is recorded (atomically) just after the region goes live. */
     char *ruid = region_uid("train");
+    for (int i = 0; i < WAIT_MS / 10 && !*ruid; i++) {
+        free(ruid);
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        ruid = region_uid("train");
+    }
     assert_string_equal(ruid, uid);
     free(ruid);
 
