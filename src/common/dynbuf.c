@@ -100,6 +100,34 @@ int tf_dynbuf_addf(struct tf_dynbuf *b, const char *fmt, ...)
     return 0;
 }
 
+int tf_dynbuf_add_json_str(struct tf_dynbuf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    int rc = tf_dynbuf_addc(b, '"');
+    size_t run = 0; /* start of the bytes not yet copied */
+    for (size_t i = 0; i < n && !rc; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        const char *short_esc = c == '"'    ? "\\\""
+                                : c == '\\' ? "\\\\"
+                                : c == '\b' ? "\\b"
+                                : c == '\f' ? "\\f"
+                                : c == '\n' ? "\\n"
+                                : c == '\r' ? "\\r"
+                                : c == '\t' ? "\\t"
+                                            : NULL;
+        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        rc = tf_dynbuf_add(b, s + run, i - run);
+        if (!rc)
+            rc = short_esc ? tf_dynbuf_adds(b, short_esc) : tf_dynbuf_add(b, esc, sizeof(esc));
+        run = i + 1;
+    }
+    if (!rc)
+        rc = tf_dynbuf_add(b, s + run, n - run);
+    return rc ? rc : tf_dynbuf_addc(b, '"');
+}
+
 void tf_dynbuf_consume(struct tf_dynbuf *b, size_t n)
 {
     if (n >= b->len) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * JSON Patch generation by structural diff (see jsonpatch.h).
+ * JSON Patch generation by structural diff, written as text (see jsonpatch.h).
  */
 #include "controller/jsonpatch.h"
 
@@ -33,19 +33,37 @@ int tf_jsonpatch_escape(const char *token, char *buf, size_t len)
     return (int)o;
 }
 
-static int add_op(json_object *ops, const char *op, const char *path, json_object *value)
+struct diff {
+    struct tf_dynbuf *out;
+    size_t nops;
+};
+
+/* Appends one operation; VALUE NULL is JSON null (omitted for "remove"). */
+static int add_op(struct diff *d, const char *op, const char *path, json_object *value)
 {
-    json_object *o = json_object_new_object();
-    if (!o)
-        return TF_ENOMEM;
-    json_object_object_add(o, "op", json_object_new_string(op));
-    json_object_object_add(o, "path", json_object_new_string(path));
-    if (value) {
-        json_object_object_add(o, "value", json_object_get(value));
-    } else if (strcmp(op, "remove") != 0) {
-        json_object_object_add(o, "value", NULL); /* JSON null */
+    struct tf_dynbuf *o = d->out;
+    int rc = tf_dynbuf_adds(o, d->nops++ ? ",{\"op\":\"" : "{\"op\":\"");
+    if (!rc)
+        rc = tf_dynbuf_adds(o, op);
+    if (!rc)
+        rc = tf_dynbuf_adds(o, "\",\"path\":");
+    if (!rc)
+        rc = tf_dynbuf_add_json_str(o, path, strlen(path));
+    if (rc || strcmp(op, "remove") == 0)
+        return rc ? rc : tf_dynbuf_addc(o, '}');
+    rc = tf_dynbuf_adds(o, ",\"value\":");
+    if (rc)
+        return rc;
+    if (json_object_is_type(value, json_type_string)) {
+        rc = tf_dynbuf_add_json_str(o, json_object_get_string(value),
+                                    (size_t)json_object_get_string_len(value));
+    } else {
+        size_t n = 0;
+        const char *text = json_object_to_json_string_length(
+            value, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+        rc = text ? tf_dynbuf_add(o, text, n) : TF_ENOMEM;
     }
-    return json_object_array_add(ops, o) ? TF_ENOMEM : 0;
+    return rc ? rc : tf_dynbuf_addc(o, '}');
 }
 
 static int child(char *buf, const char *prefix, const char *token)
@@ -58,7 +76,7 @@ static int child(char *buf, const char *prefix, const char *token)
     return tf_jsonpatch_escape(token, buf + pl + 1, PTR_MAX - pl - 1) < 0 ? TF_ERANGE : 0;
 }
 
-int tf_jsonpatch_diff(json_object *a, json_object *b, const char *prefix, json_object *ops)
+static int diff(struct diff *d, json_object *a, json_object *b, const char *prefix)
 {
     char path[PTR_MAX];
     int rc = 0;
@@ -70,7 +88,7 @@ int tf_jsonpatch_diff(json_object *a, json_object *b, const char *prefix, json_o
         {
             (void)va;
             if (!json_object_object_get_ex(b, ka, NULL)) {
-                if ((rc = child(path, prefix, ka)) || (rc = add_op(ops, "remove", path, NULL)))
+                if ((rc = child(path, prefix, ka)) || (rc = add_op(d, "remove", path, NULL)))
                     return rc;
             }
         }
@@ -80,9 +98,9 @@ int tf_jsonpatch_diff(json_object *a, json_object *b, const char *prefix, json_o
             if ((rc = child(path, prefix, kb)))
                 return rc;
             if (!json_object_object_get_ex(a, kb, &old))
-                rc = add_op(ops, "add", path, vb);
+                rc = add_op(d, "add", path, vb);
             else
-                rc = tf_jsonpatch_diff(old, vb, path, ops);
+                rc = diff(d, old, vb, path);
             if (rc)
                 return rc;
         }
@@ -102,10 +120,10 @@ int tf_jsonpatch_diff(json_object *a, json_object *b, const char *prefix, json_o
                 if ((rc = child(path, prefix, idx)))
                     return rc;
                 if (i < na)
-                    rc = tf_jsonpatch_diff(json_object_array_get_idx(a, i),
-                                           json_object_array_get_idx(b, i), path, ops);
+                    rc = diff(d, json_object_array_get_idx(a, i), json_object_array_get_idx(b, i),
+                              path);
                 else
-                    rc = add_op(ops, "add", path, json_object_array_get_idx(b, i));
+                    rc = add_op(d, "add", path, json_object_array_get_idx(b, i));
                 if (rc)
                     return rc;
             }
@@ -115,5 +133,18 @@ int tf_jsonpatch_diff(json_object *a, json_object *b, const char *prefix, json_o
     /* Scalars (and containers of different shape): one comparison, then replace. */
     if (json_object_equal(a, b))
         return 0;
-    return add_op(ops, "replace", prefix, b);
+    return add_op(d, "replace", prefix, b);
+}
+
+int tf_jsonpatch_diff(json_object *a, json_object *b, struct tf_dynbuf *out, size_t *nops)
+{
+    struct diff d = {out, 0};
+    int rc = tf_dynbuf_addc(out, '[');
+    if (!rc)
+        rc = diff(&d, a, b, "");
+    if (!rc)
+        rc = tf_dynbuf_addc(out, ']');
+    if (nops)
+        *nops = d.nops;
+    return rc;
 }
