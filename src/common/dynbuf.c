@@ -69,7 +69,11 @@ int tf_dynbuf_add(struct tf_dynbuf *b, const void *p, size_t n)
 
 int tf_dynbuf_addc(struct tf_dynbuf *b, char c)
 {
-    return tf_dynbuf_add(b, &c, 1);
+    if (b->len + 2 > b->cap || b->len >= b->max) /* no room (or none allocated yet) */
+        return tf_dynbuf_add(b, &c, 1);
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+    return 0;
 }
 
 int tf_dynbuf_adds(struct tf_dynbuf *b, const char *s)
@@ -120,7 +124,7 @@ int tf_dynbuf_add_json_str(struct tf_dynbuf *b, const char *s, size_t n)
         char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
         rc = tf_dynbuf_add(b, s + run, i - run);
         if (!rc)
-            rc = short_esc ? tf_dynbuf_adds(b, short_esc) : tf_dynbuf_add(b, esc, sizeof(esc));
+            rc = short_esc ? tf_dynbuf_add(b, short_esc, 2) : tf_dynbuf_add(b, esc, sizeof(esc));
         run = i + 1;
     }
     if (!rc)

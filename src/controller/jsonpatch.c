@@ -6,6 +6,7 @@
 
 #include "common/err.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -38,6 +39,63 @@ struct diff {
     size_t nops;
 };
 
+/* Appends VALUE as JSON text, as json-c writes it with JSON_C_TO_STRING_PLAIN |
+ * JSON_C_TO_STRING_NOSLASHESCAPE, without json-c's per-value print buffer. */
+static int add_value(struct tf_dynbuf *o, json_object *v)
+{
+    int rc = 0;
+    switch (json_object_get_type(v)) {
+    case json_type_null:
+        return tf_dynbuf_add(o, "null", 4);
+    case json_type_boolean:
+        return tf_dynbuf_adds(o, json_object_get_boolean(v) ? "true" : "false");
+    case json_type_int: {
+        int64_t i = json_object_get_int64(v);
+        /* A uint64 beyond INT64_MAX reads as INT64_MAX through get_int64. */
+        return i < 0 ? tf_dynbuf_addf(o, "%" PRId64, i)
+                     : tf_dynbuf_addf(o, "%" PRIu64, json_object_get_uint64(v));
+    }
+    case json_type_string:
+        return tf_dynbuf_add_json_str(o, json_object_get_string(v),
+                                      (size_t)json_object_get_string_len(v));
+    case json_type_object: {
+        bool first = true;
+        rc = tf_dynbuf_addc(o, '{');
+        json_object_object_foreach(v, k, m)
+        {
+            if (!rc && !first)
+                rc = tf_dynbuf_addc(o, ',');
+            first = false;
+            if (!rc)
+                rc = tf_dynbuf_add_json_str(o, k, strlen(k));
+            if (!rc)
+                rc = tf_dynbuf_addc(o, ':');
+            if (!rc)
+                rc = add_value(o, m);
+        }
+        return rc ? rc : tf_dynbuf_addc(o, '}');
+    }
+    case json_type_array: {
+        size_t n = json_object_array_length(v);
+        rc = tf_dynbuf_addc(o, '[');
+        for (size_t i = 0; i < n && !rc; i++) {
+            if (i)
+                rc = tf_dynbuf_addc(o, ',');
+            if (!rc)
+                rc = add_value(o, json_object_array_get_idx(v, i));
+        }
+        return rc ? rc : tf_dynbuf_addc(o, ']');
+    }
+    case json_type_double:
+    default: { /* json-c keeps a parsed number's own text: let it write doubles */
+        size_t n = 0;
+        const char *text = json_object_to_json_string_length(
+            v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+        return text ? tf_dynbuf_add(o, text, n) : TF_ENOMEM;
+    }
+    }
+}
+
 /* Appends one operation; VALUE NULL is JSON null (omitted for "remove"). */
 static int add_op(struct diff *d, const char *op, const char *path, json_object *value)
 {
@@ -52,17 +110,8 @@ static int add_op(struct diff *d, const char *op, const char *path, json_object 
     if (rc || strcmp(op, "remove") == 0)
         return rc ? rc : tf_dynbuf_addc(o, '}');
     rc = tf_dynbuf_adds(o, ",\"value\":");
-    if (rc)
-        return rc;
-    if (json_object_is_type(value, json_type_string)) {
-        rc = tf_dynbuf_add_json_str(o, json_object_get_string(value),
-                                    (size_t)json_object_get_string_len(value));
-    } else {
-        size_t n = 0;
-        const char *text = json_object_to_json_string_length(
-            value, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
-        rc = text ? tf_dynbuf_add(o, text, n) : TF_ENOMEM;
-    }
+    if (!rc)
+        rc = add_value(o, value);
     return rc ? rc : tf_dynbuf_addc(o, '}');
 }
 
@@ -115,9 +164,13 @@ static int diff(struct diff *d, json_object *a, json_object *b, const char *pref
                 json_object_equal(json_object_array_get_idx(a, i), json_object_array_get_idx(b, i));
         if (na == nb || prefix_same) {
             for (size_t i = 0; i < nb; i++) {
-                char idx[24];
-                snprintf(idx, sizeof(idx), "%zu", i);
-                if ((rc = child(path, prefix, idx)))
+                char idx[24], *p = idx + sizeof(idx) - 1;
+                *p = '\0';
+                size_t v = i;
+                do
+                    *--p = (char)('0' + v % 10);
+                while (v /= 10);
+                if ((rc = child(path, prefix, p)))
                     return rc;
                 if (i < na)
                     rc = diff(d, json_object_array_get_idx(a, i), json_object_array_get_idx(b, i),

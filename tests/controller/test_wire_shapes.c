@@ -126,6 +126,25 @@ static void patch_strings_are_escaped_as_json_c_writes_them(void **state)
     json_object_put(s);
 }
 
+static void patch_values_are_written_as_json_c_writes_them(void **state)
+{
+    const char *v = "{\"i\":-5,\"u\":18446744073709551615,\"z\":0,\"d\":1.50,\"e\":1e3,\"t\":true,"
+                    "\"f\":false,\"n\":null,\"a\":[1,\"x\",{},[],null],\"o\":{},\"s\":\"q\\\"/\"}";
+    json_object *a = jparse("{}"), *b = jparse("{}"), *val = jparse(v);
+    json_object_object_add(b, "v", val);
+    struct tf_dynbuf text;
+    tf_dynbuf_init(&text, 1 << 20);
+    assert_int_equal(tf_jsonpatch_diff(a, b, &text, NULL), 0);
+    char want[1024];
+    snprintf(want, sizeof(want), "[{\"op\":\"add\",\"path\":\"/v\",\"value\":%s}]",
+             json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN |
+                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+    assert_string_equal(tf_dynbuf_str(&text), want);
+    tf_dynbuf_free(&text);
+    json_object_put(a);
+    json_object_put(b);
+}
+
 static void admission_review_from_the_apiserver_decodes(void **state)
 {
     struct tf_admission_req r;
@@ -325,6 +344,7 @@ int main(void)
         cmocka_unit_test(container_env_and_volumes_grow_by_appending),
         cmocka_unit_test(removed_limits_and_replaced_arrays_apply),
         cmocka_unit_test(patch_strings_are_escaped_as_json_c_writes_them),
+        cmocka_unit_test(patch_values_are_written_as_json_c_writes_them),
         cmocka_unit_test(admission_review_from_the_apiserver_decodes),
         cmocka_unit_test(malformed_reviews_are_rejected_naming_the_field),
         cmocka_unit_test(admission_response_carries_uid_and_base64_jsonpatch),
