@@ -5,11 +5,9 @@
  * injection, normalised annotations, JSONPatch answer) POSTed on keep-alive TLS connections.
  * Open loop: each request has a scheduled send time, and its latency runs from that time to
  * the end of the response, so a slow answer also delays (and is charged to) the ones queued
- * behind it. Each connection first makes one unmeasured request (the TLS handshake). The
- * client threads ask for the server threads' short scheduler slice (tf_https_latency_hint),
- * standing in for a kube-apiserver that does not share the webhook's CPUs; set
- * BENCH_WEBHOOK_CLIENT_DEFAULT_SLICE to leave them at the default. Prints p50/p99/max latency,
- * the achieved rate and the cost of one review in process (no HTTP, no TLS).
+ * behind it. Each connection first makes one unmeasured request (the TLS handshake). Prints
+ * p50/p99/max latency, the achieved rate and the cost of one review in process (no HTTP, no
+ * TLS).
  * Usage: bench_webhook [RATE [SECONDS [CONNECTIONS [SERVER_THREADS]]]]
  * (defaults 1000, 3, 4 keep-alive connections, SERVER_THREADS 0 = one thread per connection
  * as tf-controller runs it; N = a pool of N threads)
@@ -84,7 +82,6 @@ static const char review[] =
  * waits. */
 static pthread_barrier_t ready;
 static double start;
-static bool hint; /* the client threads ask for the server threads' short slice */
 
 struct worker {
     char url[128];
@@ -114,8 +111,6 @@ static size_t sink(char *d, size_t sz, size_t nm, void *arg)
 static void *run(void *arg)
 {
     struct worker *w = arg;
-    if (hint)
-        tf_https_latency_hint(); /* kube-apiserver does not share the webhook's CPUs */
     CURL *h = curl_easy_init();
     struct curl_slist *hl = curl_slist_append(NULL, "Content-Type: application/json");
     struct curl_blob blob = {(void *)w->ca, strlen(w->ca), CURL_BLOB_COPY};
@@ -162,7 +157,6 @@ int main(int argc, char **argv)
     int rate = argc > 1 ? atoi(argv[1]) : 1000;
     double secs = argc > 2 ? atof(argv[2]) : 3.0;
     int conns = argc > 3 ? atoi(argv[3]) : 4;
-    hint = !getenv("BENCH_WEBHOOK_CLIENT_DEFAULT_SLICE");
     tf_log_set_level(TF_LOG_WARN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     struct tf_webhook_config cfg;

@@ -12,16 +12,11 @@
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
-
-/* The slice asked for by the worker threads: the kernel's minimum; a review is ~0.1 ms. */
-#define TF_HTTPS_SLICE_NS 100000u
 
 struct tf_https {
     struct MHD_Daemon *d;
@@ -49,32 +44,6 @@ const char *tf_http_header(const struct tf_http_req *req, const char *key)
     return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, key);
 }
 
-/* struct sched_attr of sched_setattr(2) (glibc before 2.41 has no declaration of it). */
-struct sched_attr_v1 {
-    uint32_t size, sched_policy;
-    uint64_t sched_flags;
-    int32_t sched_nice;
-    uint32_t sched_priority;
-    uint64_t sched_runtime, sched_deadline, sched_period;
-    uint32_t sched_util_min, sched_util_max;
-};
-
-void tf_https_latency_hint(void)
-{
-    static __thread bool done;
-    struct sched_attr_v1 a;
-    if (done)
-        return;
-    done = true;
-    memset(&a, 0, sizeof(a));
-    if (syscall(SYS_sched_getattr, 0, &a, sizeof(a), 0) != 0 || a.sched_policy != SCHED_OTHER)
-        return;
-    a.size = sizeof(a);
-    a.sched_flags = 0;
-    a.sched_runtime = TF_HTTPS_SLICE_NS;
-    (void)syscall(SYS_sched_setattr, 0, &a, 0);
-}
-
 static enum MHD_Result send_simple(struct MHD_Connection *conn, unsigned status, const char *text)
 {
     struct MHD_Response *r =
@@ -94,7 +63,6 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct tf_https *s = cls;
     struct conn_ctx *ctx = *con_cls;
     if (!ctx) {
-        tf_https_latency_hint();
         ctx = calloc(1, sizeof(*ctx));
         if (!ctx)
             return MHD_NO;

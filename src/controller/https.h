@@ -7,7 +7,7 @@
  * handed from the old daemon to a new one, in-flight requests finish on the old one.
  *
  * Threads: the handler runs on one thread per connection (or a pool of THREADS threads) and
- * must be thread-safe; those threads ask for a short scheduler slice (tf_https_latency_hint).
+ * must be thread-safe.
  * tf_https_reload and tf_https_destroy must not be called concurrently with each other.
  */
 #ifndef TF_CONTROLLER_HTTPS_H
@@ -61,13 +61,5 @@ uint16_t tf_https_port(const struct tf_https *s);
 int tf_https_reload(struct tf_https *s, const char *cert_pem, const char *key_pem, char *err,
                     size_t errlen);
 void tf_https_destroy(struct tf_https *s);
-
-/* Asks for a short scheduler slice (EEVDF's latency hint, Linux >= 6.12) on the calling
- * thread, once per thread: a woken thread then preempts a CPU-bound neighbour instead of
- * waiting for its slice to end, which on a busy node is what the webhook's p99 is made of
- * (bench/webhook). Every worker thread of the server does this on its first request.
- * Unprivileged; policy and nice are kept; older kernels ignore the runtime of a SCHED_OTHER
- * thread, and a refusal (seccomp) only leaves the default. */
-void tf_https_latency_hint(void);
 
 #endif
