@@ -69,7 +69,11 @@ int tf_dynbuf_add(struct tf_dynbuf *b, const void *p, size_t n)
 
 int tf_dynbuf_addc(struct tf_dynbuf *b, char c)
 {
-    return tf_dynbuf_add(b, &c, 1);
+    if (b->len + 2 > b->cap || b->len >= b->max) /* no room (or none allocated yet) */
+        return tf_dynbuf_add(b, &c, 1);
+    b->data[b->len++] = c;
+    b->data[b->len] = '\0';
+    return 0;
 }
 
 int tf_dynbuf_adds(struct tf_dynbuf *b, const char *s)
@@ -98,6 +102,34 @@ int tf_dynbuf_addf(struct tf_dynbuf *b, const char *fmt, ...)
     va_end(ap);
     b->len += (size_t)n;
     return 0;
+}
+
+int tf_dynbuf_add_json_str(struct tf_dynbuf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    int rc = tf_dynbuf_addc(b, '"');
+    size_t run = 0; /* start of the bytes not yet copied */
+    for (size_t i = 0; i < n && !rc; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\')
+            continue;
+        const char *short_esc = c == '"'    ? "\\\""
+                                : c == '\\' ? "\\\\"
+                                : c == '\b' ? "\\b"
+                                : c == '\f' ? "\\f"
+                                : c == '\n' ? "\\n"
+                                : c == '\r' ? "\\r"
+                                : c == '\t' ? "\\t"
+                                            : NULL;
+        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        rc = tf_dynbuf_add(b, s + run, i - run);
+        if (!rc)
+            rc = short_esc ? tf_dynbuf_add(b, short_esc, 2) : tf_dynbuf_add(b, esc, sizeof(esc));
+        run = i + 1;
+    }
+    if (!rc)
+        rc = tf_dynbuf_add(b, s + run, n - run);
+    return rc ? rc : tf_dynbuf_addc(b, '"');
 }
 
 void tf_dynbuf_consume(struct tf_dynbuf *b, size_t n)

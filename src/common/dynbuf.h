@@ -29,6 +29,10 @@ int tf_dynbuf_add(struct tf_dynbuf *b, const void *p, size_t n);
 int tf_dynbuf_addc(struct tf_dynbuf *b, char c);
 int tf_dynbuf_adds(struct tf_dynbuf *b, const char *s);
 int tf_dynbuf_addf(struct tf_dynbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends the N bytes of S as a JSON string literal, quotes included, escaped as json-c
+ * writes with JSON_C_TO_STRING_NOSLASHESCAPE: \" \\ \b \f \n \r \t, other bytes below 0x20 as
+ * \u00XX, everything else (UTF-8 included) as is. */
+int tf_dynbuf_add_json_str(struct tf_dynbuf *b, const char *s, size_t n);
 /* Drops the first N bytes (N > len empties it). */
 void tf_dynbuf_consume(struct tf_dynbuf *b, size_t n);
 /* Shrinks len to N (N <= len). */

@@ -33,10 +33,11 @@ int tf_admission_decode(const char *body, size_t len, struct tf_admission_req *r
                         size_t errlen);
 void tf_admission_req_free(struct tf_admission_req *req);
 
-/* Builds the response review as a new string (caller frees). PATCH (a JSON array of
- * operations, may be NULL or empty = no patch) is serialised and base64-encoded. When
+/* Builds the response review as a new string (caller frees), NULL when out of memory.
+ * PATCH (the JSON text of an array of operations; NULL or "" = no patch) is
+ * base64-encoded. When
  * ALLOWED is false, CODE and MESSAGE fill response.status. WARNINGS may be NULL. */
-char *tf_admission_encode(const char *uid, bool allowed, json_object *patch, int code,
+char *tf_admission_encode(const char *uid, bool allowed, const char *patch, int code,
                           const char *message, json_object *warnings);
 
 #endif

@@ -547,12 +547,11 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     for (size_t i = 0; i < sizeof(warm) / sizeof(warm[0]); i++)
         if (!tf_informer_wait_synced(warm[i], 30000))
             tf_log(TF_LOG_WARN, "controller", "informer not synced after 30 s (serving anyway)");
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN); /* one server thread per CPU */
+    /* Webhook and extender: one thread per connection (threads 0), no head-of-line wait. */
     struct tf_https_opts ho = {.bind_addr = o->bind_addr ? o->bind_addr : "0.0.0.0",
                                .port = o->webhook_port,
                                .cert_pem = x.tls.cert_pem,
-                               .key_pem = x.tls.key_pem,
-                               .threads = (unsigned)(ncpu > 1 ? ncpu : 2)};
+                               .key_pem = x.tls.key_pem};
     x.https = tf_https_start(&ho, https_handler, &x, err, sizeof(err));
     struct tf_https_opts po = {
         .bind_addr = o->bind_addr ? o->bind_addr : "0.0.0.0", .port = o->http_port, .threads = 2};

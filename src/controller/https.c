@@ -149,8 +149,11 @@ static struct MHD_Daemon *start_daemon(struct tf_https *s, int listen_fd, char *
     }
     struct MHD_OptionItem ops[12];
     int n = 0;
-    ops[n++] =
-        (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)s->opts.threads, NULL};
+    if (s->opts.threads)
+        ops[n++] =
+            (struct MHD_OptionItem){MHD_OPTION_THREAD_POOL_SIZE, (intptr_t)s->opts.threads, NULL};
+    else
+        flags |= MHD_USE_THREAD_PER_CONNECTION;
     ops[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL};
     ops[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, 60, NULL};
     ops[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, 1024, NULL};
@@ -184,8 +187,6 @@ struct tf_https *tf_https_start(const struct tf_https_opts *opts, tf_http_handle
     s->opts = *opts;
     tf_strlcpy(s->bind_addr, opts->bind_addr ? opts->bind_addr : "127.0.0.1", sizeof(s->bind_addr));
     s->opts.bind_addr = s->bind_addr;
-    if (!s->opts.threads)
-        s->opts.threads = 4;
     if (!s->opts.max_body)
         s->opts.max_body = 4u << 20;
     s->handler = handler;

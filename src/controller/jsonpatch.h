@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * RFC 6902 JSON Patch generation, as the webhook answers kube-apiserver: the webhook edits a
- * copy of the pod, then tf_jsonpatch_diff turns the difference into operations that the API
- * server applies to the pod it sent.
+ * copy of the pod, then tf_jsonpatch_diff turns the difference into operations (JSON text)
+ * that the API server applies to the pod it sent.
  *
  * Rules (chosen so the patch applies to the original and never depends on a path that may
  * not exist): keys absent from A are added with their whole value (so a pod without
@@ -15,15 +15,17 @@
 #ifndef TF_CONTROLLER_JSONPATCH_H
 #define TF_CONTROLLER_JSONPATCH_H
 
+#include "common/dynbuf.h"
+
 #include <json-c/json.h>
 #include <stddef.h>
 
-/* Appends to OPS (a JSON array) the operations that turn A into B. PREFIX is the pointer of
- * A and B inside the document ("" for the root). Values in OPS are shared with B (json-c
- * references, not copies): do not modify B while OPS is in use, and do not use OPS from
- * another thread than B's. Cost O(size of A + B).
- * Returns 0 or TF_ENOMEM / TF_ERANGE (pointer longer than 4 KiB). */
-int tf_jsonpatch_diff(json_object *a, json_object *b, const char *prefix, json_object *ops);
+/* Appends to OUT the operations that turn A into B, as the text of a JSON array ("[]" when
+ * A equals B); *NOPS (may be NULL) gets their count. The text is written directly, without
+ * a json-c tree of operations: a review's patch costs no more than its bytes. Cost O(size of
+ * A + B). Returns 0 or TF_ENOMEM / TF_ERANGE (a pointer longer than 4 KiB, or OUT's
+ * maximum reached; OUT then holds a partial array). */
+int tf_jsonpatch_diff(json_object *a, json_object *b, struct tf_dynbuf *out, size_t *nops);
 
 /* Escapes one reference token into BUF (capacity LEN). Returns the length, or -1 if it did
  * not fit. */

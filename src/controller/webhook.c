@@ -5,6 +5,7 @@
  */
 #include "controller/webhook.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
@@ -14,6 +15,7 @@
 #include "core/quantity.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,7 +185,7 @@ void tf_webhook_result_free(struct tf_webhook_result *r)
 {
     if (!r)
         return;
-    json_object_put(r->patch);
+    free(r->patch);
     json_object_put(r->mutated);
     json_object_put(r->warnings);
     memset(r, 0, sizeof(*r));
@@ -873,18 +875,22 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
             goto done;
         }
     }
-    out->patch = json_object_new_array();
-    if (!out->patch || tf_jsonpatch_diff(pod, mut, "", out->patch)) {
+    struct tf_dynbuf patch;
+    tf_dynbuf_init(&patch, SIZE_MAX / 2);
+    if (tf_jsonpatch_diff(pod, mut, &patch, &out->nops)) {
+        tf_dynbuf_free(&patch);
         deny(out, 500, "cannot build the JSON patch");
         goto done;
     }
+    out->patch = patch.data;
     out->mutated = mut;
     mut = NULL;
     out->taken_over = true;
 done:
     if (!out->allowed) {
-        json_object_put(out->patch);
+        free(out->patch);
         out->patch = NULL;
+        out->nops = 0;
     }
     json_object_put(mut);
     json_object_put(pool_obj);
@@ -904,13 +910,13 @@ char *tf_webhook_handle(struct tf_webhook *wh, const char *body, size_t len, int
     }
     struct tf_webhook_result r;
     tf_webhook_review(wh, &req, &r);
-    char *out = tf_admission_encode(req.uid, r.allowed, r.patch, r.code, r.message, r.warnings);
+    char *out = tf_admission_encode(req.uid, r.allowed, r.nops ? r.patch : NULL, r.code, r.message,
+                                    r.warnings);
     if (!r.allowed)
         tf_log(TF_LOG_INFO, "webhook", "denied pod namespace=%s name=%s reason=%s", req.namespace,
                req.name, r.message);
     else if (r.taken_over)
-        tf_log(TF_LOG_DEBUG, "webhook", "mutated pod namespace=%s ops=%zu", req.namespace,
-               json_object_array_length(r.patch));
+        tf_log(TF_LOG_DEBUG, "webhook", "mutated pod namespace=%s ops=%zu", req.namespace, r.nops);
     tf_webhook_result_free(&r);
     tf_admission_req_free(&req);
     *status = out ? 200 : 500;

@@ -126,7 +126,8 @@ struct tf_webhook_result {
     bool allowed;
     int code;              /* denial code (400 invalid input, 500 internal) */
     char message[1024];    /* denial reason */
-    json_object *patch;    /* JSONPatch ops (owned), NULL when unmodified */
+    char *patch;           /* JSONPatch: JSON text of the ops (owned), NULL when unmodified */
+    size_t nops;           /* operations in PATCH */
     json_object *mutated;  /* the pod after mutation (owned), NULL when unmodified */
     json_object *warnings; /* array of strings (owned) */
     bool taken_over;

@@ -25,8 +25,14 @@
 static void check_patch_turns_a_into_b(const char *a_text, const char *b_text,
                                        const char *expect_ops)
 {
-    json_object *a = jparse(a_text), *b = jparse(b_text), *ops = json_object_new_array();
-    assert_int_equal(tf_jsonpatch_diff(a, b, "", ops), 0);
+    json_object *a = jparse(a_text), *b = jparse(b_text);
+    struct tf_dynbuf text;
+    tf_dynbuf_init(&text, 1 << 20);
+    size_t nops = 0;
+    assert_int_equal(tf_jsonpatch_diff(a, b, &text, &nops), 0);
+    json_object *ops = jparse(tf_dynbuf_str(&text));
+    tf_dynbuf_free(&text);
+    assert_int_equal(nops, json_object_array_length(ops));
     if (expect_ops) {
         json_object *want = jparse(expect_ops);
         if (!json_object_equal(want, ops))
@@ -97,6 +103,48 @@ static const char review[] =
     "\"admin\"},\"object\":{\"metadata\":{\"generateName\":\"web-\"}},\"oldObject\":null,"
     "\"dryRun\":false}}";
 
+static void patch_strings_are_escaped_as_json_c_writes_them(void **state)
+{
+    /* Quotes, backslashes, control bytes, an embedded NUL, '/' and UTF-8, in keys and values. */
+    static const char raw[] = "a\"b\\c/d\be\ff\ng\rh\ti\x01j\x1fk\0l \xc3\xa9";
+    json_object *s = json_object_new_string_len(raw, (int)sizeof(raw) - 1);
+    struct tf_dynbuf b;
+    tf_dynbuf_init(&b, 4096);
+    assert_int_equal(tf_dynbuf_add_json_str(&b, raw, sizeof(raw) - 1), 0);
+    assert_string_equal(tf_dynbuf_str(&b),
+                        json_object_to_json_string_ext(s, JSON_C_TO_STRING_NOSLASHESCAPE));
+    tf_dynbuf_free(&b);
+    json_object *a = jparse("{\"k\":\"old\"}"), *bo = jparse("{\"k\":\"old\"}");
+    json_object_object_add(bo, "k", json_object_get(s));
+    json_object_object_add(bo, "we\"ird/~key\n", json_object_get(s));
+    char at[4096], bt[4096];
+    snprintf(at, sizeof(at), "%s", json_object_to_json_string(a));
+    snprintf(bt, sizeof(bt), "%s", json_object_to_json_string(bo));
+    check_patch_turns_a_into_b(at, bt, NULL);
+    json_object_put(a);
+    json_object_put(bo);
+    json_object_put(s);
+}
+
+static void patch_values_are_written_as_json_c_writes_them(void **state)
+{
+    const char *v = "{\"i\":-5,\"u\":18446744073709551615,\"z\":0,\"d\":1.50,\"e\":1e3,\"t\":true,"
+                    "\"f\":false,\"n\":null,\"a\":[1,\"x\",{},[],null],\"o\":{},\"s\":\"q\\\"/\"}";
+    json_object *a = jparse("{}"), *b = jparse("{}"), *val = jparse(v);
+    json_object_object_add(b, "v", val);
+    struct tf_dynbuf text;
+    tf_dynbuf_init(&text, 1 << 20);
+    assert_int_equal(tf_jsonpatch_diff(a, b, &text, NULL), 0);
+    char want[1024];
+    snprintf(want, sizeof(want), "[{\"op\":\"add\",\"path\":\"/v\",\"value\":%s}]",
+             json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN |
+                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+    assert_string_equal(tf_dynbuf_str(&text), want);
+    tf_dynbuf_free(&text);
+    json_object_put(a);
+    json_object_put(b);
+}
+
 static void admission_review_from_the_apiserver_decodes(void **state)
 {
     struct tf_admission_req r;
@@ -145,8 +193,9 @@ static void malformed_reviews_are_rejected_naming_the_field(void **state)
 
 static void admission_response_carries_uid_and_base64_jsonpatch(void **state)
 {
-    json_object *ops = jparse("[{\"op\":\"add\",\"path\":\"/metadata/labels\",\"value\":{}}]");
-    char *out = tf_admission_encode("u-1", true, ops, 0, NULL, NULL);
+    const char *text = "[{\"op\":\"add\",\"path\":\"/metadata/labels\",\"value\":{}}]";
+    json_object *ops = jparse(text);
+    char *out = tf_admission_encode("u-1", true, text, 0, NULL, NULL);
     json_object *o = jparse(out);
     assert_string_equal(tf_json_str(o, "apiVersion", NULL), "admission.k8s.io/v1");
     assert_string_equal(tf_json_str(o, "response", "uid", NULL), "u-1");
@@ -159,7 +208,7 @@ static void admission_response_carries_uid_and_base64_jsonpatch(void **state)
     free(dec);
     json_object_put(o);
     free(out);
-    out = tf_admission_encode("u-2", false, ops, 400,
+    out = tf_admission_encode("u-2", false, text, 400,
                               "tensor-fusion.ai/vram-limit: \"4Gb\" is not a valid quantity", NULL);
     o = jparse(out);
     assert_false(json_object_get_boolean(tf_json_path(o, "response", "allowed", NULL)));
@@ -169,6 +218,17 @@ static void admission_response_carries_uid_and_base64_jsonpatch(void **state)
     json_object_put(o);
     free(out);
     json_object_put(ops);
+    json_object *warn = jparse("[\"w \\\"1\\\"\",\"w2\"]");
+    out = tf_admission_encode("u\"3\n", false, NULL, 0, "bad \\ \"value\"\n", warn);
+    o = jparse(out);
+    assert_string_equal(tf_json_str(o, "response", "uid", NULL), "u\"3\n");
+    assert_int_equal(json_object_get_int(tf_json_path(o, "response", "status", "code", NULL)), 400);
+    assert_string_equal(tf_json_str(o, "response", "status", "message", NULL),
+                        "bad \\ \"value\"\n");
+    assert_true(json_object_equal(tf_json_path(o, "response", "warnings", NULL), warn));
+    json_object_put(o);
+    free(out);
+    json_object_put(warn);
 }
 
 static void scheduler_args_with_node_names_round_trip(void **state)
@@ -283,6 +343,8 @@ int main(void)
         cmocka_unit_test(annotation_keys_escape_slash_and_tilde),
         cmocka_unit_test(container_env_and_volumes_grow_by_appending),
         cmocka_unit_test(removed_limits_and_replaced_arrays_apply),
+        cmocka_unit_test(patch_strings_are_escaped_as_json_c_writes_them),
+        cmocka_unit_test(patch_values_are_written_as_json_c_writes_them),
         cmocka_unit_test(admission_review_from_the_apiserver_decodes),
         cmocka_unit_test(malformed_reviews_are_rejected_naming_the_field),
         cmocka_unit_test(admission_response_carries_uid_and_base64_jsonpatch),
