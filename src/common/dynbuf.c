@@ -43,7 +43,7 @@ static int grow(struct tf_dynbuf *b, size_t need)
     size_t cap = b->cap ? b->cap : 256;
     while (cap < need)
         cap = cap > SIZE_MAX / 2 ? need : cap * 2;
-    if (cap > b->max + 1)
+    if (b->max < SIZE_MAX && cap > b->max + 1) /* max + 1 would wrap for SIZE_MAX */
         cap = b->max + 1;
     char *p = realloc(b->data, cap);
     if (!p)

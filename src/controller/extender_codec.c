@@ -4,10 +4,12 @@
  */
 #include "controller/extender_codec.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/strutil.h"
 #include "common/yamljson.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -171,58 +173,30 @@ char *tf_ext_encode_filter(const struct tf_ext_args *args, const char *const *re
     return finish(res);
 }
 
-/* Appends S as a JSON string (quotes included) at *P; BUF has room for 6 bytes per char. */
-static char *put_json_str(char *p, const char *s)
-{
-    static const char hex[] = "0123456789abcdef";
-    *p++ = '"';
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') {
-            *p++ = '\\';
-            *p++ = (char)c;
-        } else if (c < 0x20) {
-            memcpy(p, "\\u00", 4);
-            p[4] = hex[c >> 4];
-            p[5] = hex[c & 15];
-            p += 6;
-        } else {
-            *p++ = (char)c;
-        }
-    }
-    *p++ = '"';
-    return p;
-}
-
 char *tf_ext_encode_priorities(const struct tf_ext_args *args, const int *scores)
 {
     /* Written as text: thousands of tiny objects through json-c cost more than the scoring. */
-    size_t cap = 3;
-    for (size_t i = 0; i < args->n_nodes; i++)
-        cap += strlen(args->node_names[i]) * 6 + 32;
-    char *out = malloc(cap), *p = out;
-    if (!out)
-        return NULL;
-    *p++ = '[';
-    for (size_t i = 0; i < args->n_nodes; i++) {
+    struct tf_dynbuf out;
+    tf_dynbuf_init(&out, SIZE_MAX);
+    int rc = tf_dynbuf_addc(&out, '[');
+    for (size_t i = 0; !rc && i < args->n_nodes; i++) {
         int sc = scores[i] < 0 ? 0 : scores[i] > 10 ? 10 : scores[i];
-        if (i)
-            *p++ = ',';
-        memcpy(p, "{\"Host\":", 8);
-        p = put_json_str(p + 8, args->node_names[i]);
-        memcpy(p, ",\"Score\":", 9);
-        p += 9;
-        if (sc == 10) {
-            *p++ = '1';
-            *p++ = '0';
-        } else {
-            *p++ = (char)('0' + sc);
-        }
-        *p++ = '}';
+        const char *name = args->node_names[i];
+        if ((i && (rc = tf_dynbuf_addc(&out, ','))) || (rc = tf_dynbuf_adds(&out, "{\"Host\":")) ||
+            (rc = tf_dynbuf_add_json_str(&out, name, strlen(name))))
+            break;
+        if ((rc = tf_dynbuf_adds(&out, sc == 10 ? ",\"Score\":10" : ",\"Score\":")) ||
+            (sc < 10 && (rc = tf_dynbuf_addc(&out, (char)('0' + sc)))))
+            break;
+        rc = tf_dynbuf_addc(&out, '}');
     }
-    *p++ = ']';
-    *p = '\0';
-    return out;
+    if (!rc)
+        rc = tf_dynbuf_addc(&out, ']');
+    if (rc) {
+        tf_dynbuf_free(&out);
+        return NULL;
+    }
+    return out.data;
 }
 
 void tf_ext_binding_free(struct tf_ext_binding *b)

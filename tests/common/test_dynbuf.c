@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * tf_dynbuf: growth, the hard length limit (also an unlimited SIZE_MAX one), consume/truncate.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "common/dynbuf.h"
+#include "common/err.h"
+
+#include <string.h>
+
+static void grows_past_the_first_allocation_and_stays_terminated(void **state)
+{
+    struct tf_dynbuf b;
+    tf_dynbuf_init(&b, 1 << 20);
+    assert_string_equal(tf_dynbuf_str(&b), "");
+    for (int i = 0; i < 5000; i++)
+        assert_int_equal(tf_dynbuf_addc(&b, (char)('a' + i % 26)), 0);
+    assert_int_equal(b.len, 5000);
+    assert_int_equal(b.data[5000], '\0');
+    assert_int_equal(b.data[4999], 'a' + 4999 % 26);
+    tf_dynbuf_free(&b);
+}
+
+static void the_length_limit_appends_nothing_past_it(void **state)
+{
+    struct tf_dynbuf b;
+    tf_dynbuf_init(&b, 4);
+    assert_int_equal(tf_dynbuf_adds(&b, "abc"), 0);
+    assert_int_equal(tf_dynbuf_adds(&b, "de"), TF_ERANGE);
+    assert_int_equal(tf_dynbuf_addc(&b, 'd'), 0);
+    assert_int_equal(tf_dynbuf_addc(&b, 'e'), TF_ERANGE);
+    assert_string_equal(tf_dynbuf_str(&b), "abcd");
+    tf_dynbuf_free(&b);
+}
+
+/* SIZE_MAX means "no limit": max + 1 must not wrap the capacity clamp to zero. */
+static void an_unlimited_buffer_grows_like_any_other(void **state)
+{
+    struct tf_dynbuf b;
+    tf_dynbuf_init(&b, SIZE_MAX);
+    for (int i = 0; i < 1000; i++)
+        assert_int_equal(tf_dynbuf_addc(&b, 'x'), 0);
+    assert_int_equal(tf_dynbuf_addf(&b, "%d", 42), 0);
+    assert_int_equal(b.len, 1002);
+    assert_true(b.cap > b.len);
+    tf_dynbuf_free(&b);
+}
+
+static void json_strings_are_escaped_and_quoted(void **state)
+{
+    struct tf_dynbuf b;
+    tf_dynbuf_init(&b, 1 << 10);
+    const char s[] = "a\"b\\c\n\x01/";
+    assert_int_equal(tf_dynbuf_add_json_str(&b, s, sizeof(s) - 1), 0);
+    assert_string_equal(tf_dynbuf_str(&b), "\"a\\\"b\\\\c\\n\\u0001/\"");
+    tf_dynbuf_consume(&b, 1);
+    tf_dynbuf_truncate(&b, 1);
+    assert_string_equal(tf_dynbuf_str(&b), "a");
+    tf_dynbuf_free(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(grows_past_the_first_allocation_and_stays_terminated),
+        cmocka_unit_test(the_length_limit_appends_nothing_past_it),
+        cmocka_unit_test(an_unlimited_buffer_grows_like_any_other),
+        cmocka_unit_test(json_strings_are_escaped_and_quoted),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
