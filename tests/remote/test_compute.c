@@ -30,7 +30,7 @@
 #include <cmocka.h>
 #include <cuda.h>
 
-#include "e2e.h"
+#include "e2e_cuda.h"
 #include "limits/nvml.h"
 
 #define KERNEL_NS 1000000ull /* 1 ms kernels */
@@ -62,15 +62,6 @@ static void sleep_s(double s)
     nanosleep(&d, NULL);
 }
 
-static int setup_ctx(void)
-{
-    E2E_CU(cuInit(0));
-    CUcontext c;
-    E2E_CU(cuDevicePrimaryCtxRetain(&c, 0));
-    E2E_CU(cuCtxSetCurrent(c));
-    return 0;
-}
-
 struct load_arg {
     int idx;
     unsigned long long ns; /* kernel length */
@@ -82,15 +73,12 @@ struct load_arg {
 static int c_load(void *arg)
 {
     const struct load_arg *a = arg;
-    if (setup_ctx())
+    if (e2e_ctx())
         return 1;
-    CUmodule m;
-    E2E_CU(cuModuleLoadData(&m, timer_ptx));
     CUfunction f;
-    E2E_CU(cuModuleGetFunction(&f, m, "spin_ns"));
     CUdeviceptr done;
-    E2E_CU(cuMemAlloc(&done, 8));
-    E2E_CU(cuMemsetD32(done, 0, 2));
+    if (e2e_spin_kernel(timer_ptx, &f, &done))
+        return 1;
     CUstream s;
     E2E_CU(cuStreamCreate(&s, 0));
     CUevent ev[4];
@@ -130,7 +118,7 @@ static int cmp_d(const void *x, const void *y)
 static int c_allocs(void *arg)
 {
     (void)arg;
-    if (setup_ctx())
+    if (e2e_ctx())
         return 1;
     double t[100];
     for (int i = 0; i < 100; i++) {
@@ -266,15 +254,12 @@ static int c_long_throttle(void *arg)
 {
     (void)arg;
     setenv("TF_REMOTE_TIMEOUT_MS", "2500", 1);
-    if (setup_ctx())
+    if (e2e_ctx())
         return 1;
-    CUmodule m;
-    E2E_CU(cuModuleLoadData(&m, timer_ptx));
     CUfunction f;
-    E2E_CU(cuModuleGetFunction(&f, m, "spin_ns"));
     CUdeviceptr done;
-    E2E_CU(cuMemAlloc(&done, 8));
-    E2E_CU(cuMemsetD32(done, 0, 2));
+    if (e2e_spin_kernel(timer_ptx, &f, &done))
+        return 1;
     unsigned long long ns = 20 * KERNEL_NS;
     void *p[] = {&ns, &done};
     /* Warm-up: the worker's controller learns what a launch costs (its first estimate is

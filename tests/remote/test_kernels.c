@@ -20,24 +20,15 @@
 #include <cmocka.h>
 #include <cuda.h>
 
-#include "e2e.h"
+#include "e2e_cuda.h"
 
 static struct e2e_worker W;
 static char *vecadd_ptx, *driver_ptx, *timer_ptx;
 
-static int setup_ctx(void)
-{
-    E2E_CU(cuInit(0));
-    CUcontext c;
-    E2E_CU(cuDevicePrimaryCtxRetain(&c, 0));
-    E2E_CU(cuCtxSetCurrent(c));
-    return 0;
-}
-
 static int c_function_cache(void *arg)
 {
     (void)arg;
-    if (setup_ctx())
+    if (e2e_ctx())
         return 1;
     CUmodule m;
     E2E_CU(cuModuleLoadData(&m, vecadd_ptx));
@@ -79,7 +70,7 @@ static float frand(uint32_t *s)
 static int c_launch_variants(void *arg)
 {
     (void)arg;
-    if (setup_ctx())
+    if (e2e_ctx())
         return 1;
     CUmodule m;
     E2E_CU(cuModuleLoadData(&m, vecadd_ptx));
@@ -158,7 +149,7 @@ static int c_launch_variants(void *arg)
 static int c_batched_launches(void *arg)
 {
     (void)arg;
-    if (setup_ctx())
+    if (e2e_ctx())
         return 1;
     CUmodule m;
     E2E_CU(cuModuleLoadData(&m, vecadd_ptx));
@@ -193,7 +184,7 @@ static int c_batched_launches(void *arg)
 static int c_globals_structs_shared(void *arg)
 {
     (void)arg;
-    if (setup_ctx())
+    if (e2e_ctx())
         return 1;
     CUmodule m;
     E2E_CU(cuModuleLoadData(&m, driver_ptx));
@@ -269,7 +260,7 @@ static int c_globals_structs_shared(void *arg)
 static int c_libraries(void *arg)
 {
     (void)arg;
-    if (setup_ctx())
+    if (e2e_ctx())
         return 1;
     CUlibrary lib;
     E2E_CU(cuLibraryLoadData(&lib, vecadd_ptx, NULL, NULL, 0, NULL, NULL, 0));
@@ -309,7 +300,7 @@ static int c_libraries(void *arg)
 static int c_jit_error(void *arg)
 {
     (void)arg;
-    if (setup_ctx())
+    if (e2e_ctx())
         return 1;
     const char *bad = ".version 8.0\n.target sm_80\n.address_size 64\n"
                       ".visible .entry k()\n{\n\tfrobnicate.b32 %r1, 7;\n\tret;\n}\n";
@@ -333,15 +324,12 @@ static int c_flush(void *arg)
     int pump = arg != NULL;
     if (!pump)
         setenv("TF_REMOTE_FLUSH_US", "0", 1);
-    if (setup_ctx())
+    if (e2e_ctx())
         return 1;
-    CUmodule m;
-    E2E_CU(cuModuleLoadData(&m, timer_ptx));
     CUfunction f;
-    E2E_CU(cuModuleGetFunction(&f, m, "spin_ns"));
     CUdeviceptr done;
-    E2E_CU(cuMemAlloc(&done, 8));
-    E2E_CU(cuMemsetD32(done, 0, 2));
+    if (e2e_spin_kernel(timer_ptx, &f, &done))
+        return 1;
     CUstream s;
     E2E_CU(cuStreamCreate(&s, 0));
     E2E_CU(cuStreamSynchronize(s));
