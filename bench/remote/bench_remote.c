@@ -2,8 +2,16 @@
  *
  * Remote-GPU benchmark on loopback, side by side in one run:
  *   - raw TCP ping-pong RTT (24-byte frames, TCP_NODELAY) vs a synchronous driver call's RTT
- *     through libtf_client -> tf-worker (cuStreamQuery on the NULL stream);
- *   - raw socket bandwidth (1 MiB writes) vs cuMemcpyHtoD / cuMemcpyDtoH of 64 MiB, with
+ *     through libtf_client -> tf-worker (cuStreamQuery on the NULL stream), with client and
+ *     servers pinned to one CPU, then to two: where the scheduler happens to place them
+ *     changes a loopback RTT several times over, so both sides are measured placed alike.
+ *     Both ends of the raw ping-pong wait for data the way the client and the worker do
+ *     (tf_net_recv_spin with the default budget), so the ratio is the protocol's cost; the
+ *     plain blocking ping-pong is printed too (on an idle or virtual CPU a cross-CPU wake-up
+ *     alone can cost tens of microseconds);
+ *   - raw socket bandwidth (1 MiB writes) vs cuMemcpyHtoD / cuMemcpyDtoH of 64 MiB, the raw
+ *     socket moving the same 64 MiB host buffer as the copies (sending it, receiving into it;
+ *     the raw server's end is one cache-hot 1 MiB buffer), with
  *     the CPU time each costs (all threads of the client, this process's raw server and the
  *     worker with its simulated GPU, from /proc/PID/task/N/schedstat), and what that allows:
  *     on a CPU-bound machine the remote copy can reach at most raw CPU / remote CPU of the
@@ -24,6 +32,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -35,6 +44,8 @@
 #include <dirent.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "remote/net.h"
 
 #ifndef BENCH_WORKER
 #error "BENCH_WORKER, BENCH_CLIENT_DIR, BENCH_SIM_DIR, BENCH_VECADD_PTX, BENCH_SGEMM_PTX"
@@ -56,12 +67,17 @@ static double now_s(void)
 
 /* ---- raw sockets ---------------------------------------------------------------------------- */
 
-static int full_io(int fd, void *p, size_t n, int wr)
+/* The client's and the worker's poll budget, taken before anything is pinned to one CPU
+ * (tf_net_spin_ns is 0 there; the client and the worker took theirs at start too). */
+static int64_t raw_spin_ns;
+
+/* Sends (WR) or receives N bytes; a receive first polls for SPIN_NS (tf_net_recv_spin). */
+static int full_io_spin(int fd, void *p, size_t n, int wr, int64_t spin_ns)
 {
     uint8_t *q = p;
     while (n) {
-        ssize_t k = wr ? send(fd, q, n, MSG_NOSIGNAL) : recv(fd, q, n, 0);
-        if (k < 0 && errno == EINTR)
+        ssize_t k = wr ? send(fd, q, n, MSG_NOSIGNAL) : tf_net_recv_spin(fd, q, n, spin_ns);
+        if (k < 0 && wr && errno == EINTR)
             continue;
         if (k <= 0)
             return -1;
@@ -69,6 +85,11 @@ static int full_io(int fd, void *p, size_t n, int wr)
         n -= (size_t)k;
     }
     return 0;
+}
+
+static int full_io(int fd, void *p, size_t n, int wr)
+{
+    return full_io_spin(fd, p, n, wr, 0);
 }
 
 static void tune(int fd)
@@ -79,8 +100,9 @@ static void tune(int fd)
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
 }
 
-/* The raw server: a mode byte and a u32 N: 'p' = ping-pong N frames, 'u' = receive N MiB
- * then ack, 'd' = send N MiB, 'q' = quit. */
+/* The raw server: a mode byte and a u32 N: 'p' = ping-pong N frames waiting as the worker
+ * does, 'P' = the same with blocking receives, 'u' = receive N MiB then ack, 'd' = send N MiB,
+ * 'q' = quit. */
 static void *raw_server(void *arg)
 {
     int lfd = *(int *)arg;
@@ -100,9 +122,10 @@ static void *raw_server(void *arg)
             close(fd);
             return NULL;
         }
-        if (mode == 'p') {
+        if (mode == 'p' || mode == 'P') {
+            int64_t spin = mode == 'p' ? raw_spin_ns : 0;
             uint8_t f[24];
-            for (uint32_t i = 0; i < cnt && full_io(fd, f, 24, 0) == 0; i++)
+            for (uint32_t i = 0; i < cnt && full_io_spin(fd, f, 24, 0, spin) == 0; i++)
                 full_io(fd, f, 24, 1);
         } else if (mode == 'u') {
             for (uint32_t got = 0; got < cnt; got++)
@@ -137,29 +160,30 @@ static int raw_open(int port, char mode, uint32_t n)
     return fd;
 }
 
-/* Mean RTT in us of N raw 24-byte ping-pongs. */
-static double raw_ping(int port, int n)
+/* Mean RTT in us of N raw 24-byte ping-pongs; SPIN: both ends wait as client and worker do. */
+static double raw_ping(int port, int n, int spin)
 {
-    int fd = raw_open(port, 'p', (uint32_t)n);
+    int fd = raw_open(port, spin ? 'p' : 'P', (uint32_t)n);
+    int64_t spin_ns = spin ? raw_spin_ns : 0;
     uint8_t f[24] = {0};
     double t0 = now_s();
     for (int i = 0; i < n; i++) {
         full_io(fd, f, 24, 1);
-        full_io(fd, f, 24, 0);
+        full_io_spin(fd, f, 24, 0, spin_ns);
     }
     double us = (now_s() - t0) / n * 1e6;
     close(fd);
     return us;
 }
 
-/* MiB/s of MIB MiB sent (UP) or received. */
-static double raw_bw(int port, int up, uint32_t mib)
+/* MiB/s of moving BUF (MIB MiB) through the raw socket: sent (UP) or received into it, in
+ * 1 MiB writes or reads. The copies it is compared with move the same buffer. */
+static double raw_bw(int port, int up, uint8_t *buf, uint32_t mib)
 {
-    static uint8_t chunk[MiB];
     int fd = raw_open(port, up ? 'u' : 'd', mib);
     double t0 = now_s();
     for (uint32_t i = 0; i < mib; i++)
-        full_io(fd, chunk, MiB, up);
+        full_io(fd, buf + (size_t)i * MiB, MiB, up);
     if (up) {
         char ack;
         full_io(fd, &ack, 1, 0);
@@ -286,8 +310,61 @@ static char *read_text(const char *path)
 }
 
 /* Measures and writes "key value" lines to FD. REMOTE adds the transport-only figures. */
+/* Pins every thread of PID to CPU, or to the set ALL when CPU < 0. */
+static void pin_pid(int pid, int cpu, const cpu_set_t *all)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    if (cpu >= 0)
+        CPU_SET(cpu, &one);
+    char dir[64];
+    snprintf(dir, sizeof(dir), "/proc/%d/task", pid);
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (e->d_name[0] != '.')
+            (void)sched_setaffinity(atoi(e->d_name), sizeof(one), cpu >= 0 ? &one : all);
+    closedir(d);
+}
+
+/* The RTT figures with this process (the client) on CCPU and both servers (the raw server
+ * thread in the parent, every thread of the worker) on SCPU. Raw and remote measurements
+ * alternate in blocks so that both see the same load on the machine; each figure is the
+ * median of its blocks. Afterwards everyone may run anywhere in ALL again. */
+static int rtt_placement(FILE *o, int port, const char *name, int ccpu, int scpu,
+                         const cpu_set_t *all)
+{
+    enum { BLOCKS = 11, PER = PING_N / 10 };
+    int worker = atoi(getenv("BENCH_WORKER_PID"));
+    pin_pid(getpid(), ccpu, all);
+    pin_pid(getppid(), scpu, all);
+    pin_pid(worker, scpu, all);
+    double raw[BLOCKS], rem[BLOCKS], blk[BLOCKS];
+    int rc = 0;
+    for (int b = 0; b < BLOCKS && !rc; b++) {
+        raw[b] = raw_ping(port, PER, 1);
+        blk[b] = raw_ping(port, PER, 0);
+        double t0 = now_s();
+        for (int i = 0; i < PER && !rc; i++)
+            rc = cu.squery(NULL) != CUDA_SUCCESS;
+        rem[b] = (now_s() - t0) / PER * 1e6;
+    }
+    pin_pid(getpid(), -1, all);
+    pin_pid(getppid(), -1, all);
+    pin_pid(worker, -1, all);
+    if (rc)
+        return -1;
+    fprintf(o, "raw_rtt_%s %.3f\n", name, median(raw, BLOCKS));
+    fprintf(o, "raw_block_rtt_%s %.3f\n", name, median(blk, BLOCKS));
+    fprintf(o, "sync_rtt_%s %.3f\n", name, median(rem, BLOCKS));
+    return 0;
+}
+
 static int cuda_child(int out, int remote)
 {
+    raw_spin_ns = tf_net_spin_ns(TF_NET_SPIN_US);
     void *dl = dlopen("libcuda.so.1", RTLD_NOW);
     if (!dl) {
         fprintf(stderr, "bench_remote: %s\n", dlerror());
@@ -319,22 +396,19 @@ static int cuda_child(int out, int remote)
     CK(cu.getfn(&vecadd, vm, "vecadd"));
     CK(cu.getfn(&sgemm, sm, "sgemm_tiled"));
     if (remote) {
-        /* Raw and remote measurements alternate in blocks so that both see the same load on
-         * the machine; each figure is the median of its blocks. */
         int port = atoi(getenv("BENCH_RAW_PORT"));
-        enum { BLOCKS = 11, PER = PING_N / 10 };
-        double raw[BLOCKS], rem[BLOCKS];
         for (int i = 0; i < 1000; i++)
             CK(cu.squery(NULL));
-        for (int b = 0; b < BLOCKS; b++) {
-            raw[b] = raw_ping(port, PER);
-            double t0 = now_s();
-            for (int i = 0; i < PER; i++)
-                CK(cu.squery(NULL));
-            rem[b] = (now_s() - t0) / PER * 1e6;
-        }
-        fprintf(o, "raw_rtt_us %.3f\n", median(raw, BLOCKS));
-        fprintf(o, "sync_rtt_us %.3f\n", median(rem, BLOCKS));
+        cpu_set_t all;
+        int cpus[2] = {-1, -1}, nc = 0;
+        if (sched_getaffinity(0, sizeof(all), &all) == 0)
+            for (int c = 0; c < CPU_SETSIZE && nc < 2; c++)
+                if (CPU_ISSET(c, &all))
+                    cpus[nc++] = c;
+        if (nc >= 1 && rtt_placement(o, port, "same_cpu", cpus[0], cpus[0], &all) != 0)
+            return 6;
+        if (nc == 2 && rtt_placement(o, port, "cross_cpu", cpus[0], cpus[1], &all) != 0)
+            return 6;
         CUdeviceptr d;
         uint8_t *h = malloc(COPY_BYTES);
         memset(h, 1, COPY_BYTES);
@@ -347,12 +421,12 @@ static int cuda_child(int out, int remote)
         const double nb = COPY_BYTES;
         for (int b = 0; b < BWB; b++) {
             double c0 = cpu_all();
-            ru[b] = raw_bw(port, 1, COPY_BYTES / MiB);
+            ru[b] = raw_bw(port, 1, h, COPY_BYTES / MiB);
             double c1 = cpu_all(), t0 = now_s();
             CK(cu.htod(d, h, COPY_BYTES));
             hd[b] = COPY_BYTES / MiB / (now_s() - t0);
             double c2 = cpu_all();
-            rd[b] = raw_bw(port, 0, COPY_BYTES / MiB);
+            rd[b] = raw_bw(port, 0, h, COPY_BYTES / MiB);
             double c3 = cpu_all();
             t0 = now_s();
             CK(cu.dtoh(h, d, COPY_BYTES));
@@ -502,6 +576,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     int port, lfd;
     pthread_t th;
+    raw_spin_ns = tf_net_spin_ns(TF_NET_SPIN_US);
     if (raw_listen(&port, &th, &lfd) != 0) {
         fprintf(stderr, "bench_remote: cannot start the raw socket server\n");
         return 1;
@@ -541,12 +616,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_remote: a CUDA run failed\n");
         return 1;
     }
-    double sync_rtt = get(rk, rn, "sync_rtt_us"), raw_rtt = get(rk, rn, "raw_rtt_us");
+    static const char *const placements[] = {"same_cpu", "cross_cpu"};
+    for (int i = 0; i < 2; i++) {
+        char k[64];
+        snprintf(k, sizeof(k), "raw_rtt_%s", placements[i]);
+        double raw_rtt = get(rk, rn, k);
+        if (raw_rtt <= 0)
+            continue; /* one CPU: no cross-CPU figures */
+        snprintf(k, sizeof(k), "sync_rtt_%s", placements[i]);
+        double sync_rtt = get(rk, rn, k);
+        snprintf(k, sizeof(k), "raw_block_rtt_%s", placements[i]);
+        printf("remote_raw_tcp_rtt_blocking_%s: %.2f us\n", placements[i], get(rk, rn, k));
+        printf("remote_raw_tcp_rtt_%s: %.2f us\n", placements[i], raw_rtt);
+        printf("remote_sync_call_rtt_%s: %.2f us\n", placements[i], sync_rtt);
+        printf("remote_sync_call_rtt_ratio_%s: %.3f x\n", placements[i], sync_rtt / raw_rtt);
+    }
     double htod = get(rk, rn, "htod_mbs"), dtoh = get(rk, rn, "dtoh_mbs");
     double up = get(rk, rn, "raw_up_mbs"), down = get(rk, rn, "raw_down_mbs");
-    printf("remote_raw_tcp_rtt: %.2f us\n", raw_rtt);
-    printf("remote_sync_call_rtt: %.2f us\n", sync_rtt);
-    printf("remote_sync_call_rtt_ratio: %.3f x\n", sync_rtt / raw_rtt);
     printf("remote_raw_tcp_bw_up: %.0f MiB/s\n", up);
     printf("remote_htod_bw: %.0f MiB/s\n", htod);
     printf("remote_htod_bw_fraction: %.1f %%\n", 100.0 * htod / up);

@@ -15,12 +15,14 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 int tf_net_addr_parse(const char *s, struct tf_net_addr *a, char *err, size_t errlen)
@@ -365,6 +367,36 @@ ssize_t tf_net_recv(int fd, void *p, size_t n, int dontwait)
             return dontwait ? TF_EBUSY : TF_ETIMEDOUT;
         return TF_EIO;
     }
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+ssize_t tf_net_recv_spin(int fd, void *p, size_t n, int64_t spin_ns)
+{
+    if (spin_ns > 0) {
+        int64_t end = mono_ns() + spin_ns;
+        do {
+            ssize_t r = tf_net_recv(fd, p, n, 1);
+            if (r != TF_EBUSY)
+                return r;
+            /* The peer may be runnable on this very CPU: let it answer. */
+            sched_yield();
+        } while (mono_ns() < end);
+    }
+    return tf_net_recv(fd, p, n, 0);
+}
+
+int64_t tf_net_spin_ns(int spin_us)
+{
+    cpu_set_t set;
+    if (spin_us <= 0 || sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) < 2)
+        return 0;
+    return (int64_t)spin_us * 1000;
 }
 
 int tf_net_recv_all(int fd, void *p, size_t n)

@@ -56,5 +56,15 @@ int tf_net_send_all(int fd, const void *p, size_t n);
 ssize_t tf_net_recv(int fd, void *p, size_t n, int dontwait);
 /* Receives exactly N bytes. 0, TF_EIO or TF_ETIMEDOUT. */
 int tf_net_recv_all(int fd, void *p, size_t n);
+/* tf_net_recv without DONTWAIT, polling the socket for up to SPIN_NS nanoseconds before it
+ * sleeps in the kernel. Waking a thread that sleeps on another CPU can cost far more than
+ * a short request/reply (tens of microseconds when the CPU is idle or virtual); a bounded
+ * poll keeps the waiting CPU awake for answers that come quickly. SPIN_NS 0: plain recv. */
+ssize_t tf_net_recv_spin(int fd, void *p, size_t n, int64_t spin_ns);
+/* The default poll budget of the client (TF_REMOTE_SPIN_US) and the worker (--spin-us). */
+#define TF_NET_SPIN_US 30
+/* The poll budget in nanoseconds for SPIN_US microseconds: 0 when this process may run on
+ * one CPU only (the poll would keep the peer it waits for from running). */
+int64_t tf_net_spin_ns(int spin_us);
 
 #endif

@@ -393,6 +393,7 @@ static CUresult copy(CUstream h, int per_thread, int wait, uint64_t dst, int dk,
     op->u.copy.dst = (void *)(uintptr_t)dst;
     op->u.copy.src = (const void *)(uintptr_t)src;
     op->u.copy.n = n;
+    op->u.copy.to_device = dk != END_HOST && tf__mem_range_ok(dst, n, ctx->dev->index);
     return tf__enqueue(s, op, wait);
 }
 

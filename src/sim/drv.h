@@ -216,6 +216,7 @@ struct sim_op {
             void *dst;
             const void *src;
             size_t n;
+            int to_device; /* the destination is device memory (see exec.c dma_copy) */
         } copy;
         struct {
             void *dst;

@@ -468,6 +468,57 @@ static void async_copies_and_memsets_wait_their_turn(void **state)
     CU_OK(cuStreamDestroy(s));
 }
 
+/* Large copies into device memory take the copy engine's streaming path (exec.c dma_copy):
+ * every byte lands, at any alignment of either end, and nothing past the range is touched. */
+static void large_copies_into_device_memory_are_exact_at_any_alignment(void **state)
+{
+    (void)state;
+    enum { N = 1 << 20, PAD = 64 };
+    uint8_t *src = malloc(N + PAD);
+    assert_non_null(src);
+    for (size_t i = 0; i < N + PAD; i++)
+        src[i] = (uint8_t)(i * 131 + 7);
+    CUdeviceptr d, d2;
+    CU_OK(cuMemAlloc(&d, N + 2 * PAD));
+    CU_OK(cuMemAlloc(&d2, N + 2 * PAD));
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, 0));
+    static const size_t offs[][3] = {{0, 0, N}, {3, 0, N - 5}, {0, 9, N - 1},
+                                     {17, 33, N - 63}, {1, 1, 300 * 1024 + 3}};
+    for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++) {
+        size_t so = offs[k][0], dof = offs[k][1], n = offs[k][2];
+        CU_OK(cuMemsetD8(d, 0xA5, N + 2 * PAD));
+        CU_OK(cuMemsetD8(d2, 0x5A, N + 2 * PAD));
+        if (k % 2)
+            CU_OK(cuMemcpyHtoD(d + PAD + dof, src + so, n));
+        else
+            CU_OK(cuMemcpyHtoDAsync(d + PAD + dof, src + so, n, s));
+        CU_OK(cuMemcpyDtoDAsync(d2 + PAD + so, d + PAD + dof, n, s)); /* device to device */
+        CU_OK(cuStreamSynchronize(s));
+        uint8_t *all = malloc(N + 2 * PAD);
+        assert_non_null(all);
+        CU_OK(cuMemcpyDtoH(all, d, N + 2 * PAD));
+        for (size_t i = 0; i < N + 2 * PAD; i++) {
+            size_t at = PAD + dof;
+            uint8_t want = i >= at && i < at + n ? src[so + i - at] : 0xA5;
+            if (all[i] != want)
+                fail_msg("case %zu: byte %zu is %#x, want %#x", k, i, all[i], want);
+        }
+        CU_OK(cuMemcpyDtoH(all, d2, N + 2 * PAD));
+        for (size_t i = 0; i < N + 2 * PAD; i++) {
+            size_t at = PAD + so;
+            uint8_t want = i >= at && i < at + n ? src[so + i - at] : 0x5A;
+            if (all[i] != want)
+                fail_msg("case %zu (DtoD): byte %zu is %#x, want %#x", k, i, all[i], want);
+        }
+        free(all);
+    }
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(d));
+    CU_OK(cuMemFree(d2));
+    free(src);
+}
+
 static int setup(void **state)
 {
     for (int i = 0; i < 128; i++)
@@ -493,6 +544,7 @@ int main(void)
         cmocka_unit_test(per_thread_default_streams_are_independent),
         cmocka_unit_test(stream_ordered_free_happens_in_stream_order),
         cmocka_unit_test(async_copies_and_memsets_wait_their_turn),
+        cmocka_unit_test(large_copies_into_device_memory_are_exact_at_any_alignment),
     };
     int rc = cmocka_run_group_tests(tests, setup, NULL);
     simtest_cleanup();

@@ -125,6 +125,7 @@ struct tfc {
     char address[300];
     int timeout_ms;
     int flush_us;
+    int64_t spin_ns; /* TF_REMOTE_SPIN_US: polls this long for an answer before sleeping */
     /* Outgoing batch of ASYNC records. */
     struct tf_buf tx;
     _Atomic int64_t tx_since_ns; /* when the batch became non-empty; 0: empty */

@@ -324,7 +324,9 @@ static int rx_need(struct tfc *t, size_t n, int block)
         size_t want = n > RX_READAHEAD ? n : RX_READAHEAD;
         if (tf_buf_reserve(&t->rx, want - t->rx.len) != 0)
             return TF_ENOMEM;
-        ssize_t r = tf_net_recv(t->fd, t->rx.data + t->rx.len, t->rx.cap - t->rx.len, !block);
+        ssize_t r = block ? tf_net_recv_spin(t->fd, t->rx.data + t->rx.len, t->rx.cap - t->rx.len,
+                                             t->spin_ns)
+                          : tf_net_recv(t->fd, t->rx.data + t->rx.len, t->rx.cap - t->rx.len, 1);
         if (r < 0)
             return (int)r;
         t->rx.len += (size_t)r;
@@ -730,6 +732,7 @@ CUresult tfc_connect(struct tfc *t)
     }
     t->timeout_ms = env_int("TF_REMOTE_TIMEOUT_MS", 30000, 100, 86400000);
     t->flush_us = env_int("TF_REMOTE_FLUSH_US", 1000, 0, 1000000);
+    t->spin_ns = tf_net_spin_ns(env_int("TF_REMOTE_SPIN_US", TF_NET_SPIN_US, 0, 100000));
     int fd = tf_net_connect(&a, t->timeout_ms < 10000 ? t->timeout_ms : 10000, err, sizeof(err));
     if (fd < 0) {
         tf_log(TF_LOG_ERROR, "client", "cannot reach the tf-worker: %s", err);

@@ -5,7 +5,7 @@
  *
  *   tf-worker --listen ADDR --token-file F [--vram-limit Q] [--compute-percent P]
  *             [--device N[,N...]] [--max-clients N] [--driver PATH] [--ready-file F]
- *             [--log-level L]
+ *             [--spin-us N] [--log-level L]
  *
  * One thread per client connection; SIGINT/SIGTERM stop it cleanly (connections closed, their
  * resources freed). docs/remote.md is the user documentation.
@@ -17,6 +17,7 @@
 #include "remote/worker/server.h"
 #include "remote/worker/session.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -35,6 +36,8 @@ static void usage(FILE *f)
                "  --max-clients N        concurrent connections (default 64)\n"
                "  --driver PATH          CUDA driver library (default libcuda.so.1)\n"
                "  --ready-file FILE      write the bound address to FILE once listening\n"
+               "  --spin-us N            poll N us for a client's next request before sleeping\n"
+               "                         (default 30; 0: never; off on a single CPU)\n"
                "  --log-level L          error|warn|info|debug|trace\n");
 }
 
@@ -51,6 +54,20 @@ static int write_ready(const char *path, const char *addr)
     return 0;
 }
 
+/* An integer option in [LO, HI]; prints why not and returns -1 otherwise. */
+static int int_arg(const char *s, int lo, int hi, const char *name, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, "tf-worker: %s \"%s\" is not %d..%d\n", name, s, lo, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {{"listen", required_argument, 0, 'l'},
@@ -61,12 +78,13 @@ int main(int argc, char **argv)
                                          {"max-clients", required_argument, 0, 'm'},
                                          {"driver", required_argument, 0, 'D'},
                                          {"ready-file", required_argument, 0, 'r'},
+                                         {"spin-us", required_argument, 0, 's'},
                                          {"log-level", required_argument, 0, 'L'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     const char *listen = NULL, *token_file = NULL, *ready = NULL;
     struct tf_worker_config wc = {0};
-    int max_clients = 0;
+    int max_clients = 0, spin_us = 0;
     char err[512];
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -96,16 +114,16 @@ int main(int argc, char **argv)
         case 'd':
             wc.devices = optarg;
             break;
-        case 'm': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (*end || v < 1 || v > 4096) {
-                fprintf(stderr, "tf-worker: --max-clients \"%s\" is not 1..4096\n", optarg);
+        case 'm':
+            if (int_arg(optarg, 1, 4096, "--max-clients", &max_clients) != 0)
                 return 2;
-            }
-            max_clients = (int)v;
             break;
-        }
+        case 's':
+            if (int_arg(optarg, 0, 100000, "--spin-us", &spin_us) != 0)
+                return 2;
+            if (spin_us == 0)
+                spin_us = -1; /* never (0 in the server config is the default) */
+            break;
         case 'D':
             wc.driver_path = optarg;
             break;
@@ -154,8 +172,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "tf-worker: %s\n", err);
         return 1;
     }
-    struct tf_server_config sc = {
-        .listen = listen, .token = token, .token_len = token_len, .max_clients = max_clients};
+    struct tf_server_config sc = {.listen = listen,
+                                  .token = token,
+                                  .token_len = token_len,
+                                  .max_clients = max_clients,
+                                  .spin_us = spin_us};
     struct tf_server_handler h = {.hello = tf_worker_hello, .serve = tf_worker_serve, .arg = &w};
     struct tf_server *srv;
     if (tf_server_start(&sc, &h, &srv, err, sizeof(err))) {

@@ -40,6 +40,7 @@ struct tf_server {
     int nserving; /* connections past the handshake */
     uint64_t next_id;
     int stopping;
+    int64_t spin_ns; /* from cfg.spin_us */
 };
 
 static int64_t now_ns(void)
@@ -62,7 +63,8 @@ static int rx_fill(struct tf_wconn *c, size_t n)
         int rc = tf_buf_reserve(&c->rx, RX_CHUNK - c->rx.len);
         if (rc)
             return rc;
-        ssize_t r = tf_net_recv(c->fd, c->rx.data + c->rx.len, RX_CHUNK - c->rx.len, 0);
+        ssize_t r =
+            tf_net_recv_spin(c->fd, c->rx.data + c->rx.len, RX_CHUNK - c->rx.len, c->srv->spin_ns);
         if (r < 0)
             return (int)r;
         c->rx.len += (size_t)r;
@@ -423,6 +425,7 @@ int tf_server_start(const struct tf_server_config *cfg, const struct tf_server_h
         s->cfg.keepalive_ms = 1000;
     if (s->cfg.send_timeout_ms <= 0)
         s->cfg.send_timeout_ms = 60000;
+    s->spin_ns = tf_net_spin_ns(s->cfg.spin_us == 0 ? TF_NET_SPIN_US : s->cfg.spin_us);
     s->h = *h;
     s->wake[0] = s->wake[1] = -1;
     pthread_mutex_init(&s->lock, NULL);

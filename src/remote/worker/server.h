@@ -47,6 +47,8 @@ struct tf_server_config {
     int hello_timeout_ms; /* time allowed for the HELLO frame; 0: 5000 */
     int keepalive_ms;     /* KEEPALIVE period during driver waits; 0: 1000 */
     int send_timeout_ms;  /* a client not reading for this long is dropped; 0: 60000 */
+    int spin_us;          /* polls this long for a client's next frame before sleeping (see
+                           * tf_net_recv_spin); 0: TF_NET_SPIN_US, negative: never */
 };
 
 struct tf_server_handler {
