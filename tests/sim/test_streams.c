@@ -483,8 +483,8 @@ static void large_copies_into_device_memory_are_exact_at_any_alignment(void **st
     CU_OK(cuMemAlloc(&d2, N + 2 * PAD));
     CUstream s;
     CU_OK(cuStreamCreate(&s, 0));
-    static const size_t offs[][3] = {{0, 0, N}, {3, 0, N - 5}, {0, 9, N - 1},
-                                     {17, 33, N - 63}, {1, 1, 300 * 1024 + 3}};
+    static const size_t offs[][3] = {
+        {0, 0, N}, {3, 0, N - 5}, {0, 9, N - 1}, {17, 33, N - 63}, {1, 1, 300 * 1024 + 3}};
     for (size_t k = 0; k < sizeof(offs) / sizeof(offs[0]); k++) {
         size_t so = offs[k][0], dof = offs[k][1], n = offs[k][2];
         CU_OK(cuMemsetD8(d, 0xA5, N + 2 * PAD));

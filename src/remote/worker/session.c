@@ -217,7 +217,8 @@ struct obj {
  * device copies are CPU copies, 4 MiB cost ~15 % less CPU per byte than 16 MiB) and pins
  * less memory per client. DtoH double-buffers in its first two chunks. */
 #define STAGE_BYTES (4u << 20)
-_Static_assert(STAGE_BYTES >= 2 * TF_PROTO_CHUNK, "DtoH needs two chunks of ring");
+_Static_assert(STAGE_BYTES % TF_PROTO_CHUNK == 0 && STAGE_BYTES >= 2 * TF_PROTO_CHUNK,
+               "DtoH cuts the ring into at least two chunk slots");
 #define STAGE_ENTRIES 256
 #define EV_POOL 32
 
@@ -902,47 +903,51 @@ static int send_data(struct session *s, uint64_t tag, uint64_t off, const void *
     return tf_wconn_send_frame(s->c, TF_OP_DATA, 0, 0, hdr, sizeof(hdr), p, n);
 }
 
-/* Device to host through two halves of the ring: the copy of chunk k+1 runs while chunk k
- * is being sent. */
+/* Device to host through the ring cut into DTOH_SLOTS chunk slots: while chunk k is sent, the
+ * device copies of the next DTOH_SLOTS - 1 chunks are queued or running, so neither the
+ * copy engine nor the socket waits for the other. */
+#define DTOH_SLOTS (STAGE_BYTES / TF_PROTO_CHUNK)
 static CUresult dtoh_pipelined(struct session *s, const struct tf_msg_dtoh_req *m, CUstream st,
                                int *sent_fail)
 {
     stage_drain(s); /* the ring is ours alone now */
     CUresult r = use_ctx(s, m->ctx, NULL);
-    CUevent ev[2] = {NULL, NULL};
-    if (!r)
-        r = ev_get(s, m->ctx, &ev[0]);
-    if (!r)
-        r = ev_get(s, m->ctx, &ev[1]);
-    uint8_t *buf[2] = {s->stage_mem, s->stage_mem + TF_PROTO_CHUNK};
+    CUevent ev[DTOH_SLOTS] = {NULL};
     uint64_t nchunks = (m->len + TF_PROTO_CHUNK - 1) / TF_PROTO_CHUNK;
+    uint64_t nslots = nchunks < DTOH_SLOTS ? nchunks : DTOH_SLOTS;
+    for (uint64_t i = 0; !r && i < nslots; i++)
+        r = ev_get(s, m->ctx, &ev[i]);
 #define CHUNK_LEN(k) ((size_t)((k) + 1 < nchunks ? TF_PROTO_CHUNK : m->len - (k)*TF_PROTO_CHUNK))
-    if (!r)
-        r = s->d->memcpyDtoHAsync(buf[0], m->src, CHUNK_LEN(0), st);
-    if (!r)
-        r = s->d->eventRecord(ev[0], st);
+#define SLOT(k) (s->stage_mem + ((k) % DTOH_SLOTS) * TF_PROTO_CHUNK)
+        /* Queues the copy of chunk K into its slot. */
+#define QUEUE(k)                                                                                   \
+    do {                                                                                           \
+        r = s->d->memcpyDtoHAsync(SLOT(k), m->src + (k)*TF_PROTO_CHUNK, CHUNK_LEN(k), st);         \
+        if (!r)                                                                                    \
+            r = s->d->eventRecord(ev[(k) % DTOH_SLOTS], st);                                       \
+    } while (0)
+    for (uint64_t k = 0; !r && k < nslots; k++)
+        QUEUE(k);
     for (uint64_t k = 0; !r && k < nchunks; k++) {
         tf_wconn_wait_begin(s->c);
-        r = s->d->eventSynchronize(ev[k % 2]);
+        r = s->d->eventSynchronize(ev[k % DTOH_SLOTS]);
         tf_wconn_wait_end(s->c);
         if (r)
             break;
-        if (k + 1 < nchunks) {
-            r = s->d->memcpyDtoHAsync(buf[(k + 1) % 2], m->src + (k + 1) * TF_PROTO_CHUNK,
-                                      CHUNK_LEN(k + 1), st);
-            if (!r)
-                r = s->d->eventRecord(ev[(k + 1) % 2], st);
-        }
-        if (send_data(s, m->tag, k * TF_PROTO_CHUNK, buf[k % 2], CHUNK_LEN(k)) != 0) {
+        if (send_data(s, m->tag, k * TF_PROTO_CHUNK, SLOT(k), CHUNK_LEN(k)) != 0) {
             *sent_fail = 1;
             break;
         }
+        if (k + DTOH_SLOTS < nchunks)
+            QUEUE(k + DTOH_SLOTS); /* the slot just sent is free again */
     }
+#undef QUEUE
+#undef SLOT
 #undef CHUNK_LEN
-    /* An error may leave a copy in flight into the ring: let it finish. */
-    if (r && use_ctx(s, m->ctx, NULL) == CUDA_SUCCESS)
+    /* An error may leave copies in flight into the ring: let them finish. */
+    if ((r || *sent_fail) && use_ctx(s, m->ctx, NULL) == CUDA_SUCCESS)
         (void)s->d->streamSynchronize(st);
-    for (int i = 0; i < 2; i++)
+    for (uint64_t i = 0; i < nslots; i++)
         if (ev[i])
             ev_put(s, m->ctx, ev[i]);
     return r;
