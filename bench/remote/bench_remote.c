@@ -415,7 +415,7 @@ static int cuda_child(int out, int remote)
         CK(cu.alloc(&d, COPY_BYTES));
         CK(cu.htod(d, h, COPY_BYTES)); /* warm-up */
         CK(cu.dtoh(h, d, COPY_BYTES));
-        enum { BWB = 5 };
+        enum { BWB = 9 };
         double ru[BWB], hd[BWB], rd[BWB], dh[BWB];     /* MiB/s */
         double cru[BWB], chd[BWB], crd[BWB], cdh[BWB]; /* CPU ns per byte */
         const double nb = COPY_BYTES;
