@@ -2,9 +2,12 @@
  *
  * tf-worker's transport without a GPU: handshake and token check, loopback ping-pong over TCP
  * and unix sockets, malformed and hostile frames (closing that connection only), slow or
- * silent clients, client limits and keepalives during long waits. The session handler here
+ * silent clients, client limits and keepalives during long waits, and the polling receive
+ * that both ends use while they wait for an answer. The session handler here
  * is a stand-in that answers FLUSH and simulates a long driver wait on CTX_SYNC.
  */
+#include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -21,6 +25,7 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "rawconn.h"
+#include "remote/net.h"
 #include "remote/worker/server.h"
 
 #define TOKEN "test-token-0123456789"
@@ -299,6 +304,83 @@ static void wrong_protocol_version_is_answered_and_closed(void **state)
     tf_server_destroy(s);
 }
 
+struct late_write {
+    int fd;
+    int delay_ms;
+};
+
+static void *write_late(void *arg)
+{
+    struct late_write *w = arg;
+    struct timespec d = {0, (long)w->delay_ms * 1000000};
+    nanosleep(&d, NULL);
+    if (write(w->fd, "late", 4) != 4)
+        return (void *)1;
+    return NULL;
+}
+
+static double elapsed_ms(const struct timespec *t0)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+/* tf_net_recv_spin: data already there, data arriving within the poll, data arriving only
+ * after it (the receive then sleeps in the kernel and still gets it), the receive timeout
+ * and end of stream all behave as with a plain receive. */
+static void polling_receive_gets_data_sent_during_and_after_the_poll(void **state)
+{
+    (void)state;
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    char buf[16];
+    assert_int_equal(write(sv[1], "now", 3), 3);
+    assert_int_equal(tf_net_recv_spin(sv[0], buf, sizeof(buf), 1000000), 3);
+    assert_memory_equal(buf, "now", 3);
+    static const int delays_ms[] = {1, 60}; /* inside a 20 ms poll, and well after it */
+    for (int i = 0; i < 2; i++) {
+        struct late_write w = {sv[1], delays_ms[i]};
+        pthread_t th;
+        assert_int_equal(pthread_create(&th, NULL, write_late, &w), 0);
+        assert_int_equal(tf_net_recv_spin(sv[0], buf, sizeof(buf), 20 * 1000000), 4);
+        assert_memory_equal(buf, "late", 4);
+        void *ret;
+        pthread_join(th, &ret);
+        assert_null(ret);
+    }
+    /* Nothing comes: the poll, then the receive timeout. */
+    assert_int_equal(tf_net_set_timeouts(sv[0], 50, 0), 0);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(tf_net_recv_spin(sv[0], buf, sizeof(buf), 5 * 1000000), TF_ETIMEDOUT);
+    assert_true(elapsed_ms(&t0) >= 50);
+    close(sv[1]);
+    assert_int_equal(tf_net_recv_spin(sv[0], buf, sizeof(buf), 5 * 1000000), TF_EIO);
+    close(sv[0]);
+}
+
+/* No polling when this thread may run on one CPU only: it would hold off the very peer it
+ * waits for. */
+static void polling_is_off_on_a_single_cpu(void **state)
+{
+    (void)state;
+    assert_int_equal(tf_net_spin_ns(0), 0);
+    cpu_set_t all, one;
+    assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+    if (CPU_COUNT(&all) >= 2)
+        assert_int_equal(tf_net_spin_ns(30), 30000);
+    int first = 0;
+    while (!CPU_ISSET(first, &all))
+        first++;
+    CPU_ZERO(&one);
+    CPU_SET(first, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+    int64_t pinned = tf_net_spin_ns(30);
+    assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+    assert_int_equal(pinned, 0);
+}
+
 static int quiet(void **state)
 {
     (void)state;
@@ -319,6 +401,8 @@ int main(void)
         cmocka_unit_test(clients_beyond_the_limit_are_refused),
         cmocka_unit_test(long_driver_waits_send_keepalives),
         cmocka_unit_test(wrong_protocol_version_is_answered_and_closed),
+        cmocka_unit_test(polling_receive_gets_data_sent_during_and_after_the_poll),
+        cmocka_unit_test(polling_is_off_on_a_single_cpu),
     };
     return cmocka_run_group_tests(tests, quiet, NULL);
 }
