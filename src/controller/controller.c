@@ -29,7 +29,7 @@ struct ctl {
     struct tf_k8s_client *c;
     const struct tf_controller_opts *o;
     struct tf_informer *pods, *namespaces, *profiles, *pools, *replicasets, *clusters, *gpus,
-        *gpunodes, *workloads, *connections, *quotas, *templates, *nodes, *pdbs;
+        *gpunodes, *workloads, *connections, *quotas, *templates, *nodes, *pdbs, *priorities;
     struct tf_extender *ext;
     struct tf_efficiency *eff;
     struct tf_informer_handlers ext_inventory; /* chained behind the pool informer's handlers */
@@ -74,6 +74,12 @@ static json_object *env_pool(void *arg, const char *name)
 {
     struct ctl *x = arg;
     return cached_or_live(x, x->pools, &tf_k8s_gpupools, NULL, name);
+}
+
+static json_object *env_priority_class(void *arg, const char *name)
+{
+    struct ctl *x = arg;
+    return cached_or_live(x, x->priorities, &tf_k8s_priorityclasses, NULL, name);
 }
 
 static json_object *env_owner(void *arg, const char *ns, const char *kind, const char *name)
@@ -194,6 +200,8 @@ static int load_config(struct ctl *x, struct tf_webhook_config *wc)
     set_opt(&wc->client_image, cfg, "clientImage");
     set_opt(&wc->worker_image, cfg, "workerImage");
     set_opt(&wc->shm_host_dir, cfg, "shmDir");
+    set_opt(&wc->priority_class_high, cfg, "priorityClassHigh");
+    set_opt(&wc->priority_class_critical, cfg, "priorityClassCritical");
     const char *pol = tf_json_str(cfg, "isolationModePolicy", NULL);
     if (pol)
         tf_strlcpy(x->policy, pol, sizeof(x->policy));
@@ -520,6 +528,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     x.pools = informer_h(&x, &tf_k8s_gpupools, &poolh);
     x.nodes = informer(&x, &tf_k8s_nodes);
     x.pdbs = informer(&x, &tf_k8s_pdbs);
+    x.priorities = informer(&x, &tf_k8s_priorityclasses);
     x.replicasets = informer(&x, &tf_k8s_replicasets);
     x.clusters = informer(&x, &tf_k8s_tfclusters);
     x.gpus = informer_h(&x, &tf_k8s_gpus, &ih);
@@ -533,8 +542,9 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     struct tf_efficiency_sources efs = {x.pods,      x.nodes, x.gpunodes,  x.gpus,    x.pools,
                                         x.templates, x.pdbs,  x.workloads, x.profiles};
     tf_efficiency_set_sources(x.eff, &efs);
-    struct tf_webhook_env env = {env_profile, env_namespace,       env_pool, env_owner,
-                                 env_count,   env_ensure_workload, &x,       env_event};
+    struct tf_webhook_env env = {env_profile, env_namespace, env_pool,
+                                 env_owner,   env_count,     env_ensure_workload,
+                                 &x,          env_event,     env_priority_class};
     if ((rc = tf_webhook_init(&x.wh, &wc, &env)))
         goto out;
     x.wh_ready = true;
@@ -598,7 +608,7 @@ out:
     tf_reconciler_destroy(x.rec);
     struct tf_informer *all[] = {x.pods,     x.namespaces, x.profiles, x.pools,     x.replicasets,
                                  x.clusters, x.gpus,       x.gpunodes, x.workloads, x.connections,
-                                 x.quotas,   x.templates,  x.nodes,    x.pdbs};
+                                 x.quotas,   x.templates,  x.nodes,    x.pdbs,      x.priorities};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         tf_informer_destroy(all[i]);
     tf_efficiency_destroy(x.eff);

@@ -40,8 +40,11 @@ int tf_webhook_config_init(struct tf_webhook_config *cfg)
     cfg->client_image = strdup("tensorfusion/tf-client:latest");
     cfg->worker_image = strdup("tensorfusion/tf-worker:latest");
     cfg->shm_host_dir = strdup("/run/tensor-fusion/shm");
+    cfg->priority_class_high = strdup(TF_PRIORITY_CLASS_HIGH);
+    cfg->priority_class_critical = strdup(TF_PRIORITY_CLASS_CRITICAL);
     if (!cfg->own_namespace || !cfg->default_pool || !cfg->controller_url || !cfg->limiter_image ||
-        !cfg->client_image || !cfg->worker_image || !cfg->shm_host_dir) {
+        !cfg->client_image || !cfg->worker_image || !cfg->shm_host_dir ||
+        !cfg->priority_class_high || !cfg->priority_class_critical) {
         tf_webhook_config_free(cfg);
         return TF_ENOMEM;
     }
@@ -66,6 +69,8 @@ void tf_webhook_config_free(struct tf_webhook_config *cfg)
     free(cfg->client_image);
     free(cfg->worker_image);
     free(cfg->shm_host_dir);
+    free(cfg->priority_class_high);
+    free(cfg->priority_class_critical);
     struct tf_automigration *am = &cfg->auto_migration;
     strv_free(am->include_ns, am->ninclude_ns);
     strv_free(am->exclude_ns, am->nexclude_ns);
@@ -523,6 +528,64 @@ static void warn(struct tf_webhook_result *out, const char *fmt, ...)
     json_object_array_add(out->warnings, json_object_new_string(buf));
 }
 
+/* A PriorityClass's value when WH's environment knows class NAME (*PC then owns it). */
+static bool priority_class(struct tf_webhook *wh, const char *name, json_object **pc,
+                           int32_t *value)
+{
+    *pc = wh->env.get_priority_class ? wh->env.get_priority_class(wh->env.arg, name) : NULL;
+    json_object *v;
+    if (*pc && json_object_object_get_ex(*pc, "value", &v) &&
+        json_object_is_type(v, json_type_int)) {
+        int64_t x = json_object_get_int64(v);
+        if (x >= INT32_MIN && x <= INT32_MAX) {
+            *value = (int32_t)x;
+            return true;
+        }
+    }
+    json_object_put(*pc);
+    *pc = NULL;
+    return false;
+}
+
+/* Seed 000: a high or critical pod that names no PriorityClass of its own gets the configured
+ * one. A pod carrying the cluster's globalDefault class counts as naming none: the apiserver's
+ * Priority admission plugin filled it in. That plugin runs before mutating webhooks and has
+ * already resolved the pod's priority, so the class's value (and its preemption policy) are
+ * written as well; the scheduler goes by them. */
+static void qos_priority(struct tf_webhook *wh, enum tf_qos qos, json_object *spec,
+                         struct tf_webhook_result *out)
+{
+    const char *cls = qos == TF_QOS_CRITICAL ? wh->cfg.priority_class_critical
+                      : qos == TF_QOS_HIGH   ? wh->cfg.priority_class_high
+                                             : NULL;
+    if (!cls || !*cls)
+        return;
+    const char *own = tf_json_str(spec, "priorityClassName", NULL);
+    json_object *pc;
+    int32_t value;
+    if (own && *own) {
+        if (strcmp(own, cls) == 0 || !priority_class(wh, own, &pc, &value))
+            return;
+        json_object *gd;
+        bool by_default =
+            json_object_object_get_ex(pc, "globalDefault", &gd) && json_object_get_boolean(gd);
+        json_object_put(pc);
+        if (!by_default)
+            return;
+    }
+    if (!priority_class(wh, cls, &pc, &value)) {
+        warn(out, "%s %s: PriorityClass %s does not exist; the pod keeps its priority", TF_ANN_QOS,
+             tf_qos_name(qos), cls);
+        return;
+    }
+    set_str(spec, "priorityClassName", cls);
+    json_object_object_add(spec, "priority", json_object_new_int(value));
+    const char *policy = tf_json_str(pc, "preemptionPolicy", NULL);
+    if (policy)
+        set_str(spec, "preemptionPolicy", policy);
+    json_object_put(pc);
+}
+
 static void deny(struct tf_webhook_result *out, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void deny(struct tf_webhook_result *out, int code, const char *fmt, ...)
@@ -844,6 +907,7 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
         json_object_put(m);
     }
     set_str(spec, "schedulerName", TF_SCHEDULER_NAME);
+    qos_priority(wh, s.qos, spec, out);
 
     /* Migrated containers drop nvidia.com/gpu; local modes request vGPU slots on the app. */
     bool remote = !s.is_local_gpu;

@@ -7,7 +7,8 @@
  * auto-migration scope), the webhook: resolves the WorkloadProfile and the GPUPool (default
  * pool when unset), validates and normalises with the core workload spec (core/spec.h; never
  * re-parsing annotations itself), honours enabled-replicas per owner (Deployment via its
- * ReplicaSet, StatefulSet, ...), sets schedulerName tensor-fusion-scheduler, writes the
+ * ReplicaSet, StatefulSet, ...), sets schedulerName tensor-fusion-scheduler, gives high and
+ * critical QoS pods without a PriorityClass of their own the configured class, writes the
  * normalised values back as annotations, labels the pod tensor-fusion.ai/component: client,
  * removes migrated nvidia.com/gpu limits, adds the device request, injects per mode and
  * creates/updates the TensorFusionWorkload (or joins the one the pod names). The answer is a
@@ -43,6 +44,8 @@
 #include <stddef.h>
 
 #define TF_SCHEDULER_NAME "tensor-fusion-scheduler"
+#define TF_PRIORITY_CLASS_HIGH "tensor-fusion-high"
+#define TF_PRIORITY_CLASS_CRITICAL "tensor-fusion-critical"
 #define TF_LABEL_COMPONENT TF_KEY_PREFIX "component"
 #define TF_ANN_OWNER TF_KEY_PREFIX "owner"
 #define TF_ANN_GPU_IDS TF_KEY_PREFIX "gpu-ids"
@@ -73,6 +76,9 @@ struct tf_webhook_env {
      * owner). Not called on dry runs. */
     void (*record_event)(void *arg, json_object *involved, const char *type, const char *reason,
                          const char *message);
+    /* Optional: PriorityClass NAME (scheduling.k8s.io/v1), or NULL. Without it no pod gets
+     * a QoS priority class. */
+    json_object *(*get_priority_class)(void *arg, const char *name);
 };
 
 struct tf_automigration {
@@ -91,6 +97,9 @@ struct tf_webhook_config {
     char *controller_url; /* base URL remote clients query, e.g. http://tf.tf-sys.svc:8080 */
     char *limiter_image, *client_image, *worker_image;
     char *shm_host_dir; /* default /run/tensor-fusion/shm */
+    /* PriorityClasses for high / critical QoS pods that name none of their own (seed 000);
+     * "" = leave such pods alone. Defaults tensor-fusion-high, tensor-fusion-critical. */
+    char *priority_class_high, *priority_class_critical;
     struct tf_automigration auto_migration;
 };
 

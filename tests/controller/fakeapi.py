@@ -89,6 +89,7 @@ RESOURCES = {
     (TF, "v1", "workloadprofiles"): ("WorkloadProfile", True, False),
     (TF, "v1", "gpuresourcequotas"): ("GPUResourceQuota", True, True),
     ("policy", "v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True, True),
+    ("scheduling.k8s.io", "v1", "priorityclasses"): ("PriorityClass", False, False),
     ("karpenter.sh", "v1", "nodeclaims"): ("NodeClaim", False, True),
 }
 SHORT = {"pods": ["po"], "nodes": ["no"], "namespaces": ["ns"], "events": ["ev"],

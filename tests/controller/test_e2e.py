@@ -263,6 +263,19 @@ def main():
         if wl:
             check("workload spec", wl["spec"]["resources"]["requests"]["vram"] == "40Gi" and
                   wl["spec"]["isolation"] == "soft", wl["spec"])
+        # Seed 000: a critical pod naming no PriorityClass gets TensorFusion's, with its value.
+        env.apply({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                   "metadata": {"name": "tensor-fusion-critical"}, "value": 1000000,
+                   "globalDefault": False})
+        # (in its own namespace: the quota checks below count namespace ml)
+        crit = dict(pod, metadata=dict(pod["metadata"], name="critical", namespace="default",
+                                       annotations=dict(pod["metadata"]["annotations"], **{
+                                           "tensor-fusion.ai/qos": "critical"})))
+        r = env.apply(crit)
+        got = env.get("pod", "critical", "-n", "default")
+        check("critical pod gets the QoS PriorityClass and its value", got and
+              got["spec"].get("priorityClassName") == "tensor-fusion-critical" and
+              got["spec"].get("priority") == 1000000, got and got["spec"])
         bad = dict(pod, metadata=dict(pod["metadata"], name="bad", annotations={
             "tensor-fusion.ai/vram-limit": "4Gb"}))
         r = env.kubectl("apply", "--validate=false", "-f", "-", stdin=json.dumps(bad), ok=False)

@@ -281,6 +281,22 @@ def test_chart():
           any("pods/eviction" in r["resources"] and "create" in r["verbs"] for r in rules) and
           any("poddisruptionbudgets" in r["resources"] and "watch" in r["verbs"] for r in rules),
           rules)
+    pcs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "PriorityClass"}
+    cfg = yaml.safe_load(find(docs, "ConfigMap", "tensor-fusion-config")["data"]["config.yaml"])
+    check("QoS PriorityClasses rendered and named in the controller config",
+          sorted(pcs) == ["tensor-fusion-critical", "tensor-fusion-high"] and
+          cfg["priorityClassHigh"] == "tensor-fusion-high" and
+          cfg["priorityClassCritical"] == "tensor-fusion-critical" and
+          pcs["tensor-fusion-critical"]["value"] > pcs["tensor-fusion-high"]["value"] > 0 and
+          not any(p["globalDefault"] for p in pcs.values()), (pcs, cfg))
+    check("controller may read PriorityClasses",
+          {("scheduling.k8s.io", "priorityclasses", v) for v in ("get", "list", "watch")} <=
+          rules_of(docs, "tensor-fusion"))
+    off = render("priorityClasses.enabled=false")
+    cfg = yaml.safe_load(find(off, "ConfigMap", "tensor-fusion-config")["data"]["config.yaml"])
+    check("PriorityClasses can be turned off",
+          not any(d["kind"] == "PriorityClass" for d in off) and
+          cfg["priorityClassHigh"] == cfg["priorityClassCritical"] == "", cfg)
     crds = load_crds()
     for kind in ("TensorFusionCluster", "GPUPool", "SchedulingConfigTemplate"):
         obj = find(docs, kind)

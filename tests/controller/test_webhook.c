@@ -123,6 +123,23 @@ static void fx_event(void *arg, json_object *inv, const char *type, const char *
              tf_json_str(inv, "kind", NULL), tf_json_str(inv, "metadata", "name", NULL), msg);
 }
 
+/* PriorityClasses of the fixture cluster: TensorFusion's two, a globalDefault one and a
+ * user's own. */
+static json_object *fx_priority(void *arg, const char *name)
+{
+    if (strcmp(name, "tensor-fusion-high") == 0)
+        return jparse("{\"metadata\":{\"name\":\"tensor-fusion-high\"},\"value\":100000}");
+    if (strcmp(name, "tensor-fusion-critical") == 0)
+        return jparse("{\"metadata\":{\"name\":\"tensor-fusion-critical\"},\"value\":"
+                      "1000000,\"preemptionPolicy\":\"PreemptLowerPriority\"}");
+    if (strcmp(name, "cluster-default") == 0)
+        return jparse("{\"metadata\":{\"name\":\"cluster-default\"},\"value\":10,"
+                      "\"globalDefault\":true}");
+    if (strcmp(name, "batch-low") == 0)
+        return jparse("{\"metadata\":{\"name\":\"batch-low\"},\"value\":5}");
+    return NULL;
+}
+
 static struct fixture fx;
 static struct tf_webhook wh;
 
@@ -131,8 +148,8 @@ static int setup(void **state)
     memset(&fx, 0, sizeof(fx));
     struct tf_webhook_config cfg;
     assert_int_equal(tf_webhook_config_init(&cfg), 0);
-    struct tf_webhook_env env = {fx_profile, fx_namespace, fx_pool, fx_owner,
-                                 fx_count,   fx_ensure,    &fx,     fx_event};
+    struct tf_webhook_env env = {fx_profile, fx_namespace, fx_pool,  fx_owner,   fx_count,
+                                 fx_ensure,  &fx,          fx_event, fx_priority};
     json_object *am = jparse("{\"enable\":true,\"scope\":{\"includes\":{\"namespaceNames\":"
                              "[\"ml-team-a\"]},\"excludes\":{\"podSelector\":{\"matchLabels\":"
                              "{\"gpu-migration\":\"skip\"}}}}}");
@@ -468,6 +485,75 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     json_object_put(pod);
 }
 
+/* A soft pod with QOS and, when CLASS is set, its own priorityClassName plus the priority the
+ * apiserver's Priority plugin resolved for it. */
+static json_object *qos_pod(const char *qos, const char *cls, int priority)
+{
+    char buf[1024];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"q\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
+             "\"annotations\":{\"tensor-fusion.ai/qos\":\"%s\",\"tensor-fusion.ai/tflops-limit\":"
+             "\"10\",\"tensor-fusion.ai/vram-limit\":\"1Gi\"}},\"spec\":{%s%s%s\"priority\":%d,"
+             "\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]}}",
+             qos, cls ? "\"priorityClassName\":\"" : "", cls ? cls : "", cls ? "\"," : "",
+             priority);
+    return jparse(buf);
+}
+
+static void check_priority(const char *qos, const char *cls, int priority, const char *want_cls,
+                           int want_priority, const char *want_policy)
+{
+    json_object *pod = qos_pod(qos, cls, priority);
+    json_object *out = admit(pod, "default", NULL);
+    assert_non_null(out);
+    const char *got = tf_json_str(out, "spec", "priorityClassName", NULL);
+    if (want_cls)
+        assert_string_equal(got, want_cls);
+    else
+        assert_null(got);
+    assert_int_equal(json_object_get_int(tf_json_path(out, "spec", "priority", NULL)),
+                     want_priority);
+    const char *policy = tf_json_str(out, "spec", "preemptionPolicy", NULL);
+    if (want_policy)
+        assert_string_equal(policy, want_policy);
+    else
+        assert_null(policy);
+    json_object_put(out);
+    json_object_put(pod);
+}
+
+/* Seed 000: high and critical pods without a PriorityClass of their own get TensorFusion's,
+ * with its value (the apiserver resolved the priority before the webhook ran); a pod's own
+ * class stays, the cluster's globalDefault counts as none, other QoS levels are left alone,
+ * and a class that does not exist leaves the pod as it is with a warning. */
+static void high_and_critical_pods_get_a_priority_class_unless_they_name_one(void **state)
+{
+    check_priority("high", NULL, 0, "tensor-fusion-high", 100000, NULL);
+    check_priority("critical", NULL, 0, "tensor-fusion-critical", 1000000, "PreemptLowerPriority");
+    check_priority("high", "cluster-default", 10, "tensor-fusion-high", 100000, NULL);
+    check_priority("critical", "batch-low", 5, "batch-low", 5, NULL);
+    check_priority("medium", NULL, 0, NULL, 0, NULL);
+    check_priority("low", "cluster-default", 10, "cluster-default", 10, NULL);
+    free(wh.cfg.priority_class_high);
+    wh.cfg.priority_class_high = strdup("no-such-class");
+    json_object *pod = qos_pod("high", NULL, 0), *resp = NULL;
+    json_object *out = admit(pod, "default", &resp);
+    assert_null(tf_json_str(out, "spec", "priorityClassName", NULL));
+    assert_int_equal(json_object_get_int(tf_json_path(out, "spec", "priority", NULL)), 0);
+    json_object *w = tf_json_path(resp, "warnings", NULL);
+    assert_non_null(w);
+    assert_non_null(strstr(json_object_get_string(json_object_array_get_idx(w, 0)),
+                           "PriorityClass no-such-class does not exist"));
+    json_object_put(resp);
+    json_object_put(out);
+    json_object_put(pod);
+    free(wh.cfg.priority_class_high);
+    wh.cfg.priority_class_high = strdup(""); /* off */
+    check_priority("high", NULL, 0, NULL, 0, NULL);
+    free(wh.cfg.priority_class_high);
+    wh.cfg.priority_class_high = strdup(TF_PRIORITY_CLASS_HIGH);
+}
+
 static void kubectl_dry_run_pod_is_mutated(void **state)
 {
     if (system("command -v kubectl >/dev/null 2>&1") != 0) {
@@ -543,6 +629,7 @@ int main(void)
         cmocka_unit_test(opted_out_own_namespace_and_unlabelled_pods_are_untouched),
         cmocka_unit_test(auto_migration_takes_over_native_gpu_pods_in_scope_only),
         cmocka_unit_test(remote_pod_gets_only_the_client_and_hard_local_gets_a_worker),
+        cmocka_unit_test(high_and_critical_pods_get_a_priority_class_unless_they_name_one),
         cmocka_unit_test(kubectl_dry_run_pod_is_mutated),
         cmocka_unit_test(dry_run_does_not_create_workloads_and_garbage_is_400),
     };
