@@ -11,6 +11,7 @@
 #include "controller/extender_codec.h"
 #include "controller/podreq.h"
 #include "core/alloc.h"
+#include "core/preempt.h"
 #include "core/quantity.h"
 
 #include <pthread.h>
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define ANN_GPU_IDS "tensor-fusion.ai/gpu-ids"
 #define ANN_CONTAINER_GPUS "tensor-fusion.ai/container-gpus"
@@ -34,9 +36,14 @@ struct tf_extender {
     struct tf_quota_set *quotas;
     atomic_bool dirty;
     pthread_mutex_t inflight_lock; /* guards inflight */
-    json_object *inflight; /* "ns/name" -> {"node": n, "uuids": [..]}: reserved, not yet seen
-                              with gpu-ids in the pod cache */
+    json_object *inflight;   /* "ns/name" -> {"node": n, "uuids": [..]}: reserved, not yet seen
+                                with gpu-ids in the pod cache */
+    json_object *preempting; /* "ns/name" -> {"at": s, "node": n, "msg": m}: evictions started
+                                for that pod (guarded by inflight_lock) */
 };
+
+/* Seconds a started preemption is left to take effect before the same pod may plan again. */
+#define PREEMPT_HOLD_S 30
 
 struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default_pool,
                                     const char *policy)
@@ -52,8 +59,9 @@ struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default
     pthread_rwlock_init(&x->lock, NULL);
     pthread_mutex_init(&x->inflight_lock, NULL);
     x->inflight = json_object_new_object();
+    x->preempting = json_object_new_object();
     atomic_init(&x->dirty, true);
-    if (!x->default_pool || !x->inflight) {
+    if (!x->default_pool || !x->inflight || !x->preempting) {
         tf_extender_destroy(x);
         return NULL;
     }
@@ -74,6 +82,7 @@ void tf_extender_destroy(struct tf_extender *x)
     tf_cluster_destroy(x->cluster);
     tf_quota_set_destroy(x->quotas);
     json_object_put(x->inflight);
+    json_object_put(x->preempting);
     pthread_rwlock_destroy(&x->lock);
     pthread_mutex_destroy(&x->inflight_lock);
     free(x->default_pool);
@@ -600,6 +609,122 @@ struct tf_informer_handlers tf_extender_inventory_handlers(struct tf_extender *x
 
 /* ---- handlers ----------------------------------------------------------------------------- */
 
+/* QoS preemption (seed 000): a high or critical pod that fits none of the scheduler's candidate
+ * nodes evicts the fewest low/medium pods that make room on one of them (core/preempt.h), via
+ * the Eviction API, so PodDisruptionBudgets are honoured. kube-scheduler's own preemption cannot
+ * do it: GPUs are the extender's resource (ignoredByScheduler), so its dry run never finds a
+ * victim. The victims' reservations are released as their deletion reaches the pod cache; a
+ * later filter call then finds the room. A pod's started preemption is not planned again for
+ * PREEMPT_HOLD_S (evictions take effect asynchronously), and its message is repeated instead.
+ * Returns the index in NODES (N of them, verdicts V) of the node being freed, or -1; MSG says
+ * what is happening. Call without x->lock. */
+static int preempt(struct tf_extender *x, struct req_buf *b, json_object *pod,
+                   const char *const *nodes, const struct tf_node_verdict *v, size_t n, char *msg,
+                   size_t msglen)
+{
+    if (b->pr.qos != TF_PODREQ_HIGH && b->pr.qos != TF_PODREQ_CRITICAL)
+        return -1;
+    char key[400], node[256] = "";
+    snprintf(key, sizeof(key), "%s/%s", b->pr.ns, b->pr.name);
+    time_t now = time(NULL);
+    pthread_mutex_lock(&x->inflight_lock);
+    json_object *held = NULL;
+    if (json_object_object_get_ex(x->preempting, key, &held) &&
+        now - json_object_get_int64(tf_json_path(held, "at", NULL)) < PREEMPT_HOLD_S) {
+        tf_strlcpy(node, tf_json_str(held, "node", NULL), sizeof(node));
+        tf_strlcpy(msg, tf_json_str(held, "msg", NULL), msglen);
+    } else {
+        held = NULL;
+        /* Forget every preemption past its hold (pods scheduled or gone since). */
+        json_object_object_foreach(x->preempting, k, e)
+        {
+            if (now - json_object_get_int64(tf_json_path(e, "at", NULL)) >= PREEMPT_HOLD_S)
+                json_object_object_del(x->preempting, k);
+        }
+    }
+    pthread_mutex_unlock(&x->inflight_lock);
+    if (held) {
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(nodes[i], node) == 0)
+                return (int)i;
+        return -1;
+    }
+    /* Plan under the write lock; keep the victims' keys, evict without it. */
+    struct tf_preempt_plan *plan = malloc(sizeof(*plan));
+    char(*victims)[TF_KEY_MAX] = calloc(TF_PREEMPT_MAX_VICTIMS, TF_KEY_MAX);
+    char err[512];
+    int idx = -1;
+    uint32_t nv = 0;
+    if (!plan || !victims || !write_state(x))
+        goto out;
+    int rc = tf_preempt_plan(x->alloc, &b->req, plan, err, sizeof(err));
+    if (rc == 0 && plan->nvictims > 0)
+        for (size_t i = 0; i < n; i++)
+            if (v[i].node == plan->placement.node)
+                idx = (int)i;
+    if (idx >= 0) {
+        nv = plan->nvictims;
+        for (uint32_t i = 0; i < nv; i++)
+            tf_strlcpy(victims[i],
+                       tf_alloc_record_key(tf_alloc_record_at(x->alloc, plan->victims[i])),
+                       TF_KEY_MAX);
+    }
+    pthread_rwlock_unlock(&x->lock);
+    if (idx < 0) {
+        if (rc && rc != TF_EPERM)
+            tf_log(TF_LOG_DEBUG, "extender", "no preemption for %s: %s", key, err);
+        goto out;
+    }
+    char list[1024] = "";
+    uint32_t evicted = 0, deferred = 0;
+    for (uint32_t i = 0; i < nv; i++) {
+        char *slash = strchr(victims[i], '/');
+        if (!slash)
+            continue;
+        *slash = '\0';
+        const char *vns = victims[i], *vname = slash + 1;
+        char verr[256];
+        int erc = tf_k8s_evict(x->c, vns, vname, verr, sizeof(verr));
+        if (erc == 0 || erc == TF_ENOENT) {
+            evicted++;
+            json_object *vp = x->src.pods ? tf_informer_get(x->src.pods, vns, vname) : NULL;
+            if (vp) {
+                char vmsg[700];
+                snprintf(vmsg, sizeof(vmsg),
+                         "evicted to make room on %s for %s pod %s (QoS preemption)", nodes[idx],
+                         b->pr.qos == TF_PODREQ_CRITICAL ? "critical" : "high", key);
+                tf_k8s_event(x->c, vp, "Warning", "Preempted", vmsg, "tf-scheduler");
+                json_object_put(vp);
+            }
+        } else {
+            deferred++;
+            tf_log(TF_LOG_WARN, "extender", "preemption for %s: eviction of %s/%s: %s", key, vns,
+                   vname, verr);
+        }
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof(list) - l, "%s%s/%s", i ? ", " : "", vns, vname);
+    }
+    snprintf(msg, msglen,
+             "preempting %u lower-QoS pod%s on this node for this pod (%s)%s; it fits once they "
+             "are gone",
+             nv, nv == 1 ? "" : "s", list,
+             deferred ? "; some evictions are held back by a PodDisruptionBudget" : "");
+    tf_log(TF_LOG_INFO, "extender", "QoS preemption for %s on %s: %u evicted, %u deferred (%s)",
+           key, nodes[idx], evicted, deferred, list);
+    tf_k8s_event(x->c, pod, "Normal", "Preempting", msg, "tf-scheduler");
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "at", json_object_new_int64(now));
+    json_object_object_add(e, "node", json_object_new_string(nodes[idx]));
+    json_object_object_add(e, "msg", json_object_new_string(msg));
+    pthread_mutex_lock(&x->inflight_lock);
+    json_object_object_add(x->preempting, key, e);
+    pthread_mutex_unlock(&x->inflight_lock);
+out:
+    free(plan);
+    free(victims);
+    return idx;
+}
+
 static char *filter(struct tf_extender *x, const char *body, size_t len, int *status)
 {
     struct tf_ext_args args;
@@ -635,11 +760,20 @@ static char *filter(struct tf_extender *x, const char *body, size_t len, int *st
     tf_reasons_init(&rb, rbuf, args.n_nodes * 160 + 1024);
     rc = tf_alloc_filter(x->alloc, &b.req, args.node_names, args.n_nodes, v, &rb, err, sizeof(err));
     pthread_rwlock_unlock(&x->lock);
+    bool any_fit = false;
+    for (size_t i = 0; i < args.n_nodes; i++)
+        any_fit = any_fit || (v[i].node != TF_NONE && v[i].fit);
+    char pmsg[1400];
+    int freeing = rc == 0 && !any_fit ? preempt(x, &b, args.pod, args.node_names, v, args.n_nodes,
+                                                pmsg, sizeof(pmsg))
+                                      : -1;
     for (size_t i = 0; i < args.n_nodes; i++) {
         if (rc)
             reasons[i] = err;
         else if (v[i].node == TF_NONE)
             reasons[i] = "node has no TensorFusion GPUs";
+        else if ((int)i == freeing)
+            reasons[i] = pmsg;
         else if (!v[i].fit)
             reasons[i] = v[i].reason ? v[i].reason : "no GPU fits the request";
     }

@@ -3,8 +3,9 @@
  * The scheduler extender on the core allocator, with its inventory in the in-memory API
  * server: filter reasons, prioritize scores, bind writing gpu-ids/container-gpus and the
  * Binding, rollback when the Binding fails, many concurrent binds never over-allocating,
- * allocations rebuilt from pod annotations after a restart, release on delete; the
- * autoscaler's resize and room, and the cluster the planners build the extender's way.
+ * allocations rebuilt from pod annotations after a restart, release on delete; QoS preemption
+ * (a critical pod that fits nowhere evicts the fewest lower-QoS pods, once); the autoscaler's
+ * resize and room, and the cluster the planners build the extender's way.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -362,6 +363,93 @@ static void wait_gpu_status(struct rig *r, const char *name)
     fail_msg("GPU %s never reached the informer", name);
 }
 
+/* A pod of pool qos-pool with QOS (the extra annotations come last and win over pod()'s). */
+static void qos_pod(const char *name, const char *qos)
+{
+    char extra[256];
+    snprintf(extra, sizeof(extra),
+             ",\"tensor-fusion.ai/gpupool\":\"qos-pool\",\"tensor-fusion.ai/qos\":\"%s\"", qos);
+    pod(name, "60Gi", extra);
+}
+
+static json_object *filter_q(struct rig *r, const char *name)
+{
+    char *args = args_for(name, "[\"node-q1\",\"node-q2\"]");
+    json_object *o = call(r, "filter", args);
+    free(args);
+    return o;
+}
+
+static void critical_pod_preempts_the_fewest_lower_qos_pods_once(void **state)
+{
+    /* Pool qos-pool: one 80Gi GPU on each of two nodes, a 60Gi low pod on one, a 60Gi medium
+     * pod on the other. */
+    create(&tf_k8s_gpupools, NULL,
+           "{\"metadata\":{\"name\":\"qos-pool\"},\"spec\":{\"schedulingConfigTemplate\":"
+           "\"tpl\"}}");
+    for (int i = 1; i <= 2; i++) {
+        char node[16], name[32], buf[256], err[256];
+        snprintf(node, sizeof(node), "node-q%d", i);
+        gpu(node, 0, "80Gi");
+        snprintf(name, sizeof(name), "%s-gpu-0", node);
+        json_object *p = jparse("{\"metadata\":{\"labels\":{\"tensor-fusion.ai/gpupool\":"
+                                "\"qos-pool\"}}}");
+        snprintf(buf, sizeof(buf), "%s", name);
+        if (tf_k8s_merge_patch(fake.client, &tf_k8s_gpus, NULL, buf, NULL, p, NULL, err,
+                               sizeof(err)))
+            fail_msg("gpu label: %s", err);
+        json_object_put(p);
+    }
+    struct rig r;
+    rig_up(&r);
+    qos_pod("q-low", "low");
+    qos_pod("q-med", "medium");
+    assert_string_equal(bind_err(&r, "q-low", "node-q1"), "");
+    assert_string_equal(bind_err(&r, "q-med", "node-q2"), "");
+    int evictions = fake_count_requests(&fake, "/eviction");
+
+    /* Medium may not preempt: it just does not fit. */
+    qos_pod("q-med2", "medium");
+    json_object *o = filter_q(&r, "q-med2");
+    assert_int_equal(json_object_array_length(tf_json_path(o, "NodeNames", NULL)), 0);
+    assert_null(strstr(tf_json_str(o, "FailedNodes", "node-q1", NULL), "preempting"));
+    json_object_put(o);
+    assert_int_equal(fake_count_requests(&fake, "/eviction"), evictions);
+
+    /* Critical: the low pod goes (one victim beats none possible elsewhere; low before medium). */
+    qos_pod("q-crit", "critical");
+    o = filter_q(&r, "q-crit");
+    assert_int_equal(json_object_array_length(tf_json_path(o, "NodeNames", NULL)), 0);
+    const char *why = tf_json_str(o, "FailedNodes", "node-q1", NULL);
+    if (!why || !strstr(why, "preempting 1 lower-QoS pod on this node") || !strstr(why, "ml/q-low"))
+        fail_msg("node-q1: %s", why ? why : "(none)");
+    assert_null(strstr(tf_json_str(o, "FailedNodes", "node-q2", NULL), "preempting"));
+    json_object_put(o);
+    assert_int_equal(fake_count_requests(&fake, "POST /api/v1/namespaces/ml/pods/q-low/eviction"),
+                     1);
+    assert_int_equal(fake_count_requests(&fake, "/eviction"), evictions + 1);
+    json_object *gone = NULL;
+    char err[256];
+    assert_int_equal(tf_k8s_get(fake.client, &tf_k8s_pods, "ml", "q-low", &gone, err, sizeof(err)),
+                     TF_ENOENT);
+    /* Once the cache has seen the victim go, the critical pod fits there; nothing more is
+     * evicted meanwhile, however often the scheduler asks. */
+    bool fits = false;
+    for (int i = 0; i < 200 && !fits; i++) {
+        o = filter_q(&r, "q-crit");
+        json_object *ok = tf_json_path(o, "NodeNames", NULL);
+        fits = json_object_array_length(ok) == 1 &&
+               strcmp(json_object_get_string(json_object_array_get_idx(ok, 0)), "node-q1") == 0;
+        json_object_put(o);
+        if (!fits)
+            usleep(10000);
+    }
+    assert_true(fits);
+    assert_int_equal(fake_count_requests(&fake, "/eviction"), evictions + 1);
+    assert_string_equal(bind_err(&r, "q-crit", "node-q1"), "");
+    rig_down(&r);
+}
+
 static void autoscaler_resize_moves_the_reservation_within_the_gpus_room(void **state)
 {
     struct rig r;
@@ -435,6 +523,7 @@ int main(void)
         cmocka_unit_test(failed_binding_rolls_the_reservation_back),
         cmocka_unit_test(concurrent_binds_never_over_allocate),
         cmocka_unit_test(unmanaged_pods_pass_every_node),
+        cmocka_unit_test(critical_pod_preempts_the_fewest_lower_qos_pods_once),
         cmocka_unit_test(autoscaler_resize_moves_the_reservation_within_the_gpus_room),
         cmocka_unit_test(planners_get_the_extenders_cluster_without_allocations),
     };
