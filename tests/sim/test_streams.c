@@ -468,6 +468,22 @@ static void async_copies_and_memsets_wait_their_turn(void **state)
     CU_OK(cuStreamDestroy(s));
 }
 
+/* Device buffer D (SIZE bytes) holds WANT's N bytes at AT and FILL everywhere else. */
+static void expect_copy(CUdeviceptr d, size_t size, size_t at, const uint8_t *want, size_t n,
+                        uint8_t fill, size_t k)
+{
+    uint8_t *all = malloc(size);
+    assert_non_null(all);
+    CU_OK(cuMemcpyDtoH(all, d, size));
+    for (size_t i = 0; i < size; i++) {
+        uint8_t w = i >= at && i < at + n ? want[i - at] : fill;
+        if (all[i] != w)
+            fail_msg("case %zu: byte %zu of %#llx is %#x, want %#x", k, i, (unsigned long long)d,
+                     all[i], w);
+    }
+    free(all);
+}
+
 /* Large copies into device memory take the copy engine's streaming path (exec.c dma_copy):
  * every byte lands, at any alignment of either end, and nothing past the range is touched. */
 static void large_copies_into_device_memory_are_exact_at_any_alignment(void **state)
@@ -495,23 +511,8 @@ static void large_copies_into_device_memory_are_exact_at_any_alignment(void **st
             CU_OK(cuMemcpyHtoDAsync(d + PAD + dof, src + so, n, s));
         CU_OK(cuMemcpyDtoDAsync(d2 + PAD + so, d + PAD + dof, n, s)); /* device to device */
         CU_OK(cuStreamSynchronize(s));
-        uint8_t *all = malloc(N + 2 * PAD);
-        assert_non_null(all);
-        CU_OK(cuMemcpyDtoH(all, d, N + 2 * PAD));
-        for (size_t i = 0; i < N + 2 * PAD; i++) {
-            size_t at = PAD + dof;
-            uint8_t want = i >= at && i < at + n ? src[so + i - at] : 0xA5;
-            if (all[i] != want)
-                fail_msg("case %zu: byte %zu is %#x, want %#x", k, i, all[i], want);
-        }
-        CU_OK(cuMemcpyDtoH(all, d2, N + 2 * PAD));
-        for (size_t i = 0; i < N + 2 * PAD; i++) {
-            size_t at = PAD + so;
-            uint8_t want = i >= at && i < at + n ? src[so + i - at] : 0x5A;
-            if (all[i] != want)
-                fail_msg("case %zu (DtoD): byte %zu is %#x, want %#x", k, i, all[i], want);
-        }
-        free(all);
+        expect_copy(d, N + 2 * PAD, PAD + dof, src + so, n, 0xA5, k);
+        expect_copy(d2, N + 2 * PAD, PAD + so, src + so, n, 0x5A, k);
     }
     CU_OK(cuStreamDestroy(s));
     CU_OK(cuMemFree(d));
