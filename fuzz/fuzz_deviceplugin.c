@@ -61,9 +61,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (!node.slot) {
         static const struct tf_dp_gpu gpus[] = {
-            {"GPU-aaaaaaaa-1111-2222-3333-444444444444", true},
-            {"GPU-bbbbbbbb-1111-2222-3333-444444444444", false},
-            {"GPU-cccccccc-1111-2222-3333-444444444444", true},
+            {"GPU-aaaaaaaa-1111-2222-3333-444444444444", true, 0},
+            {"GPU-bbbbbbbb-1111-2222-3333-444444444444", false, -1},
+            {"GPU-cccccccc-1111-2222-3333-444444444444", true, 1},
         };
         if (tf_dp_list_build(gpus, 3, 4, &node))
             abort();

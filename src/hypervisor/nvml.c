@@ -34,6 +34,7 @@ struct tf_hv_nvml {
     nvml_ret (*temperature)(nvml_dev, int, unsigned int *);
     nvml_ret (*power)(nvml_dev, unsigned int *);
     nvml_ret (*procs)(nvml_dev, unsigned int *, nvmlProcessInfo_v2_t *);
+    nvml_ret (*pci)(nvml_dev, nvmlPciInfo_t *);
 };
 
 static const char *nvml_msg(struct tf_hv_nvml *n, nvml_ret r)
@@ -79,6 +80,7 @@ int tf_hv_nvml_open(const char *lib, struct tf_hv_nvml **out, char *err, size_t 
     *(void **)&n->power = sym(n->lib, "nvmlDeviceGetPowerUsage", NULL);
     *(void **)&n->procs = sym(n->lib, "nvmlDeviceGetComputeRunningProcesses_v3",
                               "nvmlDeviceGetComputeRunningProcesses_v2");
+    *(void **)&n->pci = sym(n->lib, "nvmlDeviceGetPciInfo_v3", NULL);
     if (!n->init || !n->count || !n->by_index || !n->name || !n->uuid || !n->memory) {
         tf_errf(err, errlen, "%s lacks the NVML entry points discovery needs", lib);
         dlclose(n->lib);
@@ -111,6 +113,25 @@ const char *tf_hv_nvml_library(const struct tf_hv_nvml *n)
     return n->path;
 }
 
+int tf_hv_pci_numa_node(const char *sysfs, unsigned domain, unsigned bus, unsigned device)
+{
+    char path[512], buf[32];
+    snprintf(path, sizeof(path), "%s/bus/pci/devices/%04x:%02x:%02x.0/numa_node",
+             sysfs && *sysfs ? sysfs : "/sys", domain, bus, device);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char *got = fgets(buf, sizeof(buf), f);
+    fclose(f);
+    if (!got)
+        return -1;
+    char *end;
+    long v = strtol(buf, &end, 10);
+    if (end == buf || (*end && *end != '\n') || v < 0 || v > 4095)
+        return -1;
+    return (int)v;
+}
+
 int tf_hv_nvml_devices(struct tf_hv_nvml *n, struct tf_hv_device *out, int max, int *count,
                        char *err, size_t errlen)
 {
@@ -135,6 +156,11 @@ int tf_hv_nvml_devices(struct tf_hv_nvml *n, struct tf_hv_device *out, int max, 
         o->index = (int)i;
         o->vram_bytes = (int64_t)mem.total;
         o->present = true;
+        nvmlPciInfo_t pci;
+        o->numa =
+            n->pci && n->pci(d, &pci) == 0
+                ? tf_hv_pci_numa_node(getenv("TF_SYSFS_ROOT"), pci.domain, pci.bus, pci.device)
+                : -1;
         const struct tf_gpu_model *m = tf_gpu_model_from_nvml(o->name, o->vram_bytes);
         if (m) {
             tf_strlcpy(o->model, m->name, sizeof(o->model));

@@ -30,7 +30,13 @@ void tf_hv_nvml_close(struct tf_hv_nvml *n);
 /* The path or name that was loaded. */
 const char *tf_hv_nvml_library(const struct tf_hv_nvml *n);
 
-/* Lists the devices (at most MAX). */
+/* The NUMA node of PCI device DOMAIN:BUS:DEVICE.0 from SYSFS/bus/pci/devices/.../numa_node
+ * (SYSFS NULL or "": /sys), or -1 when the kernel reports none or the file is missing or
+ * unreadable. */
+int tf_hv_pci_numa_node(const char *sysfs, unsigned domain, unsigned bus, unsigned device);
+
+/* Lists the devices (at most MAX), each with its NUMA node (tf_hv_pci_numa_node; the sysfs
+ * root is $TF_SYSFS_ROOT when set, for tests and unusual mounts). */
 int tf_hv_nvml_devices(struct tf_hv_nvml *n, struct tf_hv_device *out, int max, int *count,
                        char *err, size_t errlen);
 

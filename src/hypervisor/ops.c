@@ -294,6 +294,8 @@ json_object *tf_hv_devices_json(struct tf_hv *hv)
         json_object_object_add(o, "model", json_object_new_string(d->model));
         json_object_object_add(o, "vendor", json_object_new_string(d->vendor));
         json_object_object_add(o, "present", json_object_new_boolean(d->present));
+        if (d->numa >= 0)
+            json_object_object_add(o, "numaNode", json_object_new_int(d->numa));
         json_object_object_add(o, "tflops", milli_json(d->tflops_milli));
         json_object_object_add(o, "vram", bytes_json(d->vram_bytes));
         json_object_object_add(o, "vramBytes", json_object_new_int64(d->vram_bytes));

@@ -26,7 +26,7 @@ static const char schema[] =
     "CREATE TABLE IF NOT EXISTS devices(uuid TEXT PRIMARY KEY, idx INTEGER NOT NULL,"
     " name TEXT NOT NULL, model TEXT NOT NULL, vendor TEXT NOT NULL,"
     " tflops_milli INTEGER NOT NULL, vram_bytes INTEGER NOT NULL, present INTEGER NOT NULL,"
-    " seen_ms INTEGER NOT NULL);"
+    " seen_ms INTEGER NOT NULL, numa INTEGER NOT NULL DEFAULT -1);"
     "CREATE TABLE IF NOT EXISTS workloads(name TEXT PRIMARY KEY, namespace TEXT NOT NULL,"
     " isolation TEXT NOT NULL, qos TEXT NOT NULL, gpu_count INTEGER NOT NULL,"
     " gpu_model TEXT NOT NULL, tflops_request INTEGER NOT NULL, tflops_limit INTEGER NOT NULL,"
@@ -45,13 +45,17 @@ static const char schema[] =
     " ON DELETE CASCADE, pid INTEGER NOT NULL, start_ticks INTEGER NOT NULL,"
     " PRIMARY KEY(workload, pid));"
     "CREATE TABLE IF NOT EXISTS counters(name TEXT PRIMARY KEY, value INTEGER NOT NULL);"
-    "PRAGMA user_version = 2;";
+    "PRAGMA user_version = 3;";
 
 /* Version 1 stores lacked the lease columns. */
 static const char migrate_1_2[] =
     "ALTER TABLE workloads ADD COLUMN lease INTEGER NOT NULL DEFAULT 0;"
     "ALTER TABLE workloads ADD COLUMN lease_ms INTEGER NOT NULL DEFAULT 0;"
     "PRAGMA user_version = 2;";
+
+/* Version 2 stores lacked the devices' NUMA node. */
+static const char migrate_2_3[] = "ALTER TABLE devices ADD COLUMN numa INTEGER NOT NULL DEFAULT -1;"
+                                  "PRAGMA user_version = 3;";
 
 static int64_t now_ms(void)
 {
@@ -127,6 +131,8 @@ int tf_hv_state_open(const char *path, struct tf_hv_state **out, char *err, size
             sqlite3_finalize(v);
         }
         rc = version == 1 ? exec_sql(st, migrate_1_2, err, errlen) : 0;
+        if (!rc && (version == 1 || version == 2))
+            rc = exec_sql(st, migrate_2_3, err, errlen);
         if (!rc)
             rc = exec_sql(st, schema, err, errlen);
         if (!rc)
@@ -181,10 +187,11 @@ static int do_sync(struct tf_hv_state *st, void *arg, char *err, size_t errlen)
     if (!rc)
         rc = prep(st,
                   "INSERT INTO devices(uuid, idx, name, model, vendor, tflops_milli, vram_bytes,"
-                  " present, seen_ms) VALUES (?,?,?,?,?,?,?,1,?) ON CONFLICT(uuid) DO UPDATE SET"
-                  " idx=excluded.idx, name=excluded.name, model=excluded.model,"
+                  " present, seen_ms, numa) VALUES (?,?,?,?,?,?,?,1,?,?) ON CONFLICT(uuid) DO"
+                  " UPDATE SET idx=excluded.idx, name=excluded.name, model=excluded.model,"
                   " vendor=excluded.vendor, tflops_milli=excluded.tflops_milli,"
-                  " vram_bytes=excluded.vram_bytes, present=1, seen_ms=excluded.seen_ms",
+                  " vram_bytes=excluded.vram_bytes, present=1, seen_ms=excluded.seen_ms,"
+                  " numa=excluded.numa",
                   &s, err, errlen);
     for (int i = 0; !rc && i < a->n; i++) {
         const struct tf_hv_device *d = &a->devs[i];
@@ -197,6 +204,7 @@ static int do_sync(struct tf_hv_state *st, void *arg, char *err, size_t errlen)
         sqlite3_bind_int64(s, 6, d->tflops_milli);
         sqlite3_bind_int64(s, 7, d->vram_bytes);
         sqlite3_bind_int64(s, 8, now_ms());
+        sqlite3_bind_int(s, 9, d->numa);
         rc = step_done(st, s, err, errlen);
     }
     sqlite3_finalize(s);
@@ -218,7 +226,7 @@ static int read_devices(struct tf_hv_state *st, struct tf_hv_device *out, int ma
     int rc = prep(st,
                   "SELECT d.uuid, d.idx, d.name, d.model, d.vendor, d.tflops_milli, d.vram_bytes,"
                   " d.present, COALESCE(sum(a.tflops_milli), 0), COALESCE(sum(a.vram_bytes), 0),"
-                  " count(a.workload), min(w.isolation) FROM devices d"
+                  " count(a.workload), min(w.isolation), d.numa FROM devices d"
                   " LEFT JOIN allocations a ON a.uuid = d.uuid"
                   " LEFT JOIN workloads w ON w.name = a.workload"
                   " WHERE d.present >= ? GROUP BY d.uuid ORDER BY d.present DESC, d.idx",
@@ -245,6 +253,7 @@ static int read_devices(struct tf_hv_state *st, struct tf_hv_device *out, int ma
         d->mode = TF_HV_SOFT;
         if (iso)
             (void)tf_hv_isolation_parse((const char *)iso, &d->mode);
+        d->numa = sqlite3_column_int(s, 12);
     }
     sqlite3_finalize(s);
     return 0;

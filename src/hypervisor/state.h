@@ -9,7 +9,8 @@
  * write transaction.
  *
  * Tables (the schema is created by tf_hv_state_open; user_version tracks it):
- *   devices(uuid PK, idx, name, model, vendor, tflops_milli, vram_bytes, present, seen_ms)
+ *   devices(uuid PK, idx, name, model, vendor, tflops_milli, vram_bytes, present, seen_ms,
+ *           numa)
  *   workloads(name PK, namespace, isolation, qos, gpu_count, gpu_model, tflops_request,
  *             tflops_limit, percent_request, percent_limit, vram_request, vram_limit, remote,
  *             shm_path, worker_pid, worker_addr, created_ms, lease, lease_ms)
@@ -44,6 +45,7 @@ struct tf_hv_device {
     int64_t tflops_milli;
     int64_t vram_bytes;
     bool present;
+    int numa; /* NUMA node of the GPU's PCI device, -1 when unknown or none */
     /* derived from allocations */
     int64_t alloc_tflops_milli, alloc_vram_bytes;
     int nworkloads;

@@ -72,10 +72,19 @@ psock = os.path.join(kdir, ENDPOINT)
 devfile = os.path.join(tmp, "devices")
 
 
+# GPU B sits on PCI bus 0x3b, which the fake sysfs puts on NUMA node 1; A has no PCI info.
+BUS = {}
+sysfs = os.path.join(tmp, "sys")
+os.makedirs(os.path.join(sysfs, "bus/pci/devices/0000:3b:00.0"))
+with open(os.path.join(sysfs, "bus/pci/devices/0000:3b:00.0/numa_node"), "w") as f:
+    f.write("1\n")
+
+
 def set_devices(*uuids):
     with open(devfile + ".tmp", "w") as f:
         for u in uuids:
-            f.write("NVIDIA A100-SXM4-80GB|%s|85899345920|0|0\n" % u)
+            f.write("NVIDIA A100-SXM4-80GB|%s|85899345920|0|0%s\n" %
+                    (u, "|" + BUS[u] if u in BUS else ""))
     os.rename(devfile + ".tmp", devfile)
 
 
@@ -124,6 +133,7 @@ class Watch:
     def __init__(self):
         self.channel = grpc.insecure_channel("unix:" + psock)
         self.lists = queue.Queue()
+        self.topology = {}  # device ID -> NUMA node IDs, as of the latest list
         self.ended = threading.Event()
         self.stream = api_pb2_grpc.DevicePluginStub(self.channel).ListAndWatch(api_pb2.Empty())
         threading.Thread(target=self._run, daemon=True).start()
@@ -131,6 +141,7 @@ class Watch:
     def _run(self):
         try:
             for resp in self.stream:
+                self.topology = {d.ID: [n.ID for n in d.topology.nodes] for d in resp.devices}
                 self.lists.put({d.ID: d.health for d in resp.devices})
         except grpc.RpcError:
             pass
@@ -184,9 +195,11 @@ def all_health(lst, uuids, health):
 hv = None
 log = open(os.path.join(tmp, "hypervisor.log"), "w")
 try:
+    BUS[UB] = "3b"
     set_devices(UA, UB)
     kubelet = FakeKubelet()
-    env = dict(os.environ, TF_FAKE_NVML_FILE=devfile, TF_NVML_LIBRARY=FAKE_NVML)
+    env = dict(os.environ, TF_FAKE_NVML_FILE=devfile, TF_NVML_LIBRARY=FAKE_NVML,
+               TF_SYSFS_ROOT=sysfs)
     hv = subprocess.Popen([HV, "--state-dir", os.path.join(tmp, "state"), "--metrics-sink",
                            "none", "--discovery-interval", "200", "--device-plugin", "on",
                            "--kubelet-dir", kdir, "--vgpu-slots", str(SLOTS)],
@@ -210,6 +223,10 @@ try:
     check("device IDs are <uuid>::<k>", sorted(first or {}) == sorted(ids(UA, UB)),
           str(sorted(first or {})))
     check("all healthy", first and all_health(first, [UA, UB], "Healthy"), str(first))
+    topo = w.topology
+    check("GPU B's slots carry NUMA node 1 (from sysfs), A's no topology",
+          all(topo.get(i) == [1] for i in ids(UB)) and all(topo.get(i) == [] for i in ids(UA)),
+          str(topo))
 
     ch, dp = stub()
     # Allocate: the slot IDs in TF_VGPU_IDS, per container; no mounts or device nodes.

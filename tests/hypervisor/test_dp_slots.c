@@ -25,7 +25,7 @@
 
 static void build(struct tf_dp_list *l, int slots, bool b_healthy)
 {
-    struct tf_dp_gpu g[] = {{UA, true}, {UB, b_healthy}};
+    struct tf_dp_gpu g[] = {{UA, true, -1}, {UB, b_healthy, 1}}; /* B's NUMA node is known */
     assert_int_equal(tf_dp_list_build(g, 2, slots, l), 0);
 }
 
@@ -65,10 +65,16 @@ static void vanished_gpu_makes_its_slots_unhealthy(void **state)
     assert_true(b.slot[3].healthy);
     assert_false(tf_dp_list_equal(&a, &b));
     assert_true(tf_dp_list_equal(&a, &c));
-    struct tf_dp_gpu three[] = {{UA, true}, {UB, true}, {UC, true}};
+    struct tf_dp_gpu three[] = {{UA, true, -1}, {UB, true, 1}, {UC, true, 0}};
     struct tf_dp_list d;
     assert_int_equal(tf_dp_list_build(three, 3, 4, &d), 0);
     assert_false(tf_dp_list_equal(&a, &d));
+    /* A GPU whose NUMA node changes (or becomes known) is a new list for the kubelet. */
+    struct tf_dp_gpu moved[] = {{UA, true, 0}, {UB, true, 1}};
+    struct tf_dp_list e;
+    assert_int_equal(tf_dp_list_build(moved, 2, 4, &e), 0);
+    assert_false(tf_dp_list_equal(&a, &e));
+    tf_dp_list_free(&e);
     tf_dp_list_free(&a);
     tf_dp_list_free(&b);
     tf_dp_list_free(&c);
@@ -80,7 +86,8 @@ static void gpus_that_cannot_be_named_are_left_out(void **state)
     char longu[80];
     memset(longu, 'x', sizeof(longu) - 1);
     longu[sizeof(longu) - 1] = '\0';
-    struct tf_dp_gpu g[] = {{UA, true}, {longu, true}, {"", true}, {UA, true}, {NULL, true}};
+    struct tf_dp_gpu g[] = {
+        {UA, true, -1}, {longu, true, -1}, {"", true, -1}, {UA, true, -1}, {NULL, true, -1}};
     struct tf_dp_list l;
     assert_int_equal(tf_dp_list_build(g, 5, 2, &l), 0);
     assert_int_equal(l.ngpu, 1);
@@ -121,7 +128,7 @@ static void allocate_passes_the_slot_ids_and_refuses_bad_ones(void **state)
 
 static void preferred_allocation_spreads_over_gpus(void **state)
 {
-    struct tf_dp_gpu g[] = {{UA, true}, {UB, true}, {UC, true}};
+    struct tf_dp_gpu g[] = {{UA, true, -1}, {UB, true, -1}, {UC, true, -1}};
     struct tf_dp_list l;
     assert_int_equal(tf_dp_list_build(g, 3, 4, &l), 0);
     const char *all[12];
@@ -267,6 +274,13 @@ static void list_options_and_register_encode_as_the_api_says(void **state)
     assert_string_equal(w->devices[1]->id, UA "::1");
     assert_string_equal(w->devices[1]->health, "Healthy");
     assert_string_equal(w->devices[2]->health, "Unhealthy");
+    /* TopologyInfo only where the GPU's NUMA node is known: B's slots, node 1. */
+    assert_null(w->devices[0]->topology);
+    for (int i = 2; i < 4; i++) {
+        assert_non_null(w->devices[i]->topology);
+        assert_int_equal(w->devices[i]->topology->n_nodes, 1);
+        assert_int_equal(w->devices[i]->topology->nodes[0]->id, 1);
+    }
     v1beta1__list_and_watch_response__free_unpacked(w, NULL);
     free(out);
     assert_int_equal(tf_dp_encode_options(&out, &len), 0);

@@ -2,7 +2,8 @@
  *
  * The SQLite state store: workloads and allocations survive a reopen, processes racing to
  * allocate the same GPU never over-book it, and writers killed with SIGKILL at random instants
- * leave a consistent store (every workload whole, capacity never exceeded).
+ * leave a consistent store (every workload whole, capacity never exceeded), and a store of an
+ * earlier version is migrated in place.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -220,10 +221,58 @@ static void writers_killed_mid_transaction_leave_a_consistent_store(void **state
     }
 }
 
+/* A version 2 store (no NUMA column) opens, keeps its devices (NUMA unknown until the next
+ * discovery) and records NUMA nodes from then on. */
+static void version_2_store_is_migrated_and_keeps_its_devices(void **state)
+{
+    sqlite3 *raw;
+    assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(raw,
+                     "CREATE TABLE devices(uuid TEXT PRIMARY KEY, idx INTEGER NOT NULL,"
+                     " name TEXT NOT NULL, model TEXT NOT NULL, vendor TEXT NOT NULL,"
+                     " tflops_milli INTEGER NOT NULL, vram_bytes INTEGER NOT NULL,"
+                     " present INTEGER NOT NULL, seen_ms INTEGER NOT NULL);"
+                     "INSERT INTO devices VALUES('GPU-old', 0, 'NVIDIA L4', 'L4', 'NVIDIA',"
+                     " 121000, 24, 1, 0);"
+                     "PRAGMA user_version = 2;",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(raw);
+    struct tf_hv_state *st;
+    char err[256];
+    if (tf_hv_state_open(db, &st, err, sizeof(err)))
+        fail_msg("open: %s", err);
+    struct tf_hv_device devs[4];
+    int n = 0;
+    assert_int_equal(tf_hv_state_devices(st, devs, 4, &n, err, sizeof(err)), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(devs[0].uuid, "GPU-old");
+    assert_int_equal(devs[0].numa, -1);
+    devs[0].numa = 1;
+    assert_int_equal(tf_hv_state_sync_devices(st, devs, 1, err, sizeof(err)), 0);
+    tf_hv_state_close(st);
+    if (tf_hv_state_open(db, &st, err, sizeof(err)))
+        fail_msg("reopen: %s", err);
+    assert_int_equal(tf_hv_state_devices(st, devs, 4, &n, err, sizeof(err)), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(devs[0].numa, 1);
+    tf_hv_state_close(st);
+    assert_int_equal(sqlite3_open(db, &raw), SQLITE_OK);
+    sqlite3_stmt *v;
+    assert_int_equal(sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &v, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(v), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(v, 0), 3);
+    sqlite3_finalize(v);
+    sqlite3_close(raw);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(workloads_and_limits_survive_a_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(version_2_store_is_migrated_and_keeps_its_devices, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(processes_racing_for_one_gpu_never_overbook_it, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(writers_killed_mid_transaction_leave_a_consistent_store,

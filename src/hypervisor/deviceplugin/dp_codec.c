@@ -48,13 +48,29 @@ int tf_dp_encode_list(const struct tf_dp_list *l, uint8_t **out, size_t *outlen)
     size_t n = (size_t)l->nslot;
     V1beta1__Device *devs = calloc(n + 1, sizeof(*devs));
     V1beta1__Device **ptrs = calloc(n + 1, sizeof(*ptrs));
+    /* One TopologyInfo with one NUMANode per GPU whose node is known, shared by its slots. */
+    size_t ng = (size_t)l->ngpu;
+    V1beta1__TopologyInfo *topo = calloc(ng + 1, sizeof(*topo));
+    V1beta1__NUMANode *nodes = calloc(ng + 1, sizeof(*nodes));
+    V1beta1__NUMANode **nptrs = calloc(ng + 1, sizeof(*nptrs));
     int rc = TF_ENOMEM;
-    if (!devs || !ptrs)
+    if (!devs || !ptrs || !topo || !nodes || !nptrs)
         goto out;
+    for (size_t g = 0; g < ng; g++) {
+        v1beta1__topology_info__init(&topo[g]);
+        v1beta1__numanode__init(&nodes[g]);
+        nodes[g].id = l->numa[g];
+        nptrs[g] = &nodes[g];
+        topo[g].n_nodes = 1;
+        topo[g].nodes = &nptrs[g];
+    }
     for (size_t i = 0; i < n; i++) {
         v1beta1__device__init(&devs[i]);
         devs[i].id = (char *)l->slot[i].id;
         devs[i].health = (char *)(l->slot[i].healthy ? TF_DP_HEALTHY : TF_DP_UNHEALTHY);
+        int g = l->slot[i].gpu;
+        if (g >= 0 && g < l->ngpu && l->numa[g] >= 0)
+            devs[i].topology = &topo[g];
         ptrs[i] = &devs[i];
     }
     V1beta1__ListAndWatchResponse r = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
@@ -64,6 +80,9 @@ int tf_dp_encode_list(const struct tf_dp_list *l, uint8_t **out, size_t *outlen)
 out:
     free(devs);
     free(ptrs);
+    free(topo);
+    free(nodes);
+    free(nptrs);
     return rc;
 }
 

@@ -29,6 +29,7 @@ static int inventory(void *arg, struct tf_dp_gpu *out, char (*uuids)[64], int ma
         tf_strlcpy(uuids[i], devs[i].uuid, 64);
         out[i].uuid = uuids[i];
         out[i].healthy = devs[i].present;
+        out[i].numa = devs[i].numa;
     }
     free(devs);
     return n;

@@ -51,6 +51,7 @@ int tf_dp_list_build(const struct tf_dp_gpu *gpus, int ngpu, int slots, struct t
         }
         int g = out->ngpu++;
         tf_strlcpy(out->uuids[g], u, sizeof(out->uuids[g]));
+        out->numa[g] = gpus[i].numa >= 0 ? gpus[i].numa : -1;
         for (int k = 0; k < slots; k++) {
             struct tf_dp_slot *s = &out->slot[out->nslot++];
             int rc = tf_dp_slot_id(u, k, s->id, sizeof(s->id));
@@ -66,8 +67,11 @@ int tf_dp_list_build(const struct tf_dp_gpu *gpus, int ngpu, int slots, struct t
 
 bool tf_dp_list_equal(const struct tf_dp_list *a, const struct tf_dp_list *b)
 {
-    if (a->nslot != b->nslot)
+    if (a->nslot != b->nslot || a->ngpu != b->ngpu)
         return false;
+    for (int g = 0; g < a->ngpu; g++)
+        if (a->numa[g] != b->numa[g])
+            return false;
     for (int i = 0; i < a->nslot; i++)
         if (a->slot[i].healthy != b->slot[i].healthy || strcmp(a->slot[i].id, b->slot[i].id))
             return false;

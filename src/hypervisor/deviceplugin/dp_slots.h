@@ -13,7 +13,8 @@
  * shared-GPU plugin), e.g. "GPU-fef8089b-4820-abfc-e83e-94318197576e::3". The kubelet caps
  * an ID at 63 characters, so a GPU whose uuid is longer than TF_DP_UUID_MAX is not offered.
  * A slot is "Healthy" while NVML discovery reports its GPU present, "Unhealthy" once the GPU
- * has disappeared (the kubelet then stops admitting pods on it).
+ * has disappeared (the kubelet then stops admitting pods on it). A slot carries its GPU's
+ * NUMA node as TopologyInfo when it is known, for the kubelet's Topology Manager.
  *
  * A tf_dp_list is owned by its creator: tf_dp_list_free. Functions are thread-safe on
  * distinct lists; a list is immutable after tf_dp_list_build.
@@ -39,6 +40,7 @@
 struct tf_dp_gpu {
     const char *uuid;
     bool healthy;
+    int numa; /* NUMA node, -1 when unknown (no topology is advertised then) */
 };
 
 struct tf_dp_slot {
@@ -52,6 +54,7 @@ struct tf_dp_list {
     int slots_per_gpu;
     int ngpu;
     char uuids[TF_DP_MAX_GPUS][TF_DP_UUID_MAX + 1];
+    int numa[TF_DP_MAX_GPUS]; /* per GPU, -1 unknown */
     int nslot; /* ngpu * slots_per_gpu; slot i is GPU i / slots_per_gpu, k = i % slots */
     struct tf_dp_slot *slot; /* owned */
     int skipped;             /* GPUs left out (uuid too long or beyond TF_DP_MAX_GPUS) */
@@ -63,7 +66,7 @@ struct tf_dp_list {
  * TF_ENOMEM. */
 int tf_dp_list_build(const struct tf_dp_gpu *gpus, int ngpu, int slots, struct tf_dp_list *out);
 void tf_dp_list_free(struct tf_dp_list *l);
-/* Same slots with the same health (what a ListAndWatch client would see). */
+/* Same slots with the same health and NUMA nodes (what a ListAndWatch client would see). */
 bool tf_dp_list_equal(const struct tf_dp_list *a, const struct tf_dp_list *b);
 /* Number of healthy slots. */
 int tf_dp_list_healthy(const struct tf_dp_list *l);
