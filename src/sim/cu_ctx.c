@@ -154,7 +154,7 @@ CUresult tf__ctx_sync(CUcontext ctx)
             }
         if (!busy)
             break;
-        tf__exec_wait_done(e, ctx);
+        pthread_cond_wait(&e->done_cv, &e->mu);
     }
     pthread_mutex_unlock(&e->mu);
     return (CUresult)atomic_load(&ctx->sticky);

@@ -444,7 +444,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
     struct sim_exec *e = &hEvent->ctx->dev->exec;
     pthread_mutex_lock(&e->mu);
     while (!event_done(hEvent))
-        tf__exec_wait_done(e, hEvent->ctx);
+        pthread_cond_wait(&e->done_cv, &e->mu);
     pthread_mutex_unlock(&e->mu);
     return (CUresult)atomic_load(&hEvent->ctx->sticky);
 }

@@ -10,7 +10,6 @@
 #include "common/cuerr.h"
 #include "common/log.h"
 
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,27 +37,6 @@ struct sim_device *tf__device(CUdevice dev)
     if (!d || dev < 0 || dev >= d->ndev)
         return NULL;
     return &d->dev[dev];
-}
-
-/* A CUDA thread waiting for the GPU spins by default (CU_CTX_SCHED_AUTO with fewer active
- * contexts than CPUs): threads waiting for the simulated device poll for SPIN microseconds
- * (default 50, 0..100000) before they sleep, never on a single CPU, where the poll would keep
- * the awaited executor from running. */
-static int64_t spin_budget(const char *v)
-{
-    long us = 50;
-    if (v && *v) {
-        char *end;
-        long x = strtol(v, &end, 10);
-        if (*end || x < 0 || x > 100000)
-            tf_log(TF_LOG_WARN, "sim", "TF_SIM_SPIN_US \"%s\" is not 0..100000; using 50", v);
-        else
-            us = x;
-    }
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) != 0 || CPU_COUNT(&set) < 2)
-        return 0;
-    return (int64_t)us * 1000;
 }
 
 static void exec_init(struct sim_exec *e)
@@ -99,7 +77,6 @@ static void init_driver(void)
     const char *mi = getenv("TF_SIM_LAUNCH_MAX_INSNS");
     if (mi && *mi)
         drv.max_insns = strtoull(mi, NULL, 10);
-    drv.spin_ns = spin_budget(getenv("TF_SIM_SPIN_US"));
     /* The devices CUDA_VISIBLE_DEVICES leaves, renumbered in its order; the others are not
      * touched at all (no shared state opened), as hidden GPUs on hardware. */
     const char *uuids[TF_SIM_MAX_DEVICES];

@@ -67,7 +67,6 @@ struct sim_exec {
     struct tf_ptx_range *ranges;          /* memview cache, executor thread only */
     size_t nranges, cap_ranges;
     uint64_t view_gen;
-    _Atomic uint64_t completions; /* ops completed: polled by waiting host threads */
 };
 
 /* ---- Devices --------------------------------------------------------------------------- */
@@ -96,12 +95,7 @@ struct sim_driver {
     struct CUctx_st *ctx_list; /* all contexts ever created (destroyed ones stay as zombies) */
     _Atomic unsigned long long next_id;
     uint64_t max_insns; /* TF_SIM_LAUNCH_MAX_INSNS: 0 = unlimited */
-    int64_t spin_ns;    /* TF_SIM_SPIN_US: how long waits poll before sleeping (exec.c) */
 };
-
-/* Waits (E->mu held) until the next op of E completes, or spuriously; callers loop on their
- * condition. Polls first for the driver's spin budget unless CTX asked for blocking sync. */
-void tf__exec_wait_done(struct sim_exec *e, CUcontext ctx);
 
 /* The process's driver state; NULL before a successful cuInit. */
 struct sim_driver *tf__drv(void);

@@ -27,7 +27,6 @@
 
 #include "common/log.h"
 
-#include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -273,41 +272,9 @@ static void complete(struct sim_exec *e, struct CUstream_st *s, struct sim_op *o
 #endif
     }
     free(op);
-    atomic_fetch_add(&e->completions, 1);
     pthread_cond_broadcast(&e->done_cv);
     s->refs--;
     maybe_free_stream(e, s);
-}
-
-/* Polls until *A differs from SEEN or SPIN_NS pass, yielding the CPU between looks. Returns
- * whether it changed. */
-static int poll_change(_Atomic uint64_t *a, uint64_t seen, int64_t spin_ns)
-{
-    if (spin_ns <= 0)
-        return 0;
-    uint64_t end = tf_sim_now_ns() + (uint64_t)spin_ns;
-    do {
-        if (atomic_load(a) != seen)
-            return 1;
-        sched_yield();
-    } while (tf_sim_now_ns() < end);
-    return 0;
-}
-
-void tf__exec_wait_done(struct sim_exec *e, CUcontext ctx)
-{
-    int64_t spin = ctx && (ctx->flags & CU_CTX_SCHED_BLOCKING_SYNC) ? 0 : tf__drv()->spin_ns;
-    uint64_t seen = atomic_load(&e->completions);
-    if (spin > 0) {
-        pthread_mutex_unlock(&e->mu);
-        int changed = poll_change(&e->completions, seen, spin);
-        pthread_mutex_lock(&e->mu);
-        if (changed)
-            return;
-    }
-    /* Completions are counted under e->mu before done_cv is broadcast: none is missed. */
-    if (atomic_load(&e->completions) == seen)
-        pthread_cond_wait(&e->done_cv, &e->mu);
 }
 
 static void *host_main(void *arg)
@@ -481,7 +448,7 @@ CUresult tf__enqueue(struct CUstream_st *s, struct sim_op *op, int wait)
         return CUDA_SUCCESS;
     }
     while (atomic_load(&s->done_seq) < seq)
-        tf__exec_wait_done(e, s->ctx);
+        pthread_cond_wait(&e->done_cv, &e->mu);
     pthread_mutex_unlock(&e->mu);
     return (CUresult)atomic_load(&s->ctx->sticky);
 }
@@ -492,7 +459,7 @@ void tf__stream_wait_idle(struct CUstream_st *s)
     pthread_mutex_lock(&e->mu);
     uint64_t target = s->last_seq;
     while (atomic_load(&s->done_seq) < target)
-        tf__exec_wait_done(e, s->ctx);
+        pthread_cond_wait(&e->done_cv, &e->mu);
     pthread_mutex_unlock(&e->mu);
 }
 
