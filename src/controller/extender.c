@@ -708,7 +708,9 @@ static int preempt(struct tf_extender *x, struct req_buf *b, json_object *pod,
              "preempting %u lower-QoS pod%s on this node for this pod (%s)%s; it fits once they "
              "are gone",
              nv, nv == 1 ? "" : "s", list,
-             deferred ? "; some evictions are held back by a PodDisruptionBudget" : "");
+             deferred ? "; an eviction was refused for now (PodDisruptionBudget or API error; "
+                        "planned again after 30 s)"
+                      : "");
     tf_log(TF_LOG_INFO, "extender", "QoS preemption for %s on %s: %u evicted, %u deferred (%s)",
            key, nodes[idx], evicted, deferred, list);
     tf_k8s_event(x->c, pod, "Normal", "Preempting", msg, "tf-scheduler");

@@ -215,7 +215,7 @@ struct obj {
 /* Staging ring per client: 4 chunks in flight are enough to keep the network and the device
  * copy overlapped, and a small ring stays in the CPU caches (on the simulated GPU, whose
  * device copies are CPU copies, 4 MiB cost ~15 % less CPU per byte than 16 MiB) and pins
- * less memory per client. DtoH double-buffers in its first two chunks. */
+ * less memory per client. DtoH cuts it into chunk slots (dtoh_pipelined). */
 #define STAGE_BYTES (4u << 20)
 _Static_assert(STAGE_BYTES % TF_PROTO_CHUNK == 0 && STAGE_BYTES >= 2 * TF_PROTO_CHUNK,
                "DtoH cuts the ring into at least two chunk slots");
