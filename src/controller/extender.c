@@ -652,12 +652,17 @@ static int preempt(struct tf_extender *x, struct req_buf *b, json_object *pod,
     /* Plan under the write lock; keep the victims' keys, evict without it. */
     struct tf_preempt_plan *plan = malloc(sizeof(*plan));
     char(*victims)[TF_KEY_MAX] = calloc(TF_PREEMPT_MAX_VICTIMS, TF_KEY_MAX);
+    uint32_t *cand = calloc(n + 1, sizeof(*cand));
     char err[512];
     int idx = -1;
     uint32_t nv = 0;
-    if (!plan || !victims || !write_state(x))
+    if (!plan || !victims || !cand || !write_state(x))
         goto out;
-    int rc = tf_preempt_plan(x->alloc, &b->req, plan, err, sizeof(err));
+    size_t nc = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].node != TF_NONE)
+            cand[nc++] = v[i].node;
+    int rc = tf_preempt_plan_on(x->alloc, &b->req, cand, nc, plan, err, sizeof(err));
     if (rc == 0 && plan->nvictims > 0)
         for (size_t i = 0; i < n; i++)
             if (v[i].node == plan->placement.node)
@@ -724,6 +729,7 @@ static int preempt(struct tf_extender *x, struct req_buf *b, json_object *pod,
 out:
     free(plan);
     free(victims);
+    free(cand);
     return idx;
 }
 

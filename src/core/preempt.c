@@ -94,16 +94,45 @@ static bool better(int nv, int maxq, int sumq, int best_nv, int best_maxq, int b
     return sumq < best_sumq;
 }
 
+static bool allowed(const uint32_t *nodes, size_t n, uint32_t nid)
+{
+    if (!nodes)
+        return true;
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i] == nid)
+            return true;
+    return false;
+}
+
 int tf_preempt_plan(struct tf_alloc *a, const struct tf_alloc_request *req,
                     struct tf_preempt_plan *plan, char *err, size_t errlen)
+{
+    return tf_preempt_plan_on(a, req, NULL, 0, plan, err, errlen);
+}
+
+int tf_preempt_plan_on(struct tf_alloc *a, const struct tf_alloc_request *req,
+                       const uint32_t *nodes, size_t nnodes, struct tf_preempt_plan *plan,
+                       char *err, size_t errlen)
 {
     memset(plan, 0, sizeof(*plan));
     struct tf_alloc_result res;
     char why[512];
-    int rc = tf_alloc_choose(a, req, &res, NULL, why, sizeof(why));
-    if (rc == 0) {
-        plan->placement = res;
-        return 0;
+    int rc;
+    if (!nodes) {
+        rc = tf_alloc_choose(a, req, &res, NULL, why, sizeof(why));
+        if (rc == 0) {
+            plan->placement = res;
+            return 0;
+        }
+    } else {
+        /* Fits as is on one of NODES? (Where it fits elsewhere does not count.) */
+        rc = TF_ENOSPC;
+        why[0] = '\0';
+        for (size_t i = 0; i < nnodes && rc; i++)
+            if (tf_alloc_fit_node(a, req, nodes[i], &res, NULL, 0) == 0) {
+                plan->placement = res;
+                return 0;
+            }
     }
     /* Pod-level failures (malformed, unknown pool, quota, policy) are not about room: filtering
      * no node at all reports exactly those. */
@@ -129,6 +158,8 @@ int tf_preempt_plan(struct tf_alloc *a, const struct tf_alloc_request *req,
     int best_nv = -1, best_maxq = 0, best_sumq = 0;
     for (uint32_t i = 0; i < pool->nnodes; i++) {
         uint32_t nid = pool->nodes[i];
+        if (!allowed(nodes, nnodes, nid))
+            continue;
         int nv = collect(a, c, nid, qos, v);
         if (nv <= 0)
             continue;

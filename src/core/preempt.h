@@ -36,5 +36,10 @@ bool tf_preempt_may(enum tf_qos preemptor, enum tf_qos victim);
  * pod-level codes as tf_alloc_filter (TF_EINVAL, TF_ENOENT, TF_ENOSPC for quota, TF_ENOTSUP). */
 int tf_preempt_plan(struct tf_alloc *a, const struct tf_alloc_request *req,
                     struct tf_preempt_plan *plan, char *err, size_t errlen);
+/* The same, considering only the NNODES node ids of NODES (e.g. the scheduler's candidates;
+ * ids outside REQ's pool are ignored): "fits as is" and the chosen node are among them. */
+int tf_preempt_plan_on(struct tf_alloc *a, const struct tf_alloc_request *req,
+                       const uint32_t *nodes, size_t nnodes, struct tf_preempt_plan *plan,
+                       char *err, size_t errlen);
 
 #endif

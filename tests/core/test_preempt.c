@@ -157,6 +157,17 @@ static void the_node_with_the_fewest_victims_wins(void **state)
     assert_string_equal(c->nodes[plan.placement.node].name, "one");
     assert_int_equal(plan.nvictims, 1);
     assert_string_equal(victim(a, &plan, 0), "ns/o1");
+    /* Restricted to the scheduler's candidates: only "many" is offered, so its two low pods
+     * go there; a node outside the pool in the list is ignored. */
+    uint32_t many = tf_cluster_node_find(c, "many", 4), bogus = 9999;
+    uint32_t only[] = {bogus, many};
+    assert_int_equal(tf_preempt_plan_on(a, &r, only, 2, &plan, NULL, 0), 0);
+    assert_string_equal(c->nodes[plan.placement.node].name, "many");
+    assert_int_equal(plan.nvictims, 2);
+    /* Where nothing allowed can make room, it says so. */
+    uint32_t none[] = {bogus};
+    char err[256];
+    assert_int_equal(tf_preempt_plan_on(a, &r, none, 1, &plan, err, sizeof(err)), TF_ENOSPC);
     fx_check(a);
     tf_alloc_destroy(a);
     tf_cluster_destroy(c);
