@@ -248,6 +248,12 @@ static void env_set(json_object *c, const char *name, const char *value)
     set_str(e, "value", value);
 }
 
+/* The GPUs the extender bound the pod to (it writes the annotation before the Binding, so the
+ * kubelet resolves this when it creates the containers). As NVIDIA_VISIBLE_DEVICES the NVIDIA
+ * container runtime exposes exactly those GPUs; the device plugin's Allocate cannot, since its
+ * request names slots, not the pod. */
+#define GPU_IDS_FIELD "metadata.annotations['" TF_ANN_GPU_IDS "']"
+
 static void env_field(json_object *c, const char *name, const char *field_path)
 {
     json_object *env = child_arr(c, "env");
@@ -748,6 +754,7 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
             add_mount(w, SHM_VOLUME, wh->cfg.shm_host_dir, NULL, true);
             add_volume(spec, host_path_volume(SHM_VOLUME, wh->cfg.shm_host_dir));
             set_limit(w, TF_RESOURCE_VGPU, s->gpu_count);
+            env_field(w, "NVIDIA_VISIBLE_DEVICES", GPU_IDS_FIELD);
             json_object_array_add(cs, w);
         }
     }
@@ -897,7 +904,9 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
         }
         set_str(ann, TF_ANN_INJECT_CONTAINER, list);
     }
-    if (s.ncontainers > 1 || (s.ncontainers == 1 && s.containers[0].gpu_count != s.gpu_count)) {
+    bool split =
+        s.ncontainers > 1 || (s.ncontainers == 1 && s.containers[0].gpu_count != s.gpu_count);
+    if (split) {
         json_object *m = json_object_new_object();
         for (size_t i = 0; i < s.ncontainers; i++)
             json_object_object_add(m, s.containers[i].name,
@@ -920,6 +929,8 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
             drop_native_gpu(c);
         if (!remote && !hard_local)
             set_limit(c, TF_RESOURCE_VGPU, s.containers[i].gpu_count);
+        if (!remote && !hard_local && !split)
+            env_field(c, "NVIDIA_VISIBLE_DEVICES", GPU_IDS_FIELD);
     }
     if (remote)
         inject_client(wh, spec, &s, false);

@@ -269,6 +269,20 @@ static const char *env_of(json_object *c, const char *name)
     return NULL;
 }
 
+/* The downward-API fieldPath of env NAME on container C, or NULL. */
+static const char *env_field_of(json_object *c, const char *name)
+{
+    json_object *env = tf_json_path(c, "env", NULL);
+    for (size_t i = 0; env && i < json_object_array_length(env); i++) {
+        json_object *e = json_object_array_get_idx(env, i);
+        if (strcmp(tf_json_str(e, "name", NULL), name) == 0)
+            return tf_json_str(e, "valueFrom", "fieldRef", "fieldPath", NULL);
+    }
+    return NULL;
+}
+
+#define GPU_IDS_PATH "metadata.annotations['tensor-fusion.ai/gpu-ids']"
+
 static size_t count_named(json_object *pod, const char *list, const char *prefix)
 {
     json_object *a = tf_json_path(pod, "spec", list, NULL);
@@ -309,6 +323,8 @@ static void seed_001_deployment_pod_gets_soft_limiter_and_normalised_annotations
     assert_string_equal(env_of(py, "LD_PRELOAD"),
                         "/tensor-fusion/libtf_limiter.so:/usr/lib/libjemalloc.so");
     assert_string_equal(env_of(py, "TF_SHM_PATH"), "/run/tensor-fusion/pod/shm");
+    /* The container runtime exposes the GPUs the extender binds the pod to. */
+    assert_string_equal(env_field_of(py, "NVIDIA_VISIBLE_DEVICES"), GPU_IDS_PATH);
     /* Only the pod's own directory of the host shm tree is mounted, read-write. */
     json_object *shm_mount = NULL;
     json_object *mounts = tf_json_path(py, "volumeMounts", NULL);
@@ -467,6 +483,7 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     assert_string_equal(env_of(app, "LD_LIBRARY_PATH"), "/tensor-fusion/client");
     assert_null(tf_json_str(app, "resources", "limits", "tensor-fusion.ai/vgpu", NULL));
     assert_null(container(out, "tf-worker"));
+    assert_null(env_of(app, "NVIDIA_VISIBLE_DEVICES")); /* no local GPU at all */
     assert_string_equal(ann(out, "tensor-fusion.ai/is-local-gpu"), "false");
     json_object_put(out);
     json_object_put(pod);
@@ -478,9 +495,34 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     json_object *w = container(out, "tf-worker");
     assert_non_null(w);
     assert_string_equal(tf_json_str(w, "resources", "limits", "tensor-fusion.ai/vgpu", NULL), "1");
+    /* Hard: the worker holds the GPU, the app only talks to it. */
+    assert_string_equal(env_field_of(w, "NVIDIA_VISIBLE_DEVICES"), GPU_IDS_PATH);
+    assert_null(env_of(container(out, "app"), "NVIDIA_VISIBLE_DEVICES"));
     assert_string_equal(env_of(container(out, "app"), "TF_REMOTE"),
                         "unix:///tensor-fusion/run/worker.sock");
     assert_string_equal(ann(out, "tensor-fusion.ai/compute-percent-limit"), "50");
+    json_object_put(out);
+    json_object_put(pod);
+    /* Disjoint split: the pod's list would show each container the other's GPUs too, so no
+     * container gets it (docs/kubernetes.md); a container's own value is never replaced. */
+    pod =
+        jparse("{\"metadata\":{\"name\":\"s\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
+               "\"annotations\":{\"tensor-fusion.ai/container-gpu-count\":\"{\\\"a\\\":1,"
+               "\\\"b\\\":1}\",\"tensor-fusion.ai/tflops-limit\":\"10\",\"tensor-fusion.ai/"
+               "vram-limit\":\"1Gi\"}},\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"x\"},"
+               "{\"name\":\"b\",\"image\":\"x\"}]}}");
+    out = admit(pod, "default", NULL);
+    assert_non_null(out);
+    assert_null(env_of(container(out, "a"), "NVIDIA_VISIBLE_DEVICES"));
+    assert_null(env_of(container(out, "b"), "NVIDIA_VISIBLE_DEVICES"));
+    json_object_put(out);
+    json_object_put(pod);
+    pod = jparse("{\"metadata\":{\"name\":\"o\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
+                 "\"annotations\":{\"tensor-fusion.ai/tflops-limit\":\"10\",\"tensor-fusion.ai/"
+                 "vram-limit\":\"1Gi\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":"
+                 "\"x\",\"env\":[{\"name\":\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"all\"}]}]}}");
+    out = admit(pod, "default", NULL);
+    assert_string_equal(env_of(container(out, "app"), "NVIDIA_VISIBLE_DEVICES"), "all");
     json_object_put(out);
     json_object_put(pod);
 }
