@@ -2,7 +2,7 @@
  *
  * libFuzzer target: usage CSV (tf_usage_csv_parse) and the recommender over what it accepts.
  */
-#include "core/autoscale.h"
+#include "autoscale_fuzz.h"
 #include "core/usage_csv.h"
 
 #include <stdint.h>
@@ -22,24 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         return 0;
     }
-    struct tf_autoscale_config c;
-    tf_autoscale_config_init(&c);
-    c.enable = true;
-    c.initial_delay_ms = 0;
-    struct tf_autoscale_input in = {0};
-    in.cfg = &c;
-    in.original =
-        (struct tf_autoscale_resources){20000, 40000, INT64_C(8) << 30, INT64_C(16) << 30};
-    in.current = in.original;
-    in.samples = s;
-    in.nsamples = n;
-    in.now_ms = n ? s[n - 1].ts_ms : 0;
-    struct tf_autoscale_recommendation r;
-    if (tf_autoscale_recommend(&in, &r, err, sizeof(err)))
-        abort();
-    if (r.resources.req_tflops < 0 || r.resources.lim_tflops < r.resources.req_tflops ||
-        r.resources.req_vram < 0 || r.resources.lim_vram < r.resources.req_vram)
-        abort();
+    fuzz_recommend(s, n, true);
     free(s);
     return 0;
 }

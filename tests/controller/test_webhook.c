@@ -468,6 +468,19 @@ static void auto_migration_takes_over_native_gpu_pods_in_scope_only(void **state
     json_object_put(pod);
 }
 
+/* A TensorFusion pod NAME limited to 10 TFLOPS / 1Gi, with the annotations ANN (JSON members,
+ * each followed by a comma, or "") and spec members SPEC (JSON, ending with "containers"). */
+static json_object *limited_pod(const char *name, const char *ann, const char *spec)
+{
+    char buf[2048];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"%s\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
+             "\"annotations\":{%s\"tensor-fusion.ai/tflops-limit\":\"10\",\"tensor-fusion.ai/"
+             "vram-limit\":\"1Gi\"}},\"spec\":{%s}}",
+             name, ann, spec);
+    return jparse(buf);
+}
+
 static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **state)
 {
     json_object *pod =
@@ -506,21 +519,18 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     /* Disjoint split: the pod's list would show each container the other's GPUs too, so no
      * container gets it (docs/kubernetes.md); a container's own value is never replaced. */
     pod =
-        jparse("{\"metadata\":{\"name\":\"s\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
-               "\"annotations\":{\"tensor-fusion.ai/container-gpu-count\":\"{\\\"a\\\":1,"
-               "\\\"b\\\":1}\",\"tensor-fusion.ai/tflops-limit\":\"10\",\"tensor-fusion.ai/"
-               "vram-limit\":\"1Gi\"}},\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"x\"},"
-               "{\"name\":\"b\",\"image\":\"x\"}]}}");
+        limited_pod("s", "\"tensor-fusion.ai/container-gpu-count\":\"{\\\"a\\\":1,\\\"b\\\":1}\",",
+                    "\"containers\":[{\"name\":\"a\",\"image\":\"x\"},{\"name\":\"b\","
+                    "\"image\":\"x\"}]");
     out = admit(pod, "default", NULL);
     assert_non_null(out);
     assert_null(env_of(container(out, "a"), "NVIDIA_VISIBLE_DEVICES"));
     assert_null(env_of(container(out, "b"), "NVIDIA_VISIBLE_DEVICES"));
     json_object_put(out);
     json_object_put(pod);
-    pod = jparse("{\"metadata\":{\"name\":\"o\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
-                 "\"annotations\":{\"tensor-fusion.ai/tflops-limit\":\"10\",\"tensor-fusion.ai/"
-                 "vram-limit\":\"1Gi\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":"
-                 "\"x\",\"env\":[{\"name\":\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"all\"}]}]}}");
+    pod = limited_pod("o", "",
+                      "\"containers\":[{\"name\":\"app\",\"image\":\"x\",\"env\":[{\"name\":"
+                      "\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"all\"}]}]");
     out = admit(pod, "default", NULL);
     assert_string_equal(env_of(container(out, "app"), "NVIDIA_VISIBLE_DEVICES"), "all");
     json_object_put(out);
@@ -531,15 +541,12 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
  * apiserver's Priority plugin resolved for it. */
 static json_object *qos_pod(const char *qos, const char *cls, int priority)
 {
-    char buf[1024];
-    snprintf(buf, sizeof(buf),
-             "{\"metadata\":{\"name\":\"q\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
-             "\"annotations\":{\"tensor-fusion.ai/qos\":\"%s\",\"tensor-fusion.ai/tflops-limit\":"
-             "\"10\",\"tensor-fusion.ai/vram-limit\":\"1Gi\"}},\"spec\":{%s%s%s\"priority\":%d,"
-             "\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]}}",
-             qos, cls ? "\"priorityClassName\":\"" : "", cls ? cls : "", cls ? "\"," : "",
-             priority);
-    return jparse(buf);
+    char ann[128], spec[512];
+    snprintf(ann, sizeof(ann), "\"tensor-fusion.ai/qos\":\"%s\",", qos);
+    snprintf(spec, sizeof(spec),
+             "%s%s%s\"priority\":%d,\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]",
+             cls ? "\"priorityClassName\":\"" : "", cls ? cls : "", cls ? "\"," : "", priority);
+    return limited_pod("q", ann, spec);
 }
 
 static void check_priority(const char *qos, const char *cls, int priority, const char *want_cls,
