@@ -831,14 +831,30 @@ out:
     return out;
 }
 
-/* tensor-fusion.ai/container-gpus for the placement RES. */
-static char *container_gpus(const struct tf_podreq *p, const struct tf_alloc_result *res,
-                            const struct tf_cluster *c)
+/* Appends the UUID of RES's GPU G to LIST (a comma list of LISTLEN bytes). */
+static void add_uuid(char *list, size_t listlen, const struct tf_alloc_result *res, size_t g,
+                     const struct tf_cluster *c)
 {
-    json_object *m = json_object_new_object();
+    size_t n = strlen(list);
+    snprintf(list + n, listlen - n, "%s%.128s", n ? "," : "", c->gpus[res->gpus[g]].uuid);
+}
+
+/* The annotations recording placement RES of P: tensor-fusion.ai/gpu-ids, container-gpus
+ * and, when P splits its GPUs per container, each container's gpu-ids-<container> (what the
+ * webhook points that container's NVIDIA_VISIBLE_DEVICES at). IDS receives gpu-ids. */
+static json_object *allocation_annotations(const struct tf_podreq *p,
+                                           const struct tf_alloc_result *res,
+                                           const struct tf_cluster *c, char *ids, size_t idslen)
+{
+    json_object *anns = json_object_new_object(), *m = json_object_new_object();
+    ids[0] = '\0';
+    for (size_t g = 0; g < res->ngpus; g++)
+        add_uuid(ids, idslen, res, g, c);
+    json_object_object_add(anns, ANN_GPU_IDS, json_object_new_string(ids));
     size_t next = 0;
     for (int i = 0; i < p->ngpu_containers; i++) {
-        json_object *ids = json_object_new_array();
+        json_object *arr = json_object_new_array();
+        char list[TF_NODE_MAX_GPUS * 130] = "";
         int want = 0;
         size_t from = 0;
         if (p->ncontainers) { /* disjoint split */
@@ -848,16 +864,21 @@ static char *container_gpus(const struct tf_podreq *p, const struct tf_alloc_res
             from = next;
             next += (size_t)want;
         } else {
-            want = res->ngpus;
+            want = (int)res->ngpus;
         }
-        for (size_t g = from; g < from + (size_t)want && g < res->ngpus; g++)
-            json_object_array_add(ids, json_object_new_string(c->gpus[res->gpus[g]].uuid));
-        json_object_object_add(m, p->gpu_containers[i], ids);
+        for (size_t g = from; g < from + (size_t)want && g < res->ngpus; g++) {
+            json_object_array_add(arr, json_object_new_string(c->gpus[res->gpus[g]].uuid));
+            add_uuid(list, sizeof(list), res, g, c);
+        }
+        json_object_object_add(m, p->gpu_containers[i], arr);
+        if (p->split)
+            json_object_object_add(anns, p->gpu_ids_key[i], json_object_new_string(list));
     }
-    char *s = strdup(
-        json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+    json_object_object_add(anns, ANN_CONTAINER_GPUS,
+                           json_object_new_string(json_object_to_json_string_ext(
+                               m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
     json_object_put(m);
-    return s;
+    return anns;
 }
 
 static json_object *get_pod(struct tf_extender *x, const char *ns, const char *name)
@@ -869,14 +890,17 @@ static json_object *get_pod(struct tf_extender *x, const char *ns, const char *n
     return pod;
 }
 
-static void annotate(struct tf_extender *x, const char *ns, const char *name, const char *ids,
-                     const char *cg, char *err, size_t errlen, int *rc)
+/* Merges ANNS into the pod's annotations or, with CLEAR, removes every key of ANNS. */
+static void annotate(struct tf_extender *x, const char *ns, const char *name, json_object *anns,
+                     bool clear, char *err, size_t errlen, int *rc)
 {
     json_object *p = json_object_new_object(), *meta = json_object_new_object(),
-                *anns = json_object_new_object();
-    json_object_object_add(anns, ANN_GPU_IDS, ids ? json_object_new_string(ids) : NULL);
-    json_object_object_add(anns, ANN_CONTAINER_GPUS, cg ? json_object_new_string(cg) : NULL);
-    json_object_object_add(meta, "annotations", anns);
+                *set = json_object_new_object();
+    json_object_object_foreach(anns, k, v)
+    {
+        json_object_object_add(set, k, clear ? NULL : json_object_get(v));
+    }
+    json_object_object_add(meta, "annotations", set);
     json_object_object_add(p, "metadata", meta);
     *rc = tf_k8s_merge_patch(x->c, &tf_k8s_pods, ns, name, NULL, p, NULL, err, errlen);
     json_object_put(p);
@@ -890,7 +914,8 @@ static char *bind(struct tf_extender *x, const char *body, size_t len, int *stat
         *status = 400;
         return tf_ext_encode_binding_result(err);
     }
-    char *out = NULL, *cg = NULL;
+    char *out = NULL;
+    json_object *anns = NULL;
     json_object *pod = get_pod(x, ba.pod_namespace, ba.pod_name);
     struct req_buf b;
     int rc = 0;
@@ -919,12 +944,7 @@ static char *bind(struct tf_extender *x, const char *body, size_t len, int *stat
             rc = tf_alloc_reserve(x->alloc, &b.req, ba.node, &res, err, sizeof(err));
         }
         if (rc == 0) {
-            for (unsigned i = 0; i < res.ngpus; i++) {
-                if (i)
-                    strcat(ids, ",");
-                strncat(ids, x->cluster->gpus[res.gpus[i]].uuid, 128);
-            }
-            cg = container_gpus(&b.pr, &res, x->cluster);
+            anns = allocation_annotations(&b.pr, &res, x->cluster, ids, sizeof(ids));
             char key[400];
             snprintf(key, sizeof(key), "%s/%s", b.pr.ns, b.pr.name);
             json_object *e = json_object_new_object();
@@ -942,7 +962,7 @@ static char *bind(struct tf_extender *x, const char *body, size_t len, int *stat
             out = tf_ext_encode_binding_result(msg);
             goto out;
         }
-        annotate(x, b.pr.ns, b.pr.name, ids, cg, err, sizeof(err), &rc);
+        annotate(x, b.pr.ns, b.pr.name, anns, false, err, sizeof(err), &rc);
         if (rc) {
             snprintf(msg, sizeof(msg), "cannot record GPU allocation on pod: %s", err);
             goto rollback;
@@ -954,7 +974,7 @@ static char *bind(struct tf_extender *x, const char *body, size_t len, int *stat
         snprintf(msg, sizeof(msg), "binding to %s failed: %s", ba.node, err);
         if (reserve) {
             int urc;
-            annotate(x, b.pr.ns, b.pr.name, NULL, NULL, err, sizeof(err), &urc);
+            annotate(x, b.pr.ns, b.pr.name, anns, true, err, sizeof(err), &urc);
             goto rollback;
         }
         out = tf_ext_encode_binding_result(msg);
@@ -973,7 +993,7 @@ rollback:
     tf_k8s_event(x->c, pod, "Warning", "GPUAllocationFailed", msg, "tf-scheduler");
     out = tf_ext_encode_binding_result(msg);
 out:
-    free(cg);
+    json_object_put(anns);
     json_object_put(pod);
     tf_ext_binding_free(&ba);
     if (!out) {

@@ -11,6 +11,9 @@
 
 #include <string.h>
 
+_Static_assert(sizeof(((struct tf_podreq *)0)->gpu_ids_key[0]) >= TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX,
+               "room for a tensor-fusion.ai/gpu-ids-<container> key");
+
 int tf_podreq_from_pod(json_object *pod, struct tf_podreq *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
@@ -85,8 +88,10 @@ int tf_podreq_from_pod(json_object *pod, struct tf_podreq *out, char *err, size_
     for (size_t i = 0; i < s.ncontainers && i < TF_PODREQ_MAX_CONTAINERS; i++) {
         sum += s.containers[i].gpu_count;
         tf_strlcpy(out->gpu_containers[i], s.containers[i].name, sizeof(out->gpu_containers[i]));
+        tf_spec_container_gpu_ids_key(s.containers[i].name, out->gpu_ids_key[i]);
         out->ngpu_containers++;
     }
+    out->split = tf_spec_split(&s);
     if (s.ncontainers > 1 && sum == s.gpu_count && s.ncontainers <= TF_PODREQ_MAX_CONTAINERS) {
         for (size_t i = 0; i < s.ncontainers; i++) {
             tf_strlcpy(out->containers[i].name, s.containers[i].name,

@@ -44,6 +44,10 @@ struct tf_podreq {
     /* Every GPU-using container (for container-gpus), split or not. */
     char gpu_containers[TF_PODREQ_MAX_CONTAINERS][64];
     int ngpu_containers;
+    /* The containers do not all see the same GPUs (tf_spec_split): each gets its own
+     * tensor-fusion.ai/gpu-ids-<container> annotation, keyed as in gpu_ids_key. */
+    bool split;
+    char gpu_ids_key[TF_PODREQ_MAX_CONTAINERS][96];
 };
 
 /* Reads POD. Returns 0 with OUT->managed false for pods TensorFusion does not manage, 0 with

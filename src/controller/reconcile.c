@@ -493,13 +493,17 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     json_object_object_add(labels, TF_LABEL_ENABLED, json_object_new_string("true"));
     json_object_object_add(labels, "tensor-fusion.ai/workload", json_object_new_string(name));
     json_object_object_add(meta, "labels", labels);
-    /* The worker holds the GPUs: it carries the client's normalised resource annotations. */
+    /* The worker holds the GPUs: it carries the client's normalised resource annotations, all
+     * of its GPUs in its one container (so no per-container split or placement). */
     json_object *cann = tf_json_path(client, "metadata", "annotations", NULL);
     json_object_object_foreach(cann, k, v)
     {
         if (strncmp(k, TF_KEY_PREFIX, strlen(TF_KEY_PREFIX)) == 0 &&
             strcmp(k, TF_ANN_IS_LOCAL_GPU) != 0 && strcmp(k, TF_ANN_GPU_IDS) != 0 &&
-            strcmp(k, TF_ANN_CONTAINER_GPUS) != 0 && strcmp(k, TF_ANN_INJECT_CONTAINER) != 0)
+            strcmp(k, TF_ANN_CONTAINER_GPUS) != 0 && strcmp(k, TF_ANN_INJECT_CONTAINER) != 0 &&
+            strcmp(k, TF_ANN_CONTAINER_GPU_COUNT) != 0 &&
+            strncmp(k, TF_ANN_CONTAINER_GPU_IDS_PREFIX,
+                    sizeof(TF_ANN_CONTAINER_GPU_IDS_PREFIX) - 1) != 0)
             json_object_object_add(anns, k, json_object_get(v));
     }
     json_object_object_add(anns, TF_ANN_IS_LOCAL_GPU, json_object_new_string("true"));
@@ -520,6 +524,17 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     json_object_object_add(port, "containerPort", json_object_new_int(WORKER_PORT));
     json_object_array_add(ports, port);
     json_object_object_add(c, "ports", ports);
+    /* The NVIDIA container runtime exposes exactly the GPUs the extender bound the worker to
+     * (it writes gpu-ids before the Binding; the kubelet resolves this at container start). */
+    json_object *env = json_object_new_array(), *e = json_object_new_object(),
+                *vf = json_object_new_object(), *fr = json_object_new_object();
+    json_object_object_add(e, "name", json_object_new_string("NVIDIA_VISIBLE_DEVICES"));
+    json_object_object_add(fr, "fieldPath",
+                           json_object_new_string("metadata.annotations['" TF_ANN_GPU_IDS "']"));
+    json_object_object_add(vf, "fieldRef", fr);
+    json_object_object_add(e, "valueFrom", vf);
+    json_object_array_add(env, e);
+    json_object_object_add(c, "env", env);
     const char *gc = ann(client, TF_ANN_GPU_COUNT);
     json_object *res = json_object_new_object(), *lim = json_object_new_object();
     json_object_object_add(lim, TF_RESOURCE_VGPU, json_object_new_string(gc ? gc : "1"));

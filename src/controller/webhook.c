@@ -268,6 +268,21 @@ static void env_field(json_object *c, const char *name, const char *field_path)
     json_object_array_add(env, e);
 }
 
+/* NVIDIA_VISIBLE_DEVICES of container C from the pod's gpu-ids or, when the pod splits its
+ * GPUs per container, from SPLIT_NAME's tensor-fusion.ai/gpu-ids-<container> (the extender
+ * writes both before the Binding). A value the container sets itself is kept. */
+static void visible_devices(json_object *c, const char *split_name)
+{
+    if (!split_name) {
+        env_field(c, "NVIDIA_VISIBLE_DEVICES", GPU_IDS_FIELD);
+        return;
+    }
+    char key[TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX], path[TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX + 32];
+    tf_spec_container_gpu_ids_key(split_name, key);
+    snprintf(path, sizeof(path), "metadata.annotations['%s']", key);
+    env_field(c, "NVIDIA_VISIBLE_DEVICES", path);
+}
+
 /* Prepends PATH to the colon list in env NAME (keeping what the container already had). */
 static void env_prepend(json_object *c, const char *name, const char *path)
 {
@@ -904,8 +919,7 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
         }
         set_str(ann, TF_ANN_INJECT_CONTAINER, list);
     }
-    bool split =
-        s.ncontainers > 1 || (s.ncontainers == 1 && s.containers[0].gpu_count != s.gpu_count);
+    bool split = tf_spec_split(&s);
     if (split) {
         json_object *m = json_object_new_object();
         for (size_t i = 0; i < s.ncontainers; i++)
@@ -929,8 +943,8 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
             drop_native_gpu(c);
         if (!remote && !hard_local)
             set_limit(c, TF_RESOURCE_VGPU, s.containers[i].gpu_count);
-        if (!remote && !hard_local && !split)
-            env_field(c, "NVIDIA_VISIBLE_DEVICES", GPU_IDS_FIELD);
+        if (!remote && !hard_local)
+            visible_devices(c, split ? s.containers[i].name : NULL);
     }
     if (remote)
         inject_client(wh, spec, &s, false);

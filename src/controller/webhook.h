@@ -29,8 +29,9 @@
  *            (the client asks /api/connection for its worker); no device request.
  *   shared, partitioned: only the device request.
  * Local modes: GPU containers (hard: the tf-worker sidecar) get NVIDIA_VISIBLE_DEVICES from the
- * tensor-fusion.ai/gpu-ids annotation (downward API), unless the pod splits its GPUs or the
- * container sets it itself.
+ * tensor-fusion.ai/gpu-ids annotation (downward API); in a pod that splits its GPUs per
+ * container, each from its own tensor-fusion.ai/gpu-ids-<container>. A container's own value
+ * is kept.
  *
  * Threads: tf_webhook_handle is thread-safe when the env callbacks are; the struct itself is
  * read-only after init except the owner-admission memo, which has its own lock.

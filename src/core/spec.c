@@ -388,7 +388,9 @@ static int scan_keys(struct ctx *c)
         {
             (void)v;
             if (strncmp(k, TF_KEY_PREFIX, PREFIX_LEN) != 0 || akey_index(k) >= 0 ||
-                in_list(k + PREFIX_LEN, system_annotations, NELEMS(system_annotations)))
+                in_list(k + PREFIX_LEN, system_annotations, NELEMS(system_annotations)) ||
+                !strncmp(k, TF_ANN_CONTAINER_GPU_IDS_PREFIX,
+                         sizeof(TF_ANN_CONTAINER_GPU_IDS_PREFIX) - 1))
                 continue;
             if (!strcmp(k, TF_LABEL_ENABLED))
                 WARN(c,
@@ -1378,6 +1380,29 @@ json_object *tf_spec_pod_template(json_object *doc)
     const char *tpath;
     json_object *t = template_of(doc, tf__get_str(doc, "kind"), &tpath);
     return t && json_object_is_type(t, json_type_object) ? t : NULL;
+}
+
+bool tf_spec_split(const struct tf_spec *s)
+{
+    return s->ncontainers > 1 ||
+           (s->ncontainers == 1 && s->containers[0].gpu_count != s->gpu_count);
+}
+
+void tf_spec_container_gpu_ids_key(const char *container, char *out)
+{
+    const size_t plen = sizeof(TF_ANN_CONTAINER_GPU_IDS_PREFIX) - 1,
+                 room = 63 - (plen - PREFIX_LEN);
+    size_t n = strlen(container);
+    if (n <= room) {
+        snprintf(out, TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX, "%s%s", TF_ANN_CONTAINER_GPU_IDS_PREFIX,
+                 container);
+        return;
+    }
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)container[i]) * 16777619u;
+    snprintf(out, TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX, "%s%.*s-%08x", TF_ANN_CONTAINER_GPU_IDS_PREFIX,
+             (int)(room - 9), container, h);
 }
 
 int tf_spec_add_warning(struct tf_spec *s, const char *fmt, ...)

@@ -71,6 +71,11 @@
 #define TF_ANN_AUTOSCALE_TARGET TF_KEY_PREFIX "autoscale-target"
 #define TF_ANN_STANDALONE_WORKER_MODE TF_KEY_PREFIX "standalone-worker-mode"
 #define TF_ANN_DISABLE_FEATURES TF_KEY_PREFIX "disable-features"
+/* tensor-fusion.ai/gpu-ids-<container>: written by the scheduler extender with gpu-ids on pods
+ * whose GPUs are split per container (tf_spec_split), one per GPU container: the comma list of
+ * that container's GPUs (its entry in container-gpus). The webhook points the container's
+ * NVIDIA_VISIBLE_DEVICES at it through the downward API. */
+#define TF_ANN_CONTAINER_GPU_IDS_PREFIX TF_KEY_PREFIX "gpu-ids-"
 #define TF_RES_NVIDIA_GPU "nvidia.com/gpu"
 
 /* Most GPUs one workload may ask for (gpu-count 1..128) and the GPU index range 0..127. */
@@ -270,6 +275,19 @@ bool tf_spec_kind_supported(json_object *doc);
  * is not supported or the template is missing. Borrowed from DOC. Lets a caller read the
  * template's annotations (e.g. which WorkloadProfile to look up) before parsing. */
 json_object *tf_spec_pod_template(json_object *doc);
+
+/* True when S's GPU containers do not all see the same GPUs: more than one GPU container, or
+ * one that sees fewer than gpu_count (tensor-fusion.ai/container-gpu-count, or each
+ * container's own nvidia.com/gpu limit when migrated). */
+bool tf_spec_split(const struct tf_spec *s);
+
+/* Size of a tf_spec_container_gpu_ids_key buffer: the prefix and a 63-character name part. */
+#define TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX (sizeof(TF_KEY_PREFIX) + 63)
+/* Writes CONTAINER's tensor-fusion.ai/gpu-ids-<container> key into OUT (of
+ * TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX bytes). An annotation's name part holds at most 63
+ * characters: a container name over 55 keeps its first 46 and gets "-" and the 8 hex digits
+ * of its FNV-1a hash, so distinct names keep distinct keys. Pure. */
+void tf_spec_container_gpu_ids_key(const char *container, char *out);
 
 /* Appends a formatted warning to S (for callers that learn something the parser could not,
  * e.g. "WorkloadProfile x not found"). Returns 0 or TF_ENOMEM. */

@@ -343,6 +343,8 @@ def main():
                                "annotations": {"tensor-fusion.ai/is-local-gpu": "false",
                                                "tensor-fusion.ai/tflops-limit": "50",
                                                "tensor-fusion.ai/vram-limit": "8Gi",
+                                               "tensor-fusion.ai/container-gpu-count":
+                                                   '{"app":1}',
                                                "tensor-fusion.ai/workload": "inference"}},
                   "spec": {"containers": [{"name": "app", "image": "x"}]}}
         env.apply(remote)
@@ -352,6 +354,13 @@ def main():
             w = worker[0]
             check("worker holds the vGPU request", w["spec"]["containers"][0]["resources"][
                 "limits"]["tensor-fusion.ai/vgpu"] == "1")
+            check("worker sees exactly its GPUs", w["spec"]["containers"][0].get("env") == [
+                {"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"fieldRef": {
+                    "fieldPath": "metadata.annotations['tensor-fusion.ai/gpu-ids']"}}}],
+                w["spec"]["containers"][0].get("env"))
+            check("worker keeps no per-container split of the client",
+                  "tensor-fusion.ai/container-gpu-count" not in w["metadata"]["annotations"],
+                  w["metadata"]["annotations"])
             env.kubectl("patch", "pod", w["metadata"]["name"], "-n", "ml", "--subresource=status",
                         "--type=merge", "-p", json.dumps({"status": {
                             "phase": "Running", "podIP": "10.1.2.3"}}))

@@ -364,6 +364,63 @@ static void wait_gpu_status(struct rig *r, const char *name)
 }
 
 /* A pod of pool qos-pool with QOS (the extra annotations come last and win over pod()'s). */
+/* A pod that splits its GPUs per container gets each container's own list in
+ * gpu-ids-<container> (what the webhook points its NVIDIA_VISIBLE_DEVICES at), consistent with
+ * container-gpus; a failed Binding removes them with the rest. */
+static void split_pod_bind_records_each_containers_gpus(void **state)
+{
+    struct rig r;
+    rig_up(&r);
+    for (int i = 0; i < 4; i++)
+        gpu("node-s", i, "80Gi");
+    wait_gpu_status(&r, "node-s-gpu-3");
+    const char *split = ",\"tensor-fusion.ai/gpu-count\":\"2\",\"tensor-fusion.ai/"
+                        "container-gpu-count\":\"{\\\"app\\\":1,\\\"side\\\":1}\","
+                        "\"tensor-fusion.ai/inject-container\":\"app,side\"";
+    pod("split-1", "10Gi", split);
+    assert_string_equal(bind_err(&r, "split-1", "node-s"), "");
+    json_object *p = get_pod("split-1");
+    const char *ids = tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/gpu-ids", NULL);
+    const char *a = tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/gpu-ids-app", NULL);
+    const char *b =
+        tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/gpu-ids-side", NULL);
+    assert_non_null(ids);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_null(strchr(a, ','));
+    assert_null(strchr(b, ','));
+    assert_string_not_equal(a, b);
+    char both[256];
+    snprintf(both, sizeof(both), "%s,%s", a, b);
+    assert_string_equal(both, ids);
+    json_object *cg =
+        jparse(tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/container-gpus", NULL));
+    assert_string_equal(
+        json_object_get_string(json_object_array_get_idx(tf_json_path(cg, "side", NULL), 0)), b);
+    json_object_put(cg);
+    json_object_put(p);
+    /* Not split: no per-container annotation. */
+    pod("whole-1", "10Gi", NULL);
+    assert_string_equal(bind_err(&r, "whole-1", "node-s"), "");
+    p = get_pod("whole-1");
+    assert_null(tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/gpu-ids-app", NULL));
+    json_object_put(p);
+    /* The Binding fails: every annotation the bind wrote is gone again. */
+    pod("split-2", "10Gi", split);
+    char err[256];
+    assert_int_equal(tf_k8s_bind(fake.client, "ml", "split-2", NULL, "node-s", err, sizeof(err)),
+                     0);
+    assert_non_null(strstr(bind_err(&r, "split-2", "node-s"), "binding to node-s failed"));
+    p = get_pod("split-2");
+    json_object *anns = tf_json_path(p, "metadata", "annotations", NULL);
+    assert_null(tf_json_str(anns, "tensor-fusion.ai/gpu-ids", NULL));
+    assert_null(tf_json_str(anns, "tensor-fusion.ai/gpu-ids-app", NULL));
+    assert_null(tf_json_str(anns, "tensor-fusion.ai/gpu-ids-side", NULL));
+    assert_null(tf_json_str(anns, "tensor-fusion.ai/container-gpus", NULL));
+    json_object_put(p);
+    rig_down(&r);
+}
+
 static void qos_pod(const char *name, const char *qos)
 {
     char extra[256];
@@ -521,6 +578,7 @@ int main(void)
         cmocka_unit_test(filter_returns_allocator_reasons_for_nodes_that_do_not_fit),
         cmocka_unit_test(bind_records_gpu_ids_and_binds_then_restart_rebuilds),
         cmocka_unit_test(failed_binding_rolls_the_reservation_back),
+        cmocka_unit_test(split_pod_bind_records_each_containers_gpus),
         cmocka_unit_test(concurrent_binds_never_over_allocate),
         cmocka_unit_test(unmanaged_pods_pass_every_node),
         cmocka_unit_test(critical_pod_preempts_the_fewest_lower_qos_pods_once),

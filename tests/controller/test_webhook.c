@@ -438,6 +438,40 @@ static void opted_out_own_namespace_and_unlabelled_pods_are_untouched(void **sta
     json_object_put(pod);
 }
 
+/* Seed 004: in a migrated pod whose containers each had their own nvidia.com/gpu, every
+ * container still sees exactly its own GPUs (nvidia-smi shows as many as before). */
+static void migrated_containers_each_see_their_own_gpus(void **state)
+{
+    char longname[64];
+    memset(longname, 'x', 60);
+    longname[60] = '\0';
+    char buf[1024];
+    snprintf(buf, sizeof(buf),
+             "{\"metadata\":{\"name\":\"mm\"},\"spec\":{\"containers\":["
+             "{\"name\":\"train\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"2\"}}},"
+             "{\"name\":\"side\"},"
+             "{\"name\":\"%s\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}}",
+             longname);
+    json_object *pod = jparse(buf);
+    json_object *out = admit(pod, "ml-team-a", NULL);
+    assert_string_equal(ann(out, "tensor-fusion.ai/gpu-count"), "3");
+    json_object *cgc = jparse(ann(out, "tensor-fusion.ai/container-gpu-count"));
+    assert_int_equal(json_object_get_int(tf_json_path(cgc, "train", NULL)), 2);
+    json_object_put(cgc);
+    assert_string_equal(env_field_of(container(out, "train"), "NVIDIA_VISIBLE_DEVICES"),
+                        "metadata.annotations['tensor-fusion.ai/gpu-ids-train']");
+    assert_null(env_of(container(out, "side"), "NVIDIA_VISIBLE_DEVICES"));
+    /* A name too long for an annotation key is cut and hashed, the same way the extender
+     * names the annotation (tf_spec_container_gpu_ids_key). */
+    char key[TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX], path[160];
+    tf_spec_container_gpu_ids_key(longname, key);
+    assert_int_equal(strlen(key) - strlen("tensor-fusion.ai/"), 63);
+    snprintf(path, sizeof(path), "metadata.annotations['%s']", key);
+    assert_string_equal(env_field_of(container(out, longname), "NVIDIA_VISIBLE_DEVICES"), path);
+    json_object_put(out);
+    json_object_put(pod);
+}
+
 static void auto_migration_takes_over_native_gpu_pods_in_scope_only(void **state)
 {
     const char *tpl = "{\"metadata\":{\"name\":\"m\",\"labels\":{%s}},\"spec\":{\"containers\":["
@@ -453,6 +487,8 @@ static void auto_migration_takes_over_native_gpu_pods_in_scope_only(void **state
     assert_string_equal(
         tf_json_str(container(out, "app"), "resources", "limits", "tensor-fusion.ai/vgpu", NULL),
         "2");
+    assert_string_equal(env_field_of(container(out, "app"), "NVIDIA_VISIBLE_DEVICES"),
+                        GPU_IDS_PATH);
     json_object_put(out);
     /* Outside the included namespaces: untouched. */
     out = admit(pod, "other-team", NULL);
@@ -516,16 +552,19 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     assert_string_equal(ann(out, "tensor-fusion.ai/compute-percent-limit"), "50");
     json_object_put(out);
     json_object_put(pod);
-    /* Disjoint split: the pod's list would show each container the other's GPUs too, so no
-     * container gets it (docs/kubernetes.md); a container's own value is never replaced. */
+    /* Disjoint split: the pod's list would show each container the other's GPUs too, so each
+     * reads its own gpu-ids-<container> (the extender writes them); a container's own value is
+     * never replaced. */
     pod =
         limited_pod("s", "\"tensor-fusion.ai/container-gpu-count\":\"{\\\"a\\\":1,\\\"b\\\":1}\",",
                     "\"containers\":[{\"name\":\"a\",\"image\":\"x\"},{\"name\":\"b\","
                     "\"image\":\"x\"}]");
     out = admit(pod, "default", NULL);
     assert_non_null(out);
-    assert_null(env_of(container(out, "a"), "NVIDIA_VISIBLE_DEVICES"));
-    assert_null(env_of(container(out, "b"), "NVIDIA_VISIBLE_DEVICES"));
+    assert_string_equal(env_field_of(container(out, "a"), "NVIDIA_VISIBLE_DEVICES"),
+                        "metadata.annotations['tensor-fusion.ai/gpu-ids-a']");
+    assert_string_equal(env_field_of(container(out, "b"), "NVIDIA_VISIBLE_DEVICES"),
+                        "metadata.annotations['tensor-fusion.ai/gpu-ids-b']");
     json_object_put(out);
     json_object_put(pod);
     pod = limited_pod("o", "",
@@ -677,6 +716,7 @@ int main(void)
         cmocka_unit_test(invalid_annotation_is_denied_with_the_specs_message),
         cmocka_unit_test(opted_out_own_namespace_and_unlabelled_pods_are_untouched),
         cmocka_unit_test(auto_migration_takes_over_native_gpu_pods_in_scope_only),
+        cmocka_unit_test(migrated_containers_each_see_their_own_gpus),
         cmocka_unit_test(remote_pod_gets_only_the_client_and_hard_local_gets_a_worker),
         cmocka_unit_test(high_and_critical_pods_get_a_priority_class_unless_they_name_one),
         cmocka_unit_test(kubectl_dry_run_pod_is_mutated),

@@ -631,12 +631,39 @@ static void empty_annotation_is_ignored_with_a_warning(void **state)
 static void unknown_tensor_fusion_keys_warn_instead_of_silence(void **state)
 {
     struct tf_spec s;
-    spec_ok(tf_pod("tflops-limit: '1'\ngpu-cout: '2'\ngpu-ids: gpu-1\nindex: '3'"), NULL, NULL, &s);
+    spec_ok(tf_pod("tflops-limit: '1'\ngpu-cout: '2'\ngpu-ids: gpu-1\nindex: '3'\n"
+                   "gpu-ids-app: gpu-1"),
+            NULL, NULL, &s);
     assert_warning(&s, "tensor-fusion.ai/gpu-cout", "unknown annotation", NULL);
-    assert_no_warning(&s, "gpu-ids");  /* system-written: known */
-    assert_no_warning(&s, "ai/index"); /* system-written: known */
+    assert_no_warning(&s, "gpu-ids");     /* system-written: known */
+    assert_no_warning(&s, "ai/index");    /* system-written: known */
+    assert_no_warning(&s, "gpu-ids-app"); /* per container, system-written: known */
     assert_int_equal(s.nwarnings, 1);
     tf_spec_free(&s);
+}
+
+/* Each container's gpu-ids-<container> key is a valid annotation key (name part <= 63),
+ * whole for names that fit, cut and hashed (still distinct) for longer ones. */
+static void per_container_gpu_ids_keys_fit_and_stay_distinct(void **state)
+{
+    char k[TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX], k2[TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX];
+    tf_spec_container_gpu_ids_key("app", k);
+    assert_string_equal(k, "tensor-fusion.ai/gpu-ids-app");
+    char name[64];
+    memset(name, 'a', 63);
+    name[55] = '\0';
+    tf_spec_container_gpu_ids_key(name, k);
+    assert_int_equal(strlen(k) - strlen(TF_KEY_PREFIX), 63);
+    assert_string_equal(k + strlen(TF_ANN_CONTAINER_GPU_IDS_PREFIX), name);
+    name[55] = 'a';
+    name[63] = '\0';
+    tf_spec_container_gpu_ids_key(name, k);
+    name[62] = 'b';
+    tf_spec_container_gpu_ids_key(name, k2);
+    assert_int_equal(strlen(k) - strlen(TF_KEY_PREFIX), 63);
+    assert_int_equal(strlen(k2) - strlen(TF_KEY_PREFIX), 63);
+    assert_string_not_equal(k, k2);
+    assert_memory_equal(k, k2, strlen(k) - 8); /* same cut, different hash */
 }
 
 static void keys_in_the_wrong_map_are_pointed_out(void **state)
@@ -749,6 +776,7 @@ int main(void)
         cmocka_unit_test(map_valued_annotation_is_rejected),
         cmocka_unit_test(empty_annotation_is_ignored_with_a_warning),
         cmocka_unit_test(unknown_tensor_fusion_keys_warn_instead_of_silence),
+        cmocka_unit_test(per_container_gpu_ids_keys_fit_and_stay_distinct),
         cmocka_unit_test(keys_in_the_wrong_map_are_pointed_out),
         cmocka_unit_test(object_meta_alone_is_accepted),
         cmocka_unit_test(malformed_metadata_is_rejected),
