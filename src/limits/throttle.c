@@ -17,6 +17,12 @@ static uint64_t mono_ns(void)
 
 uint64_t tf_throttle_wait(struct tf_shm_device *d, int64_t cost, uint64_t now_ns)
 {
+    return tf_throttle_wait_stop(d, cost, now_ns, NULL);
+}
+
+uint64_t tf_throttle_wait_stop(struct tf_shm_device *d, int64_t cost, uint64_t now_ns,
+                               const _Atomic(bool) *stop)
+{
     uint64_t start = now_ns, now = now_ns;
     for (;;) {
         uint64_t w = tf_bucket_take(&d->bucket, cost, now);
@@ -24,6 +30,8 @@ uint64_t tf_throttle_wait(struct tf_shm_device *d, int64_t cost, uint64_t now_ns
             break;
         if (!(atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT))
             break; /* the limit was lifted while we waited */
+        if (stop && atomic_load_explicit(stop, memory_order_relaxed))
+            break; /* the caller gave up (shutdown) */
         if (w < TF_THROTTLE_NAP_MIN_NS)
             w = TF_THROTTLE_NAP_MIN_NS;
         if (w > TF_THROTTLE_NAP_MAX_NS)

@@ -13,6 +13,7 @@
 
 #include "tf/shm.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define TF_THROTTLE_NAP_MIN_NS 50000u    /* shortest sleep between attempts */
@@ -24,5 +25,10 @@
  * (throttle_count, throttle_ns). NOW_NS is CLOCK_MONOTONIC at the call. Returns the ns
  * waited. */
 uint64_t tf_throttle_wait(struct tf_shm_device *d, int64_t cost, uint64_t now_ns);
+/* The same, and also returns (the tokens not taken) once *STOP is true, seen within one nap
+ * (STOP NULL: never). For a waiter that must not depend on the region's flags to be let
+ * go: tf-worker on a region the hypervisor owns, at shutdown. */
+uint64_t tf_throttle_wait_stop(struct tf_shm_device *d, int64_t cost, uint64_t now_ns,
+                               const _Atomic(bool) *stop);
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * tf-worker's hard compute limit on the limit engine; see compute.h.
+ * tf-worker's hard compute limit: a private region and engine, or the pod's limit region;
+ * see compute.h.
  */
 #include "remote/worker/compute.h"
 
@@ -15,6 +16,7 @@
 #include "limits/shm.h"
 #include "limits/throttle.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +38,8 @@ int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompu
 {
     memset(c, 0, sizeof(*c));
     c->slot = -1;
+    atomic_init(&c->lifted, false);
+    atomic_init(&c->stale, 0);
     if (bp == 0 || bp >= 10000)
         return 0;
     if (ndev < 1 || ndev > TF_SHM_MAX_DEVICES) {
@@ -62,6 +66,9 @@ int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompu
         return TF_ENOMEM;
     }
     tf_shm_format(c->r, &cfg, mono_ns());
+    c->ndev = ndev;
+    for (int i = 0; i < ndev; i++)
+        c->entry[i] = i;
     uint64_t owner = tf_proc_self_owner(), pidns = tf_proc_pidns(0);
     c->slot = tf_shm_pid_claim(c->r, owner, pidns);
     char nerr[256] = "";
@@ -93,13 +100,24 @@ int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompu
     return 0;
 }
 
+void tf_wcompute_attach(struct tf_wcompute *c, struct tf_shm_region *r, int slot, const int *entry,
+                        int ndev, const char *path)
+{
+    memset(c, 0, sizeof(*c));
+    atomic_init(&c->lifted, false);
+    atomic_init(&c->stale, 0);
+    c->r = r;
+    c->attached = true;
+    c->slot = slot;
+    c->ndev = ndev;
+    for (int i = 0; i < ndev && i < TF_SHM_MAX_DEVICES; i++)
+        c->entry[i] = entry[i];
+    c->path = path;
+}
+
 void tf_wcompute_lift(struct tf_wcompute *c)
 {
-    if (!c->r)
-        return;
-    for (int i = 0; i < TF_SHM_MAX_DEVICES; i++)
-        atomic_fetch_and_explicit(&c->r->dev[i].flags, ~TF_SHM_DEV_COMPUTE_LIMIT,
-                                  memory_order_relaxed);
+    atomic_store_explicit(&c->lifted, true, memory_order_relaxed);
 }
 
 void tf_wcompute_stop(struct tf_wcompute *c)
@@ -107,7 +125,8 @@ void tf_wcompute_stop(struct tf_wcompute *c)
     tf_engine_thread_stop(c->th);
     tf_engine_destroy(c->e);
     tf_nvml_close(c->nv);
-    free(c->r);
+    if (!c->attached)
+        free(c->r);
     memset(c, 0, sizeof(*c));
     c->slot = -1;
 }
@@ -118,13 +137,33 @@ static int64_t launch_cost(const struct tf_shm_device *d)
     return (int64_t)(cost ? cost : TF_LIMIT_COST_DEFAULT_NS);
 }
 
+/* As the limiter does on its slow path: a stale heartbeat of the region's engine is logged
+ * once (and its return), and changes nothing else: the last limits stay, and the bucket
+ * keeps refilling at its last rate. */
+static void check_heartbeat(struct tf_wcompute *c, uint64_t now)
+{
+    bool stale = tf_shm_heartbeat_stale(c->r, now);
+    int was = atomic_load_explicit(&c->stale, memory_order_relaxed);
+    if (stale && !was && atomic_compare_exchange_strong(&c->stale, &was, 1)) {
+        uint64_t hb = atomic_load_explicit(&c->r->hdr.heartbeat_ns, memory_order_relaxed);
+        tf_log(TF_LOG_WARN, SUBSYS,
+               "the limit engine's heartbeat in %s is %.1f s old (hypervisor gone?): keeping the "
+               "last limits",
+               c->path, (double)(now - hb) / 1e9);
+    } else if (!stale && was == 1 && atomic_compare_exchange_strong(&c->stale, &was, 0)) {
+        tf_log(TF_LOG_INFO, SUBSYS, "the limit engine's heartbeat in %s is back", c->path);
+    }
+}
+
 bool tf_wcompute_try(struct tf_wcompute *c, int dev)
 {
-    if (!c->r)
+    if (!c->r || atomic_load_explicit(&c->lifted, memory_order_relaxed))
         return true;
-    struct tf_shm_device *d = &c->r->dev[dev];
+    assert(dev >= 0 && dev < c->ndev);
+    int e = c->entry[dev];
+    struct tf_shm_device *d = &c->r->dev[e];
     if (c->slot >= 0)
-        atomic_fetch_add_explicit(&c->r->pid[c->slot].launches[dev], 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->r->pid[c->slot].launches[e], 1, memory_order_relaxed);
     if (!(atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT))
         return true;
     return tf_bucket_try_take(&d->bucket, launch_cost(d));
@@ -132,6 +171,9 @@ bool tf_wcompute_try(struct tf_wcompute *c, int dev)
 
 uint64_t tf_wcompute_wait(struct tf_wcompute *c, int dev)
 {
-    struct tf_shm_device *d = &c->r->dev[dev];
-    return tf_throttle_wait(d, launch_cost(d), mono_ns());
+    struct tf_shm_device *d = &c->r->dev[c->entry[dev]];
+    uint64_t now = mono_ns();
+    if (c->attached)
+        check_heartbeat(c, now);
+    return tf_throttle_wait_stop(d, launch_cost(d), now, &c->lifted);
 }

@@ -1,21 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * tf-worker's hard compute limit (--compute-percent P): each device the worker exposes gives
- * all of the worker's clients together at most P % of its GPU time. The hypervisor runs one
- * worker per hard workload, so this is the workload's share, as soft isolation's limit is.
+ * tf-worker's hard compute limit: each device the worker exposes gives all of the worker's
+ * clients together at most the limit's share of its GPU time. The hypervisor runs one worker
+ * per hard workload, so this is the workload's share, as soft isolation's limit is. Two
+ * sources of the limit, one charging path:
  *
- * It is soft isolation's machinery run inside the worker, as the limiter's standalone mode
- * runs it inside an app: a private limit region (include/tf/shm.h; memory of this process,
- * never a file) with one entry per exposed device at the limit, the worker process in its
- * one PID slot, the limit engine (src/limits/engine.h) on a thread of its own sampling the
- * worker's per-process GPU time through NVML every 100 ms (feedback controller, per-launch
- * cost estimate and true-up), and every client launch taking its tokens from the device's
+ *   - --compute-percent P (tf_wcompute_start): soft isolation's machinery run inside the
+ *     worker, as the limiter's standalone mode runs it inside an app: a private limit region
+ *     (include/tf/shm.h; memory of this process, never a file) with one entry per exposed
+ *     device at the limit, the worker process in its one PID slot, and the limit engine
+ *     (src/limits/engine.h) on a thread of its own sampling the worker's per-process GPU time
+ *     through NVML every 100 ms (feedback controller, per-launch cost estimate and true-up).
+ *     Without NVML the limit holds open loop at the feed-forward rate (logged once).
+ *   - --limits-region PATH (tf_wcompute_attach): the pod's region, which the hypervisor owns
+ *     and whose buckets its engine drives (region.h); the worker runs no engine. The compute
+ *     flag, bucket and cost of the device's entry are read live on every launch, so a limit
+ *     the hypervisor rewrites applies to the next launch. A stale heartbeat (hypervisor gone)
+ *     is handled as the limiter does: logged once, the last limits kept; the bucket still
+ *     refills itself at its last rate on every take, so launches are held to that rate, never
+ *     blocked for good.
+ *
+ * Every client launch counts in the worker's PID slot and takes its tokens from its device's
  * bucket (src/limits/bucket.h) before it is issued to the driver; an empty bucket delays the
- * issuing connection thread in bounded naps (src/limits/throttle.h). Without NVML the limit
- * holds open loop at the feed-forward rate (logged once).
+ * issuing connection thread in bounded naps (src/limits/throttle.h).
  *
- * Private to the worker. Ownership: everything a tf_wcompute points to is its own.
- * Threads: start/lift/stop run alone (start-up, shutdown); tf_wcompute_try and
+ * Private to the worker. Ownership: a private region, its engine and NVML handle belong to
+ * the tf_wcompute; an attached region belongs to the caller (region.h) and must outlive it.
+ * Threads: start/attach/lift/stop run alone (start-up, shutdown); tf_wcompute_try and
  * tf_wcompute_wait are thread-safe (every connection thread charges its launches).
  */
 #ifndef TF_REMOTE_WORKER_COMPUTE_H
@@ -23,6 +34,7 @@
 
 #include "tf/shm.h"
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -33,8 +45,14 @@ struct tf_nvml;
 
 struct tf_wcompute {
     struct tf_shm_region *r; /* NULL: no compute limit, every launch passes */
-    int slot;                /* the worker's PID slot in r */
-    struct tf_nvml *nv;      /* NULL: open loop */
+    bool attached;           /* r is the caller's (a limit region), not ours */
+    int slot;                /* the worker's PID slot in r (-1: none) */
+    int ndev;
+    int entry[TF_SHM_MAX_DEVICES]; /* worker device -> entry of r */
+    const char *path;              /* of an attached region, for log lines */
+    _Atomic(bool) lifted;          /* tf_wcompute_lift was called */
+    _Atomic(int) stale;            /* an attached region's heartbeat was seen stale */
+    struct tf_nvml *nv;            /* NULL: open loop */
     struct tf_engine *e;
     struct tf_engine_thread *th;
 };
@@ -50,16 +68,23 @@ struct tf_wcompute_dev {
  * library path. 0, or TF_ENOMEM / TF_EINVAL with a message in ERR. */
 int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompute_dev *devs,
                       int ndev, char *err, size_t errlen);
-/* Lifts the limit: launches waiting for tokens go at once, later ones pass (shutdown: the
- * connection threads must not be held back). */
+/* Sets C up on the limit region R that someone else owns and feeds (the hypervisor): worker
+ * device i (0 <= i < NDEV <= TF_SHM_MAX_DEVICES) charges entry ENTRY[i], launches count in
+ * PID slot SLOT. PATH (kept, not copied) names R in log lines. No thread is started. */
+void tf_wcompute_attach(struct tf_wcompute *c, struct tf_shm_region *r, int slot, const int *entry,
+                        int ndev, const char *path);
+/* Lifts the limit for this worker: launches waiting for tokens go at once, later ones pass
+ * (shutdown: the connection threads must not be held back). An attached region is not
+ * changed. */
 void tf_wcompute_lift(struct tf_wcompute *c);
-/* Stops the engine thread and frees everything (C may be zeroed or never started). */
+/* Stops the engine thread and frees what C owns (C may be zeroed or never started). */
 void tf_wcompute_stop(struct tf_wcompute *c);
 
-/* Counts one launch on device DEV and takes its tokens if they are there. False: the
+/* Counts one launch on worker device DEV and takes its tokens if they are there. False: the
  * tokens are short and the caller must call tf_wcompute_wait before issuing the launch. */
 bool tf_wcompute_try(struct tf_wcompute *c, int dev);
-/* Sleeps (bounded naps, no spin) until the launch's tokens are taken. Returns the ns waited. */
+/* Sleeps (bounded naps, no spin) until the launch's tokens are taken, the limit is lifted in
+ * the region or by tf_wcompute_lift. Returns the ns waited. */
 uint64_t tf_wcompute_wait(struct tf_wcompute *c, int dev);
 
 #endif

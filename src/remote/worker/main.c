@@ -4,8 +4,12 @@
  * GPU of this node and enforces hard isolation limits.
  *
  *   tf-worker --listen ADDR --token-file F [--vram-limit Q] [--compute-percent P]
- *             [--device N[,N...]] [--max-clients N] [--driver PATH] [--ready-file F]
- *             [--spin-us N] [--log-level L]
+ *             [--limits-region PATH [--limits-wait S]] [--device N[,N...]] [--max-clients N]
+ *             [--driver PATH] [--ready-file F] [--spin-us N] [--log-level L]
+ *
+ * Limits come from the flags, or (in Kubernetes) live from the pod's limit region that the
+ * hypervisor writes (--limits-region; region.h): the two are exclusive. A worker told to use
+ * a region never starts without it.
  *
  * One thread per client connection; SIGINT/SIGTERM stop it cleanly (connections closed, their
  * resources freed). docs/remote.md is the user documentation.
@@ -32,6 +36,9 @@ static void usage(FILE *f)
                "  --token-file FILE      shared token clients must present (TF_TOKEN)\n"
                "  --vram-limit Q         VRAM cap per device, a quantity (e.g. 4Gi)\n"
                "  --compute-percent P    compute share of each device, 0 < P <= 100\n"
+               "  --limits-region PATH   take both limits, live, from the pod's limit region\n"
+               "                         (written by tf-hypervisor); not with the two above\n"
+               "  --limits-wait S        wait up to S seconds for PATH to appear (default 60)\n"
                "  --device N[,N...]      driver device ordinals to expose (default 0)\n"
                "  --max-clients N        concurrent connections (default 64)\n"
                "  --driver PATH          CUDA driver library (default libcuda.so.1)\n"
@@ -74,6 +81,8 @@ int main(int argc, char **argv)
                                          {"token-file", required_argument, 0, 't'},
                                          {"vram-limit", required_argument, 0, 'v'},
                                          {"compute-percent", required_argument, 0, 'c'},
+                                         {"limits-region", required_argument, 0, 'R'},
+                                         {"limits-wait", required_argument, 0, 'W'},
                                          {"device", required_argument, 0, 'd'},
                                          {"max-clients", required_argument, 0, 'm'},
                                          {"driver", required_argument, 0, 'D'},
@@ -84,7 +93,7 @@ int main(int argc, char **argv)
                                          {0, 0, 0, 0}};
     const char *listen = NULL, *token_file = NULL, *ready = NULL;
     struct tf_worker_config wc = {0};
-    int max_clients = 0, spin_us = 0;
+    int max_clients = 0, spin_us = 0, wait_s = -1;
     char err[512];
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -110,6 +119,17 @@ int main(int argc, char **argv)
                         wc.compute_bp <= 0 ? "--compute-percent must be above 0" : err);
                 return 2;
             }
+            break;
+        case 'R':
+            if (!*optarg) {
+                fprintf(stderr, "tf-worker: --limits-region needs a path\n");
+                return 2;
+            }
+            wc.limits_region = optarg;
+            break;
+        case 'W':
+            if (int_arg(optarg, 0, 86400, "--limits-wait", &wait_s) != 0)
+                return 2;
             break;
         case 'd':
             wc.devices = optarg;
@@ -153,6 +173,20 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (wc.limits_region && (wc.vram_limit > 0 || wc.compute_bp > 0)) {
+        fprintf(stderr,
+                "tf-worker: --limits-region cannot be combined with %s: the region "
+                "holds the limits\n",
+                wc.vram_limit > 0 && wc.compute_bp > 0 ? "--vram-limit and --compute-percent"
+                : wc.vram_limit > 0                    ? "--vram-limit"
+                                                       : "--compute-percent");
+        return 2;
+    }
+    if (wait_s >= 0 && !wc.limits_region) {
+        fprintf(stderr, "tf-worker: --limits-wait is only meaningful with --limits-region\n");
+        return 2;
+    }
+    wc.limits_wait_ms = (wait_s < 0 ? 60 : wait_s) * 1000;
     uint8_t token[TF_PROTO_MAX_TOKEN];
     size_t token_len = 0;
     if (tf_auth_token_file(token_file, token, sizeof(token), &token_len, err, sizeof(err))) {

@@ -14,6 +14,7 @@
 #include "remote/rangeset.h"
 #include "remote/worker/staging.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,12 @@
 
 int tf_worker_vram_reserve(struct tf_worker *w, int i, int64_t bytes)
 {
+    if (w->region.map.r) {
+        if (bytes < 0 || tf_shm_vram_reserve(w->region.map.r, (unsigned)w->region.entry[i],
+                                             w->region.slot, (uint64_t)bytes) != 0)
+            return TF_ENOSPC;
+        return 0;
+    }
     struct tf_worker_dev *d = &w->devs[i];
     int64_t cur = atomic_load(&d->used);
     for (;;) {
@@ -38,6 +45,12 @@ int tf_worker_vram_reserve(struct tf_worker *w, int i, int64_t bytes)
 
 void tf_worker_vram_release(struct tf_worker *w, int i, int64_t bytes)
 {
+    if (w->region.map.r) {
+        if (bytes > 0)
+            tf_shm_vram_release(w->region.map.r, (unsigned)w->region.entry[i], w->region.slot,
+                                (uint64_t)bytes);
+        return;
+    }
     struct tf_worker_dev *d = &w->devs[i];
     int64_t cur = atomic_load(&d->used);
     for (;;) {
@@ -45,6 +58,25 @@ void tf_worker_vram_release(struct tf_worker *w, int i, int64_t bytes)
         if (atomic_compare_exchange_weak(&d->used, &cur, next))
             return;
     }
+}
+
+/* What device I's clients see as free and total memory, given the driver's figures: the
+ * region's view of its live limit, else the flag's cap. */
+static void vram_view(const struct tf_worker *w, int i, uint64_t phys_free, uint64_t phys_total,
+                      uint64_t *free_out, uint64_t *total_out)
+{
+    if (w->region.map.r) {
+        tf_shm_vram_view(w->region.map.r, (unsigned)w->region.entry[i], phys_free, phys_total,
+                         free_out, total_out);
+        return;
+    }
+    const struct tf_worker_dev *wd = &w->devs[i];
+    int64_t used = atomic_load(&wd->used);
+    int64_t cap_free = wd->limit - used;
+    if (cap_free < 0)
+        cap_free = 0;
+    *free_out = (uint64_t)((int64_t)phys_free < cap_free ? (int64_t)phys_free : cap_free);
+    *total_out = (uint64_t)((int64_t)phys_total < wd->limit ? (int64_t)phys_total : wd->limit);
 }
 
 struct dev_list {
@@ -103,9 +135,11 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
     }
     w->ndev = l.count;
     struct tf_wcompute_dev cdevs[TF_PROTO_MAX_DEVICES];
+    struct tf_wregion_dev rdevs[TF_PROTO_MAX_DEVICES];
     for (int i = 0; i < w->ndev; i++) {
         struct tf_worker_dev *wd = &w->devs[i];
         int ord = wd->dev;
+        rdevs[i].ordinal = ord;
         if (ord >= count || d->deviceGet(&wd->dev, ord) != CUDA_SUCCESS) {
             tf_errf(err, errlen, "--device: device %d does not exist (the driver has %d)", ord,
                     count);
@@ -128,6 +162,7 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
         memcpy(di.name, name, sizeof(di.name));
         memcpy(cdevs[i].uuid, uuid.bytes, 16);
         cdevs[i].mem_total = total;
+        memcpy(rdevs[i].uuid, uuid.bytes, 16);
         uint8_t *p = tf_buf_grow(&w->hello_tail, TF_PROTO_SIZE_dev_info);
         if (!p)
             goto nomem;
@@ -145,8 +180,21 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
         if (i == 0 && d->primaryCtxRetain && d->memHostAlloc && d->memFreeHost &&
             d->primaryCtxRetain(&w->stage_ctx, wd->dev) != CUDA_SUCCESS)
             w->stage_ctx = NULL;
-        tf_log(TF_LOG_INFO, "worker", "device %d = driver device %d: %s, %lld bytes (limit %lld)",
-               i, ord, name, (long long)wd->total, (long long)wd->limit);
+        if (cfg->limits_region)
+            tf_log(TF_LOG_INFO, "worker", "device %d = driver device %d: %s, %lld bytes", i, ord,
+                   name, (long long)wd->total);
+        else
+            tf_log(TF_LOG_INFO, "worker",
+                   "device %d = driver device %d: %s, %lld bytes (limit %lld)", i, ord, name,
+                   (long long)wd->total, (long long)wd->limit);
+    }
+    if (cfg->limits_region) {
+        if (tf_wregion_open(&w->region, cfg->limits_region, cfg->limits_wait_ms, rdevs, w->ndev,
+                            err, errlen) != 0)
+            goto fail;
+        tf_wcompute_attach(&w->compute, w->region.map.r, w->region.slot, w->region.entry, w->ndev,
+                           w->region.path);
+        return 0;
     }
     if (tf_wcompute_start(&w->compute, cfg->compute_bp > 0 ? (uint32_t)cfg->compute_bp : 0, cdevs,
                           w->ndev, err, errlen) != 0)
@@ -167,6 +215,7 @@ void tf_worker_shutdown(struct tf_worker *w)
 void tf_worker_fini(struct tf_worker *w)
 {
     tf_wcompute_stop(&w->compute);
+    tf_wregion_close(&w->region);
     if (w->stage_ctx && w->drv.primaryCtxRelease)
         w->drv.primaryCtxRelease(w->devs[0].dev);
     w->stage_ctx = NULL;
@@ -180,7 +229,23 @@ int tf_worker_hello(void *arg, struct tf_msg_hello_rep *rep, struct tf_buf *tail
     rep->status = CUDA_SUCCESS;
     rep->ndev = (uint32_t)w->ndev;
     rep->driver_version = (uint32_t)w->driver_version;
-    return tf_buf_append(tail, w->hello_tail.data, w->hello_tail.len);
+    size_t base = tail->len;
+    int rc = tf_buf_append(tail, w->hello_tail.data, w->hello_tail.len);
+    if (rc || !w->region.map.r)
+        return rc;
+    /* With a region, total memory is its live limit as of now (the client caches it). */
+    size_t rec = TF_PROTO_SIZE_dev_info + (size_t)CU_DEVICE_ATTRIBUTE_MAX * TF_PROTO_SIZE_attr_val;
+    assert(w->hello_tail.len == (size_t)w->ndev * rec); /* as tf_worker_init built it */
+    for (int i = 0; i < w->ndev; i++) {
+        uint8_t *p = tail->data + base + (size_t)i * rec;
+        struct tf_msg_dev_info di;
+        tf_msg_dev_info_get(p, &di);
+        uint64_t fr, tot;
+        vram_view(w, i, (uint64_t)w->devs[i].total, (uint64_t)w->devs[i].total, &fr, &tot);
+        di.total_mem = tot;
+        tf_msg_dev_info_put(p, &di);
+    }
+    return 0;
 }
 
 /* ---- session objects ------------------------------------------------------------------------ */
@@ -810,14 +875,8 @@ static int h_mem_info(struct session *s, struct req *q)
     r = s->d->memGetInfo(&fr, &tot);
     if (r)
         return r;
-    const struct tf_worker_dev *wd = &s->w->devs[c->dev];
-    int64_t used = atomic_load(&wd->used);
-    int64_t cap_free = wd->limit - used;
-    if (cap_free < 0)
-        cap_free = 0;
-    struct tf_msg_mem_info_rep rep = {
-        .free = (uint64_t)((int64_t)fr < cap_free ? (int64_t)fr : cap_free),
-        .total = (uint64_t)((int64_t)tot < wd->limit ? (int64_t)tot : wd->limit)};
+    struct tf_msg_mem_info_rep rep = {0};
+    vram_view(s->w, c->dev, fr, tot, &rep.free, &rep.total);
     tf_msg_mem_info_rep_put(s->reply.data, &rep);
     return CUDA_SUCCESS;
 }

@@ -12,6 +12,12 @@
  * CUDA_ERROR_OUT_OF_MEMORY and cuMemGetInfo/cuDeviceTotalMem report the cap as total), and a
  * per-device compute share (compute.h): every launch takes its tokens before it is issued to
  * the driver, and waits on its connection thread (keepalives flowing) while they are short.
+ * The limits come from flags (--vram-limit: per-device atomics here; --compute-percent: a
+ * private region and engine) or from the pod's limit region (--limits-region, region.h):
+ * then reservations are the region's (tf_shm_vram_reserve against its live limit, charged to
+ * the worker's PID slot), cuMemGetInfo reports tf_shm_vram_view of the live limit, a HELLO
+ * reports the limit at connect time as total memory (the client caches it), and launches
+ * take the region's bucket tokens.
  *
  * Bulk copies go through a per-session staging ring (staging.h): HtoD chunks are received
  * from the socket straight into it and copied to the device asynchronously while the next
@@ -27,6 +33,7 @@
 #include "remote/buf.h"
 #include "remote/worker/compute.h"
 #include "remote/worker/driver.h"
+#include "remote/worker/region.h"
 #include "remote/worker/server.h"
 
 #include <stdatomic.h>
@@ -35,15 +42,17 @@
 struct tf_worker_dev {
     CUdevice dev;         /* the driver's ordinal */
     int64_t total;        /* cuDeviceTotalMem */
-    int64_t limit;        /* VRAM cap (= total when unlimited) */
-    _Atomic int64_t used; /* bytes allocated by this worker's clients */
+    int64_t limit;        /* VRAM cap (= total when unlimited); unused with a region */
+    _Atomic int64_t used; /* bytes allocated by this worker's clients; unused with a region */
 };
 
 struct tf_worker_config {
-    const char *driver_path; /* NULL: "libcuda.so.1" */
-    const char *devices;     /* comma list of driver ordinals; NULL: "0" */
-    int64_t vram_limit;      /* bytes per device; 0: none */
-    int32_t compute_bp;      /* compute share in basis points; 0 or 10000: none */
+    const char *driver_path;   /* NULL: "libcuda.so.1" */
+    const char *devices;       /* comma list of driver ordinals; NULL: "0" */
+    int64_t vram_limit;        /* bytes per device; 0: none */
+    int32_t compute_bp;        /* compute share in basis points; 0 or 10000: none */
+    const char *limits_region; /* limit region file (then vram_limit/compute_bp are 0); NULL */
+    int limits_wait_ms;        /* how long to wait for it to appear */
 };
 
 struct tf_worker {
@@ -51,6 +60,7 @@ struct tf_worker {
     int driver_version;
     int ndev;
     struct tf_worker_dev devs[TF_PROTO_MAX_DEVICES];
+    struct tf_wregion region;   /* the limit region (region.map.r NULL: limits from flags) */
     struct tf_wcompute compute; /* the compute limit (inert without one) */
     struct tf_buf hello_tail;   /* device records of the HELLO reply, built once */
     /* The worker's own context (the primary context of its first device, never given to a
@@ -71,7 +81,8 @@ void tf_worker_fini(struct tf_worker *w);
 int tf_worker_hello(void *arg, struct tf_msg_hello_rep *rep, struct tf_buf *tail);
 void tf_worker_serve(void *arg, struct tf_wconn *c);
 
-/* VRAM reservation against device I's cap: 0 or TF_ENOSPC. Release never underflows. */
+/* VRAM reservation against device I's cap (the region's live limit with one): 0 or
+ * TF_ENOSPC. Release never underflows. */
 int tf_worker_vram_reserve(struct tf_worker *w, int i, int64_t bytes);
 void tf_worker_vram_release(struct tf_worker *w, int i, int64_t bytes);
 
