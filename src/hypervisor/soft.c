@@ -382,7 +382,7 @@ bool tf_hv_soft_has_processes(struct tf_hv *hv, const char *name)
     struct entry *e = find(s, name);
     for (int i = 0; e && i < TF_SHM_MAX_PIDS && !any; i++) {
         uint64_t owner = atomic_load_explicit(&e->map.r->pid[i].owner, memory_order_relaxed);
-        any = owner != 0 && tf_proc_alive(&e->map.r->pid[i], owner, &s->pidns);
+        any = owner != 0 && tf_proc_alive_host(&e->map.r->pid[i], owner, &s->pidns);
     }
     pthread_mutex_unlock(&s->mu);
     return any;

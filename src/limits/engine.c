@@ -179,7 +179,7 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
 {
     struct tf_shm_region *r = w->r;
     if (!e->o.no_reap) {
-        int n = tf_shm_reap(r, e->o.self_owner, now, tf_proc_alive, &e->o.pidns);
+        int n = tf_shm_reap(r, e->o.self_owner, now, tf_proc_alive_host, &e->o.pidns);
         if (n > 0)
             tf_log(TF_LOG_INFO, SUBSYS, "%s: reclaimed %d dead process slot(s)", w->name, n);
     }

@@ -126,22 +126,25 @@ static bool judge(pid_t pid, uint64_t owner)
 
 bool tf_proc_alive(const struct tf_shm_pid *slot, uint64_t owner, void *ctx)
 {
-    struct tf_shm_pid *s = (struct tf_shm_pid *)slot;
     uint64_t mine = ctx ? *(const uint64_t *)ctx : 0;
-    uint32_t host = atomic_load_explicit(&s->host_pid, memory_order_relaxed);
-    uint64_t ns = atomic_load_explicit(&s->pidns, memory_order_relaxed);
-    if (host) {
-        /* host_pid is in the engine's namespace; the start-time tag still identifies it. */
-        uint64_t st;
-        int rc = tf_proc_starttime((pid_t)host, &st);
-        if (rc == TF_ENOENT)
-            return false;
-        if (rc)
-            return true;
-        return ((st & 0x7fffffffu) << 32) ==
-               (owner & ~(UINT64_C(0xffffffff) | TF_SHM_OWNER_RECLAIM));
-    }
+    uint64_t ns = atomic_load_explicit(&((struct tf_shm_pid *)slot)->pidns, memory_order_relaxed);
     if (ns && mine && ns == mine)
         return judge((pid_t)tf_shm_owner_pid(owner), owner);
     return true;
+}
+
+bool tf_proc_alive_host(const struct tf_shm_pid *slot, uint64_t owner, void *ctx)
+{
+    struct tf_shm_pid *s = (struct tf_shm_pid *)slot;
+    uint32_t host = atomic_load_explicit(&s->host_pid, memory_order_relaxed);
+    if (!host)
+        return tf_proc_alive(slot, owner, ctx);
+    /* host_pid is in the engine's namespace; the start-time tag still identifies it. */
+    uint64_t st;
+    int rc = tf_proc_starttime((pid_t)host, &st);
+    if (rc == TF_ENOENT)
+        return false;
+    if (rc)
+        return true;
+    return ((st & 0x7fffffffu) << 32) == (owner & ~(UINT64_C(0xffffffff) | TF_SHM_OWNER_RECLAIM));
 }

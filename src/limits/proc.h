@@ -28,10 +28,15 @@ int tf_proc_nspid(pid_t pid, uint32_t *inner);
 /* Owner id of the calling process (tf_shm_owner_id of getpid() and its start time). */
 uint64_t tf_proc_self_owner(void);
 
-/* Default tf_shm_alive_fn. CTX is a `const uint64_t *` holding the caller's pid-namespace
- * inode. An owner is judged through the slot's host_pid when the engine resolved one, else
- * directly when it lives in the caller's namespace; otherwise it counts as alive (never
- * reclaim what cannot be verified). Dead = no such process, or a different start time. */
+/* tf_shm_alive_fn for the workload's own processes (the limiter, tf-worker), which may run
+ * in a container. CTX is a `const uint64_t *` holding the caller's pid-namespace inode. An
+ * owner in the caller's namespace is judged by its own pid; any other counts as alive (never
+ * reclaim what cannot be verified). The slot's host_pid is not used: it is a pid of the
+ * engine's namespace, which in the caller's names another process or none. Dead = no such
+ * process, or a different start time. */
 bool tf_proc_alive(const struct tf_shm_pid *slot, uint64_t owner, void *ctx);
+/* The engine's tf_shm_alive_fn (it runs in the namespace whose pids host_pid holds): an
+ * owner whose host_pid the engine resolved is judged through it, else as tf_proc_alive. */
+bool tf_proc_alive_host(const struct tf_shm_pid *slot, uint64_t owner, void *ctx);
 
 #endif

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -516,6 +517,62 @@ static void two_processes_of_one_workload_share_one_limit(void **state)
     munmap(r, TF_SHM_SIZE);
 }
 
+/* In Kubernetes the engine resolves host_pid, a pid of the host's namespace. A peer in the
+ * same container reaping (the limiter does, on slot claim and before refusing memory) must not
+ * read that pid in its own namespace, where it names another process or none: a live peer
+ * would lose its slot and its VRAM would stop counting against the limit. The engine judges
+ * through host_pid. */
+static void peers_are_judged_in_their_own_namespace_the_engine_through_host_pid(void **state)
+{
+    struct tf_shm_config c;
+    two_gpu_config(&c);
+    struct tf_shm_region *r = anon_region(&c);
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    pid_t kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, whatever it asserts */
+        int slot = tf_shm_pid_claim(r, tf_proc_self_owner(), tf_proc_pidns(0));
+        char one = tf_shm_vram_reserve(r, 0, slot, 64 * MiB) == 0;
+        if (write(p[1], &one, 1) != 1)
+            _exit(2);
+        pause();
+        _exit(0);
+    }
+    char one = 0;
+    assert_int_equal(read(p[0], &one, 1), 1);
+    assert_int_equal(one, 1);
+    int slot = -1;
+    for (int i = 0; i < TF_SHM_MAX_PIDS; i++)
+        if (tf_shm_owner_pid(atomic_load(&r->pid[i].owner)) == (uint32_t)kid)
+            slot = i;
+    assert_true(slot >= 0);
+    uint64_t ns = tf_proc_pidns(0), self = tf_proc_self_owner();
+    uint64_t owner = atomic_load(&r->pid[slot].owner);
+    /* host_pid naming another process here (pid 1), then none. */
+    uint32_t foreign[] = {1, 4194303};
+    for (int k = 0; k < 2; k++) {
+        atomic_store(&r->pid[slot].host_pid, foreign[k]);
+        assert_true(tf_proc_alive(&r->pid[slot], owner, &ns));
+        assert_int_equal(tf_shm_reap(r, self, 1, tf_proc_alive, &ns), 0);
+        assert_int_equal(atomic_load(&r->dev[0].vram_used), (int64_t)(64 * MiB));
+        assert_false(tf_proc_alive_host(&r->pid[slot], owner, &ns));
+    }
+    /* The engine with the right host_pid: alive while it runs, dead once it is gone. */
+    atomic_store(&r->pid[slot].host_pid, (uint32_t)kid);
+    assert_true(tf_proc_alive_host(&r->pid[slot], owner, &ns));
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+    assert_false(tf_proc_alive_host(&r->pid[slot], owner, &ns));
+    assert_false(tf_proc_alive(&r->pid[slot], owner, &ns));
+    assert_int_equal(tf_shm_reap(r, self, 1, tf_proc_alive_host, &ns), 1);
+    assert_int_equal(atomic_load(&r->dev[0].vram_used), 0);
+    close(p[0]);
+    close(p[1]);
+    munmap(r, TF_SHM_SIZE);
+}
+
 static void process_killed_mid_work_gives_its_memory_back(void **state)
 {
     struct tf_shm_config c;
@@ -651,6 +708,7 @@ int main(void)
         cmocka_unit_test(memory_info_never_reports_used_above_total),
         cmocka_unit_test(concurrent_allocations_never_exceed_the_limit),
         cmocka_unit_test(two_processes_of_one_workload_share_one_limit),
+        cmocka_unit_test(peers_are_judged_in_their_own_namespace_the_engine_through_host_pid),
         cmocka_unit_test(process_killed_mid_work_gives_its_memory_back),
         cmocka_unit_test(pid_slots_are_claimed_released_and_reclaimed),
         cmocka_unit_test(heartbeat_goes_stale_when_the_hypervisor_stops),
