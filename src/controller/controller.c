@@ -550,7 +550,8 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     x.wh_ready = true;
     struct tf_reconcile_sources src = {x.pods,     x.clusters,  x.pools,       x.gpus,
                                        x.gpunodes, x.workloads, x.connections, x.quotas};
-    x.rec = tf_reconciler_new(c, &src, x.wh.cfg.default_pool, x.wh.cfg.worker_image);
+    x.rec = tf_reconciler_new(c, &src, x.wh.cfg.default_pool, x.wh.cfg.worker_image,
+                              x.wh.cfg.shm_host_dir);
     /* Serve only once the caches are warm, so the first reviews see profiles and pools. */
     struct tf_informer *warm[] = {x.pods,        x.namespaces, x.profiles,  x.pools,
                                   x.replicasets, x.gpus,       x.templates, x.quotas};

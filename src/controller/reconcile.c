@@ -21,13 +21,14 @@
 struct tf_reconciler {
     struct tf_k8s_client *c;
     struct tf_reconcile_sources src;
-    char *default_pool, *worker_image;
+    char *default_pool, *worker_image, *shm_host_dir;
     int writes;
 };
 
 struct tf_reconciler *tf_reconciler_new(struct tf_k8s_client *c,
                                         const struct tf_reconcile_sources *src,
-                                        const char *default_pool, const char *worker_image)
+                                        const char *default_pool, const char *worker_image,
+                                        const char *shm_host_dir)
 {
     struct tf_reconciler *r = calloc(1, sizeof(*r));
     if (!r)
@@ -36,7 +37,8 @@ struct tf_reconciler *tf_reconciler_new(struct tf_k8s_client *c,
     r->src = *src;
     r->default_pool = strdup(default_pool ? default_pool : "default-pool");
     r->worker_image = strdup(worker_image ? worker_image : "tensorfusion/tf-worker:latest");
-    if (!r->default_pool || !r->worker_image) {
+    r->shm_host_dir = strdup(shm_host_dir ? shm_host_dir : "/run/tensor-fusion/shm");
+    if (!r->default_pool || !r->worker_image || !r->shm_host_dir) {
         tf_reconciler_destroy(r);
         return NULL;
     }
@@ -49,6 +51,7 @@ void tf_reconciler_destroy(struct tf_reconciler *r)
         return;
     free(r->default_pool);
     free(r->worker_image);
+    free(r->shm_host_dir);
     free(r);
 }
 
@@ -476,6 +479,20 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
 
 /* ---- workloads, remote workers, connections ----------------------------------------------- */
 
+/* Appends env NAME from the downward-API field PATH to ENV. */
+static void env_ref(json_object *env, const char *name, const char *path)
+{
+    json_object *e = json_object_new_object(), *vf = json_object_new_object(),
+                *fr = json_object_new_object();
+    json_object_object_add(e, "name", json_object_new_string(name));
+    json_object_object_add(fr, "fieldPath", json_object_new_string(path));
+    json_object_object_add(vf, "fieldRef", fr);
+    json_object_object_add(e, "valueFrom", vf);
+    json_object_array_add(env, e);
+}
+
+#define WORKER_SHM_DIR "/run/tensor-fusion/pod"
+
 static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_object *client)
 {
     const char *ns = tf_json_str(wl, "metadata", "namespace", NULL);
@@ -526,15 +543,31 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     json_object_object_add(c, "ports", ports);
     /* The NVIDIA container runtime exposes exactly the GPUs the extender bound the worker to
      * (it writes gpu-ids before the Binding; the kubelet resolves this at container start). */
-    json_object *env = json_object_new_array(), *e = json_object_new_object(),
-                *vf = json_object_new_object(), *fr = json_object_new_object();
-    json_object_object_add(e, "name", json_object_new_string("NVIDIA_VISIBLE_DEVICES"));
-    json_object_object_add(fr, "fieldPath",
-                           json_object_new_string("metadata.annotations['" TF_ANN_GPU_IDS "']"));
-    json_object_object_add(vf, "fieldRef", fr);
-    json_object_object_add(e, "valueFrom", vf);
-    json_object_array_add(env, e);
+    json_object *env = json_object_new_array();
+    env_ref(env, "NVIDIA_VISIBLE_DEVICES", "metadata.annotations['" TF_ANN_GPU_IDS "']");
+    env_ref(env, "POD_NAME", "metadata.name");
+    env_ref(env, "POD_NAMESPACE", "metadata.namespace");
     json_object_object_add(c, "env", env);
+    /* The worker enforces the workload's limits from the pod's region, which the node agent
+     * writes (and rewrites when the limits change) in the pod's own directory of the shm tree;
+     * only that directory is mounted. */
+    json_object_array_add(cmd, json_object_new_string("--limits-region"));
+    json_object_array_add(cmd, json_object_new_string(WORKER_SHM_DIR "/shm"));
+    json_object *mounts = json_object_new_array(), *m = json_object_new_object();
+    json_object_object_add(m, "name", json_object_new_string("tf-shm"));
+    json_object_object_add(m, "mountPath", json_object_new_string(WORKER_SHM_DIR));
+    json_object_object_add(m, "subPathExpr",
+                           json_object_new_string("$(POD_NAMESPACE)/$(POD_NAME)"));
+    json_object_array_add(mounts, m);
+    json_object_object_add(c, "volumeMounts", mounts);
+    json_object *vols = json_object_new_array(), *vol = json_object_new_object(),
+                *hp = json_object_new_object();
+    json_object_object_add(vol, "name", json_object_new_string("tf-shm"));
+    json_object_object_add(hp, "path", json_object_new_string(r->shm_host_dir));
+    json_object_object_add(hp, "type", json_object_new_string("DirectoryOrCreate"));
+    json_object_object_add(vol, "hostPath", hp);
+    json_object_array_add(vols, vol);
+    json_object_object_add(spec, "volumes", vols);
     const char *gc = ann(client, TF_ANN_GPU_COUNT);
     json_object *res = json_object_new_object(), *lim = json_object_new_object();
     json_object_object_add(lim, TF_RESOURCE_VGPU, json_object_new_string(gc ? gc : "1"));

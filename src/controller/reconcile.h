@@ -32,10 +32,12 @@ struct tf_reconcile_sources {
 
 struct tf_reconciler;
 
-/* Strings are copied; the client and informers are borrowed. */
+/* Strings are copied; the client and informers are borrowed. SHM_HOST_DIR: the nodes' root
+ * of pod limit regions (the webhook's shmDir), mounted per pod into remote workers. */
 struct tf_reconciler *tf_reconciler_new(struct tf_k8s_client *c,
                                         const struct tf_reconcile_sources *src,
-                                        const char *default_pool, const char *worker_image);
+                                        const char *default_pool, const char *worker_image,
+                                        const char *shm_host_dir);
 void tf_reconciler_destroy(struct tf_reconciler *r);
 /* One full pass. Returns the number of objects written (>= 0) or a TF_E* code when the
  * caches are not synced yet. Individual write failures are logged and retried next pass. */

@@ -763,10 +763,16 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
             json_object_array_add(cmd, json_object_new_string("--listen"));
             json_object_array_add(cmd,
                                   json_object_new_string("unix://" LIB_DIR "/run/worker.sock"));
+            /* The pod's limits, live: the node agent writes the pod's region (as for soft
+             * pods) and the worker enforces it; it waits for the region and never runs
+             * unlimited. */
+            json_object_array_add(cmd, json_object_new_string("--limits-region"));
+            json_object_array_add(cmd, json_object_new_string(SHM_POD_DIR "/shm"));
             json_object_object_add(w, "command", cmd);
             inject_common_env(w, "tf-worker");
             add_mount(w, LIB_VOLUME, LIB_DIR, NULL, false);
-            add_mount(w, SHM_VOLUME, wh->cfg.shm_host_dir, NULL, true);
+            add_mount_sub(w, SHM_VOLUME, SHM_POD_DIR, "subPathExpr", "$(POD_NAMESPACE)/$(POD_NAME)",
+                          false);
             add_volume(spec, host_path_volume(SHM_VOLUME, wh->cfg.shm_host_dir));
             set_limit(w, TF_RESOURCE_VGPU, s->gpu_count);
             env_field(w, "NVIDIA_VISIBLE_DEVICES", GPU_IDS_FIELD);

@@ -171,7 +171,8 @@ int tf_hv_k8s_pod_plan(json_object *pod, const char *node, const struct tf_hv_de
     const char *ids = tf_json_str(pod, "metadata", "annotations", TF_HV_ANN_GPU_IDS, NULL);
     const char *comp = tf_json_str(pod, "metadata", "labels", TF_HV_LABEL_COMPONENT, NULL);
     const char *phase = tf_json_str(pod, "status", "phase", NULL);
-    if (!pnode || strcmp(pnode, node) != 0 || !ids || !comp || strcmp(comp, "client") != 0 ||
+    if (!pnode || strcmp(pnode, node) != 0 || !ids || !comp ||
+        (strcmp(comp, "client") != 0 && strcmp(comp, "worker") != 0) ||
         (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)))
         return 0;
     const char *ns = tf_json_str(pod, "metadata", "namespace", NULL);
@@ -190,7 +191,11 @@ int tf_hv_k8s_pod_plan(json_object *pod, const char *node, const struct tf_hv_de
     if (rc)
         return rc;
     rc = 0;
-    if (!s.enabled || s.isolation != TF_ISOLATION_SOFT || !s.is_local_gpu)
+    /* Soft: the app's limiter reads the region. Hard (the pod's tf-worker sidecar) and remote
+     * workers: tf-worker --limits-region does. Whole GPUs (shared, partitioned): nothing to
+     * limit. */
+    if (!s.enabled || !s.is_local_gpu ||
+        (s.isolation != TF_ISOLATION_SOFT && s.isolation != TF_ISOLATION_HARD))
         goto out;
     tf_strlcpy(out->workload, s.workload ? s.workload : name, sizeof(out->workload));
     if ((rc = split_ids(ids, out, err, errlen)))

@@ -15,7 +15,9 @@
  * available and runningApps next to them.
  *
  * Pod limit regions: a pod bound to this node by the scheduler extender (annotation
- * tensor-fusion.ai/gpu-ids) that the webhook took over in soft isolation gets one region with
+ * tensor-fusion.ai/gpu-ids) that the webhook took over in soft or hard isolation (hard: read by
+ * its tf-worker sidecar), or a remote-mode worker pod (component worker, read by its
+ * tf-worker), gets one region with
  * its GPUs in gpu-ids order and, per GPU, the limits of its normalised annotations read with
  * the core workload spec (core/spec.h): compute-percent-limit as basis points, or
  * tflops-limit converted with that GPU's TFLOPS; vram-limit in bytes. A side left unset is
@@ -68,7 +70,8 @@ struct tf_hv_k8s_pod {
 
 /* Decides POD's limit region on NODE, given this node's devices DEVS[0..NDEV) (absent ones
  * do not count). Returns 1 with OUT filled; 0 when the pod needs none (not bound to NODE, no
- * gpu-ids, not a TensorFusion client, isolation other than soft, Succeeded or Failed); or, for
+ * gpu-ids, neither a TensorFusion client nor a worker, not local, isolation shared or
+ * partitioned, Succeeded or Failed); or, for
  * a pod that would need one but cannot have it, TF_EINVAL / TF_ERANGE / TF_EPARSE with ERR
  * saying why: invalid annotations (the spec's message, naming the key), a gpu-ids entry that
  * is not a present device of this node or is listed twice, more than 16 GPUs, a TFLOPS limit

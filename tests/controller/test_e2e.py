@@ -354,10 +354,17 @@ def main():
             w = worker[0]
             check("worker holds the vGPU request", w["spec"]["containers"][0]["resources"][
                 "limits"]["tensor-fusion.ai/vgpu"] == "1")
-            check("worker sees exactly its GPUs", w["spec"]["containers"][0].get("env") == [
-                {"name": "NVIDIA_VISIBLE_DEVICES", "valueFrom": {"fieldRef": {
-                    "fieldPath": "metadata.annotations['tensor-fusion.ai/gpu-ids']"}}}],
-                w["spec"]["containers"][0].get("env"))
+            wc = w["spec"]["containers"][0]
+            wenv = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in wc.get("env", [])}
+            check("worker sees exactly its GPUs", wenv.get("NVIDIA_VISIBLE_DEVICES") ==
+                  "metadata.annotations['tensor-fusion.ai/gpu-ids']", wenv)
+            check("worker enforces its pod's limit region", wc["command"][-2:] == [
+                "--limits-region", "/run/tensor-fusion/pod/shm"] and wc.get("volumeMounts") == [
+                {"name": "tf-shm", "mountPath": "/run/tensor-fusion/pod",
+                 "subPathExpr": "$(POD_NAMESPACE)/$(POD_NAME)"}] and
+                  wenv.get("POD_NAMESPACE") == "metadata.namespace" and
+                  w["spec"].get("volumes") == [{"name": "tf-shm", "hostPath": {
+                      "path": "/run/tensor-fusion/shm", "type": "DirectoryOrCreate"}}], wc)
             check("worker keeps no per-container split of the client",
                   "tensor-fusion.ai/container-gpu-count" not in w["metadata"]["annotations"],
                   w["metadata"]["annotations"])

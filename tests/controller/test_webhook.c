@@ -281,6 +281,26 @@ static const char *env_field_of(json_object *c, const char *name)
     return NULL;
 }
 
+/* C mounts only its pod's own directory of the host shm tree (where the node agent writes the
+ * pod's limit region), read-write, and nothing else of that tree. */
+static void assert_own_shm_dir_only(json_object *c)
+{
+    json_object *shm_mount = NULL;
+    json_object *mounts = tf_json_path(c, "volumeMounts", NULL);
+    for (size_t i = 0; mounts && i < json_object_array_length(mounts); i++)
+        if (strcmp(tf_json_str(json_object_array_get_idx(mounts, i), "name", NULL), "tf-shm") ==
+            0) {
+            assert_null(shm_mount);
+            shm_mount = json_object_array_get_idx(mounts, i);
+        }
+    assert_non_null(shm_mount);
+    assert_string_equal(tf_json_str(shm_mount, "mountPath", NULL), "/run/tensor-fusion/pod");
+    assert_string_equal(tf_json_str(shm_mount, "subPathExpr", NULL),
+                        "$(POD_NAMESPACE)/$(POD_NAME)");
+    assert_null(tf_json_path(shm_mount, "readOnly", NULL));
+    assert_string_equal(env_of(c, "POD_NAMESPACE"), "<valueFrom>");
+}
+
 #define GPU_IDS_PATH "metadata.annotations['tensor-fusion.ai/gpu-ids']"
 
 static size_t count_named(json_object *pod, const char *list, const char *prefix)
@@ -325,17 +345,7 @@ static void seed_001_deployment_pod_gets_soft_limiter_and_normalised_annotations
     assert_string_equal(env_of(py, "TF_SHM_PATH"), "/run/tensor-fusion/pod/shm");
     /* The container runtime exposes the GPUs the extender binds the pod to. */
     assert_string_equal(env_field_of(py, "NVIDIA_VISIBLE_DEVICES"), GPU_IDS_PATH);
-    /* Only the pod's own directory of the host shm tree is mounted, read-write. */
-    json_object *shm_mount = NULL;
-    json_object *mounts = tf_json_path(py, "volumeMounts", NULL);
-    for (size_t i = 0; mounts && i < json_object_array_length(mounts); i++)
-        if (strcmp(tf_json_str(json_object_array_get_idx(mounts, i), "name", NULL), "tf-shm") == 0)
-            shm_mount = json_object_array_get_idx(mounts, i);
-    assert_non_null(shm_mount);
-    assert_string_equal(tf_json_str(shm_mount, "mountPath", NULL), "/run/tensor-fusion/pod");
-    assert_string_equal(tf_json_str(shm_mount, "subPathExpr", NULL),
-                        "$(POD_NAMESPACE)/$(POD_NAME)");
-    assert_null(tf_json_path(shm_mount, "readOnly", NULL));
+    assert_own_shm_dir_only(py);
     assert_string_equal(env_of(py, "POD_NAME"), "<valueFrom>");
     assert_string_equal(env_of(py, "CONTAINER_NAME"), "python");
     assert_string_equal(tf_json_str(py, "resources", "limits", "tensor-fusion.ai/vgpu", NULL), "1");
@@ -546,6 +556,14 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     assert_string_equal(tf_json_str(w, "resources", "limits", "tensor-fusion.ai/vgpu", NULL), "1");
     /* Hard: the worker holds the GPU, the app only talks to it. */
     assert_string_equal(env_field_of(w, "NVIDIA_VISIBLE_DEVICES"), GPU_IDS_PATH);
+    /* ... and enforces the pod's limits from its region, live. */
+    json_object *cmd = tf_json_path(w, "command", NULL);
+    assert_int_equal(json_object_array_length(cmd), 5);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 3)),
+                        "--limits-region");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 4)),
+                        "/run/tensor-fusion/pod/shm");
+    assert_own_shm_dir_only(w);
     assert_null(env_of(container(out, "app"), "NVIDIA_VISIBLE_DEVICES"));
     assert_string_equal(env_of(container(out, "app"), "TF_REMOTE"),
                         "unix:///tensor-fusion/run/worker.sock");

@@ -514,9 +514,13 @@ static int setup_sim(void **state)
     return 0;
 }
 
-/* Runs gpu_burn ARGS under the limiter with TF_SHM_PATH=REGION; returns its exit status and
+#define HARD_TOKEN "k8s-agent-hard-7c1e"
+
+/* Runs gpu_burn allocating MIB MiB: under the limiter with TF_SHM_PATH=REGION or, with
+ * REMOTE set, on libtf_client talking to the tf-worker at REMOTE. Returns its exit status and
  * its output in *OUT (malloc'ed). */
-static int burn(const char *region, const char *mib, const char *name, char **out)
+static int burn_on(const char *region, const char *remote, const char *mib, const char *name,
+                   char **out)
 {
     char log[400];
     snprintf(log, sizeof(log), "%s/%s.log", T.dir, name);
@@ -526,8 +530,14 @@ static int burn(const char *region, const char *mib, const char *name, char **ou
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fd, 1);
         dup2(fd, 2);
-        setenv("LD_PRELOAD", getenv("TF_LIMITER_LIB"), 1);
-        setenv("TF_SHM_PATH", region, 1);
+        if (remote) {
+            setenv("LD_LIBRARY_PATH", getenv("TF_CLIENT_DIR"), 1);
+            setenv("TF_REMOTE", remote, 1);
+            setenv("TF_TOKEN", HARD_TOKEN, 1);
+        } else {
+            setenv("LD_PRELOAD", getenv("TF_LIMITER_LIB"), 1);
+            setenv("TF_SHM_PATH", region, 1);
+        }
         execl(getenv("TF_GPU_BURN"), "gpu_burn", getenv("TF_TIMER_PTX"), "1", mib, "1000", name,
               (char *)NULL);
         _exit(127);
@@ -550,16 +560,21 @@ static int burn(const char *region, const char *mib, const char *name, char **ou
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static int burn(const char *region, const char *mib, const char *name, char **out)
+{
+    return burn_on(region, NULL, mib, name, out);
+}
+
 static bool vram_released(struct hvt *t, void *arg)
 {
     struct tf_shm_map *m = arg;
     return atomic_load(&m->r->dev[0].vram_used) == 0;
 }
 
-static void a_pod_on_the_simulated_gpu_is_held_to_its_vram_limit(void **state)
+/* Waits for the simulated device's GPU object and returns its UUID, checking what the
+ * controller reads of it. */
+static void sim_gpu_uuid(char *uuid, size_t len)
 {
-    start_hv();
-    /* The simulated device as the controller will read it. */
     json_object *list = NULL;
     for (int i = 0; i < WAIT_MS / 50; i++) {
         json_object *out = NULL;
@@ -577,12 +592,18 @@ static void a_pod_on_the_simulated_gpu_is_held_to_its_vram_limit(void **state)
     }
     assert_non_null(list);
     json_object *g = json_object_array_get_idx(json_object_object_get(list, "items"), 0);
-    char uuid[80];
-    snprintf(uuid, sizeof(uuid), "%s", tf_json_str(g, "status", "uuid", NULL));
+    snprintf(uuid, len, "%s", tf_json_str(g, "status", "uuid", NULL));
     assert_string_equal(tf_json_str(g, "status", "gpuModel", NULL), "A100-80GB");
     assert_string_equal(tf_json_str(g, "status", "capacity", "tflops", NULL), "312");
     assert_string_equal(tf_json_str(g, "status", "capacity", "vram", NULL), "80Gi");
     json_object_put(list);
+}
+
+static void a_pod_on_the_simulated_gpu_is_held_to_its_vram_limit(void **state)
+{
+    start_hv();
+    char uuid[80];
+    sim_gpu_uuid(uuid, sizeof(uuid));
 
     create_pod("burn", NODE, uuid,
                SOFT_2GI ",\"tensor-fusion.ai/compute-percent-limit\":\"50\","
@@ -609,6 +630,87 @@ static void a_pod_on_the_simulated_gpu_is_held_to_its_vram_limit(void **state)
     tf_shm_unmap(&m);
 }
 
+/* Hard isolation end to end: the node agent writes the hard pod's region and runs its compute
+ * controller, the pod's tf-worker (as the webhook starts the sidecar: --limits-region)
+ * enforces both limits for the app on libtf_client, and a changed vram-limit annotation
+ * reaches the running worker. */
+static void a_hard_pods_tf_worker_enforces_the_pods_region_live(void **state)
+{
+    start_hv();
+    char uuid[80];
+    sim_gpu_uuid(uuid, sizeof(uuid));
+    create_pod("hard", NODE, uuid,
+               "\"tensor-fusion.ai/isolation\":\"hard\",\"tensor-fusion.ai/vram-limit\":\"2Gi\","
+               "\"tensor-fusion.ai/vram-request\":\"2Gi\",\"tensor-fusion.ai/"
+               "compute-percent-limit\":\"50\",\"tensor-fusion.ai/compute-percent-request\":"
+               "\"50\"");
+    struct tf_shm_map m = {0};
+    open_region("hard", &m);
+    assert_true(hvt_wait(heartbeat_by, &T, &m, WAIT_MS));
+    char region[600], token[600], ready[600], sock[700];
+    region_path("hard", region, sizeof(region));
+    snprintf(token, sizeof(token), "%s/hard.token", T.dir);
+    snprintf(ready, sizeof(ready), "%s/hard.ready", T.dir);
+    snprintf(sock, sizeof(sock), "unix://%s/hard.sock", T.dir);
+    FILE *f = fopen(token, "w");
+    assert_non_null(f);
+    fprintf(f, "%s\n", HARD_TOKEN);
+    fclose(f);
+    pid_t w = fork();
+    assert_true(w >= 0);
+    if (w == 0) {
+        char log[600];
+        snprintf(log, sizeof(log), "%s/hard-worker.log", T.dir);
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(getenv("TF_WORKER"), "tf-worker", "--listen", sock, "--token-file", token,
+              "--ready-file", ready, "--limits-region", region, (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; !exists(ready); i++) {
+        int st;
+        if (i > WAIT_MS / 10 || waitpid(w, &st, WNOHANG) == w) {
+            char log[600], *text;
+            snprintf(log, sizeof(log), "%s/hard-worker.log", T.dir);
+            text = read_text(log);
+            fail_msg("tf-worker --limits-region did not come up: %s", text);
+        }
+        usleep(10000);
+    }
+    char *out = NULL;
+    int rc = burn_on(NULL, sock, "3072", "hard-big", &out);
+    if (rc != 3 || !strstr(out, "hard-big vram_refused mib=3072 total_mib=2048 "
+                                "error=CUDA_ERROR_OUT_OF_MEMORY"))
+        fail_msg("over the pod's limit: exit %d:\n%s", rc, out);
+    free(out);
+    /* The autoscaler (or a user) raises the limit: no restart of anything. */
+    api_patch(&tf_k8s_pods, "ml", "hard", NULL,
+              "{\"metadata\":{\"annotations\":{\"tensor-fusion.ai/vram-limit\":\"4Gi\","
+              "\"tensor-fusion.ai/vram-request\":\"4Gi\"}}}");
+    struct vram_want four = {&m, 0, 4 * GiB};
+    assert_true(hvt_wait(vram_limit_is, &T, &four, WAIT_MS));
+    rc = burn_on(NULL, sock, "3072", "hard-fits", &out);
+    if (rc != 0 || !strstr(out, "hard-fits vram_total_mib=4096 vram_alloc_mib=3072") ||
+        !strstr(out, "hard-fits kernels="))
+        fail_msg("within the raised limit: exit %d:\n%s", rc, out);
+    printf("hard pod through its tf-worker: %s", strstr(out, "hard-fits kernels="));
+    /* The node agent's controller feeds the worker's bucket: the pod gets its 50 %, not the
+     * whole GPU (alone it reaches over 90 % here). */
+    double share = atof(strstr(out, "share_pct=") + strlen("share_pct="));
+    if (share < 30 || share > 70)
+        fail_msg("hard pod's compute share %.1f %% at a 50 %% limit:\n%s", share, out);
+    free(out);
+    assert_true(hvt_wait(vram_released, &T, &m, WAIT_MS)); /* the worker freed the client's */
+    kill(w, SIGTERM);
+    int st = 0;
+    waitpid(w, &st, 0);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    api_delete(&tf_k8s_pods, "ml", "hard");
+    assert_true(hvt_wait(region_gone, &T, "hard", WAIT_MS));
+    tf_shm_unmap(&m);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest fake[] = {
@@ -621,6 +723,8 @@ int main(int argc, char **argv)
     };
     const struct CMUnitTest sim[] = {
         cmocka_unit_test_setup_teardown(a_pod_on_the_simulated_gpu_is_held_to_its_vram_limit,
+                                        setup_sim, teardown),
+        cmocka_unit_test_setup_teardown(a_hard_pods_tf_worker_enforces_the_pods_region_live,
                                         setup_sim, teardown),
     };
     if (argc > 1 && strcmp(argv[1], "sim") == 0)

@@ -199,6 +199,29 @@ static void tflops_limits_convert_per_gpu_in_gpu_ids_order(void **state)
     assert_int_equal(p.cfg.dev[0].compute_limit_bp, 2500);
 }
 
+/* Hard isolation and remote workers: the pod's tf-worker enforces the limits, reading them
+ * from the region (tf-worker --limits-region), so those pods get one like soft pods. */
+static void hard_pods_and_remote_workers_get_a_region_for_their_tf_worker(void **state)
+{
+    struct tf_hv_k8s_pod p;
+    char err[512];
+    assert_int_equal(plan(pod("n1", A100,
+                              "\"tensor-fusion.ai/isolation\":\"hard\",\"tensor-fusion.ai/"
+                              "vram-limit\":\"1Gi\",\"tensor-fusion.ai/compute-percent-limit\":"
+                              "\"30\""),
+                          &p, err, sizeof(err)),
+                     1);
+    assert_int_equal(p.cfg.dev[0].vram_limit, 1 << 30);
+    assert_int_equal(p.cfg.dev[0].compute_limit_bp, 3000);
+    json_object *worker = pod("n1", A100, "\"tensor-fusion.ai/vram-limit\":\"2Gi\"");
+    json_object_object_add(
+        json_object_object_get(json_object_object_get(worker, "metadata"), "labels"),
+        "tensor-fusion.ai/component", json_object_new_string("worker"));
+    assert_int_equal(plan(worker, &p, err, sizeof(err)), 1);
+    assert_int_equal(p.cfg.dev[0].vram_limit, (uint64_t)2 << 30);
+    assert_string_equal(p.key, "ml/train");
+}
+
 static void pods_that_need_no_region_get_none(void **state)
 {
     struct tf_hv_k8s_pod p;
@@ -208,11 +231,6 @@ static void pods_that_need_no_region_get_none(void **state)
     assert_int_equal(plan(pod("n1", NULL, lim), &p, err, sizeof(err)), 0); /* not bound yet */
     assert_int_equal(
         plan(pod("n1", A100, "\"tensor-fusion.ai/isolation\":\"shared\""), &p, err, sizeof(err)),
-        0);
-    assert_int_equal(
-        plan(pod("n1", A100,
-                 "\"tensor-fusion.ai/isolation\":\"hard\",\"tensor-fusion.ai/vram-limit\":\"1Gi\""),
-             &p, err, sizeof(err)),
         0);
     assert_int_equal(plan(pod("n1", A100,
                               "\"tensor-fusion.ai/is-local-gpu\":\"false\",\"tensor-fusion.ai/"
@@ -227,12 +245,12 @@ static void pods_that_need_no_region_get_none(void **state)
     json_object_object_add(json_object_object_get(failed, "status"), "phase",
                            json_object_new_string("Failed"));
     assert_int_equal(plan(failed, &p, err, sizeof(err)), 0);
-    /* Remote workers (component worker) enforce their limits themselves. */
-    json_object *worker = pod("n1", A100, lim);
+    /* Pods of other components (the hypervisor's own, ...) get none. */
+    json_object *other = pod("n1", A100, lim);
     json_object_object_add(
-        json_object_object_get(json_object_object_get(worker, "metadata"), "labels"),
-        "tensor-fusion.ai/component", json_object_new_string("worker"));
-    assert_int_equal(plan(worker, &p, err, sizeof(err)), 0);
+        json_object_object_get(json_object_object_get(other, "metadata"), "labels"),
+        "tensor-fusion.ai/component", json_object_new_string("hypervisor"));
+    assert_int_equal(plan(other, &p, err, sizeof(err)), 0);
     /* Terminating pods keep their region while their containers stop. */
     json_object *term = pod("n1", A100, lim);
     json_object_object_add(json_object_object_get(term, "metadata"), "deletionTimestamp",
@@ -286,6 +304,7 @@ int main(void)
         cmocka_unit_test(a_soft_pod_gets_its_percent_and_vram_limits),
         cmocka_unit_test(tflops_limits_convert_per_gpu_in_gpu_ids_order),
         cmocka_unit_test(pods_that_need_no_region_get_none),
+        cmocka_unit_test(hard_pods_and_remote_workers_get_a_region_for_their_tf_worker),
         cmocka_unit_test(pods_that_cannot_have_a_region_say_why),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
