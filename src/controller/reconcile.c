@@ -551,8 +551,8 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     /* The worker enforces the workload's limits from the pod's region, which the node agent
      * writes (and rewrites when the limits change) in the pod's own directory of the shm tree;
      * only that directory is mounted. */
-    json_object_array_add(cmd, json_object_new_string("--limits-region"));
-    json_object_array_add(cmd, json_object_new_string(WORKER_SHM_DIR "/shm"));
+    const char *gc = ann(client, TF_ANN_GPU_COUNT);
+    tf_webhook_worker_args(cmd, gc ? atoi(gc) : 1);
     json_object *mounts = json_object_new_array(), *m = json_object_new_object();
     json_object_object_add(m, "name", json_object_new_string("tf-shm"));
     json_object_object_add(m, "mountPath", json_object_new_string(WORKER_SHM_DIR));
@@ -568,7 +568,6 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     json_object_object_add(vol, "hostPath", hp);
     json_object_array_add(vols, vol);
     json_object_object_add(spec, "volumes", vols);
-    const char *gc = ann(client, TF_ANN_GPU_COUNT);
     json_object *res = json_object_new_object(), *lim = json_object_new_object();
     json_object_object_add(lim, TF_RESOURCE_VGPU, json_object_new_string(gc ? gc : "1"));
     json_object_object_add(res, "limits", lim);

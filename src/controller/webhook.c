@@ -728,6 +728,23 @@ static void inject_soft(struct tf_webhook *wh, json_object *spec, const struct t
     }
 }
 
+void tf_webhook_worker_args(json_object *cmd, int ngpus)
+{
+    /* The pod's limits, live: the node agent writes the pod's region (as for soft pods) and
+     * the worker enforces it; it waits for the region and never runs unlimited. */
+    json_object_array_add(cmd, json_object_new_string("--limits-region"));
+    json_object_array_add(cmd, json_object_new_string(SHM_POD_DIR "/shm"));
+    if (ngpus <= 1)
+        return;
+    char list[4 * TF_SPEC_MAX_GPUS] = "";
+    for (int i = 0; i < ngpus && i < TF_SPEC_MAX_GPUS; i++) {
+        size_t n = strlen(list);
+        snprintf(list + n, sizeof(list) - n, "%s%d", i ? "," : "", i);
+    }
+    json_object_array_add(cmd, json_object_new_string("--device"));
+    json_object_array_add(cmd, json_object_new_string(list));
+}
+
 static void inject_client(struct tf_webhook *wh, json_object *spec, const struct tf_spec *s,
                           bool local)
 {
@@ -763,11 +780,7 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
             json_object_array_add(cmd, json_object_new_string("--listen"));
             json_object_array_add(cmd,
                                   json_object_new_string("unix://" LIB_DIR "/run/worker.sock"));
-            /* The pod's limits, live: the node agent writes the pod's region (as for soft
-             * pods) and the worker enforces it; it waits for the region and never runs
-             * unlimited. */
-            json_object_array_add(cmd, json_object_new_string("--limits-region"));
-            json_object_array_add(cmd, json_object_new_string(SHM_POD_DIR "/shm"));
+            tf_webhook_worker_args(cmd, s->gpu_count);
             json_object_object_add(w, "command", cmd);
             inject_common_env(w, "tf-worker");
             add_mount(w, LIB_VOLUME, LIB_DIR, NULL, false);

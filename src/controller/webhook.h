@@ -147,6 +147,12 @@ struct tf_webhook_result {
 };
 void tf_webhook_result_free(struct tf_webhook_result *r);
 
+/* Appends to the tf-worker command array CMD what a worker holding NGPUS GPUs of a pod needs
+ * in Kubernetes: --limits-region on the pod's region (its own shm directory is mounted at
+ * /run/tensor-fusion/pod) and, for more than one GPU, --device 0,...,NGPUS-1 (the GPUs
+ * NVIDIA_VISIBLE_DEVICES exposes, in gpu-ids order). */
+void tf_webhook_worker_args(json_object *cmd, int ngpus);
+
 /* Reviews REQ (any kind/operation: non-Pod-CREATE requests are allowed unmodified). */
 void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req,
                        struct tf_webhook_result *out);

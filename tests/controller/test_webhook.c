@@ -564,10 +564,25 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 4)),
                         "/run/tensor-fusion/pod/shm");
     assert_own_shm_dir_only(w);
+
     assert_null(env_of(container(out, "app"), "NVIDIA_VISIBLE_DEVICES"));
     assert_string_equal(env_of(container(out, "app"), "TF_REMOTE"),
                         "unix:///tensor-fusion/run/worker.sock");
     assert_string_equal(ann(out, "tensor-fusion.ai/compute-percent-limit"), "50");
+    json_object_put(out);
+    json_object_put(pod);
+    /* A worker holding two GPUs exposes both (NVIDIA_VISIBLE_DEVICES shows it just those). */
+    pod = jparse("{\"metadata\":{\"name\":\"h2\",\"labels\":{\"tensor-fusion.ai/enabled\":"
+                 "\"true\"},\"annotations\":{\"tensor-fusion.ai/isolation\":\"hard\","
+                 "\"tensor-fusion.ai/gpu-count\":\"2\",\"tensor-fusion.ai/vram-limit\":\"8Gi\"}},"
+                 "\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]}}");
+    out = admit(pod, "default", NULL);
+    w = container(out, "tf-worker");
+    cmd = tf_json_path(w, "command", NULL);
+    assert_int_equal(json_object_array_length(cmd), 7);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 5)), "--device");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 6)), "0,1");
+    assert_string_equal(tf_json_str(w, "resources", "limits", "tensor-fusion.ai/vgpu", NULL), "2");
     json_object_put(out);
     json_object_put(pod);
     /* Disjoint split: the pod's list would show each container the other's GPUs too, so each
