@@ -49,13 +49,6 @@ struct shared {
 };
 static struct shared *S;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void sleep_s(double s)
 {
     struct timespec d = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
@@ -79,32 +72,14 @@ static int c_load(void *arg)
     CUdeviceptr done;
     if (e2e_spin_kernel(timer_ptx, &f, &done))
         return 1;
-    CUstream s;
-    E2E_CU(cuStreamCreate(&s, 0));
-    CUevent ev[4];
-    for (int i = 0; i < 4; i++)
-        E2E_CU(cuEventCreate(&ev[i], 0));
-    unsigned long long ns = a->ns;
-    void *p[] = {&ns, &done};
-    E2E_CU(cuStreamSynchronize(s));
-    S->running++;
-    double t0 = now_s(), end = t0 + a->secs;
-    unsigned long long i = 0;
-    while (now_s() < end) {
-        if (i >= 4)
-            E2E_CU(cuEventSynchronize(ev[i % 4]));
-        E2E_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, p, NULL));
-        E2E_CU(cuEventRecord(ev[i % 4], s));
-        i++;
-    }
-    E2E_CU(cuStreamSynchronize(s));
-    double t1 = now_s();
-    unsigned long long got = 0;
-    E2E_CU(cuMemcpyDtoH(&got, done, 8));
-    E2E_CHECK(got == i);
-    S->launched[a->idx] = i;
-    S->completed[a->idx] = got;
-    S->secs[a->idx] = t1 - t0;
+    unsigned long long n = 0;
+    double secs = 0;
+    int rc = e2e_keep_busy(f, done, a->ns, a->secs, &S->running, &n, &secs);
+    if (rc)
+        return rc;
+    S->launched[a->idx] = n;
+    S->completed[a->idx] = n; /* e2e_keep_busy checked the device counter */
+    S->secs[a->idx] = secs;
     return 0;
 }
 
@@ -123,9 +98,9 @@ static int c_allocs(void *arg)
     double t[100];
     for (int i = 0; i < 100; i++) {
         CUdeviceptr d;
-        double t0 = now_s();
+        double t0 = e2e_now_s();
         E2E_CU(cuMemAlloc(&d, 4096));
-        t[i] = (now_s() - t0) * 1e3;
+        t[i] = (e2e_now_s() - t0) * 1e3;
         E2E_CU(cuMemFree(d));
         sleep_s(0.005);
     }
@@ -171,10 +146,10 @@ static void run_load(const char *const *extra, int nclients, unsigned long long 
     wait_running(nclients);
     static const uint8_t any[16];
     struct tf_usage_dev u;
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     assert_int_equal(tf_nvml_sample(nv, any, 0, (uint64_t)(t0 * 1e9), &u), 0); /* starts it */
     sleep_s(WINDOW_S);
-    double t1 = now_s();
+    double t1 = e2e_now_s();
     assert_int_equal(tf_nvml_sample(nv, any, 0, (uint64_t)(t1 * 1e9), &u), 0);
     assert_true(u.have_busy);
     uint64_t busy = 0;
@@ -270,11 +245,11 @@ static int c_long_throttle(void *arg)
         E2E_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
     E2E_CU(cuCtxSynchronize());
     sleep_s(0.5);
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     for (int i = 0; i < 20; i++)
         E2E_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
     E2E_CU(cuCtxSynchronize());
-    double secs = now_s() - t0;
+    double secs = e2e_now_s() - t0;
     unsigned long long got = 0;
     E2E_CU(cuMemcpyDtoH(&got, done, 8));
     printf("20 kernels of 20 ms at 10 %% took %.2f s\n", secs);

@@ -63,13 +63,6 @@ struct shared {
 };
 static struct shared *S;
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -270,32 +263,14 @@ static int c_load(void *arg)
     CUdeviceptr done;
     if (e2e_spin_kernel(timer_ptx, &f, &done))
         return 1;
-    CUstream s;
-    E2E_CU(cuStreamCreate(&s, 0));
-    CUevent ev[4];
-    for (int i = 0; i < 4; i++)
-        E2E_CU(cuEventCreate(&ev[i], 0));
-    unsigned long long ns = KERNEL_NS;
-    void *p[] = {&ns, &done};
-    E2E_CU(cuStreamSynchronize(s));
-    S->step = 1;
-    double t0 = now_s(), end = t0 + LOAD_S;
-    unsigned long long i = 0;
-    while (now_s() < end) {
-        if (i >= 4)
-            E2E_CU(cuEventSynchronize(ev[i % 4]));
-        E2E_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, p, NULL));
-        E2E_CU(cuEventRecord(ev[i % 4], s));
-        i++;
-    }
-    E2E_CU(cuStreamSynchronize(s));
-    double t1 = now_s();
-    unsigned long long got = 0;
-    E2E_CU(cuMemcpyDtoH(&got, done, 8));
-    E2E_CHECK(got == i);
-    S->launched = i;
-    S->completed = got;
-    S->secs = t1 - t0;
+    unsigned long long n = 0;
+    double secs = 0;
+    int rc = e2e_keep_busy(f, done, KERNEL_NS, LOAD_S, &S->step, &n, &secs);
+    if (rc)
+        return rc;
+    S->launched = n;
+    S->completed = n; /* e2e_keep_busy checked the device counter */
+    S->secs = secs;
     return 0;
 }
 
@@ -313,10 +288,10 @@ static int c_one_launch(void *arg)
     void *p[] = {&ns, &done};
     E2E_CU(cuCtxSynchronize());
     S->step = 1;
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     E2E_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
     E2E_CU(cuCtxSynchronize());
-    S->secs = now_s() - t0;
+    S->secs = e2e_now_s() - t0;
     S->step = 2;
     E2E_CU(cuMemcpyDtoH(&got, done, 8));
     E2E_CHECK(got == 1);
@@ -374,10 +349,10 @@ static void the_worker_waits_for_a_region_created_after_it_started(void **state)
         tf_shm_unmap(&m);
         _exit(0);
     }
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     struct e2e_worker w;
     start_worker(&w);
-    double up = now_s() - t0;
+    double up = e2e_now_s() - t0;
     int st;
     assert_int_equal(waitpid(maker, &st, 0), maker);
     assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -393,9 +368,9 @@ static void a_missing_region_makes_the_worker_exit_naming_it(void **state)
     unlink(region);
     const char *args[] = {"--limits-region", region, "--limits-wait", "1", NULL};
     char out[4096];
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     int rc = run_worker(args, out, sizeof(out));
-    double secs = now_s() - t0;
+    double secs = e2e_now_s() - t0;
     assert_int_equal(rc, 1);
     assert_non_null(strstr(out, region));
     assert_true(secs >= 0.9 && secs < 8.0);
@@ -466,10 +441,10 @@ static void the_regions_compute_limit_holds_a_busy_client_near_it(void **state)
     assert_true(S->step);
     static const uint8_t any[16];
     struct tf_usage_dev u;
-    double t0 = now_s();
+    double t0 = e2e_now_s();
     assert_int_equal(tf_nvml_sample(nv, any, 0, (uint64_t)(t0 * 1e9), &u), 0);
     sleep_s(WINDOW_S);
-    double t1 = now_s();
+    double t1 = e2e_now_s();
     assert_int_equal(tf_nvml_sample(nv, any, 0, (uint64_t)(t1 * 1e9), &u), 0);
     assert_true(u.have_busy);
     uint64_t busy = 0;
