@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -79,4 +80,20 @@ int tf_split_list(const char *s, int (*fn)(const char *item, size_t len, void *a
         p = end ? end + 1 : NULL;
     }
     return 0;
+}
+
+void tf_name_fit(const char *prefix, const char *name, size_t max, char *out, size_t outlen)
+{
+    size_t plen = strlen(prefix), n = strlen(name);
+    if (plen + n <= max) {
+        snprintf(out, outlen, "%s%s", prefix, name);
+        return;
+    }
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)name[i]) * 16777619u;
+    size_t keep = max > plen + 9 ? max - plen - 9 : 0;
+    while (keep > 0 && (name[keep - 1] == '-' || name[keep - 1] == '.'))
+        keep--;
+    snprintf(out, outlen, "%s%.*s-%08x", prefix, (int)keep, name, h);
 }

@@ -21,6 +21,13 @@ bool tf_streq_ci(const char *a, const char *b);
 /* Copies S into DST (capacity N), truncating; returns false if it did not fit. */
 bool tf_strlcpy(char *dst, const char *s, size_t n);
 
+/* Writes PREFIX NAME into OUT (capacity OUTLEN > MAX) when that is at most MAX characters
+ * (a Kubernetes name or key part), else PREFIX, as much of NAME as fits with "-" and the 8 hex
+ * digits of NAME's FNV-1a hash, the cut end trimmed of '-' and '.' so the result stays a valid
+ * DNS label or subdomain when NAME is one. Distinct names give distinct results but for hash
+ * collisions. */
+void tf_name_fit(const char *prefix, const char *name, size_t max, char *out, size_t outlen);
+
 /* Splits a comma-separated list in place-free fashion: calls FN for each trimmed, non-empty
  * item (pointer into S plus its length). Stops and returns FN's first non-zero result. */
 int tf_split_list(const char *s, int (*fn)(const char *item, size_t len, void *arg), void *arg);

@@ -8,12 +8,14 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "common/yamljson.h"
+#include "controller/base64.h"
 #include "controller/webhook.h"
 #include "core/quantity.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/random.h>
 #include <string.h>
 
 #define WORKER_PORT 8001
@@ -492,6 +494,62 @@ static void env_ref(json_object *env, const char *name, const char *path)
 }
 
 #define WORKER_SHM_DIR "/run/tensor-fusion/pod"
+#define WORKER_TOKEN_DIR "/run/tensor-fusion/token"
+
+/* The workload's token Secret (tf_webhook_token_secret), created with 24 random bytes in hex
+ * and owned by the workload when missing; an existing one is kept (running workers and
+ * clients already use its token). False when it cannot be made (logged). */
+static bool ensure_token_secret(struct tf_reconciler *r, json_object *wl)
+{
+    const char *ns = tf_json_str(wl, "metadata", "namespace", NULL);
+    const char *name = tf_json_str(wl, "metadata", "name", NULL);
+    const char *uid = tf_json_str(wl, "metadata", "uid", NULL);
+    char secret[254], err[256];
+    tf_webhook_token_secret(name, secret, sizeof(secret));
+    json_object *have = NULL;
+    int rc = tf_k8s_get(r->c, &tf_k8s_secrets, ns, secret, &have, err, sizeof(err));
+    json_object_put(have);
+    if (rc != TF_ENOENT)
+        return rc == 0;
+    uint8_t raw[24];
+    char hex[2 * sizeof(raw) + 1];
+    if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        tf_log(TF_LOG_ERROR, "reconcile", "no random bytes for %s/%s's token", ns, name);
+        return false;
+    }
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+    char *b64 = tf_base64_encode(hex, strlen(hex));
+    json_object *o = json_object_new_object(), *meta = json_object_new_object(),
+                *labels = json_object_new_object(), *data = json_object_new_object(),
+                *refs = json_object_new_array(), *ref = json_object_new_object();
+    json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
+    json_object_object_add(o, "kind", json_object_new_string("Secret"));
+    json_object_object_add(meta, "name", json_object_new_string(secret));
+    json_object_object_add(meta, "namespace", json_object_new_string(ns));
+    json_object_object_add(labels, "tensor-fusion.ai/workload", json_object_new_string(name));
+    json_object_object_add(meta, "labels", labels);
+    json_object_object_add(ref, "apiVersion", json_object_new_string("tensor-fusion.ai/v1"));
+    json_object_object_add(ref, "kind", json_object_new_string("TensorFusionWorkload"));
+    json_object_object_add(ref, "name", json_object_new_string(name));
+    json_object_object_add(ref, "uid", json_object_new_string(uid ? uid : ""));
+    json_object_array_add(refs, ref);
+    json_object_object_add(meta, "ownerReferences", refs);
+    json_object_object_add(o, "metadata", meta);
+    json_object_object_add(o, "type", json_object_new_string("Opaque"));
+    json_object_object_add(data, TF_TOKEN_SECRET_KEY, json_object_new_string(b64 ? b64 : ""));
+    json_object_object_add(o, "data", data);
+    free(b64);
+    memset(hex, 0, sizeof(hex));
+    rc = b64 ? tf_k8s_create(r->c, &tf_k8s_secrets, ns, o, NULL, err, sizeof(err)) : TF_ENOMEM;
+    json_object_put(o);
+    if (rc == 0)
+        r->writes++;
+    else if (rc != TF_EEXIST)
+        tf_log(TF_LOG_WARN, "reconcile", "cannot create the token Secret %s/%s: %s", ns, secret,
+               err);
+    return rc == 0 || rc == TF_EEXIST;
+}
 
 static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_object *client)
 {
@@ -552,12 +610,17 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
      * writes (and rewrites when the limits change) in the pod's own directory of the shm tree;
      * only that directory is mounted. */
     const char *gc = ann(client, TF_ANN_GPU_COUNT);
-    tf_webhook_worker_args(cmd, gc ? atoi(gc) : 1);
+    tf_webhook_worker_args(cmd, gc ? atoi(gc) : 1, WORKER_TOKEN_DIR "/" TF_TOKEN_SECRET_KEY);
     json_object *mounts = json_object_new_array(), *m = json_object_new_object();
     json_object_object_add(m, "name", json_object_new_string("tf-shm"));
     json_object_object_add(m, "mountPath", json_object_new_string(WORKER_SHM_DIR));
     json_object_object_add(m, "subPathExpr",
                            json_object_new_string("$(POD_NAMESPACE)/$(POD_NAME)"));
+    json_object_array_add(mounts, m);
+    m = json_object_new_object();
+    json_object_object_add(m, "name", json_object_new_string("tf-token"));
+    json_object_object_add(m, "mountPath", json_object_new_string(WORKER_TOKEN_DIR));
+    json_object_object_add(m, "readOnly", json_object_new_boolean(true));
     json_object_array_add(mounts, m);
     json_object_object_add(c, "volumeMounts", mounts);
     json_object *vols = json_object_new_array(), *vol = json_object_new_object(),
@@ -566,6 +629,14 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     json_object_object_add(hp, "path", json_object_new_string(r->shm_host_dir));
     json_object_object_add(hp, "type", json_object_new_string("DirectoryOrCreate"));
     json_object_object_add(vol, "hostPath", hp);
+    json_object_array_add(vols, vol);
+    char secret[254];
+    tf_webhook_token_secret(name, secret, sizeof(secret));
+    vol = json_object_new_object();
+    json_object *sv = json_object_new_object();
+    json_object_object_add(vol, "name", json_object_new_string("tf-token"));
+    json_object_object_add(sv, "secretName", json_object_new_string(secret));
+    json_object_object_add(vol, "secret", sv);
     json_object_array_add(vols, vol);
     json_object_object_add(spec, "volumes", vols);
     json_object *res = json_object_new_object(), *lim = json_object_new_object();
@@ -616,7 +687,7 @@ static void reconcile_workloads(struct tf_reconciler *r, json_object *pods)
             }
         }
         char err[256];
-        if (remote && clients > workers && first_client) {
+        if (remote && clients > workers && first_client && ensure_token_secret(r, wl)) {
             for (int k = workers; k < clients; k++) {
                 json_object *wp = worker_pod(r, wl, first_client);
                 if (tf_k8s_create(r->c, &tf_k8s_pods, ns, wp, NULL, err, sizeof(err)) == 0) {

@@ -728,8 +728,15 @@ static void inject_soft(struct tf_webhook *wh, json_object *spec, const struct t
     }
 }
 
-void tf_webhook_worker_args(json_object *cmd, int ngpus)
+void tf_webhook_token_secret(const char *workload, char *out, size_t outlen)
 {
+    tf_name_fit("tf-token-", workload, 253, out, outlen);
+}
+
+void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file)
+{
+    json_object_array_add(cmd, json_object_new_string("--token-file"));
+    json_object_array_add(cmd, json_object_new_string(token_file));
     /* The pod's limits, live: the node agent writes the pod's region (as for soft pods) and
      * the worker enforces it; it waits for the region and never runs unlimited. */
     json_object_array_add(cmd, json_object_new_string("--limits-region"));
@@ -745,13 +752,37 @@ void tf_webhook_worker_args(json_object *cmd, int ngpus)
     json_object_array_add(cmd, json_object_new_string(list));
 }
 
+/* Hard, local: the app and its tf-worker sidecar share a token made for this pod alone by
+ * the init container, in the pod's emptyDir (nothing outside the pod can read it). */
+#define POD_TOKEN LIB_DIR "/run/token"
+
+static void env_secret(json_object *c, const char *name, const char *secret, const char *key)
+{
+    json_object *env = child_arr(c, "env");
+    if (find_named(env, name))
+        return;
+    json_object *e = json_object_new_object(), *vf = json_object_new_object(),
+                *ref = json_object_new_object();
+    set_str(e, "name", name);
+    set_str(ref, "name", secret);
+    set_str(ref, "key", key);
+    json_object_object_add(vf, "secretKeyRef", ref);
+    json_object_object_add(e, "valueFrom", vf);
+    json_object_array_add(env, e);
+}
+
 static void inject_client(struct tf_webhook *wh, json_object *spec, const struct tf_spec *s,
-                          bool local)
+                          const char *workload, bool local)
 {
     add_volume(spec, empty_dir_volume(LIB_VOLUME));
+#define CLIENT_COPY                                                                                \
+    "mkdir -p " LIB_DIR "/client " LIB_DIR                                                         \
+    "/run && cp /opt/tensor-fusion/lib/libtf_client.so " LIB_DIR "/client/libcuda.so.1"
     init_container(spec, "tf-client-copy", wh->cfg.client_image,
-                   "mkdir -p " LIB_DIR "/client " LIB_DIR "/run && cp "
-                   "/opt/tensor-fusion/lib/libtf_client.so " LIB_DIR "/client/libcuda.so.1");
+                   local ? CLIENT_COPY
+                       " && head -c 32 /dev/urandom | od -An -vtx1 | tr -d ' \\n' > " POD_TOKEN
+                         : CLIENT_COPY);
+#undef CLIENT_COPY
     for (size_t i = 0; i < s->ninject_containers; i++) {
         json_object *c = container_named(spec, s->inject_containers[i]);
         if (!c)
@@ -761,8 +792,11 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
         add_mount(c, LIB_VOLUME, LIB_DIR, NULL, false);
         if (local) {
             env_set(c, "TF_REMOTE", "unix://" LIB_DIR "/run/worker.sock");
+            env_set(c, "TF_TOKEN_FILE", POD_TOKEN);
         } else {
-            char url[600];
+            char url[600], secret[254];
+            tf_webhook_token_secret(workload, secret, sizeof(secret));
+            env_secret(c, "TF_TOKEN", secret, TF_TOKEN_SECRET_KEY);
             env_field(c, "TF_CONNECTION_NAME", "metadata.name");
             env_field(c, "TF_CONNECTION_NAMESPACE", "metadata.namespace");
             snprintf(url, sizeof(url), "%s/api/connection", wh->cfg.controller_url);
@@ -780,7 +814,7 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
             json_object_array_add(cmd, json_object_new_string("--listen"));
             json_object_array_add(cmd,
                                   json_object_new_string("unix://" LIB_DIR "/run/worker.sock"));
-            tf_webhook_worker_args(cmd, s->gpu_count);
+            tf_webhook_worker_args(cmd, s->gpu_count, POD_TOKEN);
             json_object_object_add(w, "command", cmd);
             inject_common_env(w, "tf-worker");
             add_mount(w, LIB_VOLUME, LIB_DIR, NULL, false);
@@ -966,11 +1000,11 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
             visible_devices(c, split ? s.containers[i].name : NULL);
     }
     if (remote)
-        inject_client(wh, spec, &s, false);
+        inject_client(wh, spec, &s, wname, false);
     else if (s.isolation == TF_ISOLATION_SOFT && !(s.disable_features & TF_FEATURE_GPU_LIMITER))
         inject_soft(wh, spec, &s);
     else if (hard_local)
-        inject_client(wh, spec, &s, true);
+        inject_client(wh, spec, &s, wname, true);
 
     if (!req->dry_run && wh->env.ensure_workload) {
         json_object *w = workload_object(&s, ns, wname, final_pool);

@@ -148,10 +148,18 @@ struct tf_webhook_result {
 void tf_webhook_result_free(struct tf_webhook_result *r);
 
 /* Appends to the tf-worker command array CMD what a worker holding NGPUS GPUs of a pod needs
- * in Kubernetes: --limits-region on the pod's region (its own shm directory is mounted at
- * /run/tensor-fusion/pod) and, for more than one GPU, --device 0,...,NGPUS-1 (the GPUs
- * NVIDIA_VISIBLE_DEVICES exposes, in gpu-ids order). */
-void tf_webhook_worker_args(json_object *cmd, int ngpus);
+ * in Kubernetes: --token-file TOKEN_FILE, --limits-region on the pod's region (its own shm
+ * directory is mounted at /run/tensor-fusion/pod) and, for more than one GPU, --device
+ * 0,...,NGPUS-1 (the GPUs NVIDIA_VISIBLE_DEVICES exposes, in gpu-ids order). */
+void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file);
+
+/* Remote workloads: the Secret (in the workload's namespace) whose key TF_TOKEN_SECRET_KEY
+ * holds the token the workload's worker pods require and its clients present
+ * ("tf-token-<workload>", cut and hashed to fit a name). The reconciler creates it with a
+ * random token, owned by the TensorFusionWorkload; the webhook gives remote clients TF_TOKEN
+ * from it. */
+#define TF_TOKEN_SECRET_KEY "token"
+void tf_webhook_token_secret(const char *workload, char *out, size_t outlen);
 
 /* Reviews REQ (any kind/operation: non-Pod-CREATE requests are allowed unmodified). */
 void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req,

@@ -1390,19 +1390,9 @@ bool tf_spec_split(const struct tf_spec *s)
 
 void tf_spec_container_gpu_ids_key(const char *container, char *out)
 {
-    const size_t plen = sizeof(TF_ANN_CONTAINER_GPU_IDS_PREFIX) - 1,
-                 room = 63 - (plen - PREFIX_LEN);
-    size_t n = strlen(container);
-    if (n <= room) {
-        snprintf(out, TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX, "%s%s", TF_ANN_CONTAINER_GPU_IDS_PREFIX,
-                 container);
-        return;
-    }
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)container[i]) * 16777619u;
-    snprintf(out, TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX, "%s%.*s-%08x", TF_ANN_CONTAINER_GPU_IDS_PREFIX,
-             (int)(room - 9), container, h);
+    char name[64];
+    tf_name_fit("gpu-ids-", container, 63, name, sizeof(name));
+    snprintf(out, TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX, "%s%s", TF_KEY_PREFIX, name);
 }
 
 int tf_spec_add_warning(struct tf_spec *s, const char *fmt, ...)

@@ -285,8 +285,8 @@ bool tf_spec_split(const struct tf_spec *s);
 #define TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX (sizeof(TF_KEY_PREFIX) + 63)
 /* Writes CONTAINER's tensor-fusion.ai/gpu-ids-<container> key into OUT (of
  * TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX bytes). An annotation's name part holds at most 63
- * characters: a container name over 55 keeps its first 46 and gets "-" and the 8 hex digits
- * of its FNV-1a hash, so distinct names keep distinct keys. Pure. */
+ * characters: a container name over 55 is cut and hashed (tf_name_fit), so distinct names
+ * keep distinct keys. Pure. */
 void tf_spec_container_gpu_ids_key(const char *container, char *out);
 
 /* Appends a formatted warning to S (for callers that learn something the parser could not,

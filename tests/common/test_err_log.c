@@ -70,12 +70,37 @@ static void lists_and_booleans(void **state)
     assert_int_equal(tf_parse_bool("maybe", &b), TF_EINVAL);
 }
 
+/* Kubernetes names built from other names: whole when they fit, else cut (never ending in
+ * '-' or '.') and hashed so distinct long names stay distinct. */
+static void names_fit_kubernetes_limits(void **state)
+{
+    char out[300], out2[300], name[260];
+    tf_name_fit("tf-token-", "inference", 253, out, sizeof(out));
+    assert_string_equal(out, "tf-token-inference");
+    memset(name, 'a', 250);
+    name[250] = '\0';
+    name[234] = '.'; /* the last character the cut keeps: trimmed */
+    tf_name_fit("tf-token-", name, 253, out, sizeof(out));
+    assert_int_equal(strlen(out), 253 - 1);
+    assert_int_equal(out[strlen(out) - 9], '-');
+    assert_int_equal(out[strlen(out) - 10], 'a');
+    name[249] = 'b';
+    tf_name_fit("tf-token-", name, 253, out2, sizeof(out2));
+    assert_string_not_equal(out, out2);
+    memset(name, 'c', 244);
+    name[244] = '\0'; /* 9 + 244 = 253: fits whole */
+    tf_name_fit("tf-token-", name, 253, out, sizeof(out));
+    assert_int_equal(strlen(out), 253);
+    assert_null(strchr(out + 9, '-'));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_error_has_a_name_and_message),
         cmocka_unit_test(log_lines_are_single_writes_filtered_by_level),
         cmocka_unit_test(lists_and_booleans),
+        cmocka_unit_test(names_fit_kubernetes_limits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

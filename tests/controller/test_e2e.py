@@ -359,12 +359,30 @@ def main():
             check("worker sees exactly its GPUs", wenv.get("NVIDIA_VISIBLE_DEVICES") ==
                   "metadata.annotations['tensor-fusion.ai/gpu-ids']", wenv)
             check("worker enforces its pod's limit region", wc["command"][-2:] == [
-                "--limits-region", "/run/tensor-fusion/pod/shm"] and wc.get("volumeMounts") == [
-                {"name": "tf-shm", "mountPath": "/run/tensor-fusion/pod",
-                 "subPathExpr": "$(POD_NAMESPACE)/$(POD_NAME)"}] and
+                "--limits-region", "/run/tensor-fusion/pod/shm"] and {
+                "name": "tf-shm", "mountPath": "/run/tensor-fusion/pod",
+                "subPathExpr": "$(POD_NAMESPACE)/$(POD_NAME)"} in wc.get("volumeMounts", []) and
                   wenv.get("POD_NAMESPACE") == "metadata.namespace" and
-                  w["spec"].get("volumes") == [{"name": "tf-shm", "hostPath": {
-                      "path": "/run/tensor-fusion/shm", "type": "DirectoryOrCreate"}}], wc)
+                  {"name": "tf-shm", "hostPath": {"path": "/run/tensor-fusion/shm",
+                                                   "type": "DirectoryOrCreate"}} in
+                  w["spec"].get("volumes", []), wc)
+            # Authenticated: the workload's token Secret, made once with a random token, is
+            # the worker's --token-file and the client's TF_TOKEN.
+            sec = env.get("secret", "tf-token-inference", "-n", "ml")
+            tok = base64.b64decode(sec["data"]["token"]).decode() if sec else ""
+            check("token Secret made for the workload", len(tok) == 48 and
+                  all(c in "0123456789abcdef" for c in tok) and sec["metadata"][
+                      "ownerReferences"][0]["kind"] == "TensorFusionWorkload", sec)
+            check("worker requires the token", wc["command"][3:5] == [
+                "--token-file", "/run/tensor-fusion/token/token"] and {
+                    "name": "tf-token", "mountPath": "/run/tensor-fusion/token",
+                    "readOnly": True} in wc["volumeMounts"] and {
+                    "name": "tf-token", "secret": {"secretName": "tf-token-inference"}} in
+                  w["spec"]["volumes"], wc)
+            cl = env.get("pod", "client", "-n", "ml")
+            cenv = {e["name"]: e for e in cl["spec"]["containers"][0].get("env", [])}
+            check("client presents the token", cenv.get("TF_TOKEN", {}).get("valueFrom") == {
+                "secretKeyRef": {"name": "tf-token-inference", "key": "token"}}, cenv)
             check("worker keeps no per-container split of the client",
                   "tensor-fusion.ai/container-gpu-count" not in w["metadata"]["annotations"],
                   w["metadata"]["annotations"])

@@ -245,40 +245,39 @@ static const char *ann(json_object *pod, const char *key)
     return tf_json_str(pod, "metadata", "annotations", key, NULL);
 }
 
-static json_object *container(json_object *pod, const char *name)
+/* The member of array ARR (may be NULL) whose "name" is NAME, or NULL. */
+static json_object *find_named_in(json_object *arr, const char *name)
 {
-    json_object *cs = tf_json_path(pod, "spec", "containers", NULL);
-    for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
-        json_object *c = json_object_array_get_idx(cs, i);
+    for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+        json_object *c = json_object_array_get_idx(arr, i);
         if (strcmp(tf_json_str(c, "name", NULL), name) == 0)
             return c;
     }
     return NULL;
 }
 
+static json_object *container(json_object *pod, const char *name)
+{
+    return find_named_in(tf_json_path(pod, "spec", "containers", NULL), name);
+}
+
+static json_object *find_init(json_object *pod, const char *name)
+{
+    return find_named_in(tf_json_path(pod, "spec", "initContainers", NULL), name);
+}
+
 static const char *env_of(json_object *c, const char *name)
 {
-    json_object *env = tf_json_path(c, "env", NULL);
-    for (size_t i = 0; env && i < json_object_array_length(env); i++) {
-        json_object *e = json_object_array_get_idx(env, i);
-        if (strcmp(tf_json_str(e, "name", NULL), name) == 0) {
-            const char *v = tf_json_str(e, "value", NULL);
-            return v ? v : "<valueFrom>";
-        }
-    }
-    return NULL;
+    json_object *e = find_named_in(tf_json_path(c, "env", NULL), name);
+    const char *v = e ? tf_json_str(e, "value", NULL) : NULL;
+    return e ? (v ? v : "<valueFrom>") : NULL;
 }
 
 /* The downward-API fieldPath of env NAME on container C, or NULL. */
 static const char *env_field_of(json_object *c, const char *name)
 {
-    json_object *env = tf_json_path(c, "env", NULL);
-    for (size_t i = 0; env && i < json_object_array_length(env); i++) {
-        json_object *e = json_object_array_get_idx(env, i);
-        if (strcmp(tf_json_str(e, "name", NULL), name) == 0)
-            return tf_json_str(e, "valueFrom", "fieldRef", "fieldPath", NULL);
-    }
-    return NULL;
+    json_object *e = find_named_in(tf_json_path(c, "env", NULL), name);
+    return e ? tf_json_str(e, "valueFrom", "fieldRef", "fieldPath", NULL) : NULL;
 }
 
 /* C mounts only its pod's own directory of the host shm tree (where the node agent writes the
@@ -543,6 +542,10 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     assert_null(tf_json_str(app, "resources", "limits", "tensor-fusion.ai/vgpu", NULL));
     assert_null(container(out, "tf-worker"));
     assert_null(env_of(app, "NVIDIA_VISIBLE_DEVICES")); /* no local GPU at all */
+    /* The workers' token, from the workload's Secret (the reconciler creates it). */
+    json_object *tok = find_named_in(tf_json_path(app, "env", NULL), "TF_TOKEN");
+    assert_string_equal(tf_json_str(tok, "valueFrom", "secretKeyRef", "name", NULL), "tf-token-r");
+    assert_string_equal(tf_json_str(tok, "valueFrom", "secretKeyRef", "key", NULL), "token");
     assert_string_equal(ann(out, "tensor-fusion.ai/is-local-gpu"), "false");
     json_object_put(out);
     json_object_put(pod);
@@ -558,11 +561,23 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     assert_string_equal(env_field_of(w, "NVIDIA_VISIBLE_DEVICES"), GPU_IDS_PATH);
     /* ... and enforces the pod's limits from its region, live. */
     json_object *cmd = tf_json_path(w, "command", NULL);
-    assert_int_equal(json_object_array_length(cmd), 5);
-    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 3)),
+    assert_int_equal(json_object_array_length(cmd), 7);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 5)),
                         "--limits-region");
-    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 4)),
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 6)),
                         "/run/tensor-fusion/pod/shm");
+    /* A token made for this pod alone: the init container writes it into the pod's emptyDir,
+     * the worker requires it, the app presents it. */
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 3)), "--token-file");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 4)),
+                        "/tensor-fusion/run/token");
+    assert_string_equal(env_of(container(out, "app"), "TF_TOKEN_FILE"), "/tensor-fusion/run/token");
+    json_object *copy = find_init(out, "tf-client-copy");
+    assert_non_null(copy);
+    const char *script =
+        json_object_get_string(json_object_array_get_idx(tf_json_path(copy, "command", NULL), 2));
+    assert_non_null(strstr(script, "/dev/urandom"));
+    assert_non_null(strstr(script, "> /tensor-fusion/run/token"));
     assert_own_shm_dir_only(w);
 
     assert_null(env_of(container(out, "app"), "NVIDIA_VISIBLE_DEVICES"));
@@ -579,9 +594,9 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     out = admit(pod, "default", NULL);
     w = container(out, "tf-worker");
     cmd = tf_json_path(w, "command", NULL);
-    assert_int_equal(json_object_array_length(cmd), 7);
-    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 5)), "--device");
-    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 6)), "0,1");
+    assert_int_equal(json_object_array_length(cmd), 9);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 7)), "--device");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 8)), "0,1");
     assert_string_equal(tf_json_str(w, "resources", "limits", "tensor-fusion.ai/vgpu", NULL), "2");
     json_object_put(out);
     json_object_put(pod);
