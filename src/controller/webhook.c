@@ -718,6 +718,10 @@ static void inject_soft(struct tf_webhook *wh, json_object *spec, const struct t
         inject_common_env(c, s->inject_containers[i]);
         env_prepend(c, "LD_PRELOAD", LIB_DIR "/libtf_limiter.so");
         env_set(c, "TF_SHM_PATH", SHM_POD_DIR "/shm");
+        /* The app may reach cuInit before the node agent has written the pod's region: wait
+         * for it, and never run unlimited (a region that never comes refuses CUDA). */
+        env_set(c, "TF_LIMITER_WAIT_MS", "60000");
+        env_set(c, "TF_LIMITER_STRICT", "1");
         add_mount(c, LIB_VOLUME, LIB_DIR, NULL, true);
         add_mount(c, LIB_VOLUME, "/etc/ld.so.preload", sub, true);
         /* Only the pod's own directory of the host shm tree (the node agent creates the region

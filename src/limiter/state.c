@@ -88,6 +88,41 @@ static void read_env_limits(void)
     }
 }
 
+/* TF_LIMITER_WAIT_MS: how long a missing region is waited for (the hypervisor creates it once
+ * the pod is bound; in Kubernetes the app may start first). 0 (default) or invalid: not at all. */
+static long wait_ms_env(void)
+{
+    const char *v = getenv("TF_LIMITER_WAIT_MS");
+    if (!v || !*v)
+        return 0;
+    char *end;
+    long ms = strtol(v, &end, 10);
+    if (*end || ms < 0 || ms > 3600000) {
+        tf_log(TF_LOG_ERROR, TF_LIM_SUBSYS,
+               "TF_LIMITER_WAIT_MS: \"%s\" is not 0..3600000 milliseconds; not waiting", v);
+        return 0;
+    }
+    return ms;
+}
+
+/* Opens the region at PATH, waiting up to TF_LIMITER_WAIT_MS for it to appear. */
+static int open_region(const char *path, struct tf_shm_map *m, char *err, size_t errlen)
+{
+    int rc = tf_shm_open(path, m, err, errlen);
+    long wait_ms = rc == TF_ENOENT ? wait_ms_env() : 0;
+    if (wait_ms <= 0)
+        return rc;
+    tf_log(TF_LOG_INFO, TF_LIM_SUBSYS, "waiting up to %ld ms for the limit region %s", wait_ms,
+           path);
+    uint64_t end = tf__now_ns() + (uint64_t)wait_ms * 1000000u;
+    while (rc == TF_ENOENT && tf__now_ns() < end) {
+        struct timespec nap = {0, 50 * 1000 * 1000};
+        nanosleep(&nap, NULL);
+        rc = tf_shm_open(path, m, err, errlen);
+    }
+    return rc;
+}
+
 static void configure(void)
 {
     read_env_limits();
@@ -101,7 +136,7 @@ static void configure(void)
         snprintf(tf__L.region_path, sizeof(tf__L.region_path), "%s", path);
         struct tf_shm_map m;
         char err[512];
-        int rc = tf_shm_open(path, &m, err, sizeof(err));
+        int rc = open_region(path, &m, err, sizeof(err));
         if (rc == 0) {
             tf__L.r = m.r;
             if (env)

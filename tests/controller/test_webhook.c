@@ -342,6 +342,8 @@ static void seed_001_deployment_pod_gets_soft_limiter_and_normalised_annotations
     assert_string_equal(env_of(py, "LD_PRELOAD"),
                         "/tensor-fusion/libtf_limiter.so:/usr/lib/libjemalloc.so");
     assert_string_equal(env_of(py, "TF_SHM_PATH"), "/run/tensor-fusion/pod/shm");
+    assert_string_equal(env_of(py, "TF_LIMITER_WAIT_MS"), "60000");
+    assert_string_equal(env_of(py, "TF_LIMITER_STRICT"), "1");
     /* The container runtime exposes the GPUs the extender binds the pod to. */
     assert_string_equal(env_field_of(py, "NVIDIA_VISIBLE_DEVICES"), GPU_IDS_PATH);
     assert_own_shm_dir_only(py);

@@ -239,6 +239,41 @@ static void corrupt_region_is_rejected_with_a_clear_message(void **state)
     unlink(region);
 }
 
+/* Kubernetes: the app may reach cuInit before the node agent has written its pod's region.
+ * With TF_LIMITER_WAIT_MS it waits for the region instead of running unlimited; with
+ * TF_LIMITER_STRICT too, a region that never comes refuses CUDA after the wait. */
+static void a_late_region_is_waited_for(void **state)
+{
+    unlink(region);
+    struct child c;
+    char *argv[] = {(char *)host, "vram", NULL};
+    const char *env[] = {ld_preload, ld_path, shm_env, "TF_LIMITER_WAIT_MS=10000", NULL};
+    child_start(&c, argv, env);
+    struct timespec nap = {0, 400 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+    int devs[] = {0};
+    struct tf_shm_map m = make_region(1, devs, GiB, 0);
+    int rc = child_finish(&c, 60);
+    if (rc != 0)
+        fail_msg("exit %d\nstdout:\n%s\nstderr:\n%s", rc, c.out, c.err);
+    assert_non_null(strstr(c.err, "waiting up to 10000 ms for the limit region"));
+    assert_int_equal(child_num(&c, "total"), (long long)GiB);
+    expect(&c, "over_limit", "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_true(c.wall_s >= 0.35);
+    tf_shm_unmap(&m);
+    unlink(region);
+    char *argv2[] = {(char *)host, "meminfo", NULL};
+    const char *strict[] = {
+        ld_preload, ld_path, shm_env, "TF_LIMITER_WAIT_MS=300", "TF_LIMITER_STRICT=1", NULL};
+    assert_int_equal(child_run(&c, argv2, strict, 30), 1);
+    assert_non_null(strstr(c.err, "CUDA_ERROR_NOT_PERMITTED"));
+    assert_true(c.wall_s >= 0.3);
+    /* Nonsense is named and not waited on. */
+    const char *bad[] = {ld_preload, ld_path, shm_env, "TF_LIMITER_WAIT_MS=soon", NULL};
+    assert_int_equal(child_run(&c, argv2, bad, 30), 0);
+    assert_non_null(strstr(c.err, "TF_LIMITER_WAIT_MS: \"soon\""));
+}
+
 static void stale_heartbeat_keeps_the_last_limits(void **state)
 {
     int devs[] = {0};
@@ -349,6 +384,7 @@ int main(void)
         cmocka_unit_test(only_the_workloads_devices_are_visible),
         cmocka_unit_test(standalone_env_limit_works_without_a_hypervisor),
         cmocka_unit_test(corrupt_region_is_rejected_with_a_clear_message),
+        cmocka_unit_test(a_late_region_is_waited_for),
         cmocka_unit_test(stale_heartbeat_keeps_the_last_limits),
         cmocka_unit_test(two_processes_of_one_workload_share_one_limit),
         cmocka_unit_test(killed_process_never_wedges_or_starves_the_others),
