@@ -164,7 +164,9 @@ uint64_t tfc_pop(void);
 /* Entry checks for calls that need the worker. Take T->lock first. Returns CUDA_SUCCESS when
  * connected, CUDA_ERROR_NOT_INITIALIZED before cuInit, CUDA_ERROR_LAUNCH_FAILED when lost. */
 CUresult tfc_ready(struct tfc *t);
-/* Connects (cuInit). Lock held. */
+/* Connects (cuInit) to TF_REMOTE or, when that is unset or empty and TF_CONTROLLER_URL is
+ * set, to the worker the controller names for TF_CONNECTION_NAMESPACE/TF_CONNECTION_NAME
+ * (locate.h; waits up to TF_CONNECT_WAIT_MS, holding the lock). Lock held. */
 CUresult tfc_connect(struct tfc *t);
 /* Marks the connection lost (logs WHY once). Lock held. */
 void tfc_lose(struct tfc *t, const char *why);

@@ -10,6 +10,8 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "remote/auth.h"
+#include "remote/client/locate.h"
+#include "remote/lookup.h"
 #include "remote/net.h"
 
 #include <errno.h>
@@ -711,25 +713,63 @@ CUresult tfc_connect(struct tfc *t)
     if (t->state == TFC_LOST)
         return CUDA_ERROR_LAUNCH_FAILED;
     pthread_once(&once, register_atfork);
-    const char *addr = getenv("TF_REMOTE");
+    const char *addr = getenv("TF_REMOTE"), *ctl = getenv("TF_CONTROLLER_URL");
+    const char *cname = getenv("TF_CONNECTION_NAME"), *cns = getenv("TF_CONNECTION_NAMESPACE");
     char err[256];
-    if (!addr || !*addr) {
-        tf_log(TF_LOG_ERROR, "client",
-               "TF_REMOTE is not set (tcp://host:port or unix:///path of a tf-worker)");
-        return CUDA_ERROR_NO_DEVICE;
-    }
-    snprintf(t->address, sizeof(t->address), "%s", addr);
     struct tf_net_addr a;
-    if (tf_net_addr_parse(addr, &a, err, sizeof(err)) != 0) {
-        tf_log(TF_LOG_ERROR, "client", "TF_REMOTE: %s", err);
+    int from_controller = 0;
+    if (addr && *addr) {
+        if (ctl && *ctl)
+            tf_log(TF_LOG_DEBUG, "client",
+                   "TF_REMOTE is set: not asking the controller %s (TF_CONTROLLER_URL)", ctl);
+        if (tf_net_addr_parse(addr, &a, err, sizeof(err)) != 0) {
+            tf_log(TF_LOG_ERROR, "client", "TF_REMOTE: %s", err);
+            return CUDA_ERROR_NO_DEVICE;
+        }
+    } else if (ctl && *ctl) {
+        struct tf_lookup_url u;
+        if (!cname || !*cname || !cns || !*cns) {
+            tf_log(TF_LOG_ERROR, "client",
+                   "TF_CONTROLLER_URL is set but TF_CONNECTION_NAME and "
+                   "TF_CONNECTION_NAMESPACE (this pod's name and namespace) are not both set");
+            return CUDA_ERROR_NO_DEVICE;
+        }
+        if (tf_lookup_url_parse(ctl, &u, err, sizeof(err)) != 0) {
+            tf_log(TF_LOG_ERROR, "client", "TF_CONTROLLER_URL: %s", err);
+            return CUDA_ERROR_NO_DEVICE;
+        }
+        from_controller = 1;
+    } else {
+        tf_log(TF_LOG_ERROR, "client",
+               "TF_REMOTE is not set (tcp://host:port or unix:///path of a tf-worker), nor "
+               "TF_CONTROLLER_URL (remote mode: the controller that names it)");
         return CUDA_ERROR_NO_DEVICE;
     }
     uint8_t token[TF_PROTO_MAX_TOKEN];
     size_t token_len = 0;
     if (tf_auth_token_env(token, sizeof(token), &token_len, err, sizeof(err)) != 0) {
-        tf_log(TF_LOG_ERROR, "client", "no token for the tf-worker at %s: %s", addr, err);
+        if (from_controller)
+            tf_log(TF_LOG_ERROR, "client", "no token for the tf-worker of connection %s/%s: %s",
+                   cns, cname, err);
+        else
+            tf_log(TF_LOG_ERROR, "client", "no token for the tf-worker at %s: %s", addr, err);
         return CUDA_ERROR_NOT_PERMITTED;
     }
+    char found[sizeof(t->address)];
+    if (from_controller) {
+        char lerr[768];
+        int wait_ms = env_int("TF_CONNECT_WAIT_MS", 120000, 0, 86400000);
+        int rc = tfc_locate(ctl, cname, cns, wait_ms, found, sizeof(found), lerr, sizeof(lerr));
+        if (rc == 0 && tf_net_addr_parse(found, &a, lerr, sizeof(lerr)) != 0)
+            rc = TF_EPROTO;
+        if (rc != 0) {
+            tf_log(TF_LOG_ERROR, "client", "cannot find the tf-worker: %s", lerr);
+            memset(token, 0, sizeof(token));
+            return CUDA_ERROR_NO_DEVICE;
+        }
+        addr = found;
+    }
+    snprintf(t->address, sizeof(t->address), "%s", addr);
     t->timeout_ms = env_int("TF_REMOTE_TIMEOUT_MS", 30000, 100, 86400000);
     t->flush_us = env_int("TF_REMOTE_FLUSH_US", 1000, 0, 1000000);
     t->spin_ns = tf_net_spin_ns(env_int("TF_REMOTE_SPIN_US", TF_NET_SPIN_US, 0, 100000));
