@@ -797,6 +797,8 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
         if (local) {
             env_set(c, "TF_REMOTE", "unix://" LIB_DIR "/run/worker.sock");
             env_set(c, "TF_TOKEN_FILE", POD_TOKEN);
+            /* The sidecar may still be waiting for the pod's region when the app starts. */
+            env_set(c, "TF_CONNECT_WAIT_MS", "120000");
         } else {
             char url[600], secret[254];
             tf_webhook_token_secret(workload, secret, sizeof(secret));

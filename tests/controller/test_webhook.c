@@ -574,6 +574,7 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 4)),
                         "/tensor-fusion/run/token");
     assert_string_equal(env_of(container(out, "app"), "TF_TOKEN_FILE"), "/tensor-fusion/run/token");
+    assert_string_equal(env_of(container(out, "app"), "TF_CONNECT_WAIT_MS"), "120000");
     json_object *copy = find_init(out, "tf-client-copy");
     assert_non_null(copy);
     const char *script =

@@ -386,6 +386,69 @@ static void misconfigured_remote_mode_is_no_device_without_asking(void **state)
     assert_int_equal(atomic_load(&c.bad), 0);
 }
 
+/* A worker that is not listening yet (a hard-mode sidecar still waiting for its pod's region,
+ * a restarting worker pod) is waited for when TF_CONNECT_WAIT_MS says so; without it, a
+ * TF_REMOTE that nobody serves fails at once, as before. */
+struct late {
+    char remote[160];
+    const char *wait_ms; /* NULL: unset */
+    CUresult want;
+    double min_s, max_s;
+};
+
+static int c_late(void *arg)
+{
+    const struct late *l = arg;
+    unsetenv("TF_CONTROLLER_URL");
+    setenv("TF_REMOTE", l->remote, 1);
+    if (l->wait_ms)
+        setenv("TF_CONNECT_WAIT_MS", l->wait_ms, 1);
+    else
+        unsetenv("TF_CONNECT_WAIT_MS");
+    double t0 = now_s();
+    E2E_CHECK_CU(cuInit(0), l->want, "cuInit");
+    double took = now_s() - t0;
+    if (took < l->min_s || took > l->max_s)
+        fprintf(stderr, "cuInit took %.3f s, want %.3f..%.3f\n", took, l->min_s, l->max_s);
+    E2E_CHECK(took >= l->min_s && took <= l->max_s);
+    if (l->want == CUDA_SUCCESS) {
+        int n = -1;
+        E2E_CU(cuDeviceGetCount(&n));
+        E2E_CHECK(n == 1);
+    }
+    return 0;
+}
+
+static void a_worker_that_starts_after_the_client_is_waited_for(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/tf-late-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    struct late l = {.wait_ms = "10000", .want = CUDA_SUCCESS, .min_s = 0.4, .max_s = 9};
+    snprintf(l.remote, sizeof(l.remote), "unix://%s/late.sock", dir);
+    pid_t kid = e2e_spawn(c_late, &l);
+    struct timespec nap = {0, 500 * 1000 * 1000};
+    nanosleep(&nap, NULL);
+    struct e2e_worker late;
+    const char *extra[] = {"--listen", l.remote, NULL};
+    e2e_start(&late, 0, extra);
+    assert_int_equal(e2e_wait(kid, 30), 0);
+    e2e_stop(&late);
+    /* Nobody there and no wait asked for: at once. */
+    struct late none = {.wait_ms = NULL, .want = CUDA_ERROR_NO_DEVICE, .min_s = 0, .max_s = 1};
+    snprintf(none.remote, sizeof(none.remote), "unix://%s/none.sock", dir);
+    assert_int_equal(e2e_run(c_late, &none, 30), 0);
+    /* A wait that runs out: after about that long. */
+    none.wait_ms = "600";
+    none.min_s = 0.55;
+    none.max_s = 3;
+    assert_int_equal(e2e_run(c_late, &none, 30), 0);
+    char sock[200];
+    snprintf(sock, sizeof(sock), "%s/late.sock", dir);
+    unlink(sock);
+    rmdir(dir);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -411,6 +474,7 @@ int main(void)
         cmocka_unit_test(oversized_answer_fails_at_once),
         cmocka_unit_test(silent_controller_times_out_instead_of_hanging),
         cmocka_unit_test(misconfigured_remote_mode_is_no_device_without_asking),
+        cmocka_unit_test(a_worker_that_starts_after_the_client_is_waited_for),
     };
     if (getenv("TF_TEST_FILTER"))
         cmocka_set_test_filter(getenv("TF_TEST_FILTER"));

@@ -756,9 +756,16 @@ CUresult tfc_connect(struct tfc *t)
         return CUDA_ERROR_NOT_PERMITTED;
     }
     char found[sizeof(t->address)];
+    /* How long a worker that is not there yet is waited for: the controller's answer and then
+     * the worker itself (a hard-mode sidecar may start after the app, a worker pod may be
+     * restarting). A worker named by TF_REMOTE alone is not waited for unless asked. */
+    const char *cw = getenv("TF_CONNECT_WAIT_MS");
+    int wait_ms = env_int("TF_CONNECT_WAIT_MS", 120000, 0, 86400000);
+    if (!from_controller && !(cw && *cw))
+        wait_ms = 0;
+    int64_t deadline = now_ns() + (int64_t)wait_ms * 1000000;
     if (from_controller) {
         char lerr[768];
-        int wait_ms = env_int("TF_CONNECT_WAIT_MS", 120000, 0, 86400000);
         int rc = tfc_locate(ctl, cname, cns, wait_ms, found, sizeof(found), lerr, sizeof(lerr));
         if (rc == 0 && tf_net_addr_parse(found, &a, lerr, sizeof(lerr)) != 0)
             rc = TF_EPROTO;
@@ -774,7 +781,19 @@ CUresult tfc_connect(struct tfc *t)
     t->flush_us = env_int("TF_REMOTE_FLUSH_US", 1000, 0, 1000000);
     t->spin_ns = tf_net_spin_ns(env_int("TF_REMOTE_SPIN_US", TF_NET_SPIN_US, 0, 100000));
     int fd = tf_net_connect(&a, t->timeout_ms < 10000 ? t->timeout_ms : 10000, err, sizeof(err));
+    for (int64_t nap_ms = 50; fd < 0 && fd != TF_EINVAL && now_ns() < deadline;) {
+        if (nap_ms == 50)
+            tf_log(TF_LOG_INFO, "client", "waiting up to %d ms for the tf-worker at %s (%s)",
+                   wait_ms, addr, err);
+        int64_t left_ms = (deadline - now_ns()) / 1000000;
+        int64_t ms = nap_ms < left_ms ? nap_ms : left_ms;
+        struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        nap_ms = nap_ms < 1000 ? nap_ms * 2 : 1000;
+        fd = tf_net_connect(&a, t->timeout_ms < 10000 ? t->timeout_ms : 10000, err, sizeof(err));
+    }
     if (fd < 0) {
+        memset(token, 0, sizeof(token));
         tf_log(TF_LOG_ERROR, "client", "cannot reach the tf-worker: %s", err);
         return CUDA_ERROR_NO_DEVICE;
     }
