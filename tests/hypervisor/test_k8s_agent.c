@@ -524,24 +524,47 @@ static int burn_on(const char *region, const char *remote, const char *mib, cons
 {
     char log[400];
     snprintf(log, sizeof(log), "%s/%s.log", T.dir, name);
+    /* The child's environment is built here: this process runs threads (the fake API server),
+     * so the child may only exec after fork, never allocate. */
+    char set[3][700];
+    int nset = remote ? 3 : 2;
+    if (remote) {
+        snprintf(set[0], sizeof(set[0]), "LD_LIBRARY_PATH=%s", getenv("TF_CLIENT_DIR"));
+        snprintf(set[1], sizeof(set[1]), "TF_REMOTE=%s", remote);
+        snprintf(set[2], sizeof(set[2]), "TF_TOKEN=%s", HARD_TOKEN);
+    } else {
+        snprintf(set[0], sizeof(set[0]), "LD_PRELOAD=%s", getenv("TF_LIMITER_LIB"));
+        snprintf(set[1], sizeof(set[1]), "TF_SHM_PATH=%s", region);
+    }
+    extern char **environ;
+    size_t n_env = 0;
+    while (environ[n_env])
+        n_env++;
+    char **envp = calloc(n_env + 4, sizeof(*envp));
+    assert_non_null(envp);
+    size_t k = 0;
+    for (size_t i = 0; i < n_env; i++) {
+        bool replaced = false;
+        for (int j = 0; j < nset; j++)
+            replaced |= strncmp(environ[i], set[j], strcspn(set[j], "=") + 1) == 0;
+        if (!replaced)
+            envp[k++] = environ[i];
+    }
+    for (int j = 0; j < nset; j++)
+        envp[k++] = set[j];
+    char *argv[] = {"gpu_burn", getenv("TF_TIMER_PTX"), "1", (char *)mib,
+                    "1000",     (char *)name,           NULL};
+    const char *bin = getenv("TF_GPU_BURN");
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
         int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         dup2(fd, 1);
         dup2(fd, 2);
-        if (remote) {
-            setenv("LD_LIBRARY_PATH", getenv("TF_CLIENT_DIR"), 1);
-            setenv("TF_REMOTE", remote, 1);
-            setenv("TF_TOKEN", HARD_TOKEN, 1);
-        } else {
-            setenv("LD_PRELOAD", getenv("TF_LIMITER_LIB"), 1);
-            setenv("TF_SHM_PATH", region, 1);
-        }
-        execl(getenv("TF_GPU_BURN"), "gpu_burn", getenv("TF_TIMER_PTX"), "1", mib, "1000", name,
-              (char *)NULL);
+        execve(bin, argv, envp);
         _exit(127);
     }
+    free(envp);
     int st = 0;
     for (int i = 0; i < 6000 && waitpid(pid, &st, WNOHANG) == 0; i++)
         usleep(10000);

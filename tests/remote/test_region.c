@@ -413,6 +413,10 @@ static void the_regions_compute_limit_holds_a_busy_client_near_it(void **state)
     struct tf_shm_map m = make_region(0, 3000);
     struct e2e_worker w;
     start_worker(&w);
+    /* The busy client is forked before this process runs any thread of its own: a child forked
+     * while the engine thread held an allocator lock would inherit it locked, and hang. */
+    memset(S, 0, sizeof(*S));
+    pid_t pid = e2e_spawn(c_load, NULL);
     /* The hypervisor's side: the limit engine on the region, measuring through NVML. */
     char prefix[128], lib[600], err[256];
     snprintf(prefix, sizeof(prefix), "%s/sim-", w.dir);
@@ -433,9 +437,6 @@ static void the_regions_compute_limit_holds_a_busy_client_near_it(void **state)
     assert_true(tf_engine_add(e, m.r, "ns/pod") >= 0);
     struct tf_engine_thread *th;
     assert_int_equal(tf_engine_thread_start(e, "test-engine", &th), 0);
-
-    memset(S, 0, sizeof(*S));
-    pid_t pid = e2e_spawn(c_load, NULL);
     for (int i = 0; i < 3000 && !S->step; i++)
         sleep_s(0.01);
     assert_true(S->step);
