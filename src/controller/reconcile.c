@@ -609,8 +609,10 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     /* The worker enforces the workload's limits from the pod's region, which the node agent
      * writes (and rewrites when the limits change) in the pod's own directory of the shm tree;
      * only that directory is mounted. */
-    const char *gc = ann(client, TF_ANN_GPU_COUNT);
-    tf_webhook_worker_args(cmd, gc ? atoi(gc) : 1, WORKER_TOKEN_DIR "/" TF_TOKEN_SECRET_KEY);
+    const char *gc = ann(client, TF_ANN_GPU_COUNT), *iso = ann(client, TF_ANN_ISOLATION);
+    bool whole = iso && (strcmp(iso, "shared") == 0 || strcmp(iso, "partitioned") == 0);
+    tf_webhook_worker_args(cmd, gc ? atoi(gc) : 1, WORKER_TOKEN_DIR "/" TF_TOKEN_SECRET_KEY,
+                           !whole);
     json_object *mounts = json_object_new_array(), *m = json_object_new_object();
     json_object_object_add(m, "name", json_object_new_string("tf-shm"));
     json_object_object_add(m, "mountPath", json_object_new_string(WORKER_SHM_DIR));

@@ -737,14 +737,16 @@ void tf_webhook_token_secret(const char *workload, char *out, size_t outlen)
     tf_name_fit("tf-token-", workload, 253, out, outlen);
 }
 
-void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file)
+void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file, bool limits)
 {
     json_object_array_add(cmd, json_object_new_string("--token-file"));
     json_object_array_add(cmd, json_object_new_string(token_file));
     /* The pod's limits, live: the node agent writes the pod's region (as for soft pods) and
      * the worker enforces it; it waits for the region and never runs unlimited. */
-    json_object_array_add(cmd, json_object_new_string("--limits-region"));
-    json_object_array_add(cmd, json_object_new_string(SHM_POD_DIR "/shm"));
+    if (limits) {
+        json_object_array_add(cmd, json_object_new_string("--limits-region"));
+        json_object_array_add(cmd, json_object_new_string(SHM_POD_DIR "/shm"));
+    }
     if (ngpus <= 1)
         return;
     char list[4 * TF_SPEC_MAX_GPUS] = "";
@@ -820,7 +822,7 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
             json_object_array_add(cmd, json_object_new_string("--listen"));
             json_object_array_add(cmd,
                                   json_object_new_string("unix://" LIB_DIR "/run/worker.sock"));
-            tf_webhook_worker_args(cmd, s->gpu_count, POD_TOKEN);
+            tf_webhook_worker_args(cmd, s->gpu_count, POD_TOKEN, true);
             json_object_object_add(w, "command", cmd);
             inject_common_env(w, "tf-worker");
             add_mount(w, LIB_VOLUME, LIB_DIR, NULL, false);

@@ -411,6 +411,21 @@ def main():
             check("quota used requests", q["status"]["used"]["requests"]["tflops"] == "150" and
                   q["status"]["used"]["workers"] == 2, q["status"])
 
+        # A remote workload on whole GPUs: its worker has no limits to enforce (the node agent
+        # writes no region for it), so it must not wait for one.
+        whole = json.loads(json.dumps(remote))
+        whole["metadata"]["name"] = "client-whole"
+        whole["metadata"]["annotations"] = {"tensor-fusion.ai/is-local-gpu": "false",
+                                            "tensor-fusion.ai/isolation": "shared",
+                                            "tensor-fusion.ai/workload": "whole-inference"}
+        env.apply(whole)
+        ww = wait_for("whole-GPU worker pod", lambda: [p for p in env.get(
+            "pods", "-n", "ml", "-l", "tensor-fusion.ai/workload=whole-inference")["items"]])
+        if ww:
+            cmd = ww[0]["spec"]["containers"][0]["command"]
+            check("whole-GPU worker waits for no region", "--limits-region" not in cmd and
+                  "--token-file" in cmd, cmd)
+
         # Clean shutdown releases the lease for a standby.
         ctl.send_signal(signal.SIGTERM)
         check("controller exits cleanly", ctl.wait(timeout=20) == 0)
