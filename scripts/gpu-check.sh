@@ -9,11 +9,14 @@
 # (docs/sim.md, "Checking on a real GPU").
 #
 # Usage: scripts/gpu-check.sh [--sim BUILD_DIR] [--compare-sim BUILD_DIR] [--arch sm_XX]
-#                             [--no-bench] [--keep]
+#                             [--remote-bench BUILD_DIR] [--no-bench] [--keep]
 #   --sim BUILD_DIR  use BUILD_DIR/src/sim/libcuda.so.1 instead of the system driver
 #   --compare-sim BUILD_DIR  also list the device attributes in which device 0 differs from
 #                    the simulated model of the same name (BUILD_DIR/src/sim; informational)
 #   --arch sm_XX     PTX target (default sm_80; use sm_75 on a Turing GPU)
+#   --remote-bench BUILD_DIR  also run BUILD_DIR/bench/remote/bench_remote on this machine's
+#                    driver (--system-driver: tf-worker on the real GPU; the RTT, bandwidth
+#                    and launch figures of docs/remote.md)
 #   --no-bench       skip the timings (the programs' own checks still run)
 #   --keep           keep the work directory (programs, PTX, logs)
 # Environment: CUDA_HOME (default /usr/local/cuda), CC (default cc), TF_SIM_DEVICES (--sim
@@ -23,15 +26,16 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cuda=${CUDA_HOME:-/usr/local/cuda}
 cc=${CC:-cc}
-sim="" compare="" arch=sm_80 bench=1 keep=0
+sim="" compare="" remote="" arch=sm_80 bench=1 keep=0
 while [ $# -gt 0 ]; do
     case $1 in
     --sim) sim=${2:-}; shift 2 || { echo "gpu-check: --sim needs BUILD_DIR" >&2; exit 2; } ;;
     --compare-sim) compare=${2:-}; shift 2 || { echo "gpu-check: --compare-sim needs BUILD_DIR" >&2; exit 2; } ;;
     --arch) arch=${2:-}; shift 2 || { echo "gpu-check: --arch needs sm_XX" >&2; exit 2; } ;;
+    --remote-bench) remote=${2:-}; shift 2 || { echo "gpu-check: --remote-bench needs BUILD_DIR" >&2; exit 2; } ;;
     --no-bench) bench=0; shift ;;
     --keep) keep=1; shift ;;
-    -h | --help) sed -n '3,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '3,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
     esac
 done
@@ -213,6 +217,18 @@ if [ "$bench" = 1 ]; then
         sed 's/^/    /' "$work/bench.log" | tail -20
         fail=$((fail + 1))
         failed="$failed bench_sim"
+    fi
+fi
+if [ -n "$remote" ]; then
+    rb="$remote/bench/remote/bench_remote"
+    [ -n "$sim" ] && rb_args=() || rb_args=(--system-driver)
+    if [ -x "$rb" ] && timeout 600 "$rb" "${rb_args[@]}" >"$work/bench-remote.log" 2>&1; then
+        sed 's/^/bench /' "$work/bench-remote.log"
+    else
+        echo "bench bench_remote: FAILED (${rb})"
+        sed 's/^/    /' "$work/bench-remote.log" 2>/dev/null | tail -20
+        fail=$((fail + 1))
+        failed="$failed bench_remote"
     fi
 fi
 

@@ -21,7 +21,9 @@
  *     directly) and remote;
  *   - a small real workload (200 sgemm launches with their copies), local vs remote.
  * Prints `name: value unit` lines. The worker, the client library and the simulated GPU
- * are found at the build paths compiled in (bench/remote/meson.build).
+ * are found at the build paths compiled in (bench/remote/meson.build). With
+ * --system-driver the worker and the local runs load the machine's own libcuda.so.1 (a real
+ * GPU) instead of the simulated one: there the device copies are DMA, not CPU memcpy.
  *
  * The CUDA parts run in child processes that dlopen libcuda.so.1 from LD_LIBRARY_PATH: the
  * simulated driver for "local", libtf_client for "remote", so the same code measures both.
@@ -509,7 +511,10 @@ static int run_child(const char *self, const char *libdir, const char *remote, s
     pid_t pid = fork();
     if (pid == 0) {
         close(p[0]);
-        setenv("LD_LIBRARY_PATH", libdir, 1);
+        if (libdir)
+            setenv("LD_LIBRARY_PATH", libdir, 1);
+        else
+            unsetenv("LD_LIBRARY_PATH");
         setenv("TF_LOG_LEVEL", "error", 1);
         char fd[16];
         snprintf(fd, sizeof(fd), "%d", p[1]);
@@ -535,6 +540,10 @@ static double get(const struct kv *kv, int n, const char *key)
     return -1;
 }
 
+/* The driver the worker and the local runs load: the simulated GPU's build directory, or
+ * NULL for the machine's own libcuda.so.1 (--system-driver). */
+static const char *driver_dir = BENCH_SIM_DIR;
+
 static pid_t start_worker(char *addr, size_t len, char *dir)
 {
     char tok[160], ready[160], shm[160];
@@ -546,7 +555,10 @@ static pid_t start_worker(char *addr, size_t len, char *dir)
     fclose(f);
     pid_t pid = fork();
     if (pid == 0) {
-        setenv("LD_LIBRARY_PATH", BENCH_SIM_DIR, 1);
+        if (driver_dir)
+            setenv("LD_LIBRARY_PATH", driver_dir, 1);
+        else
+            unsetenv("LD_LIBRARY_PATH");
         setenv("TF_SIM_SHM_PREFIX", shm, 1);
         setenv("TF_LOG_LEVEL", "error", 1);
         execl(BENCH_WORKER, BENCH_WORKER, "--listen", "tcp://127.0.0.1:0", "--token-file", tok,
@@ -562,6 +574,8 @@ static pid_t start_worker(char *addr, size_t len, char *dir)
             fclose(f);
             return pid;
         }
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return -1; /* it said why on stderr */
         struct timespec d = {0, 10 * 1000 * 1000};
         nanosleep(&d, NULL);
     }
@@ -573,6 +587,14 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "--cuda") == 0)
         return cuda_child(atoi(argv[2]), strcmp(argv[3], "remote") == 0);
+    if (argc == 2 && strcmp(argv[1], "--system-driver") == 0) {
+        driver_dir = NULL;
+    } else if (argc != 1) {
+        fprintf(stderr, "usage: bench_remote [--system-driver]\n");
+        return 2;
+    }
+    fprintf(stderr, "bench_remote: worker and local runs on %s\n",
+            driver_dir ? "the simulated GPU" : "this machine's libcuda.so.1");
     signal(SIGPIPE, SIG_IGN);
     int port, lfd;
     pthread_t th;
@@ -600,7 +622,7 @@ int main(int argc, char **argv)
     setenv("BENCH_WORKER_PID", wp, 1);
     struct kv rk[32], lk[32];
     int rn = run_child(argv[0], BENCH_CLIENT_DIR, "remote", rk, 32);
-    int ln = run_child(argv[0], BENCH_SIM_DIR, NULL, lk, 32);
+    int ln = run_child(argv[0], driver_dir, NULL, lk, 32);
     int qfd = raw_open(port, 'q', 0);
     if (qfd >= 0)
         close(qfd);
