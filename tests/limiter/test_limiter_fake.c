@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "../limits/region_fixture.h"
 
 #include "limits/shm.h"
 #include "spawn.h"
@@ -67,23 +68,10 @@ static void fake_uuid(uint8_t u[16], int dev)
 /* (Re)creates the region: device DEVS[i] of the fake driver with the given limits. */
 static struct tf_shm_map make_region(int ndev, const int *devs, uint64_t vram, uint32_t bp)
 {
-    unlink(region);
-    struct tf_shm_config c;
-    memset(&c, 0, sizeof(c));
-    snprintf(c.name, sizeof(c.name), "test/pod");
-    c.ndev = (uint32_t)ndev;
-    for (int i = 0; i < ndev; i++) {
-        fake_uuid(c.dev[i].uuid, devs[i]);
-        c.dev[i].flags = TF_SHM_DEV_PRESENT | (vram ? TF_SHM_DEV_VRAM_LIMIT : 0) |
-                         (bp ? TF_SHM_DEV_COMPUTE_LIMIT : 0);
-        c.dev[i].vram_limit = vram;
-        c.dev[i].compute_limit_bp = bp;
-    }
-    struct tf_shm_map m;
-    char err[256];
-    if (tf_shm_create(region, &c, 0600, &m, err, sizeof(err)) != 0)
-        fail_msg("create region: %s", err);
-    return m;
+    uint8_t uuids[TF_SHM_MAX_DEVICES][16];
+    for (int i = 0; i < ndev; i++)
+        fake_uuid(uuids[i], devs[i]);
+    return tf_test_region(region, "test/pod", ndev, (const uint8_t(*)[16])uuids, vram, bp, 0);
 }
 
 static int run(struct child *c, const char *const *args, const char *e1, const char *e2,

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include "../limits/region_fixture.h"
 
 #include "limits/engine.h"
 #include "limits/nvml.h"
@@ -72,21 +73,7 @@ static int teardown(void **state)
 
 static struct tf_shm_map make_region(uint64_t vram, uint32_t bp)
 {
-    unlink(region);
-    struct tf_shm_config c;
-    memset(&c, 0, sizeof(c));
-    snprintf(c.name, sizeof(c.name), "sim/pod");
-    c.ndev = 1;
-    memcpy(c.dev[0].uuid, uuid0, 16);
-    c.dev[0].flags = TF_SHM_DEV_PRESENT | (vram ? TF_SHM_DEV_VRAM_LIMIT : 0) |
-                     (bp ? TF_SHM_DEV_COMPUTE_LIMIT : 0);
-    c.dev[0].vram_limit = vram;
-    c.dev[0].compute_limit_bp = bp;
-    struct tf_shm_map m;
-    char err[256];
-    if (tf_shm_create(region, &c, 0600, &m, err, sizeof(err)) != 0)
-        fail_msg("create region: %s", err);
-    return m;
+    return tf_test_region(region, "sim/pod", 1, (const uint8_t(*)[16])uuid0, vram, bp, 0);
 }
 
 static int run_argv(struct child *c, char *const argv[], const char *e1, const char *e2)

@@ -40,6 +40,7 @@
 #include <cuda.h>
 
 #include "e2e_cuda.h"
+#include "../limits/region_fixture.h"
 #include "limits/bucket.h"
 #include "limits/engine.h"
 #include "limits/nvml.h"
@@ -80,22 +81,7 @@ static void sleep_s(double s)
  * created as the hypervisor does. */
 static struct tf_shm_map make_region_for(const uint8_t uuid[16], uint64_t vram, uint32_t bp)
 {
-    unlink(region);
-    struct tf_shm_config c;
-    memset(&c, 0, sizeof(c));
-    snprintf(c.name, sizeof(c.name), "ns/pod");
-    c.ndev = 1;
-    memcpy(c.dev[0].uuid, uuid, 16);
-    c.dev[0].flags = TF_SHM_DEV_PRESENT | (vram ? TF_SHM_DEV_VRAM_LIMIT : 0) |
-                     (bp ? TF_SHM_DEV_COMPUTE_LIMIT : 0);
-    c.dev[0].vram_limit = vram;
-    c.dev[0].compute_limit_bp = bp;
-    c.dev[0].mem_total = 4096 * MiB;
-    struct tf_shm_map m;
-    char err[256];
-    if (tf_shm_create(region, &c, 0600, &m, err, sizeof(err)) != 0)
-        fail_msg("create region: %s", err);
-    return m;
+    return tf_test_region(region, "ns/pod", 1, (const uint8_t(*)[16])uuid, vram, bp, 4096 * MiB);
 }
 
 static struct tf_shm_map make_region(uint64_t vram, uint32_t bp)
