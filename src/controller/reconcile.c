@@ -539,9 +539,10 @@ static bool ensure_token_secret(struct tf_reconciler *r, json_object *wl)
     json_object_object_add(o, "type", json_object_new_string("Opaque"));
     json_object_object_add(data, TF_TOKEN_SECRET_KEY, json_object_new_string(b64 ? b64 : ""));
     json_object_object_add(o, "data", data);
+    bool encoded = b64 != NULL;
     free(b64);
     memset(hex, 0, sizeof(hex));
-    rc = b64 ? tf_k8s_create(r->c, &tf_k8s_secrets, ns, o, NULL, err, sizeof(err)) : TF_ENOMEM;
+    rc = encoded ? tf_k8s_create(r->c, &tf_k8s_secrets, ns, o, NULL, err, sizeof(err)) : TF_ENOMEM;
     json_object_put(o);
     if (rc == 0)
         r->writes++;
