@@ -75,6 +75,44 @@ class Env:
         return self.kubectl("apply", "--validate=false", "-f", "-", stdin=json.dumps(obj))
 
 
+def remote_client_end_to_end(tmp, hport, tok):
+    """The client library as a remote pod runs it: it finds its worker through the
+    controller's /api/connection and authenticates with the workload's token. The worker is a
+    real tf-worker on the simulated GPU at the address the connection names (the worker pod's
+    IP is 127.0.0.1 here)."""
+    tokf = os.path.join(tmp, "worker-token")
+    with open(tokf, "w") as f:
+        f.write(tok + "\n")
+    ready = os.path.join(tmp, "worker-ready")
+    wenv = dict(os.environ, LD_LIBRARY_PATH=os.environ["TF_SIM_LIBDIR"],
+                TF_SIM_SHM_PREFIX=os.path.join(tmp, "sim-"), TF_SIM_DEVICES="A100:4Gi",
+                TF_LOG_LEVEL="error")
+    worker = subprocess.Popen([os.environ["TF_WORKER"], "--listen", "tcp://127.0.0.1:8001",
+                               "--token-file", tokf, "--ready-file", ready], env=wenv)
+    try:
+        up = wait_for("tf-worker on 127.0.0.1:8001", lambda: os.path.exists(ready) or
+                      worker.poll() is not None)
+        check("tf-worker listens on the connection's address", up and worker.poll() is None)
+
+        def client(token):
+            cenv = {k: v for k, v in os.environ.items() if k != "TF_REMOTE"}
+            cenv.update(LD_LIBRARY_PATH=os.environ["TF_CLIENT_DIR"], TF_TOKEN=token,
+                        TF_CONTROLLER_URL="http://127.0.0.1:%d/api/connection" % hport,
+                        TF_CONNECTION_NAME="client", TF_CONNECTION_NAMESPACE="ml",
+                        TF_CONNECT_WAIT_MS="10000", TF_LOG_LEVEL="error")
+            return subprocess.run([os.environ["TF_CUDA_ATTRS"]], env=cenv, capture_output=True,
+                                  text=True, timeout=60)
+        r = client(tok)
+        check("remote client reaches its worker through the controller", r.returncode == 0 and
+              "mem 4294967296" in r.stdout and r.stdout.startswith("name "),
+              (r.returncode, r.stdout[:200], r.stderr[-400:]))
+        r = client("0" * 48)
+        check("a wrong token is refused", r.returncode != 0, (r.returncode, r.stdout[:200]))
+    finally:
+        worker.terminate()
+        worker.wait(timeout=20)
+
+
 def wait_for(what, fn, timeout=20.0):
     end = time.time() + timeout
     while time.time() < end:
@@ -388,11 +426,13 @@ def main():
                   w["metadata"]["annotations"])
             env.kubectl("patch", "pod", w["metadata"]["name"], "-n", "ml", "--subresource=status",
                         "--type=merge", "-p", json.dumps({"status": {
-                            "phase": "Running", "podIP": "10.1.2.3"}}))
+                            "phase": "Running", "podIP": "127.0.0.1"}}))
             url = wait_for("connection URL", lambda: json.loads(urllib.request.urlopen(
                 "http://127.0.0.1:%d/api/connection?name=client&namespace=ml" % hport,
                 timeout=2).read())["workerURL"])
-            check("/api/connection returns the worker", url == "tcp://10.1.2.3:8001", url)
+            check("/api/connection returns the worker", url == "tcp://127.0.0.1:8001", url)
+            if os.environ.get("TF_CUDA_ATTRS"):
+                remote_client_end_to_end(tmp, hport, tok)
         try:
             urllib.request.urlopen("http://127.0.0.1:%d/api/connection?name=nope&namespace=ml"
                                    % hport, timeout=2)
