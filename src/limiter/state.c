@@ -11,6 +11,7 @@
 #include "core/quantity.h"
 #include "limits/proc.h"
 #include "limits/shm.h"
+#include "limits/throttle.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -440,18 +441,7 @@ void tf__check_heartbeat(uint64_t now_ns)
     struct tf__lim *L = &tf__L;
     if (!L->r || L->standalone)
         return;
-    bool stale = tf_shm_heartbeat_stale(L->r, now_ns);
-    int was = atomic_load_explicit(&L->stale_state, memory_order_relaxed);
-    if (stale && !was && atomic_compare_exchange_strong(&L->stale_state, &was, 1)) {
-        uint64_t hb = atomic_load_explicit(&L->r->hdr.heartbeat_ns, memory_order_relaxed);
-        tf_log(TF_LOG_WARN, TF_LIM_SUBSYS,
-               "the limit engine's heartbeat in %s is %.1f s old (hypervisor gone?): keeping the "
-               "last limits",
-               L->region_path, (double)(now_ns - hb) / 1e9);
-    } else if (!stale && was == 1 && atomic_compare_exchange_strong(&L->stale_state, &was, 0)) {
-        tf_log(TF_LOG_INFO, TF_LIM_SUBSYS, "the limit engine's heartbeat in %s is back",
-               L->region_path);
-    }
+    tf_throttle_watch_heartbeat(L->r, &L->stale_state, now_ns, TF_LIM_SUBSYS, L->region_path);
 }
 
 /* --- exit and fork ----------------------------------------------------------------------- */

@@ -4,7 +4,9 @@
  */
 #include "limits/throttle.h"
 
+#include "common/log.h"
 #include "limits/bucket.h"
+#include "limits/shm.h"
 
 #include <time.h>
 
@@ -43,4 +45,20 @@ uint64_t tf_throttle_wait_stop(struct tf_shm_device *d, int64_t cost, uint64_t n
     atomic_fetch_add_explicit(&d->throttle_count, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&d->throttle_ns, now - start, memory_order_relaxed);
     return now - start;
+}
+
+void tf_throttle_watch_heartbeat(const struct tf_shm_region *r, _Atomic(int) *state,
+                                 uint64_t now_ns, const char *subsys, const char *path)
+{
+    bool stale = tf_shm_heartbeat_stale(r, now_ns);
+    int was = atomic_load_explicit(state, memory_order_relaxed);
+    if (stale && !was && atomic_compare_exchange_strong(state, &was, 1)) {
+        uint64_t hb = atomic_load_explicit(&r->hdr.heartbeat_ns, memory_order_relaxed);
+        tf_log(TF_LOG_WARN, subsys,
+               "the limit engine's heartbeat in %s is %.1f s old (hypervisor gone?): keeping the "
+               "last limits",
+               path, (double)(now_ns - hb) / 1e9);
+    } else if (!stale && was == 1 && atomic_compare_exchange_strong(state, &was, 0)) {
+        tf_log(TF_LOG_INFO, subsys, "the limit engine's heartbeat in %s is back", path);
+    }
 }

@@ -31,4 +31,12 @@ uint64_t tf_throttle_wait(struct tf_shm_device *d, int64_t cost, uint64_t now_ns
 uint64_t tf_throttle_wait_stop(struct tf_shm_device *d, int64_t cost, uint64_t now_ns,
                                const _Atomic(bool) *stop);
 
+/* A taker's watch on its region's engine: when R's heartbeat turns stale (the hypervisor is
+ * gone) one WARN line, and one INFO line when it is back, both naming PATH under SUBSYS;
+ * *STATE (0 fresh, 1 stale; the caller's, zero-initialised) makes each transition log once
+ * across threads. Nothing else changes: the last limits stay, the bucket keeps refilling at
+ * its last rate. */
+void tf_throttle_watch_heartbeat(const struct tf_shm_region *r, _Atomic(int) *state,
+                                 uint64_t now_ns, const char *subsys, const char *path);
+
 #endif

@@ -137,22 +137,10 @@ static int64_t launch_cost(const struct tf_shm_device *d)
     return (int64_t)(cost ? cost : TF_LIMIT_COST_DEFAULT_NS);
 }
 
-/* As the limiter does on its slow path: a stale heartbeat of the region's engine is logged
- * once (and its return), and changes nothing else: the last limits stay, and the bucket
- * keeps refilling at its last rate. */
+/* As the limiter does on its slow path (tf_throttle_watch_heartbeat). */
 static void check_heartbeat(struct tf_wcompute *c, uint64_t now)
 {
-    bool stale = tf_shm_heartbeat_stale(c->r, now);
-    int was = atomic_load_explicit(&c->stale, memory_order_relaxed);
-    if (stale && !was && atomic_compare_exchange_strong(&c->stale, &was, 1)) {
-        uint64_t hb = atomic_load_explicit(&c->r->hdr.heartbeat_ns, memory_order_relaxed);
-        tf_log(TF_LOG_WARN, SUBSYS,
-               "the limit engine's heartbeat in %s is %.1f s old (hypervisor gone?): keeping the "
-               "last limits",
-               c->path, (double)(now - hb) / 1e9);
-    } else if (!stale && was == 1 && atomic_compare_exchange_strong(&c->stale, &was, 0)) {
-        tf_log(TF_LOG_INFO, SUBSYS, "the limit engine's heartbeat in %s is back", c->path);
-    }
+    tf_throttle_watch_heartbeat(c->r, &c->stale, now, SUBSYS, c->path);
 }
 
 bool tf_wcompute_try(struct tf_wcompute *c, int dev)
