@@ -2,15 +2,16 @@
  *
  * Kubernetes remote mode end to end: libtf_client without TF_REMOTE asks a controller for its
  * worker (TF_CONTROLLER_URL, TF_CONNECTION_NAME, TF_CONNECTION_NAMESPACE) and then uses a
- * real tf-worker on the simulated GPU. The controller is a fake one, an HTTP responder thread
- * of this test process on 127.0.0.1 (plain sockets), that checks each request line, path and
+ * real tf-worker on the simulated GPU. The controller is a fake one, an HTTP responder process
+ * forked by this test on 127.0.0.1 (plain sockets), that checks each request line, path and
  * query and answers from a script (503 a few times then 200, 404, never paired, oversized,
- * silent, not listening yet). Client scenarios run in forked children (e2e.h).
+ * silent, not listening yet). Client scenarios run in forked children (e2e.h). The controller
+ * is a process, not a thread of this one: a child forked while a thread runs may inherit a
+ * lock (the sanitizer allocator's) held, and hang at exit.
  */
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -19,7 +20,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,6 +48,13 @@ static double now_s(void)
 
 enum ctl_final { CTL_200, CTL_404, CTL_OVERSIZE, CTL_SILENT };
 
+/* Written by the controller process, read by the test (a MAP_SHARED page). */
+struct ctl_shared {
+    _Atomic int stop;
+    _Atomic int requests; /* well-formed requests seen */
+    _Atomic int bad;      /* requests that were not the expected GET */
+};
+
 struct ctl {
     int lfd;
     int port;
@@ -53,10 +63,8 @@ struct ctl {
     enum ctl_final final; /* ... then this */
     int listen_delay_ms;  /* refuse connections (bound, not listening) this long */
     char worker[160];
-    pthread_t th;
-    _Atomic int stop;
-    _Atomic int requests; /* well-formed requests seen */
-    _Atomic int bad;      /* requests that were not the expected GET */
+    pid_t pid;
+    struct ctl_shared *sh; /* shared with the controller process */
 };
 
 static void reply(int fd, int status, const char *reason, const char *body)
@@ -95,19 +103,19 @@ static void serve(struct ctl *c, int fd)
 {
     char req[4096], host[64];
     if (read_head(fd, req, sizeof(req)) < 0) {
-        atomic_fetch_add(&c->bad, 1);
+        atomic_fetch_add(&c->sh->bad, 1);
         return;
     }
     snprintf(host, sizeof(host), "\r\nHost: 127.0.0.1:%d\r\n", c->port);
     if (strncmp(req, "GET " TARGET " HTTP/1.0\r\n", strlen("GET " TARGET " HTTP/1.0\r\n")) != 0 ||
         !strstr(req, host) || !strstr(req, "\r\nConnection: close\r\n")) {
         fprintf(stderr, "fake controller: unexpected request:\n%s\n", req);
-        atomic_fetch_add(&c->bad, 1);
+        atomic_fetch_add(&c->sh->bad, 1);
         reply(fd, 400, "Bad Request",
               "{\"error\":\"name and namespace query parameters are required\"}");
         return;
     }
-    int k = atomic_fetch_add(&c->requests, 1);
+    int k = atomic_fetch_add(&c->sh->requests, 1);
     if (k < c->n503) {
         reply(fd, 503, "Service Unavailable",
               "{\"error\":\"connection not paired with a worker yet\"}");
@@ -136,23 +144,22 @@ static void serve(struct ctl *c, int fd)
     }
     case CTL_SILENT:
         /* Keep the connection open without a word until the test ends. */
-        while (!atomic_load(&c->stop))
+        while (!atomic_load(&c->sh->stop))
             usleep(10000);
         break;
     }
 }
 
-static void *ctl_main(void *arg)
+static void ctl_main(struct ctl *c)
 {
-    struct ctl *c = arg;
     if (c->listen_delay_ms) {
         usleep((useconds_t)c->listen_delay_ms * 1000);
         if (listen(c->lfd, 16) != 0) {
             fprintf(stderr, "fake controller: listen: %s\n", strerror(errno));
-            return NULL;
+            return;
         }
     }
-    while (!atomic_load(&c->stop)) {
+    while (!atomic_load(&c->sh->stop)) {
         struct pollfd p = {.fd = c->lfd, .events = POLLIN};
         if (poll(&p, 1, 50) <= 0)
             continue;
@@ -162,14 +169,15 @@ static void *ctl_main(void *arg)
         serve(c, fd);
         close(fd);
     }
-    return NULL;
 }
 
 /* Binds 127.0.0.1:0 and listens now, or after LISTEN_DELAY_MS (connections are refused until
- * then). */
+ * then); the controller process serves it until ctl_stop. */
 static void ctl_start(struct ctl *c, int n503, enum ctl_final final, int listen_delay_ms)
 {
     memset(c, 0, sizeof(*c));
+    c->sh = mmap(NULL, sizeof(*c->sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    assert_true(c->sh != MAP_FAILED);
     c->n503 = n503;
     c->final = final;
     c->listen_delay_ms = listen_delay_ms;
@@ -184,13 +192,19 @@ static void ctl_start(struct ctl *c, int n503, enum ctl_final final, int listen_
     snprintf(c->url, sizeof(c->url), "http://127.0.0.1:%d/api/connection", c->port);
     if (!listen_delay_ms)
         assert_int_equal(listen(c->lfd, 16), 0);
-    assert_int_equal(pthread_create(&c->th, NULL, ctl_main, c), 0);
+    c->pid = fork();
+    assert_true(c->pid >= 0);
+    if (c->pid == 0) {
+        ctl_main(c);
+        _exit(0);
+    }
 }
 
 static void ctl_stop(struct ctl *c)
 {
-    atomic_store(&c->stop, 1);
-    pthread_join(c->th, NULL);
+    atomic_store(&c->sh->stop, 1);
+    int st;
+    assert_int_equal(waitpid(c->pid, &st, 0), c->pid);
     close(c->lfd);
 }
 
@@ -265,8 +279,8 @@ static void client_finds_its_worker_through_the_controller_once_paired(void **st
     struct scenario s = {.url = c.url, .min_s = 0.25, .max_s = 10, .want = CUDA_SUCCESS};
     assert_int_equal(e2e_run(c_init, &s, 30), 0);
     ctl_stop(&c);
-    assert_int_equal(atomic_load(&c.requests), 3);
-    assert_int_equal(atomic_load(&c.bad), 0);
+    assert_int_equal(atomic_load(&c.sh->requests), 3);
+    assert_int_equal(atomic_load(&c.sh->bad), 0);
 }
 
 static void unknown_connection_fails_at_once_with_no_device(void **state)
@@ -277,8 +291,8 @@ static void unknown_connection_fails_at_once_with_no_device(void **state)
     struct scenario s = {.url = c.url, .min_s = 0, .max_s = 2, .want = CUDA_ERROR_NO_DEVICE};
     assert_int_equal(e2e_run(c_init, &s, 30), 0);
     ctl_stop(&c);
-    assert_int_equal(atomic_load(&c.requests), 1);
-    assert_int_equal(atomic_load(&c.bad), 0);
+    assert_int_equal(atomic_load(&c.sh->requests), 1);
+    assert_int_equal(atomic_load(&c.sh->bad), 0);
 }
 
 static void never_paired_connection_gives_up_after_the_connect_wait(void **state)
@@ -291,8 +305,8 @@ static void never_paired_connection_gives_up_after_the_connect_wait(void **state
     assert_int_equal(e2e_run(c_init, &s, 30), 0);
     ctl_stop(&c);
     /* Asked at 0, 0.1, 0.3, 0.7 and 1.5 s. */
-    assert_in_range(atomic_load(&c.requests), 4, 6);
-    assert_int_equal(atomic_load(&c.bad), 0);
+    assert_in_range(atomic_load(&c.sh->requests), 4, 6);
+    assert_int_equal(atomic_load(&c.sh->bad), 0);
 }
 
 static void restarting_controller_is_waited_for(void **state)
@@ -304,8 +318,8 @@ static void restarting_controller_is_waited_for(void **state)
     struct scenario s = {.url = c.url, .min_s = 0.65, .max_s = 10, .want = CUDA_SUCCESS};
     assert_int_equal(e2e_run(c_init, &s, 30), 0);
     ctl_stop(&c);
-    assert_int_equal(atomic_load(&c.requests), 1);
-    assert_int_equal(atomic_load(&c.bad), 0);
+    assert_int_equal(atomic_load(&c.sh->requests), 1);
+    assert_int_equal(atomic_load(&c.sh->bad), 0);
 }
 
 static void tf_remote_wins_over_the_controller(void **state)
@@ -317,8 +331,8 @@ static void tf_remote_wins_over_the_controller(void **state)
         .url = c.url, .keep_remote = 1, .min_s = 0, .max_s = 10, .want = CUDA_SUCCESS};
     assert_int_equal(e2e_run(c_init, &s, 30), 0);
     ctl_stop(&c);
-    assert_int_equal(atomic_load(&c.requests), 0);
-    assert_int_equal(atomic_load(&c.bad), 0);
+    assert_int_equal(atomic_load(&c.sh->requests), 0);
+    assert_int_equal(atomic_load(&c.sh->bad), 0);
 }
 
 static void oversized_answer_fails_at_once(void **state)
@@ -329,7 +343,7 @@ static void oversized_answer_fails_at_once(void **state)
     struct scenario s = {.url = c.url, .min_s = 0, .max_s = 2, .want = CUDA_ERROR_NO_DEVICE};
     assert_int_equal(e2e_run(c_init, &s, 30), 0);
     ctl_stop(&c);
-    assert_int_equal(atomic_load(&c.requests), 1);
+    assert_int_equal(atomic_load(&c.sh->requests), 1);
 }
 
 static void silent_controller_times_out_instead_of_hanging(void **state)
@@ -342,7 +356,7 @@ static void silent_controller_times_out_instead_of_hanging(void **state)
         .url = c.url, .wait_ms = "800", .min_s = 0.95, .max_s = 3, .want = CUDA_ERROR_NO_DEVICE};
     assert_int_equal(e2e_run(c_init, &s, 30), 0);
     ctl_stop(&c);
-    assert_int_equal(atomic_load(&c.requests), 1);
+    assert_int_equal(atomic_load(&c.sh->requests), 1);
 }
 
 /* Misconfigured remote mode: each is CUDA_ERROR_NO_DEVICE at once, without a request. */
@@ -382,8 +396,8 @@ static void misconfigured_remote_mode_is_no_device_without_asking(void **state)
     ctl_start(&c, 0, CTL_200, 0);
     assert_int_equal(e2e_run(c_misconfigured, c.url, 30), 0);
     ctl_stop(&c);
-    assert_int_equal(atomic_load(&c.requests), 1);
-    assert_int_equal(atomic_load(&c.bad), 0);
+    assert_int_equal(atomic_load(&c.sh->requests), 1);
+    assert_int_equal(atomic_load(&c.sh->bad), 0);
 }
 
 /* A worker that is not listening yet (a hard-mode sidecar still waiting for its pod's region,
