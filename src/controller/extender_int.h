@@ -50,7 +50,6 @@ struct req_buf {
     struct tf_alloc_container containers[TF_PODREQ_MAX_CONTAINERS];
 };
 
-
 /* extender.c */
 /* Fills B->req from B->pr (strings stay borrowed from B->pr). */
 void tf__ext_to_alloc(struct req_buf *b);

@@ -246,7 +246,7 @@ int tf_extender_build_cluster(const struct tf_extender *x, json_object *gpus, js
 /* Builds a fresh cluster + allocator from the arrays (borrowed); caller holds the write
  * lock. Returns 0 or TF_ENOMEM. */
 int tf__ext_load(struct tf_extender *x, json_object *gpus, json_object *pools,
-                json_object *templates, json_object *quotas, json_object *pods)
+                 json_object *templates, json_object *quotas, json_object *pods)
 {
     int rc = TF_ENOMEM;
     struct tf_cluster *c = build_cluster(x, gpus, pools, templates);

@@ -28,7 +28,7 @@ int64_t tf_alloc_lim_tflops(const struct tf_alloc_resources *r, int64_t cap)
 
 /* Validates and fills limits ("0 = same as the request"). */
 int tf__alloc_normalise(const struct tf_alloc_resources *in, struct tf_alloc_resources *out,
-                         char *err, size_t errlen)
+                        char *err, size_t errlen)
 {
     *out = *in;
     if (out->req_tflops < 0 || out->lim_tflops < 0 || out->req_vram < 0 || out->lim_vram < 0 ||
@@ -58,7 +58,7 @@ int tf__alloc_normalise(const struct tf_alloc_resources *in, struct tf_alloc_res
 }
 
 int tf__alloc_compile(const struct tf_alloc *a, const struct tf_alloc_request *req, struct plan *p,
-                   char *err, size_t errlen)
+                      char *err, size_t errlen)
 {
     const struct tf_cluster *c = a->c;
     p->req = req;
@@ -227,7 +227,7 @@ int tf__alloc_pod_checks(const struct tf_alloc *a, const struct plan *p, char *e
 
 /* What P takes on G; for partitioned pods, TPL < 0 when no template fits the free slots. */
 void tf__alloc_need_on(const struct tf_cluster *c, const struct plan *p, const struct tf_gpu *g,
-                    struct need *n)
+                       struct need *n)
 {
     n->tpl = -1;
     if (p->whole) {
@@ -260,7 +260,7 @@ static bool res_ok(const struct tf_gpu *g, const struct need *n)
 
 /* The first stage G fails for P (ST_PASS if none), filling *N when it gets that far. */
 enum stage tf__alloc_gpu_stage(const struct tf_cluster *c, const struct plan *p,
-                            const struct tf_gpu *g, struct need *n)
+                               const struct tf_gpu *g, struct need *n)
 {
     if (g->phase != TF_GPU_RUNNING)
         return ST_PHASE;
@@ -284,7 +284,7 @@ enum stage tf__alloc_gpu_stage(const struct tf_cluster *c, const struct plan *p,
 
 /* The same verdict, cheapest tests first (the hot path). */
 bool tf__alloc_gpu_fits(const struct tf_cluster *c, const struct plan *p, const struct tf_gpu *g,
-                     struct need *n)
+                        struct need *n)
 {
     if (g->phase != TF_GPU_RUNNING || !(p->model_mask & (UINT64_C(1) << g->model_idx)) ||
         !(p->vendor_mask & (UINT32_C(1) << g->vendor_idx)) ||

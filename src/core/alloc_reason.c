@@ -36,8 +36,7 @@ const char *tf_reasons_next(const struct tf_reasons *rb, const char *prev)
 }
 
 /* Appends a formatted reason; returns it, or NULL when RB is full. */
-const char *tf__alloc_reason_add(struct tf_reasons *rb,
-                                                                    const char *fmt, ...)
+const char *tf__alloc_reason_add(struct tf_reasons *rb, const char *fmt, ...)
 {
     if (!rb || !rb->buf || rb->len + 4 >= rb->cap)
         return NULL;
@@ -96,8 +95,8 @@ static void list_vendors(const struct tf_cluster *c, const struct tf_node *n, ui
 }
 
 /* Writes why P does not fit node N (N fails) into BUF. */
-void tf__alloc_node_reason(const struct tf_cluster *c, const struct plan *p, const struct tf_node *n,
-                        char *buf, size_t len)
+void tf__alloc_node_reason(const struct tf_cluster *c, const struct plan *p,
+                           const struct tf_node *n, char *buf, size_t len)
 {
     const struct tf_alloc_request *req = p->req;
     if (n->pool != p->pool) {
@@ -271,7 +270,7 @@ void tf__alloc_node_reason(const struct tf_cluster *c, const struct plan *p, con
 }
 
 const char *tf__alloc_node_reason_add(const struct tf_cluster *c, const struct plan *p,
-                                   const struct tf_node *n, struct tf_reasons *rb)
+                                      const struct tf_node *n, struct tf_reasons *rb)
 {
     char buf[512];
     tf__alloc_node_reason(c, p, n, buf, sizeof(buf));

@@ -25,7 +25,7 @@ static enum tf_view view_of(const struct tf_cluster *c, const struct plan *p)
  * make a node look packed; shared/dedicated take whole GPUs and see the whole node). O(1):
  * the utilisation is kept with the node's aggregates. */
 int32_t tf__alloc_node_score_bp(const struct tf_cluster *c, const struct plan *p,
-                             const struct tf_node *n)
+                                const struct tf_node *n)
 {
     int32_t u = n->util[view_of(c, p)];
     return p->cfg->placement == TF_PLACE_LOW_LOAD_FIRST ? 10000 - u : u;
@@ -117,8 +117,8 @@ static void pick_set(const struct tf_cluster *c, const struct tf_node *n, const 
 }
 
 /* Full check of node N for P (all GPU stages, count, workers) and GPU selection. */
-bool tf__alloc_node_select(const struct tf_cluster *c, const struct plan *p, const struct tf_node *n,
-                        struct selection *sel)
+bool tf__alloc_node_select(const struct tf_cluster *c, const struct plan *p,
+                           const struct tf_node *n, struct selection *sel)
 {
     if (n->pool != p->pool || (n->max_workers && n->nworkers >= n->max_workers) ||
         n->ngpus < p->count)
@@ -153,7 +153,7 @@ bool tf__alloc_node_select(const struct tf_cluster *c, const struct plan *p, con
 }
 
 void tf__alloc_to_result(const struct tf_cluster *c, uint32_t nid, const struct selection *sel,
-                      int32_t score_bp, struct tf_alloc_result *res)
+                         int32_t score_bp, struct tf_alloc_result *res)
 {
     res->node = nid;
     res->ngpus = (uint16_t)sel->n;
@@ -215,7 +215,8 @@ int tf_alloc_filter(const struct tf_alloc *a, const struct tf_alloc_request *req
         out[i].reason = NULL;
         if (!out[i].fit && rb) {
             if (nid == TF_NONE)
-                out[i].reason = tf__alloc_reason_add(rb, "node %s: not a GPU node of this cluster", nm);
+                out[i].reason =
+                    tf__alloc_reason_add(rb, "node %s: not a GPU node of this cluster", nm);
             else
                 out[i].reason = tf__alloc_node_reason_add(c, &p, &c->nodes[nid], rb);
         }
@@ -267,8 +268,8 @@ static bool choose(const struct tf_cluster *c, const struct plan *p, uint32_t *n
 }
 
 int tf__alloc_choose_or_reasons(const struct tf_alloc *a, const struct plan *p, uint32_t *node,
-                             struct selection *sel, int32_t *score, struct tf_reasons *rb,
-                             char *err, size_t errlen)
+                                struct selection *sel, int32_t *score, struct tf_reasons *rb,
+                                char *err, size_t errlen)
 {
     const struct tf_cluster *c = a->c;
     if (choose(c, p, node, sel, score))
