@@ -259,8 +259,8 @@ static int post(struct conn *c, const char *verb, const char *body, size_t len)
     curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
     curl_slist_free_all(hd);
     if (rc != CURLE_OK || status != 200 || !c->out) {
-        fprintf(stderr, "bench_extender: %s: %s (HTTP %ld)\n", verb, curl_easy_strerror(rc),
-                status);
+        fprintf(stderr, "bench_extender: %s: %s (HTTP %ld): %.300s -> %.300s\n", verb,
+                curl_easy_strerror(rc), status, body, c->out ? c->out : "");
         return -1;
     }
     return 0;

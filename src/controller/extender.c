@@ -28,6 +28,7 @@ struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default
         tf_log(TF_LOG_WARN, "extender", "unknown isolationModePolicy %s, using dynamic", policy);
     pthread_rwlock_init(&x->lock, NULL);
     pthread_mutex_init(&x->inflight_lock, NULL);
+    pthread_mutex_init(&x->index_lock, NULL);
     x->inflight = json_object_new_object();
     x->preempting = json_object_new_object();
     atomic_init(&x->dirty, true);
@@ -48,6 +49,7 @@ void tf_extender_destroy(struct tf_extender *x)
 {
     if (!x)
         return;
+    tf_alloc_index_destroy(x->index);
     tf_alloc_destroy(x->alloc);
     tf_cluster_destroy(x->cluster);
     tf_quota_set_destroy(x->quotas);
@@ -55,6 +57,7 @@ void tf_extender_destroy(struct tf_extender *x)
     json_object_put(x->preempting);
     pthread_rwlock_destroy(&x->lock);
     pthread_mutex_destroy(&x->inflight_lock);
+    pthread_mutex_destroy(&x->index_lock);
     free(x->default_pool);
     free(x);
 }

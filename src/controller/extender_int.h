@@ -14,6 +14,7 @@
 
 #include "controller/podreq.h"
 #include "core/alloc.h"
+#include "core/alloc_index.h"
 
 #include <json-c/json.h>
 #include <pthread.h>
@@ -33,6 +34,9 @@ struct tf_extender {
     struct tf_cluster *cluster;
     struct tf_alloc *alloc;
     struct tf_quota_set *quotas;
+    struct tf_alloc_index *index; /* verdicts of filter/prioritize (core/alloc_index.h) over
+                                     ALLOC: replaced with it; guarded by index_lock too */
+    pthread_mutex_t index_lock;   /* serialises index calls (under the read lock) */
     atomic_bool dirty;
     pthread_mutex_t inflight_lock; /* guards inflight */
     json_object *inflight;   /* "ns/name" -> {"node": n, "uuids": [..]}: reserved, not yet seen

@@ -276,6 +276,15 @@ int tf__ext_load(struct tf_extender *x, json_object *gpus, json_object *pools,
         restore_one(a, pod, tf_json_str(v, "node", NULL), tf_json_str(v, "ids", NULL));
     }
     pthread_mutex_unlock(&x->inflight_lock);
+    struct tf_alloc_index *ix = tf_alloc_index_new(a);
+    if (!ix) {
+        tf_alloc_destroy(a);
+        goto fail;
+    }
+    pthread_mutex_lock(&x->index_lock);
+    tf_alloc_index_destroy(x->index);
+    x->index = ix;
+    pthread_mutex_unlock(&x->index_lock);
     tf_alloc_destroy(x->alloc);
     tf_cluster_destroy(x->cluster);
     tf_quota_set_destroy(x->quotas);

@@ -142,6 +142,17 @@ out:
     return idx;
 }
 
+/* The candidates' node ids when the decoder hashed their names (NULL: the index resolves the
+ * names itself). Caller holds the read lock; frees the array. */
+static uint32_t *resolve(const struct tf_extender *x, const struct tf_ext_args *a)
+{
+    uint32_t *ids = a->name_hashes ? malloc((a->n_nodes + 1) * sizeof(*ids)) : NULL;
+    for (size_t i = 0; ids && i < a->n_nodes; i++)
+        ids[i] = tf_cluster_node_find_hashed(x->cluster, a->node_names[i], a->name_lens[i],
+                                             a->name_hashes[i]);
+    return ids;
+}
+
 char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *status)
 {
     struct tf_ext_args args;
@@ -175,8 +186,13 @@ char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *s
     }
     struct tf_reasons rb;
     tf_reasons_init(&rb, rbuf, args.n_nodes * 160 + 1024);
-    rc = tf_alloc_filter(x->alloc, &b.req, args.node_names, args.n_nodes, v, &rb, err, sizeof(err));
+    uint32_t *ids = resolve(x, &args);
+    pthread_mutex_lock(&x->index_lock);
+    rc = tf_alloc_index_filter(x->index, &b.req, args.node_names, ids, args.n_nodes, v, &rb, err,
+                               sizeof(err));
+    pthread_mutex_unlock(&x->index_lock);
     pthread_rwlock_unlock(&x->lock);
+    free(ids);
     bool any_fit = false;
     for (size_t i = 0; i < args.n_nodes; i++)
         any_fit = any_fit || (v[i].node != TF_NONE && v[i].fit);
@@ -223,9 +239,13 @@ char *tf__ext_prioritize(struct tf_extender *x, const char *body, size_t len, in
     if (tf_podreq_from_pod(args.pod, &b.pr, err, sizeof(err)) == 0 && b.pr.managed &&
         !b.pr.remote_client && tf__ext_read_state(x)) {
         tf__ext_to_alloc(&b);
-        int rc = tf_alloc_score(x->alloc, &b.req, args.node_names, args.n_nodes, scores, err,
-                                sizeof(err));
+        uint32_t *ids = resolve(x, &args);
+        pthread_mutex_lock(&x->index_lock);
+        int rc = tf_alloc_index_score(x->index, &b.req, args.node_names, ids, args.n_nodes, scores,
+                                      err, sizeof(err));
+        pthread_mutex_unlock(&x->index_lock);
         pthread_rwlock_unlock(&x->lock);
+        free(ids);
         for (size_t i = 0; i < args.n_nodes; i++)
             scores[i] = rc ? 0 : (scores[i] + 5) / 10; /* 0..100 -> 0..10 */
     }

@@ -9,6 +9,7 @@
  *   alloc_select.c  scores, GPU selection, filter/score/choose
  *   alloc_reason.c  reason buffers and the per-node reasons
  *   alloc_check.c   full invariant check
+ *   alloc_index.c   the verdict index (public header alloc_index.h)
  *
  * Records live in fixed-size chunks that never move, so a record's inline key (the key of the
  * by_key map) and its inline slots keep their addresses. A slot ref is (record id << 6 | slot
@@ -150,6 +151,11 @@ bool tf__alloc_node_select(const struct tf_cluster *c, const struct plan *p,
                            const struct tf_node *n, struct selection *sel);
 void tf__alloc_to_result(const struct tf_cluster *c, uint32_t nid, const struct selection *sel,
                          int32_t score_bp, struct tf_alloc_result *res);
+/* Whether N fits P (the verdict of tf__alloc_node_select, without choosing GPUs). */
+bool tf__alloc_node_fits(const struct tf_cluster *c, const struct plan *p, const struct tf_node *n);
+/* Every verdict of a filter unfit with the pod-level reason ERR; returns RC. */
+int tf__alloc_fail_all(int rc, const char *err, size_t n, struct tf_node_verdict *out,
+                       struct tf_reasons *rb, const struct tf_cluster *c, const char *const *names);
 int tf__alloc_choose_or_reasons(const struct tf_alloc *a, const struct plan *p, uint32_t *node,
                                 struct selection *sel, int32_t *score, struct tf_reasons *rb,
                                 char *err, size_t errlen);
@@ -158,6 +164,8 @@ int tf__alloc_choose_or_reasons(const struct tf_alloc *a, const struct plan *p, 
  * fit node N into BUF, and both at once. */
 __attribute__((format(printf, 2, 3))) const char *tf__alloc_reason_add(struct tf_reasons *rb,
                                                                        const char *fmt, ...);
+/* Appends the string S as a reason (cut as tf__alloc_reason_add cuts). */
+const char *tf__alloc_reason_put(struct tf_reasons *rb, const char *s);
 void tf__alloc_node_reason(const struct tf_cluster *c, const struct plan *p,
                            const struct tf_node *n, char *buf, size_t len);
 const char *tf__alloc_node_reason_add(const struct tf_cluster *c, const struct plan *p,

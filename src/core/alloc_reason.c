@@ -57,6 +57,24 @@ const char *tf__alloc_reason_add(struct tf_reasons *rb, const char *fmt, ...)
     return dst;
 }
 
+const char *tf__alloc_reason_put(struct tf_reasons *rb, const char *s)
+{
+    if (!rb || !rb->buf || rb->len + 4 >= rb->cap)
+        return NULL;
+    char *dst = rb->buf + rb->len;
+    size_t room = rb->cap - rb->len, w = strlen(s);
+    if (w >= room) { /* cut: end in "..." */
+        memcpy(dst, s, room - 4);
+        memcpy(dst + room - 4, "...", 4);
+        w = room - 1;
+    } else {
+        memcpy(dst, s, w + 1);
+    }
+    rb->len += w + 1;
+    rb->n++;
+    return dst;
+}
+
 /* ---------- reasons per node ---------- */
 
 static void list_models(const struct tf_cluster *c, const struct tf_node *n, uint64_t only,

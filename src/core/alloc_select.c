@@ -164,8 +164,8 @@ void tf__alloc_to_result(const struct tf_cluster *c, uint32_t nid, const struct 
 
 /* ---------- filter / score / choose ---------- */
 
-static int fail_all(int rc, const char *err, size_t n, struct tf_node_verdict *out,
-                    struct tf_reasons *rb, const struct tf_cluster *c, const char *const *names)
+int tf__alloc_fail_all(int rc, const char *err, size_t n, struct tf_node_verdict *out,
+                       struct tf_reasons *rb, const struct tf_cluster *c, const char *const *names)
 {
     const char *r = rb ? tf__alloc_reason_add(rb, "%s", err) : NULL;
     for (size_t i = 0; i < n; i++) {
@@ -175,6 +175,21 @@ static int fail_all(int rc, const char *err, size_t n, struct tf_node_verdict *o
         out[i].reason = r;
     }
     return rc;
+}
+
+bool tf__alloc_node_fits(const struct tf_cluster *c, const struct plan *p, const struct tf_node *n)
+{
+    /* tf__alloc_node_select's verdict without ranking: its node checks, then count GPUs. */
+    if (tf__alloc_node_quick_reject(p, n) || n->pool != p->pool ||
+        (n->max_workers && n->nworkers >= n->max_workers) || n->ngpus < p->count)
+        return false;
+    unsigned k = 0;
+    for (unsigned i = 0; i < n->ngpus; i++) {
+        struct need nd;
+        if (tf__alloc_gpu_fits(c, p, &c->gpus[n->gpu_first + i], &nd) && ++k >= p->count)
+            return true;
+    }
+    return false;
 }
 
 /* Evaluates node NID (TF_NONE = unknown) for P: fit, score and GPU selection. */
@@ -202,7 +217,7 @@ int tf_alloc_filter(const struct tf_alloc *a, const struct tf_alloc_request *req
         rc = tf__alloc_pod_checks(a, &p, perr, sizeof(perr));
     if (rc) {
         tf_errf(err, errlen, "%s", perr);
-        return fail_all(rc, perr, n, out, rb, c, names);
+        return tf__alloc_fail_all(rc, perr, n, out, rb, c, names);
     }
     for (size_t i = 0; i < n; i++) {
         const char *nm = names[i] ? names[i] : "";

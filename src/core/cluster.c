@@ -626,6 +626,7 @@ int tf_cluster_set_partition_profile(struct tf_cluster *c, const struct tf_parti
         return TF_ENOMEM;
     }
     *c->profiles[mi] = *p;
+    c->epoch++;
     return 0;
 }
 
@@ -645,6 +646,13 @@ uint32_t tf_cluster_node_find(const struct tf_cluster *c, const char *name, size
 {
     uint32_t v;
     return name && !tf_strmap_get(&c->node_by_name, name, len, &v) ? v : TF_NONE;
+}
+
+uint32_t tf_cluster_node_find_hashed(const struct tf_cluster *c, const char *name, size_t len,
+                                     uint32_t hash)
+{
+    uint32_t v;
+    return name && !tf_strmap_get_hashed(&c->node_by_name, name, len, hash, &v) ? v : TF_NONE;
 }
 
 uint32_t tf_cluster_gpu_find(const struct tf_cluster *c, const char *uuid, size_t len)
@@ -701,6 +709,7 @@ void tf_cluster_node_refresh(struct tf_cluster *c, uint32_t nid)
 {
     struct tf_node *n = &c->nodes[nid];
     tf_cluster_node_aggregate(c, nid, n);
+    n->version++;
     for (int v = 0; v < TF_VIEWS; v++) {
         uint16_t u = tf_cluster_node_util(c, n, (enum tf_view)v);
         if (u == n->util[v])

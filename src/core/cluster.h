@@ -195,6 +195,10 @@ struct tf_node {
     /* utilisation per view (basis points, pool's weights) and its place in the pool index */
     uint16_t util[TF_VIEWS];
     uint32_t prev[TF_VIEWS], next[TF_VIEWS];
+    /* runtime: changes whenever anything of the node or its GPUs that a filter reads may have
+     * changed (every tf_cluster_node_refresh), so a verdict stamped with it stays exact while
+     * it is equal (core/fitindex.h) */
+    uint32_t version;
 };
 
 struct tf_cluster {
@@ -207,6 +211,7 @@ struct tf_cluster {
     uint32_t ngpus, gpus_cap;
     struct tf_strmap pool_by_name, node_by_name, gpu_by_uuid;
     struct tf_partition_profile *profiles[64]; /* by model table index; owned; NULL = none */
+    uint32_t epoch; /* changes with every partition profile replaced (see tf_node.version) */
 };
 
 /* Defaults of a pool (see struct tf_pool_config). */
@@ -237,6 +242,9 @@ const struct tf_partition_profile *tf_cluster_profile(const struct tf_cluster *c
 uint32_t tf_cluster_pool_find(const struct tf_cluster *c, const char *name);
 uint32_t tf_cluster_node_find(const struct tf_cluster *c, const char *name, size_t len);
 uint32_t tf_cluster_gpu_find(const struct tf_cluster *c, const char *uuid, size_t len);
+/* tf_cluster_node_find with HASH = tf_strmap_hash(NAME, LEN) already computed. */
+uint32_t tf_cluster_node_find_hashed(const struct tf_cluster *c, const char *name, size_t len,
+                                     uint32_t hash);
 /* The pool marked default, else the first pool; TF_NONE when there is none. */
 uint32_t tf_cluster_default_pool(const struct tf_cluster *c);
 
@@ -265,9 +273,10 @@ uint32_t tf_cluster_index_next(const struct tf_cluster *c, uint32_t n, enum tf_v
  * consistent). 0 or TF_ESTATE. For tf_alloc_check. */
 int tf_cluster_index_check(const struct tf_cluster *c, uint32_t n);
 
-/* For the allocator: recomputes node N's runtime aggregates from its GPUs (O(GPUs per node))
- * and moves it in its pool's indexes. tf_cluster_node_aggregate computes the aggregates into
- * *OUT (a copy of the node) without writing; the index fields of *OUT are left as they are. */
+/* For the allocator: recomputes node N's runtime aggregates from its GPUs (O(GPUs per node)),
+ * moves it in its pool's indexes and changes its version. tf_cluster_node_aggregate computes the
+ * aggregates into *OUT (a copy of the node) without writing; the index fields of *OUT are left as
+ * they are. */
 void tf_cluster_node_refresh(struct tf_cluster *c, uint32_t n);
 void tf_cluster_node_aggregate(const struct tf_cluster *c, uint32_t n, struct tf_node *out);
 

@@ -49,11 +49,22 @@ static size_t find(const struct tf_strmap *m, const char *key, size_t len, uint3
     }
 }
 
+uint32_t tf_strmap_hash(const char *key, size_t len)
+{
+    return fnv1a(key, len);
+}
+
 int tf_strmap_get(const struct tf_strmap *m, const char *key, size_t len, uint32_t *val)
+{
+    return m->cap ? tf_strmap_get_hashed(m, key, len, fnv1a(key, len), val) : TF_ENOENT;
+}
+
+int tf_strmap_get_hashed(const struct tf_strmap *m, const char *key, size_t len, uint32_t hash,
+                         uint32_t *val)
 {
     if (!m->cap)
         return TF_ENOENT;
-    size_t i = find(m, key, len, fnv1a(key, len));
+    size_t i = find(m, key, len, hash);
     if (!m->slots[i].key)
         return TF_ENOENT;
     *val = m->slots[i].val;
