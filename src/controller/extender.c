@@ -31,8 +31,10 @@ struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default
     pthread_mutex_init(&x->index_lock, NULL);
     x->inflight = json_object_new_object();
     x->preempting = json_object_new_object();
+    x->ledger = tf__ledger_new();
+    x->gpus = tf__gpus_new();
     atomic_init(&x->dirty, true);
-    if (!x->default_pool || !x->inflight || !x->preempting) {
+    if (!x->default_pool || !x->inflight || !x->preempting || !x->ledger || !x->gpus) {
         tf_extender_destroy(x);
         return NULL;
     }
@@ -55,6 +57,10 @@ void tf_extender_destroy(struct tf_extender *x)
     tf_quota_set_destroy(x->quotas);
     json_object_put(x->inflight);
     json_object_put(x->preempting);
+    tf__ledger_destroy(x->ledger);
+    tf__gpus_destroy(x->gpus);
+    for (int i = 0; i < 3; i++)
+        json_object_put(x->loaded[i]);
     pthread_rwlock_destroy(&x->lock);
     pthread_mutex_destroy(&x->inflight_lock);
     pthread_mutex_destroy(&x->index_lock);
@@ -112,6 +118,15 @@ int tf_extender_load(struct tf_extender *x, json_object *gpus, json_object *pool
     pthread_rwlock_wrlock(&x->lock);
     atomic_store(&x->dirty, false);
     int rc = tf__ext_load(x, gpus, pools, templates, quotas, pods);
+    pthread_rwlock_unlock(&x->lock);
+    return rc;
+}
+
+int tf_extender_rebuild(struct tf_extender *x)
+{
+    pthread_rwlock_wrlock(&x->lock);
+    atomic_store(&x->dirty, false);
+    int rc = tf__ext_rebuild(x);
     pthread_rwlock_unlock(&x->lock);
     return rc;
 }
@@ -226,12 +241,13 @@ void tf__ext_release_pod(struct tf_extender *x, json_object *pod)
 
 static void on_pod_add(json_object *pod, void *arg)
 {
-    (void)pod, (void)arg;
+    tf__ledger_pod(((struct tf_extender *)arg)->ledger, NULL, pod);
 }
 
 static void on_pod_update(json_object *old, json_object *pod, void *arg)
 {
     struct tf_extender *x = arg;
+    tf__ledger_pod(x->ledger, old, pod);
     if (!tf__ext_pod_live(pod)) {
         tf__ext_release_pod(x, pod);
         return;
@@ -248,7 +264,12 @@ static void on_pod_update(json_object *old, json_object *pod, void *arg)
 
 static void on_pod_delete(json_object *pod, void *arg)
 {
-    tf__ext_release_pod(arg, pod);
+    struct tf_extender *x = arg;
+    const char *ns = tf_json_str(pod, "metadata", "namespace", NULL);
+    const char *name = tf_json_str(pod, "metadata", "name", NULL);
+    if (ns && name)
+        tf__ledger_del(x->ledger, ns, name);
+    tf__ext_release_pod(x, pod);
 }
 
 static void on_inventory_add(json_object *o, void *arg)
@@ -276,6 +297,32 @@ static void on_inventory_update(json_object *a, json_object *b, void *arg)
 struct tf_informer_handlers tf_extender_pod_handlers(struct tf_extender *x)
 {
     struct tf_informer_handlers h = {on_pod_add, on_pod_update, on_pod_delete, x};
+    return h;
+}
+
+static void on_gpu_add(json_object *o, void *arg)
+{
+    struct tf_extender *x = arg;
+    if (tf__gpus_put(x->gpus, o))
+        atomic_store(&x->dirty, true);
+}
+
+static void on_gpu_update(json_object *a, json_object *b, void *arg)
+{
+    /* Status writes of available/runningApps by the reconciler change nothing it keeps. */
+    on_gpu_add(b, arg);
+}
+
+static void on_gpu_delete(json_object *o, void *arg)
+{
+    struct tf_extender *x = arg;
+    if (tf__gpus_del(x->gpus, o))
+        atomic_store(&x->dirty, true);
+}
+
+struct tf_informer_handlers tf_extender_gpu_handlers(struct tf_extender *x)
+{
+    struct tf_informer_handlers h = {on_gpu_add, on_gpu_update, on_gpu_delete, x};
     return h;
 }
 

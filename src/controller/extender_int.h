@@ -6,6 +6,8 @@
  *   extender.c        lifecycle, state locking, informer handlers, autoscaler calls, dispatch
  *   extender_state.c  the allocator's state built from GPU, pool, template, quota, pod objects
  *   extender_verbs.c  /filter, /prioritize (with QoS preemption) and /bind
+ *   extender_ledger.c the pods holding GPUs, as the pod informer reports them
+ *   extender_gpus.c   the GPUs, as the GPU informer reports them
  */
 #ifndef TF_CONTROLLER_EXTENDER_INT_H
 #define TF_CONTROLLER_EXTENDER_INT_H
@@ -15,6 +17,7 @@
 #include "controller/podreq.h"
 #include "core/alloc.h"
 #include "core/alloc_index.h"
+#include "core/strmap.h"
 
 #include <json-c/json.h>
 #include <pthread.h>
@@ -39,10 +42,14 @@ struct tf_extender {
     pthread_mutex_t index_lock;   /* serialises index calls (under the read lock) */
     atomic_bool dirty;
     pthread_mutex_t inflight_lock; /* guards inflight */
-    json_object *inflight;   /* "ns/name" -> {"node": n, "uuids": [..]}: reserved, not yet seen
-                                with gpu-ids in the pod cache */
-    json_object *preempting; /* "ns/name" -> {"at": s, "node": n, "msg": m}: evictions started
-                                for that pod (guarded by inflight_lock) */
+    json_object *inflight;     /* "ns/name" -> {"node": n, "uuids": [..]}: reserved, not yet seen
+                                  with gpu-ids in the pod cache */
+    json_object *preempting;   /* "ns/name" -> {"at": s, "node": n, "msg": m}: evictions started
+                                  for that pod (guarded by inflight_lock) */
+    struct tf__ledger *ledger; /* the pods holding GPUs per the API (own lock) */
+    struct tf__gpus *gpus;     /* the GPUs per the API (own lock) */
+    json_object *loaded[3];    /* pools, templates, quotas of the last tf_extender_load: those
+                                  of rebuilds when no informer feeds them (guarded by lock) */
 };
 
 /* Seconds a started preemption is left to take effect before the same pod may plan again. */
@@ -71,8 +78,57 @@ bool tf__ext_pod_live(json_object *pod);
  * holds the write lock. 0 or TF_ENOMEM. */
 int tf__ext_load(struct tf_extender *x, json_object *gpus, json_object *pools,
                  json_object *templates, json_object *quotas, json_object *pods);
-/* tf__ext_load from the informers' current contents; the caller holds the write lock. */
-void tf__ext_rebuild(struct tf_extender *x);
+/* The state rebuilt from the informers' inventory (or the last tf_extender_load's, when no
+ * informer feeds one), the ledger and the in-flight binds; the caller holds the write lock.
+ * 0 or TF_ENOMEM (the old state stays). */
+int tf__ext_rebuild(struct tf_extender *x);
+
+/* extender_ledger.c: the pods that hold GPUs according to the API (live, bound, with
+ * tensor-fusion.ai/gpu-ids), each read once when the pod informer reports it (a status
+ * update that leaves its metadata and spec as they were is not read again), so that a
+ * rebuild restores them without reading JSON. Thread-safe (own lock). */
+struct tf__ledger;
+struct tf__ledger *tf__ledger_new(void);
+void tf__ledger_destroy(struct tf__ledger *l);
+/* POD was added (OLD NULL) or changed from OLD: recorded, updated or forgotten. */
+void tf__ledger_pod(struct tf__ledger *l, json_object *old, json_object *pod);
+void tf__ledger_del(struct tf__ledger *l, const char *ns, const char *name);
+/* Replaces the content with the pods of the array PODS (borrowed, may be NULL). */
+void tf__ledger_load(struct tf__ledger *l, json_object *pods);
+uint32_t tf__ledger_count(struct tf__ledger *l);
+/* Restores every recorded pod on A (warnings for those that do not fit); how many. */
+uint32_t tf__ledger_restore(struct tf__ledger *l, struct tf_alloc *a);
+/* Restores one pod on the GPUs of the comma list IDS on NODE, warning when it cannot. */
+int tf__ext_restore(struct tf_alloc *a, const char *ns, const char *name,
+                    const struct tf_alloc_request *req, const char *node, const char *ids);
+
+/* extender_gpus.c: the GPU table, what each GPU object says that scheduling needs, read
+ * once per change of the object (by the GPU informer's handlers, or from tf_extender_load's
+ * array). Records keep the table's order: insertion, a deleted one's place taken by the
+ * last. Thread-safe (LOCK; hold it to read V). */
+struct tf__gpu_rec {
+    const struct tf_gpu_model *model;
+    int64_t tflops, vram; /* capacity; 0 = the model's */
+    int32_t index;        /* -1: not given (position on the node) */
+    int16_t numa;
+    uint8_t phase;
+    const char *node, *uuid, *pool; /* into TEXT; POOL NULL when unlabelled */
+    char text[];                    /* the object's name first */
+};
+struct tf__gpus {
+    pthread_mutex_t lock;
+    struct tf_strmap by_name; /* object name -> index in V */
+    struct tf__gpu_rec **v;
+    uint32_t n, cap;
+};
+struct tf__gpus *tf__gpus_new(void);
+void tf__gpus_destroy(struct tf__gpus *t);
+/* GPU object GPU added or changed: recorded, replaced or (no node, unknown model) dropped.
+ * True when what scheduling sees changed. */
+bool tf__gpus_put(struct tf__gpus *t, json_object *gpu);
+bool tf__gpus_del(struct tf__gpus *t, json_object *gpu);
+/* Replaces the content with the GPU objects of the array GPUS (borrowed, may be NULL). */
+void tf__gpus_load(struct tf__gpus *t, json_object *gpus);
 
 /* extender_verbs.c: the three verbs; *STATUS is set on errors, the body is a new string. */
 char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *status);

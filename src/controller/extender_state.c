@@ -11,6 +11,7 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "core/quantity.h"
+#include "core/strmap.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,38 +117,23 @@ bool tf__ext_pod_live(json_object *pod)
            !(phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0));
 }
 
-/* Splits "a,b" into UUIDS (pointers into BUF). */
-static size_t split_ids(const char *ids, char *buf, size_t len, const char **uuids, size_t cap)
-{
-    tf_strlcpy(buf, ids, len);
-    size_t n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < cap;
-         t = strtok_r(NULL, ",", &save)) {
-        while (*t == ' ')
-            t++;
-        if (*t)
-            uuids[n++] = t;
-    }
-    return n;
-}
-
-static void restore_one(struct tf_alloc *a, json_object *pod, const char *node, const char *ids)
+/* Restores a pod kept in the in-flight list (its bind's pod object and GPUs). */
+static void restore_inflight(struct tf_alloc *a, json_object *pod, const char *node,
+                             const char *ids)
 {
     struct req_buf b;
-    char err[512], buf[4096];
-    const char *uuids[TF_NODE_MAX_GPUS];
-    if (tf_podreq_from_pod(pod, &b.pr, err, sizeof(err)) || !b.pr.managed || b.pr.remote_client)
+    char err[512];
+    if (!node || !ids || tf_podreq_from_pod(pod, &b.pr, err, sizeof(err)) || !b.pr.managed ||
+        b.pr.remote_client)
         return;
     tf__ext_to_alloc(&b);
-    size_t n = split_ids(ids, buf, sizeof(buf), uuids, TF_NODE_MAX_GPUS);
-    int rc = tf_alloc_restore(a, &b.req, node, uuids, n, err, sizeof(err));
-    if (rc && rc != TF_EEXIST)
-        tf_log(TF_LOG_WARN, "extender", "cannot restore allocation pod=%s/%s err=%s", b.pr.ns,
-               b.pr.name, err);
+    tf__ext_restore(a, b.pr.ns, b.pr.name, &b.req, node, ids);
 }
 
-/* The cluster (pools, nodes, GPUs; no allocations) of the arrays (borrowed). NULL on ENOMEM. */
-static struct tf_cluster *build_cluster(const struct tf_extender *x, json_object *gpus,
+/* The cluster (pools, nodes, GPUs; no allocations) of the GPU table GT and the pool and
+ * template arrays (borrowed). Nodes come in the order their first GPU appears in the table,
+ * GPUs in table order. NULL on ENOMEM. */
+static struct tf_cluster *build_cluster(const struct tf_extender *x, struct tf__gpus *gt,
                                         json_object *pools, json_object *templates)
 {
     struct tf_cluster *c = tf_cluster_new(x->policy);
@@ -170,98 +156,106 @@ static struct tf_cluster *build_cluster(const struct tf_extender *x, json_object
         uint32_t id;
         tf_cluster_add_pool(c, x->default_pool, &cfg, &id, err, sizeof(err));
     }
-    /* Group GPUs by node: node name -> array of GPU objects. */
-    json_object *by_node = json_object_new_object();
-    for (size_t i = 0; i < json_object_array_length(gpus); i++) {
-        json_object *g = json_object_array_get_idx(gpus, i);
-        const char *node = tf_json_str(g, "status", "nodeSelector", "kubernetes.io/hostname", NULL);
-        if (!node)
+    /* Group the GPUs by node: first[g] .. next[] chains in table order. */
+    pthread_mutex_lock(&gt->lock);
+    struct tf__gpu_rec *const *v = gt->v;
+    uint32_t ngpus = gt->n;
+    struct tf_strmap by_node;
+    tf_strmap_init(&by_node);
+    uint32_t *first = malloc((ngpus + 1) * sizeof(*first)),
+             *last = malloc((ngpus + 1) * sizeof(*last)),
+             *next = malloc((ngpus + 1) * sizeof(*next));
+    uint32_t ngroups = 0;
+    bool ok = first && last && next && !tf_strmap_reserve(&by_node, ngpus);
+    for (uint32_t i = 0; ok && i < ngpus; i++) {
+        const char *node = v[i]->node;
+        uint32_t g;
+        next[i] = UINT32_MAX;
+        if (tf_strmap_get(&by_node, node, strlen(node), &g) == 0) {
+            next[last[g]] = (uint32_t)i;
+            last[g] = (uint32_t)i;
             continue;
-        json_object *arr = NULL;
-        if (!json_object_object_get_ex(by_node, node, &arr)) {
-            arr = json_object_new_array();
-            json_object_object_add(by_node, node, arr);
         }
-        json_object_array_add(arr, json_object_get(g));
+        if (tf_strmap_put(&by_node, node, ngroups)) {
+            ok = false;
+            break;
+        }
+        first[ngroups] = last[ngroups] = (uint32_t)i;
+        ngroups++;
     }
-    json_object_object_foreach(by_node, node, arr)
-    {
+    if (ok && tf_cluster_reserve(c, ngroups, ngpus))
+        ok = false;
+    for (uint32_t g = 0; ok && g < ngroups; g++) {
         struct tf_gpu_spec specs[TF_NODE_MAX_GPUS];
         uint16_t n = 0;
         const char *pool_name = NULL;
-        for (size_t i = 0; i < json_object_array_length(arr) && n < TF_NODE_MAX_GPUS; i++) {
-            json_object *g = json_object_array_get_idx(arr, i);
-            const char *model = tf_json_str(g, "status", "gpuModel", NULL);
-            int64_t vram = q_bytes(tf_json_str(g, "status", "capacity", "vram", NULL));
-            const struct tf_gpu_model *m = model ? tf_gpu_model_find(model) : NULL;
-            if (!m && model)
-                m = tf_gpu_model_from_nvml(model, vram);
-            if (!m) {
-                tf_log(TF_LOG_WARN, "extender", "GPU %s: unknown model %s, not schedulable",
-                       tf_json_str(g, "metadata", "name", NULL), model ? model : "(none)");
-                continue;
-            }
+        for (uint32_t i = first[g]; i != UINT32_MAX && n < TF_NODE_MAX_GPUS; i = next[i]) {
+            const struct tf__gpu_rec *r = v[i];
             struct tf_gpu_spec *s = &specs[n];
             memset(s, 0, sizeof(*s));
-            s->uuid = tf_json_str(g, "status", "uuid", NULL);
-            if (!s->uuid)
-                s->uuid = tf_json_str(g, "metadata", "name", NULL);
-            s->model = m;
-            json_object *idx = tf_json_path(g, "status", "index", NULL);
-            s->index = idx ? json_object_get_int(idx) : (int32_t)n;
-            json_object *numa = tf_json_path(g, "status", "numaNode", NULL);
-            s->numa = numa ? (int16_t)json_object_get_int(numa) : -1;
-            const char *phase = tf_json_str(g, "status", "phase", NULL);
-            enum tf_gpu_phase ph = TF_GPU_RUNNING;
-            if (phase && tf_gpu_phase_parse(phase, &ph))
-                ph = TF_GPU_UNKNOWN;
-            s->phase = ph;
-            s->tflops_milli = q_milli(tf_json_str(g, "status", "capacity", "tflops", NULL));
-            s->vram_bytes = vram;
-            if (!pool_name)
-                pool_name = tf_json_str(g, "metadata", "labels", LABEL_GPUPOOL, NULL);
+            s->uuid = r->uuid;
+            s->model = r->model;
+            s->index = r->index >= 0 ? r->index : (int32_t)n;
+            s->numa = r->numa;
+            s->phase = (enum tf_gpu_phase)r->phase;
+            s->tflops_milli = r->tflops;
+            s->vram_bytes = r->vram;
+            if (!pool_name && r->pool)
+                pool_name = r->pool;
             n++;
         }
-        if (!n)
-            continue;
+        const char *node = v[first[g]]->node;
         uint32_t pool = tf_cluster_pool_find(c, pool_name ? pool_name : x->default_pool);
         if (pool == TF_NONE)
             pool = tf_cluster_default_pool(c);
         struct tf_node_spec ns = {.name = node, .gpus = specs, .ngpus = n};
         uint32_t id;
-        if (tf_cluster_add_node(c, pool, &ns, &id, err, sizeof(err)))
+        int rc = tf_cluster_add_node(c, pool, &ns, &id, err, sizeof(err));
+        if (rc == TF_ENOMEM)
+            ok = false;
+        else if (rc)
             tf_log(TF_LOG_WARN, "extender", "node %s ignored: %s", node, err);
     }
-    json_object_put(by_node);
-    return c;
+    pthread_mutex_unlock(&gt->lock);
+    tf_strmap_free(&by_node);
+    free(first);
+    free(last);
+    free(next);
+    if (ok)
+        return c;
+    tf_cluster_destroy(c);
+    return NULL;
 }
 
 int tf_extender_build_cluster(const struct tf_extender *x, json_object *gpus, json_object *pools,
                               json_object *templates, struct tf_cluster **out)
 {
-    *out = build_cluster(x, gpus, pools, templates);
+    struct tf__gpus *gt = tf__gpus_new();
+    if (gt)
+        tf__gpus_load(gt, gpus);
+    *out = gt ? build_cluster(x, gt, pools, templates) : NULL;
+    tf__gpus_destroy(gt);
     return *out ? 0 : TF_ENOMEM;
 }
 
-/* Builds a fresh cluster + allocator from the arrays (borrowed); caller holds the write
+/* Builds a fresh cluster + allocator from the GPU table, the pool/template/quota arrays
+ * (borrowed), the ledger and the in-flight binds, and swaps it in; caller holds the write
  * lock. Returns 0 or TF_ENOMEM. */
-int tf__ext_load(struct tf_extender *x, json_object *gpus, json_object *pools,
-                 json_object *templates, json_object *quotas, json_object *pods)
+static int build(struct tf_extender *x, json_object *pools, json_object *templates,
+                 json_object *quotas)
 {
     int rc = TF_ENOMEM;
-    struct tf_cluster *c = build_cluster(x, gpus, pools, templates);
+    struct tf_cluster *c = build_cluster(x, x->gpus, pools, templates);
     struct tf_quota_set *qs = build_quotas(quotas);
     struct tf_alloc *a = c && qs ? tf_alloc_new(c, qs) : NULL;
     if (!a)
         goto fail;
     /* Restore: recorded allocations first, then binds whose annotations the cache lags. */
-    for (size_t i = 0; i < json_object_array_length(pods); i++) {
-        json_object *pod = json_object_array_get_idx(pods, i);
-        const char *ids = tf_json_str(pod, "metadata", "annotations", ANN_GPU_IDS, NULL);
-        const char *pnode = tf_json_str(pod, "spec", "nodeName", NULL);
-        if (ids && pnode && tf__ext_pod_live(pod))
-            restore_one(a, pod, pnode, ids);
+    if (tf_alloc_bulk_begin(a, tf__ledger_count(x->ledger))) {
+        tf_alloc_destroy(a);
+        goto fail;
     }
+    tf__ledger_restore(x->ledger, a);
     pthread_mutex_lock(&x->inflight_lock);
     json_object_object_foreach(x->inflight, key, v)
     {
@@ -272,10 +266,11 @@ int tf__ext_load(struct tf_extender *x, json_object *gpus, json_object *pools,
         snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
         if (tf_alloc_find(a, ns, slash + 1) != TF_NONE)
             continue;
-        json_object *pod = tf_json_path(v, "pod", NULL);
-        restore_one(a, pod, tf_json_str(v, "node", NULL), tf_json_str(v, "ids", NULL));
+        restore_inflight(a, tf_json_path(v, "pod", NULL), tf_json_str(v, "node", NULL),
+                         tf_json_str(v, "ids", NULL));
     }
     pthread_mutex_unlock(&x->inflight_lock);
+    tf_alloc_bulk_end(a);
     struct tf_alloc_index *ix = tf_alloc_index_new(a);
     if (!ix) {
         tf_alloc_destroy(a);
@@ -302,16 +297,40 @@ fail:
     return rc;
 }
 
-void tf__ext_rebuild(struct tf_extender *x)
+int tf__ext_load(struct tf_extender *x, json_object *gpus, json_object *pools,
+                 json_object *templates, json_object *quotas, json_object *pods)
 {
-    json_object *gpus = snapshot(x->src.gpus), *pools = snapshot(x->src.pools),
-                *templates = snapshot(x->src.templates), *quotas = snapshot(x->src.quotas),
-                *pods = snapshot(x->src.pods);
-    if (tf__ext_load(x, gpus, pools, templates, quotas, pods))
+    tf__gpus_load(x->gpus, gpus);
+    tf__ledger_load(x->ledger, pods);
+    /* Kept for rebuilds when no informer feeds them. */
+    json_object *arrays[] = {pools, templates, quotas};
+    for (int i = 0; i < 3; i++) {
+        json_object_put(x->loaded[i]);
+        x->loaded[i] = arrays[i] ? json_object_get(arrays[i]) : json_object_new_array();
+    }
+    return build(x, x->loaded[0], x->loaded[1], x->loaded[2]);
+}
+
+/* The objects of informer INF, or (no informers at all) those tf_extender_load was given
+ * last. A new reference to an array. */
+static json_object *inventory(struct tf_extender *x, bool informers, struct tf_informer *inf, int i)
+{
+    if (informers)
+        return snapshot(inf);
+    return x->loaded[i] ? json_object_get(x->loaded[i]) : json_object_new_array();
+}
+
+int tf__ext_rebuild(struct tf_extender *x)
+{
+    bool informers = x->src.pools || x->src.templates || x->src.quotas;
+    json_object *pools = inventory(x, informers, x->src.pools, 0),
+                *templates = inventory(x, informers, x->src.templates, 1),
+                *quotas = inventory(x, informers, x->src.quotas, 2);
+    int rc = build(x, pools, templates, quotas);
+    if (rc)
         tf_log(TF_LOG_ERROR, "extender", "state rebuild failed: out of memory");
-    json_object_put(gpus);
     json_object_put(pools);
     json_object_put(templates);
     json_object_put(quotas);
-    json_object_put(pods);
+    return rc;
 }

@@ -52,6 +52,7 @@ void tf_alloc_destroy(struct tf_alloc *a)
         free(a->chunks[i]);
     free(a->chunks);
     tf_strmap_free(&a->by_key);
+    free(a->stale);
     free(a);
 }
 
@@ -200,6 +201,38 @@ const struct tf_partition_template *tf__alloc_slot_tpl(const struct tf_alloc *a,
     return s->part >= 0 && pp ? &pp->templates[s->part] : NULL;
 }
 
+/* Node NID's GPUs changed: its aggregates now, or at the end of bulk loading. */
+static void node_changed(struct tf_alloc *a, uint32_t nid)
+{
+    if (a->stale)
+        a->stale[nid >> 3] |= (uint8_t)(1u << (nid & 7));
+    else
+        tf_cluster_node_refresh(a->c, nid);
+}
+
+int tf_alloc_bulk_begin(struct tf_alloc *a, uint32_t expected)
+{
+    if (a->stale)
+        return 0;
+    uint8_t *stale = calloc(a->c->nnodes / 8 + 1, 1);
+    if (!stale || tf_strmap_reserve(&a->by_key, (size_t)a->live + expected)) {
+        free(stale);
+        return TF_ENOMEM;
+    }
+    a->stale = stale;
+    return 0;
+}
+
+void tf_alloc_bulk_end(struct tf_alloc *a)
+{
+    uint8_t *stale = a->stale;
+    a->stale = NULL;
+    for (uint32_t n = 0; stale && n < a->c->nnodes; n++)
+        if (stale[n >> 3] & (1u << (n & 7)))
+            tf_cluster_node_refresh(a->c, n);
+    free(stale);
+}
+
 /* Puts record ID's reservation on its GPUs. Only the quota charge can fail. */
 static int rec_apply(struct tf_alloc *a, uint32_t id)
 {
@@ -227,7 +260,7 @@ static int rec_apply(struct tf_alloc *a, uint32_t id)
         ASSERT_GPU(a, s->gpu);
     }
     a->c->nodes[r->node].nworkers++;
-    tf_cluster_node_refresh(a->c, r->node);
+    node_changed(a, r->node);
     return 0;
 }
 
@@ -254,7 +287,7 @@ static void rec_unapply(struct tf_alloc *a, uint32_t id)
         ASSERT_GPU(a, s->gpu);
     }
     a->c->nodes[r->node].nworkers--;
-    tf_cluster_node_refresh(a->c, r->node);
+    node_changed(a, r->node);
     if (!r->quota_exempt && a->q)
         tf_quota_charge(a->q, tf_alloc_record_key(r), r->ns_len, &r->charged, -1);
 }

@@ -212,6 +212,14 @@ int tf_alloc_reserve(struct tf_alloc *a, const struct tf_alloc_request *req, con
 int tf_alloc_restore(struct tf_alloc *a, const struct tf_alloc_request *req, const char *node,
                      const char *const *uuids, size_t n, char *err, size_t errlen);
 
+/* Bulk loading (a scheduler rebuilding its state from every pod's annotations): between
+ * tf_alloc_bulk_begin and tf_alloc_bulk_end only tf_alloc_restore and tf_alloc_release may be
+ * called; they leave the node aggregates and the pools' utilisation indexes for _end to bring
+ * up to date once per node touched, instead of once per pod. EXPECTED (0 = unknown) sizes the
+ * record store for that many pods at once. Begin fails with TF_ENOMEM (nothing changes). */
+int tf_alloc_bulk_begin(struct tf_alloc *a, uint32_t expected);
+void tf_alloc_bulk_end(struct tf_alloc *a);
+
 /* Releases the pod's allocation. 0 when released, TF_ENOENT when it held none (nothing
  * changes: releasing twice is harmless). */
 int tf_alloc_release(struct tf_alloc *a, const char *ns, const char *name);

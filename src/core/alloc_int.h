@@ -39,6 +39,7 @@ struct tf_alloc {
     uint32_t free_head; /* free-list of ids, TF_NONE-terminated */
     uint32_t live;
     struct tf_strmap by_key; /* key -> id; keys point into the records */
+    uint8_t *stale;          /* bulk loading: nodes whose aggregates wait (one bit each) */
 };
 
 /* Filter stages, in the order of alloc.h. */

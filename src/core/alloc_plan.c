@@ -66,13 +66,16 @@ int tf__alloc_compile(const struct tf_alloc *a, const struct tf_alloc_request *r
         tf_errf(err, errlen, "pod needs a namespace and a name");
         return TF_EINVAL;
     }
-    int kl = snprintf(p->key, sizeof(p->key), "%s/%s", req->ns, req->name);
-    if (kl < 0 || (size_t)kl >= sizeof(p->key)) {
+    size_t nl = strlen(req->ns), ml = strlen(req->name);
+    if (nl + 1 + ml >= sizeof(p->key)) {
         tf_errf(err, errlen, "pod %s/%s: namespace/name too long", req->ns, req->name);
         return TF_EINVAL;
     }
-    p->key_len = (size_t)kl;
-    p->ns_len = strlen(req->ns);
+    memcpy(p->key, req->ns, nl);
+    p->key[nl] = '/';
+    memcpy(p->key + nl + 1, req->name, ml + 1);
+    p->key_len = nl + 1 + ml;
+    p->ns_len = nl;
 
     p->pool =
         (req->pool && *req->pool) ? tf_cluster_pool_find(c, req->pool) : tf_cluster_default_pool(c);

@@ -508,6 +508,17 @@ int tf_cluster_index_check(const struct tf_cluster *c, uint32_t nid)
     return 0;
 }
 
+int tf_cluster_reserve(struct tf_cluster *c, uint32_t nodes, uint32_t gpus)
+{
+    if (nodes > UINT32_MAX - c->nnodes || gpus > UINT32_MAX - c->ngpus ||
+        reserve((void **)&c->nodes, &c->nodes_cap, c->nnodes + nodes, sizeof(*c->nodes)) ||
+        reserve((void **)&c->gpus, &c->gpus_cap, c->ngpus + gpus, sizeof(*c->gpus)) ||
+        tf_strmap_reserve(&c->node_by_name, c->nnodes + nodes) ||
+        tf_strmap_reserve(&c->gpu_by_uuid, c->ngpus + gpus))
+        return TF_ENOMEM;
+    return 0;
+}
+
 int tf_cluster_add_node(struct tf_cluster *c, uint32_t pool, const struct tf_node_spec *s,
                         uint32_t *id, char *err, size_t errlen)
 {

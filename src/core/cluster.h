@@ -226,6 +226,9 @@ void tf_cluster_destroy(struct tf_cluster *c);
  * TF_EINVAL / TF_EEXIST / TF_ENOMEM with a message in ERR. */
 int tf_cluster_add_pool(struct tf_cluster *c, const char *name, const struct tf_pool_config *cfg,
                         uint32_t *id, char *err, size_t errlen);
+/* Makes room for NODES more nodes holding GPUS more GPUs (bulk building: no growth on the
+ * way). 0 or TF_ENOMEM. */
+int tf_cluster_reserve(struct tf_cluster *c, uint32_t nodes, uint32_t gpus);
 /* Adds a node and all its GPUs to POOL. Everything is validated first (unique names/uuids/
  * indexes, models, NVLink peers present, static mode); on error nothing was added. */
 int tf_cluster_add_node(struct tf_cluster *c, uint32_t pool, const struct tf_node_spec *spec,

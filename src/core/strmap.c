@@ -71,9 +71,8 @@ int tf_strmap_get_hashed(const struct tf_strmap *m, const char *key, size_t len,
     return 0;
 }
 
-static int grow(struct tf_strmap *m)
+static int grow_to(struct tf_strmap *m, size_t ncap)
 {
-    size_t ncap = m->cap ? m->cap * 2 : 16;
     struct tf_strmap_slot *ns = calloc(ncap, sizeof(*ns));
     if (!ns)
         return TF_ENOMEM;
@@ -90,6 +89,19 @@ static int grow(struct tf_strmap *m)
     m->slots = ns;
     m->cap = ncap;
     return 0;
+}
+
+static int grow(struct tf_strmap *m)
+{
+    return grow_to(m, m->cap ? m->cap * 2 : 16);
+}
+
+int tf_strmap_reserve(struct tf_strmap *m, size_t n)
+{
+    size_t cap = m->cap ? m->cap : 16;
+    while (cap < n * 2) /* the load stays at or below 50 % */
+        cap *= 2;
+    return cap > m->cap ? grow_to(m, cap) : 0;
 }
 
 int tf_strmap_put(struct tf_strmap *m, const char *key, uint32_t val)

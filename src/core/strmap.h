@@ -40,6 +40,8 @@ int tf_strmap_get(const struct tf_strmap *m, const char *key, size_t len, uint32
 uint32_t tf_strmap_hash(const char *key, size_t len);
 int tf_strmap_get_hashed(const struct tf_strmap *m, const char *key, size_t len, uint32_t hash,
                          uint32_t *val);
+/* Makes room for N entries in all (no growth until then). 0 or TF_ENOMEM (map unchanged). */
+int tf_strmap_reserve(struct tf_strmap *m, size_t n);
 /* Inserts KEY (NUL-terminated, borrowed) -> VAL. TF_EEXIST if present (map unchanged),
  * TF_ENOMEM if growing failed (map unchanged). */
 int tf_strmap_put(struct tf_strmap *m, const char *key, uint32_t val);

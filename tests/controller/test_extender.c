@@ -93,8 +93,9 @@ static void rig_up(struct rig *r)
     r->x = tf_extender_new(fake.client, "default-pool", "dynamic");
     struct tf_informer_handlers ph = tf_extender_pod_handlers(r->x);
     struct tf_informer_handlers ih = tf_extender_inventory_handlers(r->x);
+    struct tf_informer_handlers gh = tf_extender_gpu_handlers(r->x);
     r->pods = start(&tf_k8s_pods, &ph);
-    r->gpus = start(&tf_k8s_gpus, &ih);
+    r->gpus = start(&tf_k8s_gpus, &gh);
     r->pools = start(&tf_k8s_gpupools, &ih);
     r->templates = start(&tf_k8s_schedulingconfigtemplates, &ih);
     r->quotas = start(&tf_k8s_gpuresourcequotas, &ih);
