@@ -22,12 +22,17 @@
  *                      (once per pod event)
  *   state_load         tf_extender_rebuild: the state from the GPU objects, pools and every
  *                      resident pod (start-up after the informers synced, leader change,
- *                      inventory change)
+ *                      inventory change), wall and this thread's CPU time
  *   filter / prioritize / bind p50 and p99 over the HTTPS round trip
- *   filter_plus_prioritize_p50, the per-pod cost of the serial scheduling cycle
+ *   filter_plus_prioritize_p50, the per-pod cost of the serial scheduling cycle, and _cpu: the
+ *                      CPU time the whole process (client, TLS both ways, extender) spent per
+ *                      pod on it (wall times stretch with the machine's load, this less)
  *   sustained_pods_per_sec: one scheduling thread (filter -> prioritize -> pick the best) that
  *                      hands each pod to BINDERS binding threads (kube-scheduler binds
- *                      asynchronously), pods bound / wall time
+ *                      asynchronously), pods bound / wall time; and the process's CPU time
+ *                      per pod bound (scheduler side, extender, stub API server together)
+ *   *_handler_cpu      CPU time inside the extender's handler per call or per pod bound (its
+ *                      own work, without TLS, HTTP and the scheduler side)
  *   rss, and the heap the extender's state holds (bytes malloc'd by the loading thread and
  *   still in use once the inputs are freed, mmap'd blocks included) per GPU
  * and the 1-minute load average before and after (the machine may be shared).
@@ -81,6 +86,14 @@ static void loadavg(const char *when)
         fclose(f);
     }
     printf("extender_loadavg_1min_%s: %.2f\n", when, l);
+}
+
+/* CPU seconds: this process (all threads), or this thread. */
+static double cpu_s(bool thread)
+{
+    struct timespec ts;
+    clock_gettime(thread ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static long rss_kib(void)
@@ -194,12 +207,19 @@ static void stub_handler(const struct tf_http_req *req, struct tf_http_resp *res
     resp->body = buf;
 }
 
+/* CPU time spent inside the extender's handler, in nanoseconds, per verb (filter, prioritize,
+ * bind): what the extender itself costs, without TLS, HTTP and the client. */
+static _Atomic long long handler_ns[3];
+
 static void ext_handler(const struct tf_http_req *req, struct tf_http_resp *resp, void *arg)
 {
+    double c0 = cpu_s(true);
     if (!tf_extender_handle(arg, req, resp)) {
         resp->status = 404;
         resp->body = strdup("{}");
     }
+    int verb = strstr(req->path, "filter") ? 0 : strstr(req->path, "prioritize") ? 1 : 2;
+    handler_ns[verb] += (long long)((cpu_s(true) - c0) * 1e9);
 }
 
 /* ---- the kube-scheduler side ------------------------------------------------------------ */
@@ -475,9 +495,9 @@ static void run(int nodes, int resident, int iters, int sustained)
         ingest += now_s() - a;
         json_object_put(p);
     }
-    double t0 = now_s();
+    double t0 = now_s(), c0 = cpu_s(true);
     tf_extender_rebuild(x);
-    double load = now_s() - t0;
+    double load = now_s() - t0, load_cpu = cpu_s(true) - c0;
     int held = tf_extender_allocations(x);
     malloc_trim(0);
     struct mallinfo2 m1 = mallinfo2();
@@ -499,6 +519,8 @@ static void run(int nodes, int resident, int iters, int sustained)
     double *fl = calloc((size_t)iters, sizeof(double)), *pl = calloc((size_t)iters, sizeof(double));
     double *fp = calloc((size_t)iters, sizeof(double));
     int fit = 0;
+    double lat_cpu0 = cpu_s(false);
+    long long h0[3] = {handler_ns[0], handler_ns[1], handler_ns[2]};
     for (int i = 0; i < iters; i++) {
         double a = now_s();
         if (post(&c, "filter", body.s, body.len))
@@ -520,15 +542,22 @@ static void run(int nodes, int resident, int iters, int sustained)
         pl[i] = e - b2;
         fp[i] = (b - a) + (e - b2);
     }
+    double lat_cpu = (cpu_s(false) - lat_cpu0) / iters;
+    double hf = (double)(handler_ns[0] - h0[0]) / iters / 1e6,
+           hp = (double)(handler_ns[1] - h0[1]) / iters / 1e6;
     printf("extender_%d_nodes_resident_pods: %d pods\n", nodes, held);
     printf("extender_%d_nodes_pod_ingest: %.2f us/pod\n", nodes, ingest * 1e6 / resident);
     printf("extender_%d_nodes_state_load: %.1f ms\n", nodes, load * 1e3);
+    printf("extender_%d_nodes_state_load_cpu: %.1f ms\n", nodes, load_cpu * 1e3);
     printf("extender_%d_nodes_filter_fit: %d of %d nodes\n", nodes, fit / 2, nodes);
     printf("extender_%d_nodes_filter_p50: %.3f ms\n", nodes, pct(fl, iters, 0.5));
     printf("extender_%d_nodes_filter_p99: %.3f ms\n", nodes, pct(fl, iters, 0.99));
     printf("extender_%d_nodes_prioritize_p50: %.3f ms\n", nodes, pct(pl, iters, 0.5));
     printf("extender_%d_nodes_prioritize_p99: %.3f ms\n", nodes, pct(pl, iters, 0.99));
     printf("extender_%d_nodes_filter_plus_prioritize_p50: %.3f ms\n", nodes, pct(fp, iters, 0.5));
+    printf("extender_%d_nodes_filter_plus_prioritize_cpu: %.3f ms\n", nodes, lat_cpu * 1e3);
+    printf("extender_%d_nodes_filter_handler_cpu: %.3f ms\n", nodes, hf);
+    printf("extender_%d_nodes_prioritize_handler_cpu: %.3f ms\n", nodes, hp);
 
     /* Sustained: the serial scheduling cycle, binds handed to BINDERS threads. */
     struct queue q = {.jobs = calloc((size_t)sustained * 2, sizeof(struct job)),
@@ -542,7 +571,8 @@ static void run(int nodes, int resident, int iters, int sustained)
     for (int i = 0; i < BINDERS; i++)
         pthread_create(&th[i], NULL, binder, &q);
     int unschedulable = 0, next = 0;
-    double s0 = now_s();
+    double s0 = now_s(), sc0 = cpu_s(false);
+    long long hs0 = handler_ns[0] + handler_ns[1] + handler_ns[2];
     for (;;) {
         struct job j;
         pthread_mutex_lock(&q.lock);
@@ -584,11 +614,14 @@ static void run(int nodes, int resident, int iters, int sustained)
     pthread_mutex_unlock(&q.lock);
     for (int i = 0; i < BINDERS; i++)
         pthread_join(th[i], NULL);
-    double wall = now_s() - s0;
+    double wall = now_s() - s0, scpu = cpu_s(false) - sc0;
     int bound = q.tail - q.retried;
     printf("extender_%d_nodes_bind_p50: %.3f ms\n", nodes, pct(q.lat, q.tail, 0.5));
     printf("extender_%d_nodes_bind_p99: %.3f ms\n", nodes, pct(q.lat, q.tail, 0.99));
     printf("extender_%d_nodes_sustained_pods_per_sec: %.0f pods/s\n", nodes, bound / wall);
+    printf("extender_%d_nodes_sustained_cpu_per_pod: %.3f ms\n", nodes, scpu * 1e3 / bound);
+    printf("extender_%d_nodes_sustained_handler_cpu_per_pod: %.3f ms\n", nodes,
+           (double)(handler_ns[0] + handler_ns[1] + handler_ns[2] - hs0) / bound / 1e6);
     printf("extender_%d_nodes_sustained_bound: %d of %d pods (%d unschedulable, %d binds lost a "
            "race and were scheduled again)\n",
            nodes, bound, sustained, unschedulable, q.retried);

@@ -53,6 +53,13 @@ static int grow(struct tf_dynbuf *b, size_t need)
     return 0;
 }
 
+int tf_dynbuf_reserve(struct tf_dynbuf *b, size_t n)
+{
+    if (n > b->max || b->len > b->max - n)
+        return TF_ERANGE;
+    return grow(b, b->len + n + 1);
+}
+
 int tf_dynbuf_add(struct tf_dynbuf *b, const void *p, size_t n)
 {
     if (n > b->max || b->len > b->max - n)

@@ -29,6 +29,7 @@ struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default
     pthread_rwlock_init(&x->lock, NULL);
     pthread_mutex_init(&x->inflight_lock, NULL);
     pthread_mutex_init(&x->index_lock, NULL);
+    pthread_mutex_init(&x->scratch_lock, NULL);
     x->inflight = json_object_new_object();
     x->preempting = json_object_new_object();
     x->ledger = tf__ledger_new();
@@ -64,6 +65,9 @@ void tf_extender_destroy(struct tf_extender *x)
     pthread_rwlock_destroy(&x->lock);
     pthread_mutex_destroy(&x->inflight_lock);
     pthread_mutex_destroy(&x->index_lock);
+    pthread_mutex_destroy(&x->scratch_lock);
+    for (int i = 0; i < 4; i++)
+        free(x->scratch[i].p);
     free(x->default_pool);
     free(x);
 }
@@ -71,6 +75,48 @@ void tf_extender_destroy(struct tf_extender *x)
 void tf_extender_invalidate(struct tf_extender *x)
 {
     atomic_store(&x->dirty, true);
+}
+
+void *tf__ext_scratch_get(struct tf_extender *x, size_t size, size_t *got)
+{
+    void *p = NULL;
+    pthread_mutex_lock(&x->scratch_lock);
+    for (int i = 0; i < 4 && !p; i++)
+        if (x->scratch[i].p && x->scratch[i].size >= size) {
+            p = x->scratch[i].p;
+            *got = x->scratch[i].size;
+            x->scratch[i].p = NULL;
+        }
+    pthread_mutex_unlock(&x->scratch_lock);
+    if (!p && (p = malloc(size)))
+        *got = size;
+    return p;
+}
+
+void tf__ext_scratch_put(struct tf_extender *x, void *p, size_t size)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&x->scratch_lock);
+    int slot = 0; /* an empty slot, else the one keeping the smallest buffer */
+    for (int i = 0; i < 4; i++) {
+        if (!x->scratch[i].p) {
+            slot = i;
+            break;
+        }
+        if (x->scratch[i].size < x->scratch[slot].size)
+            slot = i;
+    }
+    if (x->scratch[slot].p && x->scratch[slot].size >= size) {
+        pthread_mutex_unlock(&x->scratch_lock);
+        free(p);
+        return;
+    }
+    void *old = x->scratch[slot].p;
+    x->scratch[slot].p = p;
+    x->scratch[slot].size = size;
+    pthread_mutex_unlock(&x->scratch_lock);
+    free(old);
 }
 
 /* ---- request mapping ---------------------------------------------------------------------- */

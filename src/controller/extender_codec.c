@@ -215,8 +215,11 @@ static bool scan_value(struct scan *s)
 /* NodeNames: an array of escape-free strings, copied into ARGS. */
 static bool scan_names(struct scan *s, struct tf_ext_args *args)
 {
-    size_t cap = 64, n = 0, used = 0;
+    size_t n = 0, used = 0;
     size_t room = (size_t)(s->end - s->p);
+    /* Names take 8 bytes or more with their quotes and comma as kube-scheduler sends them
+     * (node names are DNS names): room for that many at once, grown if they are shorter. */
+    size_t cap = room / 8 < TF_EXT_MAX_NODES ? room / 8 + 16 : TF_EXT_MAX_NODES + 1;
     const char **names = malloc(cap * sizeof(*names));
     size_t *lens = malloc(cap * sizeof(*lens));
     uint32_t *hashes = malloc(cap * sizeof(*hashes));
@@ -527,7 +530,12 @@ char *tf_ext_encode_filter(const struct tf_ext_args *args, const char *const *re
         return tf_ext_encode_filter_tree(args, reasons, unresolvable, error);
     struct tf_dynbuf out;
     tf_dynbuf_init(&out, SIZE_MAX);
-    int rc = tf_dynbuf_adds(&out, "{\"Nodes\":null,\"NodeNames\":[");
+    size_t guess = 128 + (error ? strlen(error) : 0); /* exact when nothing needs escaping */
+    for (size_t i = 0; i < args->n_nodes; i++)
+        guess += name_len(args, i) + 3 + (reasons && reasons[i] ? strlen(reasons[i]) + 3 : 0);
+    int rc = tf_dynbuf_reserve(&out, guess);
+    if (!rc)
+        rc = tf_dynbuf_adds(&out, "{\"Nodes\":null,\"NodeNames\":[");
     bool first = true;
     for (size_t i = 0; !rc && i < args->n_nodes; i++) {
         if (reasons && reasons[i])
@@ -594,9 +602,43 @@ char *tf_ext_encode_filter_tree(const struct tf_ext_args *args, const char *cons
     return finish(res);
 }
 
+/* The HostPriorityList of plain names, written straight into one allocation of its size. */
+static char *priorities_plain(const struct tf_ext_args *args, const int *scores)
+{
+    static const char host[] = "{\"Host\":\"", score[] = "\",\"Score\":";
+    size_t size = 3;
+    for (size_t i = 0; i < args->n_nodes; i++)
+        size += name_len(args, i) + sizeof(host) + sizeof(score) + 4;
+    char *out = malloc(size), *p = out;
+    if (!out)
+        return NULL;
+    *p++ = '[';
+    for (size_t i = 0; i < args->n_nodes; i++) {
+        int sc = scores[i] < 0 ? 0 : scores[i] > 10 ? 10 : scores[i];
+        size_t n = name_len(args, i);
+        if (i)
+            *p++ = ',';
+        memcpy(p, host, sizeof(host) - 1);
+        p += sizeof(host) - 1;
+        memcpy(p, args->node_names[i], n);
+        p += n;
+        memcpy(p, score, sizeof(score) - 1);
+        p += sizeof(score) - 1;
+        if (sc == 10)
+            *p++ = '1';
+        *p++ = (char)('0' + sc % 10);
+        *p++ = '}';
+    }
+    *p++ = ']';
+    *p = '\0';
+    return out;
+}
+
 char *tf_ext_encode_priorities(const struct tf_ext_args *args, const int *scores)
 {
     /* Written as text: thousands of tiny objects through json-c cost more than the scoring. */
+    if (args->names_plain)
+        return priorities_plain(args, scores);
     struct tf_dynbuf out;
     tf_dynbuf_init(&out, SIZE_MAX);
     int rc = tf_dynbuf_addc(&out, '[');

@@ -42,14 +42,19 @@ struct tf_extender {
     pthread_mutex_t index_lock;   /* serialises index calls (under the read lock) */
     atomic_bool dirty;
     pthread_mutex_t inflight_lock; /* guards inflight */
-    json_object *inflight;     /* "ns/name" -> {"node": n, "uuids": [..]}: reserved, not yet seen
-                                  with gpu-ids in the pod cache */
-    json_object *preempting;   /* "ns/name" -> {"at": s, "node": n, "msg": m}: evictions started
-                                  for that pod (guarded by inflight_lock) */
-    struct tf__ledger *ledger; /* the pods holding GPUs per the API (own lock) */
-    struct tf__gpus *gpus;     /* the GPUs per the API (own lock) */
-    json_object *loaded[3];    /* pools, templates, quotas of the last tf_extender_load: those
-                                  of rebuilds when no informer feeds them (guarded by lock) */
+    json_object *inflight;        /* "ns/name" -> {"node": n, "uuids": [..]}: reserved, not yet seen
+                                     with gpu-ids in the pod cache */
+    json_object *preempting;      /* "ns/name" -> {"at": s, "node": n, "msg": m}: evictions started
+                                     for that pod (guarded by inflight_lock) */
+    struct tf__ledger *ledger;    /* the pods holding GPUs per the API (own lock) */
+    struct tf__gpus *gpus;        /* the GPUs per the API (own lock) */
+    pthread_mutex_t scratch_lock; /* guards scratch: request buffers kept for the next one */
+    struct {
+        void *p;
+        size_t size;
+    } scratch[4];
+    json_object *loaded[3]; /* pools, templates, quotas of the last tf_extender_load: those
+                               of rebuilds when no informer feeds them (guarded by lock) */
 };
 
 /* Seconds a started preemption is left to take effect before the same pod may plan again. */
@@ -129,6 +134,11 @@ bool tf__gpus_put(struct tf__gpus *t, json_object *gpu);
 bool tf__gpus_del(struct tf__gpus *t, json_object *gpu);
 /* Replaces the content with the GPU objects of the array GPUS (borrowed, may be NULL). */
 void tf__gpus_load(struct tf__gpus *t, json_object *gpus);
+
+/* A buffer of at least SIZE bytes for the length of a request (kept between requests, so
+ * that large ones do not fault in fresh pages each time), and its return. NULL on ENOMEM. */
+void *tf__ext_scratch_get(struct tf_extender *x, size_t size, size_t *got);
+void tf__ext_scratch_put(struct tf_extender *x, void *p, size_t size);
 
 /* extender_verbs.c: the three verbs; *STATUS is set on errors, the body is a new string. */
 char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *status);

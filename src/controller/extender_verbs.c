@@ -162,12 +162,17 @@ char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *s
         return tf_ext_encode_binding_result(err);
     }
     struct req_buf b;
-    const char **reasons = calloc(args.n_nodes + 1, sizeof(char *));
-    struct tf_node_verdict *v = calloc(args.n_nodes + 1, sizeof(*v));
-    char *rbuf = malloc(args.n_nodes * 160 + 1024);
-    char *out = NULL;
-    if (!reasons || !v || !rbuf)
+    /* One scratch buffer: verdicts, reason pointers, reason text (160 bytes a node). */
+    size_t nv = args.n_nodes + 1, rlen = args.n_nodes * 160 + 1024, got = 0;
+    size_t need = nv * sizeof(struct tf_node_verdict) + nv * sizeof(char *) + rlen;
+    char *scratch = tf__ext_scratch_get(x, need, &got), *out = NULL;
+    struct tf_node_verdict *v = (struct tf_node_verdict *)scratch;
+    const char **reasons = scratch ? (const char **)(scratch + nv * sizeof(*v)) : NULL;
+    char *rbuf = scratch ? scratch + nv * sizeof(*v) + nv * sizeof(char *) : NULL;
+    if (!scratch)
         goto out;
+    memset(v, 0, nv * sizeof(*v));
+    memset(reasons, 0, nv * sizeof(char *));
     int rc = tf_podreq_from_pod(args.pod, &b.pr, err, sizeof(err));
     if (rc) {
         for (size_t i = 0; i < args.n_nodes; i++)
@@ -185,7 +190,7 @@ char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *s
         goto out;
     }
     struct tf_reasons rb;
-    tf_reasons_init(&rb, rbuf, args.n_nodes * 160 + 1024);
+    tf_reasons_init(&rb, rbuf, rlen);
     uint32_t *ids = resolve(x, &args);
     pthread_mutex_lock(&x->index_lock);
     rc = tf_alloc_index_filter(x->index, &b.req, args.node_names, ids, args.n_nodes, v, &rb, err,
@@ -216,9 +221,7 @@ out:
         *status = 500;
         out = tf_ext_encode_binding_result("out of memory");
     }
-    free(reasons);
-    free(v);
-    free(rbuf);
+    tf__ext_scratch_put(x, scratch, got);
     tf_ext_args_free(&args);
     return out;
 }

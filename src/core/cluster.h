@@ -201,6 +201,8 @@ struct tf_node {
     uint32_t version;
 };
 
+struct tf_strpool;
+
 struct tf_cluster {
     enum tf_iso_policy policy;
     struct tf_pool *pools;
@@ -211,6 +213,8 @@ struct tf_cluster {
     uint32_t ngpus, gpus_cap;
     struct tf_strmap pool_by_name, node_by_name, gpu_by_uuid;
     struct tf_partition_profile *profiles[64]; /* by model table index; owned; NULL = none */
+    struct tf_strpool *names, *uuids; /* owned: node names and GPU uuids, each packed together
+                                         so that name lookups touch few cache lines */
     uint32_t epoch; /* changes with every partition profile replaced (see tf_node.version) */
 };
 
