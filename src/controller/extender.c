@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default_pool,
                                     const char *policy)
@@ -177,10 +178,101 @@ int tf_extender_rebuild(struct tf_extender *x)
     return rc;
 }
 
+double tf__ext_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Seconds a bind may stay unconfirmed by the pod cache before the API is asked about it. */
+#define CONFIRM_S 2.0
+
+struct unconfirmed {
+    char key[TF_KEY_MAX], node[256], ids[TF_NODE_MAX_GPUS * 130];
+    double at;
+};
+
+/* Binds the pod cache has not confirmed: a pod created, bound and deleted while the pod watch
+ * was down never reaches the cache, so no delete would ever release its GPUs. Those older
+ * than CONFIRM_S, or all of them once the pod informer relisted, are checked against the API;
+ * a pod gone, finished or no longer bound to those GPUs gives them back. At most once a
+ * second; call without locks (it takes them, and asks the API without them). */
+static void sweep_unconfirmed(struct tf_extender *x)
+{
+    double now = tf__ext_now();
+    uint64_t relists = x->src.pods ? tf_informer_relists(x->src.pods) : 0;
+    pthread_mutex_lock(&x->inflight_lock);
+    bool relisted = relists != x->sweep_relists;
+    if (x->sweeping || (!relisted && now < x->sweep_next) ||
+        json_object_object_length(x->inflight) == 0) {
+        if (!x->sweeping)
+            x->sweep_relists = relists;
+        pthread_mutex_unlock(&x->inflight_lock);
+        return;
+    }
+    x->sweeping = true;
+    x->sweep_relists = relists;
+    x->sweep_next = now + 1.0;
+    size_t n = 0, cap = (size_t)json_object_object_length(x->inflight);
+    struct unconfirmed *u = calloc(cap, sizeof(*u));
+    json_object_object_foreach(x->inflight, key, e)
+    {
+        double at = json_object_get_double(tf_json_path(e, "at", NULL));
+        if (!u || n == cap || (!relisted && now - at < CONFIRM_S))
+            continue;
+        tf_strlcpy(u[n].key, key, sizeof(u[n].key));
+        tf_strlcpy(u[n].node, tf_json_str(e, "node", NULL), sizeof(u[n].node));
+        tf_strlcpy(u[n].ids, tf_json_str(e, "ids", NULL), sizeof(u[n].ids));
+        u[n++].at = at;
+    }
+    pthread_mutex_unlock(&x->inflight_lock);
+    for (size_t i = 0; i < n; i++) {
+        char *slash = strchr(u[i].key, '/'), err[256];
+        if (!slash)
+            continue;
+        *slash = '\0';
+        const char *ns = u[i].key, *name = slash + 1;
+        json_object *pod = NULL;
+        int rc = tf_k8s_get(x->c, &tf_k8s_pods, ns, name, &pod, err, sizeof(err));
+        const char *node = pod ? tf_json_str(pod, "spec", "nodeName", NULL) : NULL;
+        const char *ids =
+            pod ? tf_json_str(pod, "metadata", "annotations", ANN_GPU_IDS, NULL) : NULL;
+        /* Still being bound (annotated, no node yet) or bound as reserved: keep. */
+        bool keep = rc == 0 && tf__ext_pod_live(pod) && ids && !strcmp(ids, u[i].ids) &&
+                    (!node || !strcmp(node, u[i].node));
+        json_object_put(pod);
+        if (keep || (rc && rc != TF_ENOENT))
+            continue;
+        *slash = '/';
+        pthread_rwlock_wrlock(&x->lock);
+        pthread_mutex_lock(&x->inflight_lock);
+        json_object *cur = NULL;
+        /* Unless a newer bind of the same name replaced the entry meanwhile. */
+        if (json_object_object_get_ex(x->inflight, u[i].key, &cur) &&
+            json_object_get_double(tf_json_path(cur, "at", NULL)) == u[i].at) {
+            json_object_object_del(x->inflight, u[i].key);
+            *slash = '\0';
+            if (x->alloc && tf_alloc_release(x->alloc, ns, name) == 0)
+                tf_log(TF_LOG_INFO, "extender",
+                       "released GPUs of pod=%s/%s: bound, then gone before the pod cache saw it",
+                       ns, name);
+            atomic_store(&x->dirty, rc == 0); /* rebound elsewhere: the ledger has it */
+        }
+        pthread_mutex_unlock(&x->inflight_lock);
+        pthread_rwlock_unlock(&x->lock);
+    }
+    free(u);
+    pthread_mutex_lock(&x->inflight_lock);
+    x->sweeping = false;
+    pthread_mutex_unlock(&x->inflight_lock);
+}
+
 /* Takes the read lock with a current state (rebuilding under the write lock first if
  * needed). Returns false when there is no state at all. */
 bool tf__ext_read_state(struct tf_extender *x)
 {
+    sweep_unconfirmed(x);
     if (atomic_load(&x->dirty)) {
         pthread_rwlock_wrlock(&x->lock);
         if (atomic_exchange(&x->dirty, false))
@@ -197,6 +289,7 @@ bool tf__ext_read_state(struct tf_extender *x)
 
 bool tf__ext_write_state(struct tf_extender *x)
 {
+    sweep_unconfirmed(x);
     pthread_rwlock_wrlock(&x->lock);
     if (atomic_exchange(&x->dirty, false))
         tf__ext_rebuild(x);
@@ -214,6 +307,34 @@ int tf_extender_allocations(struct tf_extender *x)
     int n = (int)tf_alloc_count(x->alloc);
     pthread_rwlock_unlock(&x->lock);
     return n;
+}
+
+int tf_extender_gpu_usage(struct tf_extender *x, const char *uuid, int64_t *tflops, int64_t *vram,
+                          uint32_t *pods)
+{
+    if (!tf__ext_read_state(x))
+        return TF_ESTATE;
+    uint32_t gi = tf_cluster_gpu_find(x->cluster, uuid, strlen(uuid));
+    int rc = gi == TF_NONE ? TF_ENOENT : 0;
+    if (!rc) {
+        const struct tf_gpu *g = &x->cluster->gpus[gi];
+        *tflops = g->cap_tflops - g->avail_tflops;
+        *vram = g->cap_vram - g->avail_vram;
+        *pods = g->nworkloads;
+    }
+    pthread_rwlock_unlock(&x->lock);
+    return rc;
+}
+
+int tf_extender_check(struct tf_extender *x, char *err, size_t errlen)
+{
+    if (!tf__ext_read_state(x)) {
+        tf_errf(err, errlen, "no state");
+        return TF_ESTATE;
+    }
+    int rc = tf_alloc_check(x->alloc, err, errlen);
+    pthread_rwlock_unlock(&x->lock);
+    return rc;
 }
 
 int tf_extender_room(struct tf_extender *x, const char *ns, const char *name, int64_t *tflops,
@@ -285,11 +406,6 @@ void tf__ext_release_pod(struct tf_extender *x, json_object *pod)
     pthread_rwlock_unlock(&x->lock);
 }
 
-static void on_pod_add(json_object *pod, void *arg)
-{
-    tf__ledger_pod(((struct tf_extender *)arg)->ledger, NULL, pod);
-}
-
 static void on_pod_update(json_object *old, json_object *pod, void *arg)
 {
     struct tf_extender *x = arg;
@@ -306,6 +422,11 @@ static void on_pod_update(json_object *old, json_object *pod, void *arg)
         json_object_object_del(x->inflight, key); /* the cache has caught up */
         pthread_mutex_unlock(&x->inflight_lock);
     }
+}
+
+static void on_pod_add(json_object *pod, void *arg)
+{
+    on_pod_update(NULL, pod, arg); /* a relist's new pod: the same as an update */
 }
 
 static void on_pod_delete(json_object *pod, void *arg)

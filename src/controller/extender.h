@@ -84,6 +84,16 @@ bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
 /* Number of pods holding GPUs in the current state (tests, metrics); rebuilds if dirty. */
 int tf_extender_allocations(struct tf_extender *x);
 
+/* What the current state reserves on the GPU with uuid UUID: requested TFLOPS (milli) and
+ * VRAM (bytes) and the number of pods on it (tests, metrics; rebuilds if dirty). 0, TF_ENOENT
+ * (no such GPU) or TF_ESTATE (no state). */
+int tf_extender_gpu_usage(struct tf_extender *x, const char *uuid, int64_t *tflops, int64_t *vram,
+                          uint32_t *pods);
+
+/* The allocator's full invariant check on the current state (tf_alloc_check): 0, or TF_ESTATE
+ * with the first violation in ERR. */
+int tf_extender_check(struct tf_extender *x, char *err, size_t errlen);
+
 /* A cluster (pools with their placement, nodes, GPUs; no allocations) built from GPU, GPUPool
  * and SchedulingConfigTemplate objects (borrowed) exactly as the extender builds its own, for
  * planners that place pods on a fresh allocator (node compaction, defragmentation). 0 and

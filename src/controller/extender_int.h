@@ -42,13 +42,17 @@ struct tf_extender {
     pthread_mutex_t index_lock;   /* serialises index calls (under the read lock) */
     atomic_bool dirty;
     pthread_mutex_t inflight_lock; /* guards inflight */
-    json_object *inflight;        /* "ns/name" -> {"node": n, "uuids": [..]}: reserved, not yet seen
-                                     with gpu-ids in the pod cache */
-    json_object *preempting;      /* "ns/name" -> {"at": s, "node": n, "msg": m}: evictions started
-                                     for that pod (guarded by inflight_lock) */
-    struct tf__ledger *ledger;    /* the pods holding GPUs per the API (own lock) */
-    struct tf__gpus *gpus;        /* the GPUs per the API (own lock) */
-    pthread_mutex_t scratch_lock; /* guards scratch: request buffers kept for the next one */
+    json_object *inflight;         /* "ns/name" -> {"node": n, "ids": i, "pod": p, "at": s}:
+                                      reserved by a bind, not yet seen with gpu-ids in the pod
+                                      cache (guarded by inflight_lock, as the next three) */
+    double sweep_next;             /* when unconfirmed binds are checked again */
+    uint64_t sweep_relists;        /* the pod informer's relists at the last check */
+    bool sweeping;                 /* a check runs */
+    json_object *preempting;       /* "ns/name" -> {"at": s, "node": n, "msg": m}: evictions started
+                                      for that pod (guarded by inflight_lock) */
+    struct tf__ledger *ledger;     /* the pods holding GPUs per the API (own lock) */
+    struct tf__gpus *gpus;         /* the GPUs per the API (own lock) */
+    pthread_mutex_t scratch_lock;  /* guards scratch: request buffers kept for the next one */
     struct {
         void *p;
         size_t size;
@@ -75,6 +79,8 @@ bool tf__ext_read_state(struct tf_extender *x);
 bool tf__ext_write_state(struct tf_extender *x);
 /* Releases POD's GPUs and forgets its in-flight bind (takes the locks itself). */
 void tf__ext_release_pod(struct tf_extender *x, json_object *pod);
+/* Monotonic seconds. */
+double tf__ext_now(void);
 
 /* extender_state.c */
 /* True unless POD is terminating, Succeeded or Failed. */

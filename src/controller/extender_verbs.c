@@ -383,6 +383,7 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
             json_object_object_add(e, "node", json_object_new_string(ba.node));
             json_object_object_add(e, "ids", json_object_new_string(ids));
             json_object_object_add(e, "pod", json_object_get(pod));
+            json_object_object_add(e, "at", json_object_new_double(tf__ext_now()));
             pthread_mutex_lock(&x->inflight_lock);
             json_object_object_add(x->inflight, key, e);
             pthread_mutex_unlock(&x->inflight_lock);

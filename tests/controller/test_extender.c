@@ -268,6 +268,27 @@ static void bind_records_gpu_ids_and_binds_then_restart_rebuilds(void **state)
     rig_down(&r2);
 }
 
+/* While the pod watch is down a pod is bound and deleted: the cache never sees it, so no
+ * delete event can release it. Once the informer relists, the unconfirmed bind is checked
+ * against the API and its GPUs come back. */
+static void a_pod_bound_and_deleted_while_the_watch_was_down_gives_its_gpus_back(void **state)
+{
+    struct rig r;
+    rig_up(&r);
+    int before = tf_extender_allocations(r.x);
+    fake_control(&fake, "pause", "{}");
+    pod("ghost", "10Gi", NULL);
+    assert_string_equal(bind_err(&r, "ghost", "node-a"), "");
+    assert_int_equal(tf_extender_allocations(r.x), before + 1);
+    char err[256];
+    assert_int_equal(tf_k8s_delete(fake.client, &tf_k8s_pods, "ml", "ghost", err, sizeof(err)), 0);
+    fake_control(&fake, "compact", "{\"closeWatches\": true}");
+    for (int i = 0; i < 250 && tf_extender_allocations(r.x) != before; i++)
+        usleep(20000);
+    assert_int_equal(tf_extender_allocations(r.x), before);
+    rig_down(&r);
+}
+
 static void failed_binding_rolls_the_reservation_back(void **state)
 {
     struct rig r;
@@ -579,6 +600,7 @@ int main(void)
         cmocka_unit_test(filter_returns_allocator_reasons_for_nodes_that_do_not_fit),
         cmocka_unit_test(bind_records_gpu_ids_and_binds_then_restart_rebuilds),
         cmocka_unit_test(failed_binding_rolls_the_reservation_back),
+        cmocka_unit_test(a_pod_bound_and_deleted_while_the_watch_was_down_gives_its_gpus_back),
         cmocka_unit_test(split_pod_bind_records_each_containers_gpus),
         cmocka_unit_test(concurrent_binds_never_over_allocate),
         cmocka_unit_test(unmanaged_pods_pass_every_node),
