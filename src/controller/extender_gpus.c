@@ -20,24 +20,15 @@ struct tf__gpus *tf__gpus_new(void)
     if (!t)
         return NULL;
     pthread_mutex_init(&t->lock, NULL);
-    tf_strmap_init(&t->by_name);
+    tf_strmap_init(&t->t.by_key);
     return t;
-}
-
-static void clear(struct tf__gpus *t)
-{
-    for (uint32_t i = 0; i < t->n; i++)
-        free(t->v[i]);
-    t->n = 0;
-    tf_strmap_free(&t->by_name);
 }
 
 void tf__gpus_destroy(struct tf__gpus *t)
 {
     if (!t)
         return;
-    clear(t);
-    free(t->v);
+    tf__rectab_free(&t->t);
     pthread_mutex_destroy(&t->lock);
     free(t);
 }
@@ -113,20 +104,6 @@ static bool same(const struct tf__gpu_rec *a, const struct tf__gpu_rec *b)
            (!a->pool || !strcmp(a->pool, b->pool));
 }
 
-static bool del_locked(struct tf__gpus *t, const char *name)
-{
-    uint32_t i;
-    if (tf_strmap_get(&t->by_name, name, strlen(name), &i))
-        return false;
-    tf_strmap_del(&t->by_name, name, strlen(name));
-    free(t->v[i]);
-    if (i != --t->n) { /* the last one takes the hole */
-        t->v[i] = t->v[t->n];
-        tf_strmap_set(&t->by_name, t->v[i]->text, i);
-    }
-    return true;
-}
-
 bool tf__gpus_put(struct tf__gpus *t, json_object *gpu)
 {
     bool nomem = false;
@@ -137,35 +114,17 @@ bool tf__gpus_put(struct tf__gpus *t, json_object *gpu)
         return false;
     }
     pthread_mutex_lock(&t->lock);
-    uint32_t i;
-    bool held = tf_strmap_get(&t->by_name, name, strlen(name), &i) == 0;
-    bool changed = true;
-    if (held && r && same(t->v[i], r)) {
-        changed = false;
-    } else if (held && r) { /* replaced in place: same key, new storage */
-        free(t->v[i]);
-        t->v[i] = r;
-        tf_strmap_set(&t->by_name, r->text, i);
-        r = NULL;
-    } else if (held) { /* no longer schedulable */
-        del_locked(t, name);
-    } else if (r) {
-        if (t->n == t->cap) {
-            uint32_t cap = t->cap ? t->cap * 2 : 1024;
-            struct tf__gpu_rec **nv = realloc(t->v, cap * sizeof(*nv));
-            if (nv) {
-                t->v = nv;
-                t->cap = cap;
-            }
-        }
-        if (t->n < t->cap && tf_strmap_put(&t->by_name, r->text, t->n) == 0) {
-            t->v[t->n++] = r;
-            r = NULL;
-        } else {
+    const struct tf__gpu_rec *held = tf__rectab_get(&t->t, name, strlen(name));
+    bool changed = !(held && r && same(held, r)) && (held || r);
+    if (changed && r) { /* recorded or replaced */
+        if (tf__rectab_put(&t->t, r->text, r)) {
             nomem = true;
+            tf__rectab_del(&t->t, name, strlen(name));
+        } else {
+            r = NULL;
         }
-    } else {
-        changed = false;
+    } else if (changed) { /* no longer schedulable */
+        tf__rectab_del(&t->t, name, strlen(name));
     }
     pthread_mutex_unlock(&t->lock);
     free(r);
@@ -180,7 +139,7 @@ bool tf__gpus_del(struct tf__gpus *t, json_object *gpu)
     if (!name)
         return false;
     pthread_mutex_lock(&t->lock);
-    bool had = del_locked(t, name);
+    bool had = tf__rectab_del(&t->t, name, strlen(name));
     pthread_mutex_unlock(&t->lock);
     return had;
 }
@@ -188,7 +147,7 @@ bool tf__gpus_del(struct tf__gpus *t, json_object *gpu)
 void tf__gpus_load(struct tf__gpus *t, json_object *gpus)
 {
     pthread_mutex_lock(&t->lock);
-    clear(t);
+    tf__rectab_clear(&t->t);
     pthread_mutex_unlock(&t->lock);
     for (size_t i = 0; gpus && i < json_object_array_length(gpus); i++)
         tf__gpus_put(t, json_object_array_get_idx(gpus, i));

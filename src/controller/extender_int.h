@@ -94,6 +94,26 @@ int tf__ext_load(struct tf_extender *x, json_object *gpus, json_object *pools,
  * 0 or TF_ENOMEM (the old state stays). */
 int tf__ext_rebuild(struct tf_extender *x);
 
+/* extender_ledger.c: a table of owned (malloc'd) records keyed by a string kept inside each
+ * record, dense (a removed record's place is taken by the last one): the storage of the ledger
+ * and of the GPU table. Not thread-safe (their owners lock). */
+struct tf__rectab {
+    struct tf_strmap by_key; /* key -> index */
+    void **v;                /* the records */
+    const char **keys;       /* each record's key, inside it */
+    uint32_t n, cap;
+};
+/* The record under KEY (LEN bytes), or NULL. */
+void *tf__rectab_get(const struct tf__rectab *t, const char *key, size_t len);
+/* Stores REC under KEY (NUL-terminated, inside REC), replacing and freeing a record of the same
+ * key. 0, or TF_ENOMEM (REC not stored: the caller frees it). */
+int tf__rectab_put(struct tf__rectab *t, const char *key, void *rec);
+/* Removes and frees the record under KEY; false when there is none. */
+bool tf__rectab_del(struct tf__rectab *t, const char *key, size_t len);
+/* Frees every record (CLEAR keeps the array for reuse, FREE does not). */
+void tf__rectab_clear(struct tf__rectab *t);
+void tf__rectab_free(struct tf__rectab *t);
+
 /* extender_ledger.c: the pods that hold GPUs according to the API (live, bound, with
  * tensor-fusion.ai/gpu-ids), each read once when the pod informer reports it (a status
  * update that leaves its metadata and spec as they were is not read again), so that a
@@ -116,7 +136,7 @@ int tf__ext_restore(struct tf_alloc *a, const char *ns, const char *name,
 /* extender_gpus.c: the GPU table, what each GPU object says that scheduling needs, read
  * once per change of the object (by the GPU informer's handlers, or from tf_extender_load's
  * array). Records keep the table's order: insertion, a deleted one's place taken by the
- * last. Thread-safe (LOCK; hold it to read V). */
+ * last. Thread-safe (LOCK; hold it to read T). */
 struct tf__gpu_rec {
     const struct tf_gpu_model *model;
     int64_t tflops, vram; /* capacity; 0 = the model's */
@@ -128,9 +148,7 @@ struct tf__gpu_rec {
 };
 struct tf__gpus {
     pthread_mutex_t lock;
-    struct tf_strmap by_name; /* object name -> index in V */
-    struct tf__gpu_rec **v;
-    uint32_t n, cap;
+    struct tf__rectab t; /* struct tf__gpu_rec, keyed by object name */
 };
 struct tf__gpus *tf__gpus_new(void);
 void tf__gpus_destroy(struct tf__gpus *t);

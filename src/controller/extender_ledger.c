@@ -30,11 +30,77 @@ struct lpod {
 };
 
 struct tf__ledger {
-    pthread_mutex_t lock;    /* guards everything below */
-    struct tf_strmap by_key; /* key -> index in PODS */
-    struct lpod **pods;
-    uint32_t n, cap;
+    pthread_mutex_t lock; /* guards T */
+    struct tf__rectab t;  /* struct lpod, keyed by "namespace/name" */
 };
+
+void *tf__rectab_get(const struct tf__rectab *t, const char *key, size_t len)
+{
+    uint32_t i;
+    return tf_strmap_get(&t->by_key, key, len, &i) ? NULL : t->v[i];
+}
+
+int tf__rectab_put(struct tf__rectab *t, const char *key, void *rec)
+{
+    uint32_t i;
+    if (tf_strmap_get(&t->by_key, key, strlen(key), &i) == 0) { /* same key, new storage */
+        free(t->v[i]);
+        t->v[i] = rec;
+        t->keys[i] = key;
+        tf_strmap_set(&t->by_key, key, i);
+        return 0;
+    }
+    if (t->n == t->cap) {
+        uint32_t cap = t->cap ? t->cap * 2 : 1024;
+        void **nv = realloc(t->v, cap * sizeof(*nv));
+        if (nv)
+            t->v = nv;
+        const char **nk = realloc(t->keys, cap * sizeof(*nk));
+        if (nk)
+            t->keys = nk;
+        if (!nv || !nk)
+            return TF_ENOMEM;
+        t->cap = cap;
+    }
+    if (tf_strmap_put(&t->by_key, key, t->n))
+        return TF_ENOMEM;
+    t->v[t->n] = rec;
+    t->keys[t->n++] = key;
+    return 0;
+}
+
+bool tf__rectab_del(struct tf__rectab *t, const char *key, size_t len)
+{
+    uint32_t i;
+    if (tf_strmap_get(&t->by_key, key, len, &i))
+        return false;
+    tf_strmap_del(&t->by_key, key, len);
+    free(t->v[i]);
+    if (i != --t->n) { /* the last one takes the hole */
+        t->v[i] = t->v[t->n];
+        t->keys[i] = t->keys[t->n];
+        tf_strmap_set(&t->by_key, t->keys[i], i);
+    }
+    return true;
+}
+
+void tf__rectab_clear(struct tf__rectab *t)
+{
+    for (uint32_t i = 0; i < t->n; i++)
+        free(t->v[i]);
+    t->n = 0;
+    tf_strmap_free(&t->by_key);
+}
+
+void tf__rectab_free(struct tf__rectab *t)
+{
+    tf__rectab_clear(t);
+    free(t->v);
+    free(t->keys);
+    t->v = NULL;
+    t->keys = NULL;
+    t->cap = 0;
+}
 
 struct tf__ledger *tf__ledger_new(void)
 {
@@ -42,62 +108,26 @@ struct tf__ledger *tf__ledger_new(void)
     if (!l)
         return NULL;
     pthread_mutex_init(&l->lock, NULL);
-    tf_strmap_init(&l->by_key);
+    tf_strmap_init(&l->t.by_key);
     return l;
-}
-
-static void clear(struct tf__ledger *l)
-{
-    for (uint32_t i = 0; i < l->n; i++)
-        free(l->pods[i]);
-    l->n = 0;
-    tf_strmap_free(&l->by_key);
 }
 
 void tf__ledger_destroy(struct tf__ledger *l)
 {
     if (!l)
         return;
-    clear(l);
-    free(l->pods);
+    tf__rectab_free(&l->t);
     pthread_mutex_destroy(&l->lock);
     free(l);
 }
 
-static void del_locked(struct tf__ledger *l, const char *key, size_t len)
-{
-    uint32_t i;
-    if (tf_strmap_get(&l->by_key, key, len, &i))
-        return;
-    tf_strmap_del(&l->by_key, key, len);
-    free(l->pods[i]);
-    if (i != --l->n) { /* the last one takes the hole */
-        l->pods[i] = l->pods[l->n];
-        tf_strmap_set(&l->by_key, l->pods[i]->text, i);
-    }
-}
-
-static bool room(struct tf__ledger *l)
-{
-    if (l->n < l->cap)
-        return true;
-    uint32_t cap = l->cap ? l->cap * 2 : 1024;
-    struct lpod **np = realloc(l->pods, cap * sizeof(*np));
-    if (!np)
-        return false;
-    l->pods = np;
-    l->cap = cap;
-    return true;
-}
-
 /* Records P (a managed, local pod) as holding IDS on NODE under KEY. */
-static void put_locked(struct tf__ledger *l, const char *key, const struct tf_podreq *p,
-                       const char *node, const char *ids)
+static void put_locked(struct tf__ledger *l, const char *key, struct req_buf *b, const char *node,
+                       const char *ids)
 {
     size_t kl = strlen(key), nl = strlen(node), il = strlen(ids);
     struct lpod *e = calloc(1, sizeof(*e) + kl + nl + il + 3);
-    if (!e || !room(l)) {
-        free(e);
+    if (!e) {
         tf_log(TF_LOG_ERROR, "extender", "ledger: out of memory, pod=%s not recorded", key);
         return;
     }
@@ -106,25 +136,21 @@ static void put_locked(struct tf__ledger *l, const char *key, const struct tf_po
     memcpy((char *)e->node, node, nl + 1);
     e->ids = e->node + nl + 1;
     memcpy((char *)e->ids, ids, il + 1);
-    struct req_buf b;
-    b.pr = *p;
-    tf__ext_to_alloc(&b);
-    e->res = b.req.res;
-    e->ns_len = (uint16_t)strlen(p->ns);
-    e->gpu_count = b.req.gpu_count;
-    e->iso = (uint8_t)b.req.isolation;
-    e->qos = (uint8_t)b.req.qos;
-    e->dedicated = b.req.dedicated;
-    e->nctr = (uint8_t)b.req.ncontainers;
-    for (unsigned i = 0; i < b.req.ncontainers; i++)
-        e->ctr[i] = b.req.containers[i].gpus;
-    del_locked(l, key, kl);
-    if (tf_strmap_put(&l->by_key, e->text, l->n)) {
+    tf__ext_to_alloc(b);
+    e->res = b->req.res;
+    e->ns_len = (uint16_t)strlen(b->pr.ns);
+    e->gpu_count = b->req.gpu_count;
+    e->iso = (uint8_t)b->req.isolation;
+    e->qos = (uint8_t)b->req.qos;
+    e->dedicated = b->req.dedicated;
+    e->nctr = (uint8_t)b->req.ncontainers;
+    for (unsigned i = 0; i < b->req.ncontainers; i++)
+        e->ctr[i] = b->req.containers[i].gpus;
+    if (tf__rectab_put(&l->t, e->text, e)) {
         free(e);
+        tf__rectab_del(&l->t, key, kl); /* no stale allocation either */
         tf_log(TF_LOG_ERROR, "extender", "ledger: out of memory, pod=%s not recorded", key);
-        return;
     }
-    l->pods[l->n++] = e;
 }
 
 void tf__ledger_pod(struct tf__ledger *l, json_object *old, json_object *pod)
@@ -140,33 +166,32 @@ void tf__ledger_pod(struct tf__ledger *l, json_object *old, json_object *pod)
     const char *ids = tf_json_str(pod, "metadata", "annotations", ANN_GPU_IDS, NULL);
     const char *node = tf_json_str(pod, "spec", "nodeName", NULL);
     pthread_mutex_lock(&l->lock);
-    uint32_t i;
-    bool held = tf_strmap_get(&l->by_key, key, (size_t)kl, &i) == 0;
+    const struct lpod *held = tf__rectab_get(&l->t, key, (size_t)kl);
     if (!ids || !node || !tf__ext_pod_live(pod)) {
         if (held)
-            del_locked(l, key, (size_t)kl);
+            tf__rectab_del(&l->t, key, (size_t)kl);
         pthread_mutex_unlock(&l->lock);
         return;
     }
     /* Status updates leave what the ledger keeps as it was: no second reading. */
-    bool same = held && old && !strcmp(l->pods[i]->node, node) && !strcmp(l->pods[i]->ids, ids) &&
+    bool same = held && old && !strcmp(held->node, node) && !strcmp(held->ids, ids) &&
                 json_object_equal(tf_json_path(old, "metadata", NULL),
                                   tf_json_path(pod, "metadata", NULL)) &&
                 json_object_equal(tf_json_path(old, "spec", NULL), tf_json_path(pod, "spec", NULL));
     pthread_mutex_unlock(&l->lock);
     if (same)
         return;
-    struct tf_podreq *p = malloc(sizeof(*p)); /* ~6 KiB: not on the informer's stack */
+    struct req_buf *b = malloc(sizeof(*b)); /* ~7 KiB */
     char err[512];
-    bool keep =
-        p && tf_podreq_from_pod(pod, p, err, sizeof(err)) == 0 && p->managed && !p->remote_client;
+    bool keep = b && tf_podreq_from_pod(pod, &b->pr, err, sizeof(err)) == 0 && b->pr.managed &&
+                !b->pr.remote_client;
     pthread_mutex_lock(&l->lock);
     if (keep)
-        put_locked(l, key, p, node, ids);
+        put_locked(l, key, b, node, ids);
     else
-        del_locked(l, key, (size_t)kl);
+        tf__rectab_del(&l->t, key, (size_t)kl);
     pthread_mutex_unlock(&l->lock);
-    free(p);
+    free(b);
 }
 
 void tf__ledger_del(struct tf__ledger *l, const char *ns, const char *name)
@@ -176,23 +201,23 @@ void tf__ledger_del(struct tf__ledger *l, const char *ns, const char *name)
     if (kl < 0 || (size_t)kl >= sizeof(key))
         return;
     pthread_mutex_lock(&l->lock);
-    del_locked(l, key, (size_t)kl);
+    tf__rectab_del(&l->t, key, (size_t)kl);
     pthread_mutex_unlock(&l->lock);
 }
 
 void tf__ledger_load(struct tf__ledger *l, json_object *pods)
 {
     pthread_mutex_lock(&l->lock);
-    clear(l);
+    tf__rectab_clear(&l->t);
     pthread_mutex_unlock(&l->lock);
-    for (size_t i = 0; i < json_object_array_length(pods); i++)
+    for (size_t i = 0; pods && i < json_object_array_length(pods); i++)
         tf__ledger_pod(l, NULL, json_object_array_get_idx(pods, i));
 }
 
 uint32_t tf__ledger_count(struct tf__ledger *l)
 {
     pthread_mutex_lock(&l->lock);
-    uint32_t n = l->n;
+    uint32_t n = l->t.n;
     pthread_mutex_unlock(&l->lock);
     return n;
 }
@@ -229,8 +254,8 @@ uint32_t tf__ledger_restore(struct tf__ledger *l, struct tf_alloc *a)
 {
     uint32_t done = 0;
     pthread_mutex_lock(&l->lock);
-    for (uint32_t i = 0; i < l->n; i++) {
-        const struct lpod *e = l->pods[i];
+    for (uint32_t i = 0; i < l->t.n; i++) {
+        const struct lpod *e = l->t.v[i];
         char ns[TF_KEY_MAX];
         memcpy(ns, e->text, e->ns_len);
         ns[e->ns_len] = '\0';

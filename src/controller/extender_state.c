@@ -19,22 +19,6 @@
 
 /* ---- state rebuild ------------------------------------------------------------------------ */
 
-static int copy_into(json_object *o, void *arg)
-{
-    json_object *cp = NULL;
-    if (json_object_deep_copy(o, &cp, NULL) == 0)
-        json_object_array_add(arg, cp);
-    return 0;
-}
-
-static json_object *snapshot(struct tf_informer *inf)
-{
-    json_object *arr = json_object_new_array();
-    if (inf)
-        tf_informer_foreach(inf, copy_into, arr);
-    return arr;
-}
-
 static int64_t q_milli(const char *s)
 {
     int64_t v = 0;
@@ -158,8 +142,8 @@ static struct tf_cluster *build_cluster(const struct tf_extender *x, struct tf__
     }
     /* Group the GPUs by node: first[g] .. next[] chains in table order. */
     pthread_mutex_lock(&gt->lock);
-    struct tf__gpu_rec *const *v = gt->v;
-    uint32_t ngpus = gt->n;
+    struct tf__gpu_rec *const *v = (struct tf__gpu_rec *const *)gt->t.v;
+    uint32_t ngpus = gt->t.n;
     struct tf_strmap by_node;
     tf_strmap_init(&by_node);
     uint32_t *first = malloc((ngpus + 1) * sizeof(*first)),
@@ -316,7 +300,7 @@ int tf__ext_load(struct tf_extender *x, json_object *gpus, json_object *pools,
 static json_object *inventory(struct tf_extender *x, bool informers, struct tf_informer *inf, int i)
 {
     if (informers)
-        return snapshot(inf);
+        return tf_informer_snapshot(inf);
     return x->loaded[i] ? json_object_get(x->loaded[i]) : json_object_new_array();
 }
 

@@ -153,14 +153,23 @@ static uint32_t *resolve(const struct tf_extender *x, const struct tf_ext_args *
     return ids;
 }
 
+/* Decodes the ExtenderArgs BODY into ARGS; false with *BAD (the 400 answer) set if invalid. */
+static bool decode(const char *body, size_t len, struct tf_ext_args *args, char **bad, int *status)
+{
+    char err[1024];
+    if (!tf_ext_decode_args(body, len, args, err, sizeof(err)))
+        return true;
+    *status = 400;
+    *bad = tf_ext_encode_binding_result(err);
+    return false;
+}
+
 char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *status)
 {
     struct tf_ext_args args;
-    char err[1024];
-    if (tf_ext_decode_args(body, len, &args, err, sizeof(err))) {
-        *status = 400;
-        return tf_ext_encode_binding_result(err);
-    }
+    char err[1024], *bad;
+    if (!decode(body, len, &args, &bad, status))
+        return bad;
     struct req_buf b;
     /* One scratch buffer: verdicts, reason pointers, reason text (160 bytes a node). */
     size_t nv = args.n_nodes + 1, rlen = args.n_nodes * 160 + 1024, got = 0;
@@ -229,11 +238,9 @@ out:
 char *tf__ext_prioritize(struct tf_extender *x, const char *body, size_t len, int *status)
 {
     struct tf_ext_args args;
-    char err[1024];
-    if (tf_ext_decode_args(body, len, &args, err, sizeof(err))) {
-        *status = 400;
-        return tf_ext_encode_binding_result(err);
-    }
+    char err[1024], *bad;
+    if (!decode(body, len, &args, &bad, status))
+        return bad;
     int *scores = calloc(args.n_nodes + 1, sizeof(int));
     char *out = NULL;
     struct req_buf b;

@@ -44,7 +44,11 @@
  * walks the pool's utilisation index best-first and stops at the first node that fits, so it
  * costs the better-scored nodes that do not fit, not the pool size. Reserve, release and
  * resize are O(GPUs of the pod + GPUs on its node), index moves O(1). Filter, score and
- * choose never allocate; place allocates only to store a new record (amortised).
+ * choose never allocate; place allocates only to store a new record (amortised). For the
+ * scheduler extender's per-request filter and score over thousands of candidates,
+ * core/alloc_index.h keeps these verdicts per request shape, stamped with node versions;
+ * tf_alloc_filter / tf_alloc_score are its reference. Rebuilding a state pod by pod goes
+ * through tf_alloc_bulk_begin/_end (one aggregate refresh per node).
  *
  * Ownership and threads: a tf_alloc borrows its cluster (and quota set, may be NULL) for its
  * whole life and is the only writer of their runtime fields. Not thread-safe: callers hold

@@ -24,23 +24,8 @@
 #include "controller/extender.h"
 #include "controller/k8s/informer.h"
 #include "core/cluster.h"
+#include "ext_rig.h"
 #include "harness.h"
-
-static struct fake_api fake;
-
-struct rig {
-    struct tf_informer *pods, *gpus, *pools, *templates, *quotas;
-    struct tf_extender *x;
-};
-
-static void create(const struct tf_k8s_resource *res, const char *ns, const char *json)
-{
-    char err[256];
-    json_object *o = jparse(json);
-    if (tf_k8s_create(fake.client, res, ns, o, NULL, err, sizeof(err)))
-        fail_msg("create: %s", err);
-    json_object_put(o);
-}
 
 static void gpu(const char *node, int idx, const char *vram)
 {
@@ -77,40 +62,6 @@ static void pod(const char *name, const char *vram, const char *extra_ann)
         "{\"name\":\"side\",\"image\":\"y\"}]}}",
         name, vram, vram, extra_ann ? extra_ann : "");
     create(&tf_k8s_pods, "ml", buf);
-}
-
-static struct tf_informer *start(const struct tf_k8s_resource *res,
-                                 const struct tf_informer_handlers *h)
-{
-    struct tf_informer *inf = tf_informer_new(fake.client, res, NULL, NULL, NULL, h);
-    assert_int_equal(tf_informer_start(inf, 60), 0);
-    assert_true(tf_informer_wait_synced(inf, 5000));
-    return inf;
-}
-
-static void rig_up(struct rig *r)
-{
-    r->x = tf_extender_new(fake.client, "default-pool", "dynamic");
-    struct tf_informer_handlers ph = tf_extender_pod_handlers(r->x);
-    struct tf_informer_handlers ih = tf_extender_inventory_handlers(r->x);
-    struct tf_informer_handlers gh = tf_extender_gpu_handlers(r->x);
-    r->pods = start(&tf_k8s_pods, &ph);
-    r->gpus = start(&tf_k8s_gpus, &gh);
-    r->pools = start(&tf_k8s_gpupools, &ih);
-    r->templates = start(&tf_k8s_schedulingconfigtemplates, &ih);
-    r->quotas = start(&tf_k8s_gpuresourcequotas, &ih);
-    struct tf_extender_sources src = {r->pods, r->gpus, r->pools, r->templates, r->quotas};
-    tf_extender_set_sources(r->x, &src);
-}
-
-static void rig_down(struct rig *r)
-{
-    tf_informer_destroy(r->pods);
-    tf_informer_destroy(r->gpus);
-    tf_informer_destroy(r->pools);
-    tf_informer_destroy(r->templates);
-    tf_informer_destroy(r->quotas);
-    tf_extender_destroy(r->x);
 }
 
 static json_object *call(struct rig *r, const char *verb, const char *body)
