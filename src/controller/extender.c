@@ -194,10 +194,11 @@ struct unconfirmed {
 };
 
 /* Binds the pod cache has not confirmed: a pod created, bound and deleted while the pod watch
- * was down never reaches the cache, so no delete would ever release its GPUs. Those older
- * than CONFIRM_S, or all of them once the pod informer relisted, are checked against the API;
- * a pod gone, finished or no longer bound to those GPUs gives them back. At most once a
- * second; call without locks (it takes them, and asks the API without them). */
+ * was down never reaches the cache, so no delete would ever release its GPUs. Completed binds
+ * unconfirmed for CONFIRM_S, or all completed ones once the pod informer relisted, are checked
+ * against the API; a pod gone, finished or no longer bound to those GPUs gives them back (a
+ * bind still in progress is never checked: its pod has no gpu-ids or node yet). At most once
+ * a second; call without locks (it takes them, and asks the API without them). */
 static void sweep_unconfirmed(struct tf_extender *x)
 {
     double now = tf__ext_now();
@@ -218,8 +219,10 @@ static void sweep_unconfirmed(struct tf_extender *x)
     struct unconfirmed *u = calloc(cap, sizeof(*u));
     json_object_object_foreach(x->inflight, key, e)
     {
+        /* Only binds that completed: one in progress has no gpu-ids or node on the pod yet. */
         double at = json_object_get_double(tf_json_path(e, "at", NULL));
-        if (!u || n == cap || (!relisted && now - at < CONFIRM_S))
+        if (!u || n == cap || !json_object_get_boolean(tf_json_path(e, "done", NULL)) ||
+            (!relisted && now - at < CONFIRM_S))
             continue;
         tf_strlcpy(u[n].key, key, sizeof(u[n].key));
         tf_strlcpy(u[n].node, tf_json_str(e, "node", NULL), sizeof(u[n].node));
@@ -238,9 +241,9 @@ static void sweep_unconfirmed(struct tf_extender *x)
         const char *node = pod ? tf_json_str(pod, "spec", "nodeName", NULL) : NULL;
         const char *ids =
             pod ? tf_json_str(pod, "metadata", "annotations", ANN_GPU_IDS, NULL) : NULL;
-        /* Still being bound (annotated, no node yet) or bound as reserved: keep. */
-        bool keep = rc == 0 && tf__ext_pod_live(pod) && ids && !strcmp(ids, u[i].ids) &&
-                    (!node || !strcmp(node, u[i].node));
+        /* Bound as reserved: keep. */
+        bool keep = rc == 0 && tf__ext_pod_live(pod) && ids && !strcmp(ids, u[i].ids) && node &&
+                    !strcmp(node, u[i].node);
         json_object_put(pod);
         if (keep || (rc && rc != TF_ENOENT))
             continue;

@@ -5,7 +5,8 @@
  * of the state without reading JSON again.
  *
  * One allocation per pod: the header below, then "namespace/name", the node name and the
- * gpu-ids annotation, each NUL-terminated. The map's keys point into them.
+ * gpu-ids annotation, each NUL-terminated, and the container split if any. The table's keys
+ * point into them.
  */
 #include "controller/extender_int.h"
 
@@ -22,12 +23,29 @@
 struct lpod {
     struct tf_alloc_resources res;
     uint16_t ns_len, gpu_count;
+    uint16_t node_off, ids_off; /* of the node name and the gpu-ids in TEXT */
     uint8_t iso, qos, nctr;
     bool dedicated;
-    uint16_t ctr[TF_PODREQ_MAX_CONTAINERS]; /* the container split's GPU counts */
-    const char *node, *ids;                 /* into TEXT */
-    char text[];                            /* key, node, ids */
+    char text[]; /* key, node, ids (each NUL-terminated), then NCTR uint16 GPU counts of the
+                    container split, unaligned */
 };
+
+static const char *lp_node(const struct lpod *e)
+{
+    return e->text + e->node_off;
+}
+
+static const char *lp_ids(const struct lpod *e)
+{
+    return e->text + e->ids_off;
+}
+
+static uint16_t lp_ctr(const struct lpod *e, unsigned i)
+{
+    uint16_t v;
+    memcpy(&v, e->text + e->ids_off + strlen(lp_ids(e)) + 1 + 2 * i, sizeof(v));
+    return v;
+}
 
 struct tf__ledger {
     pthread_mutex_t lock; /* guards T */
@@ -126,26 +144,28 @@ static void put_locked(struct tf__ledger *l, const char *key, struct req_buf *b,
                        const char *ids)
 {
     size_t kl = strlen(key), nl = strlen(node), il = strlen(ids);
-    struct lpod *e = calloc(1, sizeof(*e) + kl + nl + il + 3);
+    tf__ext_to_alloc(b);
+    size_t nctr = b->req.ncontainers;
+    struct lpod *e =
+        kl + nl < UINT16_MAX ? calloc(1, sizeof(*e) + kl + nl + il + 3 + 2 * nctr) : NULL;
     if (!e) {
         tf_log(TF_LOG_ERROR, "extender", "ledger: out of memory, pod=%s not recorded", key);
         return;
     }
     memcpy(e->text, key, kl + 1);
-    e->node = e->text + kl + 1;
-    memcpy((char *)e->node, node, nl + 1);
-    e->ids = e->node + nl + 1;
-    memcpy((char *)e->ids, ids, il + 1);
-    tf__ext_to_alloc(b);
+    e->node_off = (uint16_t)(kl + 1);
+    memcpy(e->text + e->node_off, node, nl + 1);
+    e->ids_off = (uint16_t)(kl + 1 + nl + 1);
+    memcpy(e->text + e->ids_off, ids, il + 1);
     e->res = b->req.res;
     e->ns_len = (uint16_t)strlen(b->pr.ns);
     e->gpu_count = b->req.gpu_count;
     e->iso = (uint8_t)b->req.isolation;
     e->qos = (uint8_t)b->req.qos;
     e->dedicated = b->req.dedicated;
-    e->nctr = (uint8_t)b->req.ncontainers;
-    for (unsigned i = 0; i < b->req.ncontainers; i++)
-        e->ctr[i] = b->req.containers[i].gpus;
+    e->nctr = (uint8_t)nctr;
+    for (unsigned i = 0; i < nctr; i++)
+        memcpy(e->text + e->ids_off + il + 1 + 2 * i, &b->req.containers[i].gpus, 2);
     if (tf__rectab_put(&l->t, e->text, e)) {
         free(e);
         tf__rectab_del(&l->t, key, kl); /* no stale allocation either */
@@ -174,7 +194,7 @@ void tf__ledger_pod(struct tf__ledger *l, json_object *old, json_object *pod)
         return;
     }
     /* Status updates leave what the ledger keeps as it was: no second reading. */
-    bool same = held && old && !strcmp(held->node, node) && !strcmp(held->ids, ids) &&
+    bool same = held && old && !strcmp(lp_node(held), node) && !strcmp(lp_ids(held), ids) &&
                 json_object_equal(tf_json_path(old, "metadata", NULL),
                                   tf_json_path(pod, "metadata", NULL)) &&
                 json_object_equal(tf_json_path(old, "spec", NULL), tf_json_path(pod, "spec", NULL));
@@ -269,11 +289,11 @@ uint32_t tf__ledger_restore(struct tf__ledger *l, struct tf_alloc *a)
                                      .dedicated = e->dedicated};
         for (unsigned k = 0; k < e->nctr; k++) {
             ctr[k].name = "c"; /* names play no part in a restore */
-            ctr[k].gpus = e->ctr[k];
+            ctr[k].gpus = lp_ctr(e, k);
         }
         r.containers = e->nctr ? ctr : NULL;
         r.ncontainers = e->nctr;
-        done += tf__ext_restore(a, r.ns, r.name, &r, e->node, e->ids) == 0;
+        done += tf__ext_restore(a, r.ns, r.name, &r, lp_node(e), lp_ids(e)) == 0;
     }
     pthread_mutex_unlock(&l->lock);
     return done;

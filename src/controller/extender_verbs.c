@@ -354,7 +354,7 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
         return tf_ext_encode_binding_result(err);
     }
     char *out = NULL;
-    json_object *anns = NULL;
+    json_object *anns = NULL, *pending = NULL;
     json_object *pod = get_pod(x, ba.pod_namespace, ba.pod_name);
     struct req_buf b;
     int rc = 0;
@@ -393,6 +393,7 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
             json_object_object_add(e, "at", json_object_new_double(tf__ext_now()));
             pthread_mutex_lock(&x->inflight_lock);
             json_object_object_add(x->inflight, key, e);
+            pending = json_object_get(e); /* marked done once the Binding is in */
             pthread_mutex_unlock(&x->inflight_lock);
         }
         pthread_rwlock_unlock(&x->lock);
@@ -421,6 +422,17 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
         goto out;
     }
     if (reserve) {
+        /* Only now may the check of unconfirmed binds ask the API about it (before, the pod
+         * has no gpu-ids or no node yet, and that is no reason to give its GPUs back). */
+        char key[400];
+        json_object *cur = NULL;
+        snprintf(key, sizeof(key), "%s/%s", b.pr.ns, b.pr.name);
+        pthread_mutex_lock(&x->inflight_lock);
+        if (json_object_object_get_ex(x->inflight, key, &cur) && cur == pending) {
+            json_object_object_add(cur, "done", json_object_new_boolean(true));
+            json_object_object_add(cur, "at", json_object_new_double(tf__ext_now()));
+        }
+        pthread_mutex_unlock(&x->inflight_lock);
         snprintf(msg, sizeof(msg), "allocated GPUs %.900s on node %.200s", ids, ba.node);
         tf_k8s_event(x->c, pod, "Normal", "GPUAllocated", msg, "tf-scheduler");
         tf_log(TF_LOG_INFO, "extender", "bound pod=%s/%s node=%s gpus=%s", b.pr.ns, b.pr.name,
@@ -433,6 +445,7 @@ rollback:
     tf_k8s_event(x->c, pod, "Warning", "GPUAllocationFailed", msg, "tf-scheduler");
     out = tf_ext_encode_binding_result(msg);
 out:
+    json_object_put(pending);
     json_object_put(anns);
     json_object_put(pod);
     tf_ext_binding_free(&ba);

@@ -363,9 +363,11 @@ static void split_pod_bind_records_each_containers_gpus(void **state)
     assert_null(strchr(a, ','));
     assert_null(strchr(b, ','));
     assert_string_not_equal(a, b);
-    char both[256];
+    char both[256], ga[128], gb[128];
     snprintf(both, sizeof(both), "%s,%s", a, b);
     assert_string_equal(both, ids);
+    snprintf(ga, sizeof(ga), "%s", a);
+    snprintf(gb, sizeof(gb), "%s", b);
     json_object *cg =
         jparse(tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/container-gpus", NULL));
     assert_string_equal(
@@ -392,6 +394,19 @@ static void split_pod_bind_records_each_containers_gpus(void **state)
     assert_null(tf_json_str(anns, "tensor-fusion.ai/container-gpus", NULL));
     json_object_put(p);
     rig_down(&r);
+    /* A restarted controller restores the split pod on both its GPUs (from the pod ledger). */
+    struct rig r2;
+    rig_up(&r2);
+    const char *gs[] = {ga, gb};
+    for (int i = 0; i < 2; i++) {
+        int64_t t, v;
+        uint32_t n;
+        assert_int_equal(tf_extender_gpu_usage(r2.x, gs[i], &t, &v, &n), 0);
+        assert_true(n >= 1 && v >= 10 * (INT64_C(1) << 30));
+    }
+    char cerr[256];
+    assert_int_equal(tf_extender_check(r2.x, cerr, sizeof(cerr)), 0);
+    rig_down(&r2);
 }
 
 static void qos_pod(const char *name, const char *qos)
