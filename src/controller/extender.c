@@ -403,6 +403,13 @@ void tf__ext_release_pod(struct tf_extender *x, json_object *pod)
     pthread_mutex_lock(&x->inflight_lock);
     json_object_object_del(x->inflight, key);
     pthread_mutex_unlock(&x->inflight_lock);
+    /* Most finished pods hold nothing (a relist reports every Succeeded Job pod): look first,
+     * and hold the scheduler's requests up only for a real release. */
+    pthread_rwlock_rdlock(&x->lock);
+    bool held = x->alloc && tf_alloc_find(x->alloc, ns, name) != TF_NONE;
+    pthread_rwlock_unlock(&x->lock);
+    if (!held)
+        return;
     pthread_rwlock_wrlock(&x->lock);
     if (x->alloc && tf_alloc_release(x->alloc, ns, name) == 0)
         tf_log(TF_LOG_INFO, "extender", "released GPUs of pod=%s", key);
