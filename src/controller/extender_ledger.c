@@ -62,10 +62,11 @@ int tf__rectab_put(struct tf__rectab *t, const char *key, void *rec)
 {
     uint32_t i;
     if (tf_strmap_get(&t->by_key, key, strlen(key), &i) == 0) { /* same key, new storage */
-        free(t->v[i]);
+        void *old = t->v[i]; /* the map still points at its key: freed only once re-pointed */
         t->v[i] = rec;
         t->keys[i] = key;
         tf_strmap_set(&t->by_key, key, i);
+        free(old);
         return 0;
     }
     if (t->n == t->cap) {

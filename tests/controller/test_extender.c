@@ -192,6 +192,22 @@ static void bind_records_gpu_ids_and_binds_then_restart_rebuilds(void **state)
     json_object_put(p);
     assert_int_equal(tf_extender_allocations(r.x), 1);
     assert_true(fake_count_requests(&fake, "POST /api/v1/namespaces/ml/events") >= 1);
+    /* A later change of the bound pod's metadata is read again (the ledger's record replaced
+     * in place) and changes nothing it holds. */
+    char perr[256];
+    json_object *lp = jparse("{\"metadata\":{\"labels\":{\"team\":\"a\"}}}");
+    assert_int_equal(tf_k8s_merge_patch(fake.client, &tf_k8s_pods, "ml", "bound-1", NULL, lp, NULL,
+                                        perr, sizeof(perr)),
+                     0);
+    json_object_put(lp);
+    for (int i = 0; i < 100; i++) {
+        json_object *seen = tf_informer_get(r.pods, "ml", "bound-1");
+        bool done = tf_json_str(seen, "metadata", "labels", "team", NULL) != NULL;
+        json_object_put(seen);
+        if (done)
+            break;
+        usleep(20000);
+    }
     rig_down(&r);
 
     /* A restarted controller sees the allocation on the pod and does not double-book: node-a
