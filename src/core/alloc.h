@@ -150,9 +150,9 @@ struct tf_node_verdict {
 struct tf_alloc_slot {
     uint32_t gpu;
     uint32_t next, prev;          /* the GPU's workload list (slot refs), TF_NONE ends */
+    int8_t part;                  /* partition template index, -1 none (here: 48 bytes a slot) */
     int64_t tflops, vram;         /* reserved */
     int64_t lim_tflops, lim_vram; /* limits */
-    int8_t part;                  /* partition template index, -1 none */
 };
 
 /* A pod's allocation. Read-only outside alloc.c; addresses stay valid until released. */
