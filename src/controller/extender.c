@@ -260,7 +260,8 @@ static void sweep_unconfirmed(struct tf_extender *x)
                 tf_log(TF_LOG_INFO, "extender",
                        "released GPUs of pod=%s/%s: bound, then gone before the pod cache saw it",
                        ns, name);
-            atomic_store(&x->dirty, rc == 0); /* rebound elsewhere: the ledger has it */
+            if (rc == 0) /* bound elsewhere since: the ledger has it, a rebuild restores it */
+                atomic_store(&x->dirty, true);
         }
         pthread_mutex_unlock(&x->inflight_lock);
         pthread_rwlock_unlock(&x->lock);
