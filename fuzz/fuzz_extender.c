@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * libFuzzer target: kube-scheduler extender bodies (ExtenderArgs and ExtenderBindingArgs)
- * must decode or fail cleanly; decoded args must encode filter and priority results.
+ * must decode or fail cleanly; decoded args must encode filter and priority results. The
+ * strict scan must decode as the json-c tree decoder does (same result, names, Pod), and the
+ * filter result's text writer must write json-c's bytes.
  */
 #include "controller/extender_codec.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -15,7 +18,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct tf_ext_args a;
     struct tf_ext_binding b;
     char err[256];
-    if (tf_ext_decode_args((const char *)data, size, &a, err, sizeof(err)) == 0) {
+    struct tf_ext_args t;
+    char err2[256];
+    int r1 = tf_ext_decode_args((const char *)data, size, &a, err, sizeof(err));
+    int r2 = tf_ext_decode_args_tree((const char *)data, size, &t, err2, sizeof(err2));
+    if (r1 != r2 || (r1 && strcmp(err, err2)))
+        abort();
+    if (r1 == 0) {
+        if (a.n_nodes != t.n_nodes || !json_object_equal(a.pod, t.pod))
+            abort();
+        for (size_t i = 0; i < a.n_nodes; i++)
+            if (strcmp(a.node_names[i], t.node_names[i]))
+                abort();
+        tf_ext_args_free(&t);
+    }
+    if (r1 == 0) {
         const char **reasons = calloc(a.n_nodes + 1, sizeof(char *));
         int *scores = calloc(a.n_nodes + 1, sizeof(int));
         if (!reasons || !scores)
@@ -25,10 +42,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             scores[i] = (int)i;
         }
         char *f = tf_ext_encode_filter(&a, reasons, NULL, NULL);
+        char *ft = tf_ext_encode_filter_tree(&a, reasons, NULL, NULL);
         char *p = tf_ext_encode_priorities(&a, scores);
-        if (!f || !p)
+        if (!f || !p || !ft || strcmp(f, ft))
             abort();
         free(f);
+        free(ft);
         free(p);
         free(reasons);
         free(scores);

@@ -1,20 +1,60 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Benchmark: scheduler-extender filter + prioritize latency as kube-scheduler pays it per pod
- * (nodeCacheCapable: ExtenderArgs with every candidate node name), for 1,000 and 5,000 nodes
- * of 8 GPUs each (mixed models, half of the GPUs partly allocated). Each iteration decodes the
- * ExtenderArgs, asks the allocator, and encodes the ExtenderFilterResult / HostPriorityList,
- * through the same handler the HTTPS server calls. Prints p50/p99 per call.
- * Usage: bench_extender [ITERATIONS]
+ * Benchmark: the scheduler extender over its real HTTPS endpoint, driven the way
+ * kube-scheduler drives it (nodeCacheCapable: ExtenderArgs with NodeNames; /filter, then
+ * /prioritize with the nodes that passed, then /bind of the best-scored one), at 1,000 nodes x
+ * 8 GPUs with 20,000 pods resident and 5,000 nodes x 8 GPUs with 100,000 pods resident.
+ *
+ * The cluster: four models in turn (A100-80GB, H100, L40S, L4), one node each. Resident pods
+ * go round-robin over the nodes and then the GPUs (2-3 per GPU), 20 TFLOPS and 8Gi each. The
+ * pods scheduled ask 20 TFLOPS and 10Gi: every L4 (24Gi) node fails with a reason (a quarter
+ * of FailedNodes), the other nodes fit.
+ *
+ * In-process: the extender's HTTPS server (TLS, a self-generated certificate, one thread per
+ * connection as in tf-controller) and a stub API server (plain HTTP) answering what /bind asks
+ * of kube-apiserver: GET pod (the extender has no pod informer here), PATCH pod (the
+ * allocation annotations), POST pods/binding, POST events. After a Binding the stub delivers
+ * the pod's update to the extender's pod handler, as the pod informer would. The client is
+ * libcurl over one keep-alive TLS connection per thread, like kube-scheduler's HTTP client.
+ *
+ * Printed (`name: value unit`), per size:
+ *   pod_ingest         the pod handler reading one resident pod as the informer reports it
+ *                      (once per pod event)
+ *   state_load         tf_extender_rebuild: the state from the GPU objects, pools and every
+ *                      resident pod (start-up after the informers synced, leader change,
+ *                      inventory change), wall and this thread's CPU time
+ *   filter / prioritize / bind p50 and p99 over the HTTPS round trip
+ *   filter_plus_prioritize_p50, the per-pod cost of the serial scheduling cycle, and _cpu: the
+ *                      CPU time the whole process (client, TLS both ways, extender) spent per
+ *                      pod on it (wall times stretch with the machine's load, this less)
+ *   sustained_pods_per_sec: one scheduling thread (filter -> prioritize -> pick the best) that
+ *                      hands each pod to BINDERS binding threads (kube-scheduler binds
+ *                      asynchronously), pods bound / wall time; and the process's CPU time
+ *                      per pod bound (scheduler side, extender, stub API server together)
+ *   *_handler_cpu      CPU time inside the extender's handler per call or per pod bound (its
+ *                      own work, without TLS, HTTP and the scheduler side)
+ *   rss, and the heap the extender's state holds (bytes malloc'd by the loading thread and
+ *   still in use once the inputs are freed, mmap'd blocks included) per GPU
+ * and the 1-minute load average before and after (the machine may be shared).
+ * Usage: bench_extender [ITERATIONS [SUSTAINED_PODS]]   (defaults 300, 2000)
  */
 #include "common/log.h"
 #include "controller/extender.h"
+#include "controller/https.h"
+#include "controller/k8s/client.h"
+#include "controller/tls.h"
 
+#include <curl/curl.h>
 #include <json-c/json.h>
+#include <malloc.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#define BINDERS 4
+#define NS "ml"
 
 static double now_s(void)
 {
@@ -29,40 +69,390 @@ static int cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static double pct(double *v, int n, double p)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp);
+    int i = (int)(n * p);
+    return v[i < n ? i : n - 1] * 1e3;
+}
+
+static void loadavg(const char *when)
+{
+    double l = 0;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = 0;
+        fclose(f);
+    }
+    printf("extender_loadavg_1min_%s: %.2f\n", when, l);
+}
+
+/* CPU seconds: this process (all threads), or this thread. */
+static double cpu_s(bool thread)
+{
+    struct timespec ts;
+    clock_gettime(thread ? CLOCK_THREAD_CPUTIME_ID : CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static long rss_kib(void)
+{
+    long kib = 0;
+    char line[256];
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "VmRSS: %ld", &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib;
+}
+
 static const char *const models[] = {"A100-80GB", "H100", "L40S", "L4"};
 static const char *const vram[] = {"80Gi", "80Gi", "48Gi", "24Gi"};
 static const char *const tflops[] = {"312", "989", "362", "121"};
 
-/* A pod as the webhook leaves it; BOUND ones also carry their allocation (GPU 0 of NODE). */
-static json_object *pod_json(int i, bool bound, int node)
+/* A pod as the webhook leaves it. Resident pods ("r-N") carry their allocation. */
+static int pod_text(char *buf, size_t len, const char *name, const char *vram_req, const char *node,
+                    const char *ids)
 {
-    char buf[1024];
-    snprintf(buf, sizeof(buf),
-             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p-%d\","
-             "\"namespace\":\"ml\",\"uid\":\"u-%d\",\"labels\":{\"tensor-fusion.ai/enabled\":"
-             "\"true\",\"tensor-fusion.ai/component\":\"client\"},\"annotations\":{"
-             "\"tensor-fusion.ai/gpupool\":\"default-pool\",\"tensor-fusion.ai/isolation\":"
-             "\"soft\",\"tensor-fusion.ai/tflops-request\":\"20\",\"tensor-fusion.ai/tflops-limit"
-             "\":\"40\",\"tensor-fusion.ai/vram-request\":\"8Gi\",\"tensor-fusion.ai/vram-limit\":"
-             "\"8Gi\"}},\"spec\":{\"containers\":[{\"name\":\"app\"}]}}",
-             i, i);
-    json_object *o = json_tokener_parse(buf);
-    if (bound) {
-        char v[32];
-        snprintf(v, sizeof(v), "GPU-%d", node * 8);
-        json_object_object_add(
-            json_object_object_get(json_object_object_get(o, "metadata"), "annotations"),
-            "tensor-fusion.ai/gpu-ids", json_object_new_string(v));
-        snprintf(v, sizeof(v), "node-%d", node);
-        json_object_object_add(json_object_object_get(o, "spec"), "nodeName",
-                               json_object_new_string(v));
-    }
-    return o;
+    char extra[256] = "", spec[128] = "";
+    if (ids)
+        snprintf(extra, sizeof(extra), ",\"tensor-fusion.ai/gpu-ids\":\"%s\"", ids);
+    if (node)
+        snprintf(spec, sizeof(spec), "\"nodeName\":\"%s\",", node);
+    return snprintf(
+        buf, len,
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
+        "\"namespace\":\"" NS "\",\"uid\":\"u-%s\",\"labels\":{\"tensor-fusion.ai/enabled\":"
+        "\"true\",\"tensor-fusion.ai/component\":\"client\"},\"annotations\":{"
+        "\"tensor-fusion.ai/gpupool\":\"default-pool\",\"tensor-fusion.ai/isolation\":"
+        "\"soft\",\"tensor-fusion.ai/tflops-request\":\"20\",\"tensor-fusion.ai/tflops-limit"
+        "\":\"40\",\"tensor-fusion.ai/vram-request\":\"%s\",\"tensor-fusion.ai/vram-limit\":"
+        "\"%s\"%s}},\"spec\":{%s\"schedulerName\":\"tensor-fusion-scheduler\",\"containers\":"
+        "[{\"name\":\"app\",\"image\":\"x\"}]}}",
+        name, name, vram_req, vram_req, extra, spec);
 }
 
-static void run(int nodes, int iters)
+/* ---- the stub API server ---------------------------------------------------------------- */
+
+struct stub {
+    struct tf_extender *x;
+    pthread_mutex_t lock;
+    json_object *bound; /* pod name -> gpu-ids from its PATCH */
+};
+
+static void stub_handler(const struct tf_http_req *req, struct tf_http_resp *resp, void *arg)
 {
-    struct tf_extender *x = tf_extender_new(NULL, "default-pool", "dynamic");
+    struct stub *s = arg;
+    static const char prefix[] = "/api/v1/namespaces/" NS "/";
+    char name[128] = "", sub[32] = "";
+    resp->status = 200;
+    if (strncmp(req->path, prefix, sizeof(prefix) - 1) != 0) {
+        resp->status = 404;
+        resp->body = strdup("{\"kind\":\"Status\",\"code\":404}");
+        return;
+    }
+    const char *rest = req->path + sizeof(prefix) - 1;
+    if (strcmp(rest, "events") == 0) {
+        resp->status = 201;
+        resp->body = strdup("{\"kind\":\"Event\"}");
+        return;
+    }
+    if (sscanf(rest, "pods/%127[^/]/%31s", name, sub) < 1) {
+        resp->status = 404;
+        resp->body = strdup("{\"kind\":\"Status\",\"code\":404}");
+        return;
+    }
+    char *buf = malloc(4096);
+    if (strcmp(req->method, "GET") == 0) {
+        pod_text(buf, 4096, name, "10Gi", NULL, NULL);
+    } else if (strcmp(req->method, "PATCH") == 0) {
+        json_object *p = json_tokener_parse(req->body), *ids = NULL;
+        json_object_object_get_ex(
+            json_object_object_get(json_object_object_get(p, "metadata"), "annotations"),
+            "tensor-fusion.ai/gpu-ids", &ids);
+        pthread_mutex_lock(&s->lock);
+        json_object_object_add(s->bound, name, ids ? json_object_get(ids) : NULL);
+        pthread_mutex_unlock(&s->lock);
+        json_object_put(p);
+        pod_text(buf, 4096, name, "10Gi", NULL, NULL);
+    } else if (strcmp(sub, "binding") == 0) {
+        json_object *b = json_tokener_parse(req->body);
+        const char *node = json_object_get_string(
+            json_object_object_get(json_object_object_get(b, "target"), "name"));
+        char ids[256] = "";
+        pthread_mutex_lock(&s->lock);
+        json_object *v = json_object_object_get(s->bound, name);
+        snprintf(ids, sizeof(ids), "%s", v ? json_object_get_string(v) : "");
+        json_object_object_del(s->bound, name);
+        pthread_mutex_unlock(&s->lock);
+        /* The pod informer's MODIFIED event: the pod with its annotations and node. */
+        pod_text(buf, 4096, name, "10Gi", NULL, NULL);
+        json_object *old = json_tokener_parse(buf);
+        pod_text(buf, 4096, name, "10Gi", node, ids);
+        json_object *upd = json_tokener_parse(buf);
+        struct tf_informer_handlers h = tf_extender_pod_handlers(s->x);
+        h.on_update(old, upd, h.arg);
+        json_object_put(old);
+        json_object_put(upd);
+        json_object_put(b);
+        resp->status = 201;
+        snprintf(buf, 4096, "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Success\"}");
+    } else {
+        resp->status = 405;
+        snprintf(buf, 4096, "{\"kind\":\"Status\",\"code\":405}");
+    }
+    resp->body = buf;
+}
+
+/* CPU time spent inside the extender's handler, in nanoseconds, per verb (filter, prioritize,
+ * bind): what the extender itself costs, without TLS, HTTP and the client. */
+static _Atomic long long handler_ns[3];
+
+static void ext_handler(const struct tf_http_req *req, struct tf_http_resp *resp, void *arg)
+{
+    double c0 = cpu_s(true);
+    if (!tf_extender_handle(arg, req, resp)) {
+        resp->status = 404;
+        resp->body = strdup("{}");
+    }
+    int verb = strstr(req->path, "filter") ? 0 : strstr(req->path, "prioritize") ? 1 : 2;
+    handler_ns[verb] += (long long)((cpu_s(true) - c0) * 1e9);
+}
+
+/* ---- the kube-scheduler side ------------------------------------------------------------ */
+
+struct conn {
+    CURL *h;
+    char url[128];
+    struct curl_blob ca;
+    char *out;
+    size_t len, cap;
+};
+
+static size_t on_body(char *p, size_t sz, size_t n, void *arg)
+{
+    struct conn *c = arg;
+    size_t add = sz * n;
+    if (c->len + add + 1 > c->cap) {
+        c->cap = (c->len + add + 1) * 2;
+        c->out = realloc(c->out, c->cap);
+    }
+    memcpy(c->out + c->len, p, add);
+    c->len += add;
+    c->out[c->len] = '\0';
+    return add;
+}
+
+static void conn_init(struct conn *c, int port, const char *ca_pem)
+{
+    memset(c, 0, sizeof(*c));
+    c->h = curl_easy_init();
+    snprintf(c->url, sizeof(c->url), "https://127.0.0.1:%d/scheduler/", port);
+    c->ca.data = (void *)ca_pem;
+    c->ca.len = strlen(ca_pem);
+    c->ca.flags = CURL_BLOB_NOCOPY;
+    curl_easy_setopt(c->h, CURLOPT_CAINFO_BLOB, &c->ca);
+    curl_easy_setopt(c->h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c->h, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(c->h, CURLOPT_WRITEDATA, c);
+}
+
+static void conn_free(struct conn *c)
+{
+    curl_easy_cleanup(c->h);
+    free(c->out);
+}
+
+/* POSTs BODY to /scheduler/VERB; the answer is in C->out. */
+static int post(struct conn *c, const char *verb, const char *body, size_t len)
+{
+    char url[160];
+    /* No "Expect: 100-continue" (curl asks for it on bodies over 1 KiB, an extra round trip
+     * kube-scheduler's Go client does not make). */
+    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+    hd = curl_slist_append(hd, "Expect:");
+    snprintf(url, sizeof(url), "%s%s", c->url, verb);
+    c->len = 0;
+    curl_easy_setopt(c->h, CURLOPT_URL, url);
+    curl_easy_setopt(c->h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(c->h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    CURLcode rc = curl_easy_perform(c->h);
+    long status = 0;
+    curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, &status);
+    curl_slist_free_all(hd);
+    if (rc != CURLE_OK || status != 200 || !c->out) {
+        fprintf(stderr, "bench_extender: %s: %s (HTTP %ld): %.300s -> %.300s\n", verb,
+                curl_easy_strerror(rc), status, body, c->out ? c->out : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* A growable text buffer for request bodies. */
+struct text {
+    char *s;
+    size_t len, cap;
+};
+
+static void put(struct text *t, const char *p, size_t n)
+{
+    if (t->len + n + 1 > t->cap) {
+        t->cap = (t->len + n + 1) * 2;
+        t->s = realloc(t->s, t->cap);
+    }
+    memcpy(t->s + t->len, p, n);
+    t->len += n;
+    t->s[t->len] = '\0';
+}
+
+static void puts_(struct text *t, const char *s)
+{
+    put(t, s, strlen(s));
+}
+
+/* The ExtenderArgs for POD over the node names in NAMES (a JSON array's text). */
+static void args_body(struct text *t, const char *pod, const char *names, size_t names_len)
+{
+    t->len = 0;
+    puts_(t, "{\"Pod\":");
+    puts_(t, pod);
+    puts_(t, ",\"Nodes\":null,\"NodeNames\":");
+    put(t, names, names_len);
+    puts_(t, "}");
+}
+
+/* The "NodeNames":[...] array of a filter answer (its span in BODY), or NULL. */
+static const char *passed_names(const char *body, size_t *len)
+{
+    const char *p = strstr(body, "\"NodeNames\":");
+    if (!p)
+        return NULL;
+    p += 12;
+    if (*p != '[')
+        return NULL;
+    const char *e = strchr(p, ']'); /* node names hold no ']' */
+    if (!e)
+        return NULL;
+    *len = (size_t)(e - p + 1);
+    return p;
+}
+
+/* The best-scored host of a HostPriorityList (the first of the best, as the scheduler would
+ * pick among equals at random), into NODE. */
+static int best_host(const char *body, char *node, size_t len)
+{
+    long best = -1;
+    for (const char *p = strstr(body, "{\"Host\":\""); p; p = strstr(p, "{\"Host\":\"")) {
+        p += 9;
+        const char *q = strchr(p, '"');
+        const char *sc = q ? strstr(q, "\"Score\":") : NULL;
+        if (!sc)
+            break;
+        long v = strtol(sc + 8, NULL, 10);
+        if (v > best) {
+            best = v;
+            snprintf(node, len, "%.*s", (int)(q - p), p);
+        }
+        p = sc;
+    }
+    return best < 0 ? -1 : 0;
+}
+
+/* ---- the bind queue ------------------------------------------------------------------- */
+
+struct job {
+    char pod[32], node[64];
+};
+
+struct queue {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct job *jobs;
+    int head, tail, cap;
+    bool done;
+    int port;
+    const char *ca;
+    double *lat;       /* per bind, indexed by job number */
+    int busy;          /* jobs queued or being bound */
+    struct job *retry; /* binds that failed (a node taken by an earlier bind): scheduled again */
+    int nretry, retried;
+};
+
+static void *binder(void *arg)
+{
+    struct queue *q = arg;
+    struct conn c;
+    conn_init(&c, q->port, q->ca);
+    char body[256];
+    for (;;) {
+        pthread_mutex_lock(&q->lock);
+        while (q->head == q->tail && !q->done)
+            pthread_cond_wait(&q->cond, &q->lock);
+        if (q->head == q->tail) {
+            pthread_mutex_unlock(&q->lock);
+            break;
+        }
+        int i = q->head++;
+        struct job j = q->jobs[i];
+        pthread_mutex_unlock(&q->lock);
+        int n = snprintf(body, sizeof(body),
+                         "{\"PodName\":\"%s\",\"PodNamespace\":\"" NS "\",\"PodUID\":\"u-%s\","
+                         "\"Node\":\"%s\"}",
+                         j.pod, j.pod, j.node);
+        double t0 = now_s();
+        if (post(&c, "bind", body, (size_t)n))
+            exit(1);
+        bool ok = strstr(c.out, "\"Error\":\"\"") != NULL;
+        q->lat[i] = now_s() - t0;
+        pthread_mutex_lock(&q->lock);
+        if (!ok) /* kube-scheduler puts the pod back in its queue */
+            q->retry[q->nretry++] = j;
+        q->busy--;
+        pthread_cond_broadcast(&q->cond);
+        pthread_mutex_unlock(&q->lock);
+    }
+    conn_free(&c);
+    return NULL;
+}
+
+/* ---- one size --------------------------------------------------------------------------- */
+
+static void run(int nodes, int resident, int iters, int sustained)
+{
+    char err[512];
+    struct mallinfo2 m0 = mallinfo2();
+    /* Servers: the stub API, the extender over HTTPS. */
+    struct stub st = {.bound = json_object_new_object()};
+    pthread_mutex_init(&st.lock, NULL);
+    struct tf_https_opts so = {0};
+    struct tf_https *api = tf_https_start(&so, stub_handler, &st, err, sizeof(err));
+    struct tf_k8s_config cfg;
+    tf_k8s_config_init(&cfg);
+    char server[64];
+    snprintf(server, sizeof(server), "http://127.0.0.1:%u", tf_https_port(api));
+    cfg.server = server;
+    struct tf_k8s_client *kc = tf_k8s_client_new(&cfg);
+    struct tf_extender *x = tf_extender_new(kc, "default-pool", "dynamic");
+    st.x = x;
+    const char *ip = "127.0.0.1";
+    struct tf_tls_bundle tls;
+    if (!api || !kc || !x || tf_tls_generate(NULL, NULL, &ip, 1, 1, &tls, err, sizeof(err))) {
+        fprintf(stderr, "bench_extender: setup: %s\n", err);
+        exit(1);
+    }
+    struct tf_https_opts xo = {.cert_pem = tls.cert_pem, .key_pem = tls.key_pem};
+    struct tf_https *srv = tf_https_start(&xo, ext_handler, x, err, sizeof(err));
+    if (!srv) {
+        fprintf(stderr, "bench_extender: extender server: %s\n", err);
+        exit(1);
+    }
+
+    /* The inventory and the resident pods. */
     json_object *gpus = json_object_new_array(), *pools = json_object_new_array(),
                 *tpls = json_object_new_array(), *quotas = json_object_new_array(),
                 *pods = json_object_new_array();
@@ -72,7 +462,7 @@ static void run(int nodes, int iters)
     json_object_array_add(tpls, json_tokener_parse("{\"metadata\":{\"name\":\"t\"},\"spec\":{"
                                                    "\"placement\":{\"mode\":"
                                                    "\"NodeCompactGPULowLoad\"}}}"));
-    char buf[512];
+    char buf[4096];
     for (int n = 0; n < nodes; n++) {
         int m = n % 4;
         for (int g = 0; g < 8; g++) {
@@ -84,71 +474,194 @@ static void run(int nodes, int iters)
                      n * 8 + g, n * 8 + g, models[m], g, tflops[m], vram[m], n);
             json_object_array_add(gpus, json_tokener_parse(buf));
         }
-        if (n % 2 == 0) /* half the nodes already carry a workload on their first GPU */
-            json_object_array_add(pods, pod_json(n, true, n));
     }
-    double t0 = now_s();
+    /* The inventory, then the resident pods as the pod informer's first list reports them
+     * (each read once, by the pod handler), then the state rebuilt from them. */
     tf_extender_load(x, gpus, pools, tpls, quotas, pods);
-    double load = now_s() - t0;
-    /* The ExtenderArgs kube-scheduler sends for the next pod: every node name. */
-    json_object *args = json_object_new_object(), *names = json_object_new_array();
-    json_object_object_add(args, "Pod", pod_json(999999, false, 0));
-    json_object_object_add(args, "Nodes", NULL);
-    for (int n = 0; n < nodes; n++) {
-        snprintf(buf, sizeof(buf), "node-%d", n);
-        json_object_array_add(names, json_object_new_string(buf));
-    }
-    json_object_object_add(args, "NodeNames", names);
-    const char *body = json_object_to_json_string_ext(args, JSON_C_TO_STRING_PLAIN);
-    size_t len = strlen(body);
-    double *fl = calloc((size_t)iters, sizeof(double)), *pl = calloc((size_t)iters, sizeof(double));
-    int fit = 0;
-    for (int i = 0; i < iters; i++) {
-        struct tf_http_req rf = {"POST", "/scheduler/filter", body, len, NULL};
-        struct tf_http_resp out = {200, NULL, NULL};
-        double a = now_s();
-        tf_extender_handle(x, &rf, &out);
-        double b = now_s();
-        if (i == 0) {
-            json_object *r = json_tokener_parse(out.body);
-            fit = (int)json_object_array_length(json_object_object_get(r, "NodeNames"));
-            json_object_put(r);
-        }
-        free(out.body);
-        struct tf_http_req rp = {"POST", "/scheduler/prioritize", body, len, NULL};
-        struct tf_http_resp out2 = {200, NULL, NULL};
-        tf_extender_handle(x, &rp, &out2);
-        double c = now_s();
-        free(out2.body);
-        fl[i] = b - a;
-        pl[i] = c - b;
-    }
-    qsort(fl, (size_t)iters, sizeof(double), cmp);
-    qsort(pl, (size_t)iters, sizeof(double), cmp);
-    printf("extender_%d_nodes_load_state: %.1f ms\n", nodes, load * 1e3);
-    printf("extender_%d_nodes_fit: %d nodes\n", nodes, fit);
-    printf("extender_%d_nodes_filter_p50: %.3f ms\n", nodes, fl[iters / 2] * 1e3);
-    printf("extender_%d_nodes_filter_p99: %.3f ms\n", nodes, fl[(int)(iters * 0.99)] * 1e3);
-    printf("extender_%d_nodes_prioritize_p50: %.3f ms\n", nodes, pl[iters / 2] * 1e3);
-    printf("extender_%d_nodes_prioritize_p99: %.3f ms\n", nodes, pl[(int)(iters * 0.99)] * 1e3);
-    printf("extender_%d_nodes_filter_plus_prioritize_p50: %.3f ms\n", nodes,
-           (fl[iters / 2] + pl[iters / 2]) * 1e3);
-    free(fl);
-    free(pl);
-    json_object_put(args);
     json_object_put(gpus);
     json_object_put(pools);
     json_object_put(tpls);
     json_object_put(quotas);
     json_object_put(pods);
+    struct tf_informer_handlers ph = tf_extender_pod_handlers(x);
+    double ingest = 0;
+    for (int i = 0; i < resident; i++) {
+        int n = i % nodes, g = (i / nodes) % 8;
+        char name[32], node[32], ids[32];
+        snprintf(name, sizeof(name), "r-%d", i);
+        snprintf(node, sizeof(node), "node-%d", n);
+        snprintf(ids, sizeof(ids), "GPU-%d", n * 8 + g);
+        pod_text(buf, sizeof(buf), name, "8Gi", node, ids);
+        json_object *p = json_tokener_parse(buf);
+        double a = now_s();
+        ph.on_add(p, ph.arg);
+        ingest += now_s() - a;
+        json_object_put(p);
+    }
+    double t0 = now_s(), c0 = cpu_s(true);
+    tf_extender_rebuild(x);
+    double load = now_s() - t0, load_cpu = cpu_s(true) - c0;
+    int held = tf_extender_allocations(x);
+    malloc_trim(0);
+    struct mallinfo2 m1 = mallinfo2();
+    long rss = rss_kib();
+
+    /* Every node name, as kube-scheduler sends them when all nodes passed its own filters. */
+    struct text names = {0}, body = {0}, pbody = {0};
+    puts_(&names, "[");
+    for (int n = 0; n < nodes; n++) {
+        snprintf(buf, sizeof(buf), "%s\"node-%d\"", n ? "," : "", n);
+        puts_(&names, buf);
+    }
+    puts_(&names, "]");
+    struct conn c;
+    conn_init(&c, tf_https_port(srv), tls.ca_pem);
+    char pod[4096];
+    pod_text(pod, sizeof(pod), "probe", "10Gi", NULL, NULL);
+    args_body(&body, pod, names.s, names.len);
+    double *fl = calloc((size_t)iters, sizeof(double)), *pl = calloc((size_t)iters, sizeof(double));
+    double *fp = calloc((size_t)iters, sizeof(double));
+    int fit = 0;
+    double lat_cpu0 = cpu_s(false);
+    long long h0[3] = {handler_ns[0], handler_ns[1], handler_ns[2]};
+    for (int i = 0; i < iters; i++) {
+        double a = now_s();
+        if (post(&c, "filter", body.s, body.len))
+            exit(1);
+        double b = now_s();
+        size_t plen = 0;
+        const char *passed = passed_names(c.out, &plen);
+        if (!passed)
+            exit(1);
+        if (i == 0)
+            for (size_t k = 0; k < plen; k++)
+                fit += passed[k] == '"' ? 1 : 0;
+        args_body(&pbody, pod, passed, plen);
+        double b2 = now_s();
+        if (post(&c, "prioritize", pbody.s, pbody.len))
+            exit(1);
+        double e = now_s();
+        fl[i] = b - a;
+        pl[i] = e - b2;
+        fp[i] = (b - a) + (e - b2);
+    }
+    double lat_cpu = (cpu_s(false) - lat_cpu0) / iters;
+    double hf = (double)(handler_ns[0] - h0[0]) / iters / 1e6,
+           hp = (double)(handler_ns[1] - h0[1]) / iters / 1e6;
+    printf("extender_%d_nodes_resident_pods: %d pods\n", nodes, held);
+    printf("extender_%d_nodes_pod_ingest: %.2f us/pod\n", nodes, ingest * 1e6 / resident);
+    printf("extender_%d_nodes_state_load: %.1f ms\n", nodes, load * 1e3);
+    printf("extender_%d_nodes_state_load_cpu: %.1f ms\n", nodes, load_cpu * 1e3);
+    printf("extender_%d_nodes_filter_fit: %d of %d nodes\n", nodes, fit / 2, nodes);
+    printf("extender_%d_nodes_filter_p50: %.3f ms\n", nodes, pct(fl, iters, 0.5));
+    printf("extender_%d_nodes_filter_p99: %.3f ms\n", nodes, pct(fl, iters, 0.99));
+    printf("extender_%d_nodes_prioritize_p50: %.3f ms\n", nodes, pct(pl, iters, 0.5));
+    printf("extender_%d_nodes_prioritize_p99: %.3f ms\n", nodes, pct(pl, iters, 0.99));
+    printf("extender_%d_nodes_filter_plus_prioritize_p50: %.3f ms\n", nodes, pct(fp, iters, 0.5));
+    printf("extender_%d_nodes_filter_plus_prioritize_cpu: %.3f ms\n", nodes, lat_cpu * 1e3);
+    printf("extender_%d_nodes_filter_handler_cpu: %.3f ms\n", nodes, hf);
+    printf("extender_%d_nodes_prioritize_handler_cpu: %.3f ms\n", nodes, hp);
+
+    /* Sustained: the serial scheduling cycle, binds handed to BINDERS threads. */
+    struct queue q = {.jobs = calloc((size_t)sustained * 2, sizeof(struct job)),
+                      .lat = calloc((size_t)sustained * 2, sizeof(double)),
+                      .retry = calloc((size_t)sustained, sizeof(struct job)),
+                      .port = tf_https_port(srv),
+                      .ca = tls.ca_pem};
+    pthread_mutex_init(&q.lock, NULL);
+    pthread_cond_init(&q.cond, NULL);
+    pthread_t th[BINDERS];
+    for (int i = 0; i < BINDERS; i++)
+        pthread_create(&th[i], NULL, binder, &q);
+    int unschedulable = 0, next = 0;
+    double s0 = now_s(), sc0 = cpu_s(false);
+    long long hs0 = handler_ns[0] + handler_ns[1] + handler_ns[2];
+    for (;;) {
+        struct job j;
+        pthread_mutex_lock(&q.lock);
+        while (next == sustained && !q.nretry && q.busy)
+            pthread_cond_wait(&q.cond, &q.lock);
+        bool retry = q.nretry > 0;
+        if (retry) {
+            j = q.retry[--q.nretry];
+            q.retried++;
+        }
+        pthread_mutex_unlock(&q.lock);
+        if (!retry) {
+            if (next == sustained)
+                break;
+            snprintf(j.pod, sizeof(j.pod), "s-%d", next++);
+        }
+        pod_text(pod, sizeof(pod), j.pod, "10Gi", NULL, NULL);
+        args_body(&body, pod, names.s, names.len);
+        size_t plen = 0;
+        const char *passed;
+        if (post(&c, "filter", body.s, body.len) || !(passed = passed_names(c.out, &plen)))
+            exit(1);
+        args_body(&pbody, pod, passed, plen);
+        if (post(&c, "prioritize", pbody.s, pbody.len))
+            exit(1);
+        if (best_host(c.out, j.node, sizeof(j.node))) {
+            unschedulable++;
+            continue;
+        }
+        pthread_mutex_lock(&q.lock);
+        q.jobs[q.tail++] = j;
+        q.busy++;
+        pthread_cond_broadcast(&q.cond);
+        pthread_mutex_unlock(&q.lock);
+    }
+    pthread_mutex_lock(&q.lock);
+    q.done = true;
+    pthread_cond_broadcast(&q.cond);
+    pthread_mutex_unlock(&q.lock);
+    for (int i = 0; i < BINDERS; i++)
+        pthread_join(th[i], NULL);
+    double wall = now_s() - s0, scpu = cpu_s(false) - sc0;
+    int bound = q.tail - q.retried;
+    printf("extender_%d_nodes_bind_p50: %.3f ms\n", nodes, pct(q.lat, q.tail, 0.5));
+    printf("extender_%d_nodes_bind_p99: %.3f ms\n", nodes, pct(q.lat, q.tail, 0.99));
+    printf("extender_%d_nodes_sustained_pods_per_sec: %.0f pods/s\n", nodes, bound / wall);
+    printf("extender_%d_nodes_sustained_cpu_per_pod: %.3f ms\n", nodes, scpu * 1e3 / bound);
+    printf("extender_%d_nodes_sustained_handler_cpu_per_pod: %.3f ms\n", nodes,
+           (double)(handler_ns[0] + handler_ns[1] + handler_ns[2] - hs0) / bound / 1e6);
+    printf("extender_%d_nodes_sustained_bound: %d of %d pods (%d unschedulable, %d binds lost a "
+           "race and were scheduled again)\n",
+           nodes, bound, sustained, unschedulable, q.retried);
+    printf("extender_%d_nodes_allocations_after: %d pods\n", nodes, tf_extender_allocations(x));
+    printf("extender_%d_nodes_rss: %.1f MiB\n", nodes, rss / 1024.0);
+    double heap = (double)(m1.uordblks + m1.hblkhd) - (double)(m0.uordblks + m0.hblkhd);
+    printf("extender_%d_nodes_state_heap: %.1f MiB\n", nodes, heap / 1048576.0);
+    printf("extender_%d_nodes_state_heap_per_gpu: %.0f bytes\n", nodes, heap / (nodes * 8.0));
+
+    conn_free(&c);
+    free(names.s);
+    free(body.s);
+    free(pbody.s);
+    free(fl);
+    free(pl);
+    free(fp);
+    free(q.jobs);
+    free(q.lat);
+    free(q.retry);
+    tf_https_destroy(srv);
     tf_extender_destroy(x);
+    tf_https_destroy(api);
+    tf_k8s_client_destroy(kc);
+    tf_tls_bundle_free(&tls);
+    json_object_put(st.bound);
 }
 
 int main(int argc, char **argv)
 {
-    int iters = argc > 1 ? atoi(argv[1]) : 200;
+    int iters = argc > 1 ? atoi(argv[1]) : 300;
+    int sustained = argc > 2 ? atoi(argv[2]) : 2000;
     tf_log_set_level(TF_LOG_WARN);
-    run(1000, iters);
-    run(5000, iters);
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    loadavg("before");
+    run(1000, 20000, iters, sustained);
+    run(5000, 100000, iters, sustained);
+    loadavg("after");
+    curl_global_cleanup();
     return 0;
 }

@@ -11,17 +11,24 @@
  *   - kind: WorkloadProfile is remembered for later pods that reference it;
  *   - kind: Delete with metadata {name, namespace} removes that pod (or a controller's
  *     replicas) and frees its GPUs.
- * Pods without TensorFusion enabled are skipped with a note on stderr.
+ * Pods without TensorFusion enabled are skipped with a note on stderr. A document that cannot
+ * be simulated (a pod the spec parser rejects, a missing name or profile, a pod arriving
+ * twice, a kind that is none of the above) is refused: its decision says why, the message
+ * also goes to stderr with the file and document number, and the rest of the stream is
+ * simulated.
  *
  * -o json prints {"decisions": [{"pod", "node", "gpus": [uuid...]} | {"pod", "node": null,
  * "reasons": [...]}], "gpus": [{"uuid", "node", "model", "capacityTflops", "availableTflops",
  * "capacityVramBytes", "availableVramBytes", "isolation", "workloads"}], "nodes": [...]}.
  * With --preempt, a high/critical pod that does not fit evicts the minimal set of low/medium
- * pods and its decision lists them under "preempted".
+ * pods and its decision lists them under "preempted". A refused document's decision is
+ * {"pod": "ns/name" (or "document N" without a name), "document": N, "node": null,
+ * "refused": message}.
  *
- * Exit codes: 0 simulated (unschedulable pods are results, not errors); 2 bad usage or
- * invalid input (message with the file and the offending path on stderr, nothing on stdout);
- * 1 runtime failure.
+ * Exit codes: 0 simulated (unschedulable pods are results, not errors); 3 simulated, but some
+ * documents were refused (each is a decision, and on stderr); 2 bad usage or an unusable file
+ * (cluster description errors, YAML syntax: message with the file and the offending path on
+ * stderr, nothing on stdout); 1 runtime failure.
  */
 #include "cli/cmds.h"
 #include "common/dynbuf.h"
@@ -34,6 +41,7 @@
 #include "core/spec.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +61,7 @@ struct sim {
     bool preempt;
     json_object *decisions; /* owned */
     char *reasons;          /* REASONS_CAP bytes */
+    size_t refused;         /* documents refused */
 };
 
 static void usage(FILE *f)
@@ -64,7 +73,9 @@ static void usage(FILE *f)
                "      --placement MODE   override every pool's placement: CompactFirst,\n"
                "                         LowLoadFirst or NodeCompactGPULowLoad\n"
                "      --preempt          let high/critical pods evict low/medium ones\n"
-               "  -o, --output FORMAT    table (default) or json\n");
+               "  -o, --output FORMAT    table (default) or json\n"
+               "exit status: 0 simulated, 3 simulated with documents refused (listed with\n"
+               "their reasons), 2 bad usage or an unusable file, 1 runtime failure\n");
 }
 
 /* Reads PATH ("-" = stdin) into B. 0 or TF_EIO / TF_ERANGE / TF_ENOMEM (message printed). */
@@ -134,6 +145,38 @@ static void add_unschedulable(struct sim *s, const char *key, const struct tf_re
     json_object_array_add(s->decisions, d);
 }
 
+/* Refuses document DOC (pod KEY, NULL when it has no name): a decision with the message, the
+ * message on stderr. Returns 0: the stream goes on. */
+__attribute__((format(printf, 4, 5))) static int refuse(struct sim *s, size_t doc, const char *key,
+                                                        const char *fmt, ...)
+{
+    char msg[1200], name[64];
+    int n = snprintf(msg, sizeof(msg), "document %zu: ", doc);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg + n, sizeof(msg) - (size_t)n, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "tfctl simulate: %s: %s\n", s->pods_path, msg);
+    snprintf(name, sizeof(name), "document %zu", doc);
+    json_object *d = new_decision(key ? key : name);
+    json_object_object_add(d, "document", json_object_new_int64((int64_t)doc));
+    json_object_object_add(d, "node", NULL);
+    json_object_object_add(d, "refused", json_object_new_string(msg));
+    json_object_array_add(s->decisions, d);
+    s->refused++;
+    return 0;
+}
+
+/* The "namespace/name" of a document's pod in KEY, or NULL when it has no name. */
+static const char *doc_key(json_object *doc, const char *ns, char *key, size_t len)
+{
+    const char *name = tf_json_str(doc, "metadata", "name", NULL);
+    if (!name || !*name)
+        return NULL;
+    snprintf(key, len, "%s/%s", ns, name);
+    return key;
+}
+
 /* Evicts PLAN's victims; returns their keys (a new JSON array). */
 static json_object *evict(struct sim *s, const struct tf_preempt_plan *plan)
 {
@@ -153,24 +196,18 @@ static json_object *evict(struct sim *s, const struct tf_preempt_plan *plan)
     return keys;
 }
 
-/* Places one pod. Returns 0, or 2 for an input error (message printed). */
+/* Places one pod (or refuses it). Returns 0, or 1 for a runtime failure. */
 static int place(struct sim *s, const struct tf_spec *spec, const char *ns, const char *name,
                  size_t doc)
 {
     struct tf_alloc_request req;
     struct tf_alloc_request_buf buf;
-    char err[1024];
-    if (tf_alloc_request_from_spec(spec, ns, name, &req, &buf, err, sizeof(err))) {
-        fprintf(stderr, "tfctl simulate: %s: document %zu: %s\n", s->pods_path, doc, err);
-        return 2;
-    }
-    char key[TF_KEY_MAX];
-    snprintf(key, sizeof(key), "%s/%s", req.ns, req.name);
-    if (tf_alloc_find(s->a, req.ns, req.name) != TF_NONE) {
-        fprintf(stderr, "tfctl simulate: %s: document %zu: pod %s arrives again without a Delete\n",
-                s->pods_path, doc, key);
-        return 2;
-    }
+    char err[1024], key[TF_KEY_MAX];
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    if (tf_alloc_request_from_spec(spec, ns, name, &req, &buf, err, sizeof(err)))
+        return refuse(s, doc, key, "%s", err);
+    if (tf_alloc_find(s->a, req.ns, req.name) != TF_NONE)
+        return refuse(s, doc, key, "pod %s arrives again without a Delete", key);
     struct tf_reasons rb;
     struct tf_alloc_result res;
     tf_reasons_init(&rb, s->reasons, REASONS_CAP);
@@ -191,8 +228,10 @@ static int place(struct sim *s, const struct tf_spec *spec, const char *ns, cons
             json_object_put(victims); /* not reached: the plan guarantees the room */
         }
     }
+    if (rc == TF_ENOMEM)
+        return 1;
     add_unschedulable(s, key, &rb, err);
-    return rc == TF_ENOMEM ? 1 : 0;
+    return 0;
 }
 
 /* ---------- pods stream ---------- */
@@ -218,11 +257,9 @@ static const struct tf_profile *find_profile(const struct sim *s, const char *ns
 static int add_profile(struct sim *s, json_object *doc, size_t i)
 {
     struct tf_profile p;
-    char err[512];
-    if (tf_profile_parse(doc, &p, err, sizeof(err))) {
-        fprintf(stderr, "tfctl simulate: %s: document %zu: %s\n", s->pods_path, i, err);
-        return 2;
-    }
+    char err[512], key[TF_KEY_MAX];
+    if (tf_profile_parse(doc, &p, err, sizeof(err)))
+        return refuse(s, i, doc_key(doc, doc_ns(doc), key, sizeof(key)), "%s", err);
     struct tf_profile *np = realloc(s->profiles, (s->nprofiles + 1) * sizeof(*np));
     if (!np) {
         tf_profile_free(&p);
@@ -237,12 +274,8 @@ static int delete_pod(struct sim *s, json_object *doc, size_t i)
 {
     const char *name = tf_json_str(doc, "metadata", "name", NULL);
     const char *ns = tf_json_str(doc, "metadata", "namespace", NULL);
-    if (!name || !*name) {
-        fprintf(stderr,
-                "tfctl simulate: %s: document %zu: metadata.name: required for kind Delete\n",
-                s->pods_path, i);
-        return 2;
-    }
+    if (!name || !*name)
+        return refuse(s, i, NULL, "metadata.name: required for kind Delete");
     if (!ns || !*ns)
         ns = "default";
     if (tf_alloc_release(s->a, ns, name) == 0)
@@ -303,39 +336,33 @@ static int arrive(struct sim *s, json_object *doc, size_t i)
     const char *pname =
         t ? tf_json_str(t, "metadata", "annotations", TF_ANN_WORKLOAD_PROFILE, NULL) : NULL;
     const struct tf_profile *prof = NULL;
-    if (pname && !(prof = find_profile(s, ns, pname))) {
-        fprintf(stderr,
-                "tfctl simulate: %s: document %zu: %s: WorkloadProfile %s/%s not found (put it "
-                "in the pods file before the pods that use it)\n",
-                s->pods_path, i, TF_ANN_WORKLOAD_PROFILE, ns, pname);
-        return 2;
-    }
+    char key[TF_KEY_MAX];
+    const char *dkey = doc_key(doc, ns, key, sizeof(key));
+    if (pname && !(prof = find_profile(s, ns, pname)))
+        return refuse(s, i, dkey,
+                      "%s: WorkloadProfile %s/%s not found (put it in the pods file before the "
+                      "pods that use it)",
+                      TF_ANN_WORKLOAD_PROFILE, ns, pname);
     struct tf_pool_defaults d;
     pool_defaults(s, doc, ns, &d);
     struct tf_spec spec;
     char err[1024];
     int rc = tf_spec_parse_object(doc, prof, &d, &spec, err, sizeof(err));
-    if (rc) {
-        fprintf(stderr, "tfctl simulate: %s: document %zu: %s\n", s->pods_path, i, err);
-        return rc == TF_ENOMEM ? 1 : 2;
-    }
+    if (rc)
+        return rc == TF_ENOMEM ? 1 : refuse(s, i, dkey, "%s", err);
     for (size_t w = 0; w < spec.nwarnings; w++)
         fprintf(stderr, "tfctl simulate: warning: document %zu: %s\n", i, spec.warnings[w]);
     const char *name = spec.name;
     if (!name || !*name) {
-        fprintf(stderr, "tfctl simulate: %s: document %zu: metadata.name: required\n", s->pods_path,
-                i);
         tf_spec_free(&spec);
-        return 2;
+        return refuse(s, i, NULL, "metadata.name: required");
     }
     int out = 0;
     bool controller = spec.kind && strcmp(spec.kind, "Pod") != 0;
     int32_t n = controller ? (spec.has_replicas ? spec.replicas : 1) : 1;
     if (n < 0 || n > MAX_REPLICAS) {
-        fprintf(stderr, "tfctl simulate: %s: document %zu: spec.replicas %d out of range 0..%d\n",
-                s->pods_path, i, n, MAX_REPLICAS);
         tf_spec_free(&spec);
-        return 2;
+        return refuse(s, i, dkey, "spec.replicas %d out of range 0..%d", n, MAX_REPLICAS);
     }
     if (!spec.enabled) {
         fprintf(stderr,
@@ -372,11 +399,10 @@ static int run_stream(struct sim *s, json_object *docs)
         else if (tf_spec_kind_supported(doc))
             rc = arrive(s, doc, i);
         else {
-            fprintf(stderr,
-                    "tfctl simulate: %s: document %zu: kind: %s%s%s is not a pod, a workload, a "
-                    "WorkloadProfile or Delete\n",
-                    s->pods_path, i, kind ? "\"" : "", kind ? kind : "(missing)", kind ? "\"" : "");
-            rc = 2;
+            char key[TF_KEY_MAX];
+            rc = refuse(s, i, doc_key(doc, doc_ns(doc), key, sizeof(key)),
+                        "kind: %s%s%s is not a pod, a workload, a WorkloadProfile or Delete",
+                        kind ? "\"" : "", kind ? kind : "(missing)", kind ? "\"" : "");
         }
         if (rc)
             return rc;
@@ -488,7 +514,10 @@ static void print_table(struct sim *s)
         const char *pod = tf_json_str(d, "pod", NULL);
         const char *node = tf_json_str(d, "node", NULL);
         json_object *list = tf_json_path(d, node ? "gpus" : "reasons", NULL);
-        if (node) {
+        const char *refused = tf_json_str(d, "refused", NULL);
+        if (refused) {
+            printf("%-36s %-16s refused\n    %s\n", pod, "-", refused);
+        } else if (node) {
             placed++;
             printf("%-36s %-16s", pod, node);
             for (size_t k = 0; k < json_object_array_length(list); k++)
@@ -505,7 +534,11 @@ static void print_table(struct sim *s)
                 printf("    %s\n", json_object_get_string(json_object_array_get_idx(list, k)));
         }
     }
-    printf("\n%zu of %zu pods placed, %u holding GPUs now\n\n", placed, nd, tf_alloc_count(s->a));
+    printf("\n%zu of %zu pods placed, %u holding GPUs now", placed, nd - s->refused,
+           tf_alloc_count(s->a));
+    if (s->refused)
+        printf("; %zu document%s refused", s->refused, s->refused == 1 ? "" : "s");
+    printf("\n\n");
     printf("%-24s %-16s %-10s %-18s %-16s %-11s %s\n", "GPU", "NODE", "MODEL", "TFLOPS", "VRAM",
            "ISOLATION", "WORKLOADS");
     for (uint32_t gi = 0; gi < s->c->ngpus; gi++) {
@@ -640,7 +673,7 @@ int tf_cmd_simulate(int argc, char **argv)
         print_json(&s);
     else
         print_table(&s);
-    ret = 0;
+    ret = s.refused ? 3 : 0;
 out:
     for (size_t i = 0; i < s.nprofiles; i++)
         tf_profile_free(&s.profiles[i]);

@@ -53,6 +53,13 @@ static int grow(struct tf_dynbuf *b, size_t need)
     return 0;
 }
 
+int tf_dynbuf_reserve(struct tf_dynbuf *b, size_t n)
+{
+    if (n > b->max || b->len > b->max - n)
+        return TF_ERANGE;
+    return grow(b, b->len + n + 1);
+}
+
 int tf_dynbuf_add(struct tf_dynbuf *b, const void *p, size_t n)
 {
     if (n > b->max || b->len > b->max - n)
@@ -104,12 +111,27 @@ int tf_dynbuf_addf(struct tf_dynbuf *b, const char *fmt, ...)
     return 0;
 }
 
+/* Whether any of the 8 bytes of W is below 0x20, a '"' or a '\\' (SWAR: the classic
+ * has-zero-byte test on W ^ pattern, and has-less-than for the control characters). */
+static int word_needs_escape(uint64_t w)
+{
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
+    uint64_t hit = ((q - ones) & ~q) | ((bs - ones) & ~bs) | ((w - ones * 0x20) & ~w);
+    return (hit & highs) != 0;
+}
+
 int tf_dynbuf_add_json_str(struct tf_dynbuf *b, const char *s, size_t n)
 {
     static const char hex[] = "0123456789abcdef";
     int rc = tf_dynbuf_addc(b, '"');
     size_t run = 0; /* start of the bytes not yet copied */
     for (size_t i = 0; i < n && !rc; i++) {
+        uint64_t w;
+        while (i + 8 <= n && (memcpy(&w, s + i, 8), !word_needs_escape(w)))
+            i += 8; /* eight plain bytes at once */
+        if (i >= n)
+            break;
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\')
             continue;

@@ -24,6 +24,8 @@ void tf_dynbuf_init(struct tf_dynbuf *b, size_t max);
 void tf_dynbuf_free(struct tf_dynbuf *b);
 /* Empties the buffer, keeping its storage. */
 void tf_dynbuf_reset(struct tf_dynbuf *b);
+/* Makes room for N more bytes (appends up to them do not allocate); TF_ERANGE, TF_ENOMEM. */
+int tf_dynbuf_reserve(struct tf_dynbuf *b, size_t n);
 /* Appends N bytes; TF_ERANGE when len would exceed max (nothing appended), TF_ENOMEM. */
 int tf_dynbuf_add(struct tf_dynbuf *b, const void *p, size_t n);
 int tf_dynbuf_addc(struct tf_dynbuf *b, char c);

@@ -520,6 +520,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     }
     struct tf_informer_handlers ph = tf_extender_pod_handlers(x.ext);
     struct tf_informer_handlers ih = tf_extender_inventory_handlers(x.ext);
+    struct tf_informer_handlers gh = tf_extender_gpu_handlers(x.ext);
     struct tf_informer_handlers poolh = {pool_add, pool_update, pool_delete, &x};
     x.ext_inventory = ih;
     x.pods = informer_h(&x, &tf_k8s_pods, &ph);
@@ -531,7 +532,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     x.priorities = informer(&x, &tf_k8s_priorityclasses);
     x.replicasets = informer(&x, &tf_k8s_replicasets);
     x.clusters = informer(&x, &tf_k8s_tfclusters);
-    x.gpus = informer_h(&x, &tf_k8s_gpus, &ih);
+    x.gpus = informer_h(&x, &tf_k8s_gpus, &gh);
     x.templates = informer_h(&x, &tf_k8s_schedulingconfigtemplates, &ih);
     x.gpunodes = informer(&x, &tf_k8s_gpunodes);
     x.workloads = informer(&x, &tf_k8s_tfworkloads);

@@ -1,49 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * kube-scheduler extender over the core allocator (see extender.h).
+ * kube-scheduler extender over the core allocator (see extender.h): lifecycle, state locking,
+ * informer handlers, the autoscaler's calls and the verb dispatch (extender_int.h lists the
+ * other files).
  */
-#include "controller/extender.h"
+#include "controller/extender_int.h"
 
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
 #include "common/yamljson.h"
-#include "controller/extender_codec.h"
-#include "controller/podreq.h"
-#include "core/alloc.h"
-#include "core/preempt.h"
-#include "core/quantity.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#define ANN_GPU_IDS "tensor-fusion.ai/gpu-ids"
-#define ANN_CONTAINER_GPUS "tensor-fusion.ai/container-gpus"
-#define LABEL_GPUPOOL "tensor-fusion.ai/gpupool"
-
-struct tf_extender {
-    struct tf_k8s_client *c;
-    struct tf_extender_sources src;
-    char *default_pool;
-    enum tf_iso_policy policy;
-    pthread_rwlock_t lock; /* guards cluster, alloc, quotas */
-    struct tf_cluster *cluster;
-    struct tf_alloc *alloc;
-    struct tf_quota_set *quotas;
-    atomic_bool dirty;
-    pthread_mutex_t inflight_lock; /* guards inflight */
-    json_object *inflight;   /* "ns/name" -> {"node": n, "uuids": [..]}: reserved, not yet seen
-                                with gpu-ids in the pod cache */
-    json_object *preempting; /* "ns/name" -> {"at": s, "node": n, "msg": m}: evictions started
-                                for that pod (guarded by inflight_lock) */
-};
-
-/* Seconds a started preemption is left to take effect before the same pod may plan again. */
-#define PREEMPT_HOLD_S 30
 
 struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default_pool,
                                     const char *policy)
@@ -58,10 +29,14 @@ struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default
         tf_log(TF_LOG_WARN, "extender", "unknown isolationModePolicy %s, using dynamic", policy);
     pthread_rwlock_init(&x->lock, NULL);
     pthread_mutex_init(&x->inflight_lock, NULL);
+    pthread_mutex_init(&x->index_lock, NULL);
+    pthread_mutex_init(&x->scratch_lock, NULL);
     x->inflight = json_object_new_object();
     x->preempting = json_object_new_object();
+    x->ledger = tf__ledger_new();
+    x->gpus = tf__gpus_new();
     atomic_init(&x->dirty, true);
-    if (!x->default_pool || !x->inflight || !x->preempting) {
+    if (!x->default_pool || !x->inflight || !x->preempting || !x->ledger || !x->gpus) {
         tf_extender_destroy(x);
         return NULL;
     }
@@ -78,13 +53,22 @@ void tf_extender_destroy(struct tf_extender *x)
 {
     if (!x)
         return;
+    tf_alloc_index_destroy(x->index);
     tf_alloc_destroy(x->alloc);
     tf_cluster_destroy(x->cluster);
     tf_quota_set_destroy(x->quotas);
     json_object_put(x->inflight);
     json_object_put(x->preempting);
+    tf__ledger_destroy(x->ledger);
+    tf__gpus_destroy(x->gpus);
+    for (int i = 0; i < 3; i++)
+        json_object_put(x->loaded[i]);
     pthread_rwlock_destroy(&x->lock);
     pthread_mutex_destroy(&x->inflight_lock);
+    pthread_mutex_destroy(&x->index_lock);
+    pthread_mutex_destroy(&x->scratch_lock);
+    for (int i = 0; i < 4; i++)
+        free(x->scratch[i].p);
     free(x->default_pool);
     free(x);
 }
@@ -94,15 +78,51 @@ void tf_extender_invalidate(struct tf_extender *x)
     atomic_store(&x->dirty, true);
 }
 
+void *tf__ext_scratch_get(struct tf_extender *x, size_t size, size_t *got)
+{
+    void *p = NULL;
+    pthread_mutex_lock(&x->scratch_lock);
+    for (int i = 0; i < 4 && !p; i++)
+        if (x->scratch[i].p && x->scratch[i].size >= size) {
+            p = x->scratch[i].p;
+            *got = x->scratch[i].size;
+            x->scratch[i].p = NULL;
+        }
+    pthread_mutex_unlock(&x->scratch_lock);
+    if (!p && (p = malloc(size)))
+        *got = size;
+    return p;
+}
+
+void tf__ext_scratch_put(struct tf_extender *x, void *p, size_t size)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&x->scratch_lock);
+    int slot = 0; /* an empty slot, else the one keeping the smallest buffer */
+    for (int i = 0; i < 4; i++) {
+        if (!x->scratch[i].p) {
+            slot = i;
+            break;
+        }
+        if (x->scratch[i].size < x->scratch[slot].size)
+            slot = i;
+    }
+    if (x->scratch[slot].p && x->scratch[slot].size >= size) {
+        pthread_mutex_unlock(&x->scratch_lock);
+        free(p);
+        return;
+    }
+    void *old = x->scratch[slot].p;
+    x->scratch[slot].p = p;
+    x->scratch[slot].size = size;
+    pthread_mutex_unlock(&x->scratch_lock);
+    free(old);
+}
+
 /* ---- request mapping ---------------------------------------------------------------------- */
 
-struct req_buf {
-    struct tf_podreq pr;
-    struct tf_alloc_request req;
-    struct tf_alloc_container containers[TF_PODREQ_MAX_CONTAINERS];
-};
-
-static void to_alloc(struct req_buf *b)
+void tf__ext_to_alloc(struct req_buf *b)
 {
     struct tf_podreq *p = &b->pr;
     struct tf_alloc_request *r = &b->req;
@@ -137,315 +157,130 @@ static void to_alloc(struct req_buf *b)
     r->ncontainers = (uint16_t)p->ncontainers;
 }
 
-/* ---- state rebuild ------------------------------------------------------------------------ */
-
-static int copy_into(json_object *o, void *arg)
-{
-    json_object *cp = NULL;
-    if (json_object_deep_copy(o, &cp, NULL) == 0)
-        json_object_array_add(arg, cp);
-    return 0;
-}
-
-static json_object *snapshot(struct tf_informer *inf)
-{
-    json_object *arr = json_object_new_array();
-    if (inf)
-        tf_informer_foreach(inf, copy_into, arr);
-    return arr;
-}
-
-static int64_t q_milli(const char *s)
-{
-    int64_t v = 0;
-    return s && tf_quantity_milli(s, &v, "", NULL, 0) == 0 ? v : 0;
-}
-
-static int64_t q_bytes(const char *s)
-{
-    int64_t v = 0;
-    return s && tf_quantity_bytes(s, &v, "", NULL, 0) == 0 ? v : 0;
-}
-
-static void pool_config(json_object *pool, json_object *templates, const char *default_pool,
-                        struct tf_pool_config *cfg)
-{
-    tf_pool_config_init(cfg);
-    const char *name = tf_json_str(pool, "metadata", "name", NULL);
-    cfg->is_default = name && strcmp(name, default_pool) == 0;
-    json_object *ov = tf_json_path(pool, "spec", "capacityConfig", "oversubscription", NULL);
-    json_object *v = tf_json_path(ov, "tflopsOversellRatio", NULL);
-    if (v && json_object_get_int(v) >= 100)
-        cfg->tflops_oversell_pct = json_object_get_int(v);
-    v = tf_json_path(ov, "vramExpandToHostMem", NULL);
-    if (v && json_object_get_int(v) >= 0 && json_object_get_int(v) <= 100)
-        cfg->vram_expand_host_mem_pct = json_object_get_int(v);
-    const char *iso = tf_json_str(pool, "spec", "nodeManagerConfig", "defaultIsolationMode", NULL);
-    enum tf_isolation m;
-    if (iso && tf_isolation_parse(iso, &m) == 0 && m != TF_ISOLATION_UNSET)
-        cfg->default_isolation = m;
-    const char *qos = tf_json_str(pool, "spec", "qosConfig", "defaultQoS", NULL);
-    enum tf_qos q;
-    if (qos && tf_qos_parse(qos, &q) == 0)
-        cfg->default_qos = q;
-    const char *tpl = tf_json_str(pool, "spec", "schedulingConfigTemplate", NULL);
-    for (size_t i = 0; tpl && i < json_object_array_length(templates); i++) {
-        json_object *t = json_object_array_get_idx(templates, i);
-        const char *tn = tf_json_str(t, "metadata", "name", NULL);
-        const char *mode = tf_json_str(t, "spec", "placement", "mode", NULL);
-        enum tf_placement_mode pm;
-        if (tn && strcmp(tn, tpl) == 0 && mode && tf_placement_parse(mode, &pm) == 0)
-            cfg->placement = pm;
-    }
-}
-
-static void quota_res(json_object *o, struct tf_quota_res *r)
-{
-    const char *t = tf_json_str(o, "tflops", NULL), *v = tf_json_str(o, "vram", NULL);
-    if (t)
-        r->tflops = q_milli(t);
-    if (v)
-        r->vram = q_bytes(v);
-}
-
-static struct tf_quota_set *build_quotas(json_object *quotas)
-{
-    struct tf_quota_set *qs = tf_quota_set_new();
-    for (size_t i = 0; qs && i < json_object_array_length(quotas); i++) {
-        json_object *q = json_object_array_get_idx(quotas, i);
-        struct tf_quota_spec spec;
-        tf_quota_spec_init(&spec);
-        quota_res(tf_json_path(q, "spec", "total", "requests", NULL), &spec.total_requests);
-        quota_res(tf_json_path(q, "spec", "total", "limits", NULL), &spec.total_limits);
-        json_object *mw = tf_json_path(q, "spec", "total", "maxWorkers", NULL);
-        if (mw)
-            spec.max_workers = json_object_get_int(mw);
-        quota_res(tf_json_path(q, "spec", "single", "maxRequests", NULL), &spec.max_requests);
-        quota_res(tf_json_path(q, "spec", "single", "maxLimits", NULL), &spec.max_limits);
-        char err[256];
-        const char *ns = tf_json_str(q, "metadata", "namespace", NULL);
-        if (ns && tf_quota_put(qs, ns, &spec, err, sizeof(err)))
-            tf_log(TF_LOG_WARN, "extender", "quota %s ignored: %s", ns, err);
-    }
-    return qs;
-}
-
-static bool pod_live(json_object *pod)
-{
-    const char *phase = tf_json_str(pod, "status", "phase", NULL);
-    return !tf_json_path(pod, "metadata", "deletionTimestamp", NULL) &&
-           !(phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0));
-}
-
-/* Splits "a,b" into UUIDS (pointers into BUF). */
-static size_t split_ids(const char *ids, char *buf, size_t len, const char **uuids, size_t cap)
-{
-    tf_strlcpy(buf, ids, len);
-    size_t n = 0;
-    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t && n < cap;
-         t = strtok_r(NULL, ",", &save)) {
-        while (*t == ' ')
-            t++;
-        if (*t)
-            uuids[n++] = t;
-    }
-    return n;
-}
-
-static void restore_one(struct tf_alloc *a, json_object *pod, const char *node, const char *ids)
-{
-    struct req_buf b;
-    char err[512], buf[4096];
-    const char *uuids[TF_NODE_MAX_GPUS];
-    if (tf_podreq_from_pod(pod, &b.pr, err, sizeof(err)) || !b.pr.managed || b.pr.remote_client)
-        return;
-    to_alloc(&b);
-    size_t n = split_ids(ids, buf, sizeof(buf), uuids, TF_NODE_MAX_GPUS);
-    int rc = tf_alloc_restore(a, &b.req, node, uuids, n, err, sizeof(err));
-    if (rc && rc != TF_EEXIST)
-        tf_log(TF_LOG_WARN, "extender", "cannot restore allocation pod=%s/%s err=%s", b.pr.ns,
-               b.pr.name, err);
-}
-
-/* The cluster (pools, nodes, GPUs; no allocations) of the arrays (borrowed). NULL on ENOMEM. */
-static struct tf_cluster *build_cluster(const struct tf_extender *x, json_object *gpus,
-                                        json_object *pools, json_object *templates)
-{
-    struct tf_cluster *c = tf_cluster_new(x->policy);
-    char err[512];
-    if (!c)
-        return NULL;
-    for (size_t i = 0; i < json_object_array_length(pools); i++) {
-        json_object *p = json_object_array_get_idx(pools, i);
-        struct tf_pool_config cfg;
-        pool_config(p, templates, x->default_pool, &cfg);
-        uint32_t id;
-        if (tf_cluster_add_pool(c, tf_json_str(p, "metadata", "name", NULL), &cfg, &id, err,
-                                sizeof(err)))
-            tf_log(TF_LOG_WARN, "extender", "pool ignored: %s", err);
-    }
-    if (tf_cluster_pool_find(c, x->default_pool) == TF_NONE) {
-        struct tf_pool_config cfg;
-        tf_pool_config_init(&cfg);
-        cfg.is_default = true;
-        uint32_t id;
-        tf_cluster_add_pool(c, x->default_pool, &cfg, &id, err, sizeof(err));
-    }
-    /* Group GPUs by node: node name -> array of GPU objects. */
-    json_object *by_node = json_object_new_object();
-    for (size_t i = 0; i < json_object_array_length(gpus); i++) {
-        json_object *g = json_object_array_get_idx(gpus, i);
-        const char *node = tf_json_str(g, "status", "nodeSelector", "kubernetes.io/hostname", NULL);
-        if (!node)
-            continue;
-        json_object *arr = NULL;
-        if (!json_object_object_get_ex(by_node, node, &arr)) {
-            arr = json_object_new_array();
-            json_object_object_add(by_node, node, arr);
-        }
-        json_object_array_add(arr, json_object_get(g));
-    }
-    json_object_object_foreach(by_node, node, arr)
-    {
-        struct tf_gpu_spec specs[TF_NODE_MAX_GPUS];
-        uint16_t n = 0;
-        const char *pool_name = NULL;
-        for (size_t i = 0; i < json_object_array_length(arr) && n < TF_NODE_MAX_GPUS; i++) {
-            json_object *g = json_object_array_get_idx(arr, i);
-            const char *model = tf_json_str(g, "status", "gpuModel", NULL);
-            int64_t vram = q_bytes(tf_json_str(g, "status", "capacity", "vram", NULL));
-            const struct tf_gpu_model *m = model ? tf_gpu_model_find(model) : NULL;
-            if (!m && model)
-                m = tf_gpu_model_from_nvml(model, vram);
-            if (!m) {
-                tf_log(TF_LOG_WARN, "extender", "GPU %s: unknown model %s, not schedulable",
-                       tf_json_str(g, "metadata", "name", NULL), model ? model : "(none)");
-                continue;
-            }
-            struct tf_gpu_spec *s = &specs[n];
-            memset(s, 0, sizeof(*s));
-            s->uuid = tf_json_str(g, "status", "uuid", NULL);
-            if (!s->uuid)
-                s->uuid = tf_json_str(g, "metadata", "name", NULL);
-            s->model = m;
-            json_object *idx = tf_json_path(g, "status", "index", NULL);
-            s->index = idx ? json_object_get_int(idx) : (int32_t)n;
-            json_object *numa = tf_json_path(g, "status", "numaNode", NULL);
-            s->numa = numa ? (int16_t)json_object_get_int(numa) : -1;
-            const char *phase = tf_json_str(g, "status", "phase", NULL);
-            enum tf_gpu_phase ph = TF_GPU_RUNNING;
-            if (phase && tf_gpu_phase_parse(phase, &ph))
-                ph = TF_GPU_UNKNOWN;
-            s->phase = ph;
-            s->tflops_milli = q_milli(tf_json_str(g, "status", "capacity", "tflops", NULL));
-            s->vram_bytes = vram;
-            if (!pool_name)
-                pool_name = tf_json_str(g, "metadata", "labels", LABEL_GPUPOOL, NULL);
-            n++;
-        }
-        if (!n)
-            continue;
-        uint32_t pool = tf_cluster_pool_find(c, pool_name ? pool_name : x->default_pool);
-        if (pool == TF_NONE)
-            pool = tf_cluster_default_pool(c);
-        struct tf_node_spec ns = {.name = node, .gpus = specs, .ngpus = n};
-        uint32_t id;
-        if (tf_cluster_add_node(c, pool, &ns, &id, err, sizeof(err)))
-            tf_log(TF_LOG_WARN, "extender", "node %s ignored: %s", node, err);
-    }
-    json_object_put(by_node);
-    return c;
-}
-
-int tf_extender_build_cluster(const struct tf_extender *x, json_object *gpus, json_object *pools,
-                              json_object *templates, struct tf_cluster **out)
-{
-    *out = build_cluster(x, gpus, pools, templates);
-    return *out ? 0 : TF_ENOMEM;
-}
-
-/* Builds a fresh cluster + allocator from the arrays (borrowed); caller holds the write
- * lock. Returns 0 or TF_ENOMEM. */
-static int load(struct tf_extender *x, json_object *gpus, json_object *pools,
-                json_object *templates, json_object *quotas, json_object *pods)
-{
-    int rc = TF_ENOMEM;
-    struct tf_cluster *c = build_cluster(x, gpus, pools, templates);
-    struct tf_quota_set *qs = build_quotas(quotas);
-    struct tf_alloc *a = c && qs ? tf_alloc_new(c, qs) : NULL;
-    if (!a)
-        goto fail;
-    /* Restore: recorded allocations first, then binds whose annotations the cache lags. */
-    for (size_t i = 0; i < json_object_array_length(pods); i++) {
-        json_object *pod = json_object_array_get_idx(pods, i);
-        const char *ids = tf_json_str(pod, "metadata", "annotations", ANN_GPU_IDS, NULL);
-        const char *pnode = tf_json_str(pod, "spec", "nodeName", NULL);
-        if (ids && pnode && pod_live(pod))
-            restore_one(a, pod, pnode, ids);
-    }
-    pthread_mutex_lock(&x->inflight_lock);
-    json_object_object_foreach(x->inflight, key, v)
-    {
-        const char *slash = strchr(key, '/');
-        if (!slash)
-            continue;
-        char ns[64];
-        snprintf(ns, sizeof(ns), "%.*s", (int)(slash - key), key);
-        if (tf_alloc_find(a, ns, slash + 1) != TF_NONE)
-            continue;
-        json_object *pod = tf_json_path(v, "pod", NULL);
-        restore_one(a, pod, tf_json_str(v, "node", NULL), tf_json_str(v, "ids", NULL));
-    }
-    pthread_mutex_unlock(&x->inflight_lock);
-    tf_alloc_destroy(x->alloc);
-    tf_cluster_destroy(x->cluster);
-    tf_quota_set_destroy(x->quotas);
-    x->alloc = a;
-    x->cluster = c;
-    x->quotas = qs;
-    tf_log(TF_LOG_INFO, "extender", "state rebuilt nodes=%u gpus=%u allocations=%u", c->nnodes,
-           c->ngpus, tf_alloc_count(a));
-    c = NULL;
-    qs = NULL;
-    rc = 0;
-fail:
-    tf_cluster_destroy(c);
-    tf_quota_set_destroy(qs);
-    return rc;
-}
-
-static void rebuild(struct tf_extender *x)
-{
-    json_object *gpus = snapshot(x->src.gpus), *pools = snapshot(x->src.pools),
-                *templates = snapshot(x->src.templates), *quotas = snapshot(x->src.quotas),
-                *pods = snapshot(x->src.pods);
-    if (load(x, gpus, pools, templates, quotas, pods))
-        tf_log(TF_LOG_ERROR, "extender", "state rebuild failed: out of memory");
-    json_object_put(gpus);
-    json_object_put(pools);
-    json_object_put(templates);
-    json_object_put(quotas);
-    json_object_put(pods);
-}
+/* ---- state ---------------------------------------------------------------------------------- */
 
 int tf_extender_load(struct tf_extender *x, json_object *gpus, json_object *pools,
                      json_object *templates, json_object *quotas, json_object *pods)
 {
     pthread_rwlock_wrlock(&x->lock);
     atomic_store(&x->dirty, false);
-    int rc = load(x, gpus, pools, templates, quotas, pods);
+    int rc = tf__ext_load(x, gpus, pools, templates, quotas, pods);
     pthread_rwlock_unlock(&x->lock);
     return rc;
 }
 
+int tf_extender_rebuild(struct tf_extender *x)
+{
+    pthread_rwlock_wrlock(&x->lock);
+    atomic_store(&x->dirty, false);
+    int rc = tf__ext_rebuild(x);
+    pthread_rwlock_unlock(&x->lock);
+    return rc;
+}
+
+double tf__ext_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Seconds a bind may stay unconfirmed by the pod cache before the API is asked about it. */
+#define CONFIRM_S 2.0
+
+struct unconfirmed {
+    char key[TF_KEY_MAX], node[256], ids[TF_NODE_MAX_GPUS * 130];
+    double at;
+};
+
+/* Binds the pod cache has not confirmed: a pod created, bound and deleted while the pod watch
+ * was down never reaches the cache, so no delete would ever release its GPUs. Completed binds
+ * unconfirmed for CONFIRM_S, or all completed ones once the pod informer relisted, are checked
+ * against the API; a pod gone, finished or no longer bound to those GPUs gives them back (a
+ * bind still in progress is never checked: its pod has no gpu-ids or node yet). At most once
+ * a second; call without locks (it takes them, and asks the API without them). */
+static void sweep_unconfirmed(struct tf_extender *x)
+{
+    double now = tf__ext_now();
+    uint64_t relists = x->src.pods ? tf_informer_relists(x->src.pods) : 0;
+    pthread_mutex_lock(&x->inflight_lock);
+    bool relisted = relists != x->sweep_relists;
+    if (x->sweeping || (!relisted && now < x->sweep_next) ||
+        json_object_object_length(x->inflight) == 0) {
+        if (!x->sweeping)
+            x->sweep_relists = relists;
+        pthread_mutex_unlock(&x->inflight_lock);
+        return;
+    }
+    x->sweeping = true;
+    x->sweep_relists = relists;
+    x->sweep_next = now + 1.0;
+    size_t n = 0, cap = (size_t)json_object_object_length(x->inflight);
+    struct unconfirmed *u = calloc(cap, sizeof(*u));
+    json_object_object_foreach(x->inflight, key, e)
+    {
+        /* Only binds that completed: one in progress has no gpu-ids or node on the pod yet. */
+        double at = json_object_get_double(tf_json_path(e, "at", NULL));
+        if (!u || n == cap || !json_object_get_boolean(tf_json_path(e, "done", NULL)) ||
+            (!relisted && now - at < CONFIRM_S))
+            continue;
+        tf_strlcpy(u[n].key, key, sizeof(u[n].key));
+        tf_strlcpy(u[n].node, tf_json_str(e, "node", NULL), sizeof(u[n].node));
+        tf_strlcpy(u[n].ids, tf_json_str(e, "ids", NULL), sizeof(u[n].ids));
+        u[n++].at = at;
+    }
+    pthread_mutex_unlock(&x->inflight_lock);
+    for (size_t i = 0; i < n; i++) {
+        char *slash = strchr(u[i].key, '/'), err[256];
+        if (!slash)
+            continue;
+        *slash = '\0';
+        const char *ns = u[i].key, *name = slash + 1;
+        json_object *pod = NULL;
+        int rc = tf_k8s_get(x->c, &tf_k8s_pods, ns, name, &pod, err, sizeof(err));
+        const char *node = pod ? tf_json_str(pod, "spec", "nodeName", NULL) : NULL;
+        const char *ids =
+            pod ? tf_json_str(pod, "metadata", "annotations", ANN_GPU_IDS, NULL) : NULL;
+        /* Bound as reserved: keep. */
+        bool keep = rc == 0 && tf__ext_pod_live(pod) && ids && !strcmp(ids, u[i].ids) && node &&
+                    !strcmp(node, u[i].node);
+        json_object_put(pod);
+        if (keep || (rc && rc != TF_ENOENT))
+            continue;
+        *slash = '/';
+        pthread_rwlock_wrlock(&x->lock);
+        pthread_mutex_lock(&x->inflight_lock);
+        json_object *cur = NULL;
+        /* Unless a newer bind of the same name replaced the entry meanwhile. */
+        if (json_object_object_get_ex(x->inflight, u[i].key, &cur) &&
+            json_object_get_double(tf_json_path(cur, "at", NULL)) == u[i].at) {
+            json_object_object_del(x->inflight, u[i].key);
+            *slash = '\0';
+            if (x->alloc && tf_alloc_release(x->alloc, ns, name) == 0)
+                tf_log(TF_LOG_INFO, "extender",
+                       "released GPUs of pod=%s/%s: bound, then gone before the pod cache saw it",
+                       ns, name);
+            if (rc == 0) /* bound elsewhere since: the ledger has it, a rebuild restores it */
+                atomic_store(&x->dirty, true);
+        }
+        pthread_mutex_unlock(&x->inflight_lock);
+        pthread_rwlock_unlock(&x->lock);
+    }
+    free(u);
+    pthread_mutex_lock(&x->inflight_lock);
+    x->sweeping = false;
+    pthread_mutex_unlock(&x->inflight_lock);
+}
+
 /* Takes the read lock with a current state (rebuilding under the write lock first if
  * needed). Returns false when there is no state at all. */
-static bool read_state(struct tf_extender *x)
+bool tf__ext_read_state(struct tf_extender *x)
 {
+    sweep_unconfirmed(x);
     if (atomic_load(&x->dirty)) {
         pthread_rwlock_wrlock(&x->lock);
         if (atomic_exchange(&x->dirty, false))
-            rebuild(x);
+            tf__ext_rebuild(x);
         pthread_rwlock_unlock(&x->lock);
     }
     pthread_rwlock_rdlock(&x->lock);
@@ -456,11 +291,12 @@ static bool read_state(struct tf_extender *x)
     return true;
 }
 
-static bool write_state(struct tf_extender *x)
+bool tf__ext_write_state(struct tf_extender *x)
 {
+    sweep_unconfirmed(x);
     pthread_rwlock_wrlock(&x->lock);
     if (atomic_exchange(&x->dirty, false))
-        rebuild(x);
+        tf__ext_rebuild(x);
     if (!x->alloc) {
         pthread_rwlock_unlock(&x->lock);
         return false;
@@ -470,17 +306,45 @@ static bool write_state(struct tf_extender *x)
 
 int tf_extender_allocations(struct tf_extender *x)
 {
-    if (!read_state(x))
+    if (!tf__ext_read_state(x))
         return 0;
     int n = (int)tf_alloc_count(x->alloc);
     pthread_rwlock_unlock(&x->lock);
     return n;
 }
 
+int tf_extender_gpu_usage(struct tf_extender *x, const char *uuid, int64_t *tflops, int64_t *vram,
+                          uint32_t *pods)
+{
+    if (!tf__ext_read_state(x))
+        return TF_ESTATE;
+    uint32_t gi = tf_cluster_gpu_find(x->cluster, uuid, strlen(uuid));
+    int rc = gi == TF_NONE ? TF_ENOENT : 0;
+    if (!rc) {
+        const struct tf_gpu *g = &x->cluster->gpus[gi];
+        *tflops = g->cap_tflops - g->avail_tflops;
+        *vram = g->cap_vram - g->avail_vram;
+        *pods = g->nworkloads;
+    }
+    pthread_rwlock_unlock(&x->lock);
+    return rc;
+}
+
+int tf_extender_check(struct tf_extender *x, char *err, size_t errlen)
+{
+    if (!tf__ext_read_state(x)) {
+        tf_errf(err, errlen, "no state");
+        return TF_ESTATE;
+    }
+    int rc = tf_alloc_check(x->alloc, err, errlen);
+    pthread_rwlock_unlock(&x->lock);
+    return rc;
+}
+
 int tf_extender_room(struct tf_extender *x, const char *ns, const char *name, int64_t *tflops,
                      int64_t *vram)
 {
-    if (!read_state(x))
+    if (!tf__ext_read_state(x))
         return TF_ESTATE;
     uint32_t id = tf_alloc_find(x->alloc, ns, name);
     const struct tf_alloc_record *r = id == TF_NONE ? NULL : tf_alloc_record_at(x->alloc, id);
@@ -502,7 +366,7 @@ int tf_extender_resize(struct tf_extender *x, const char *ns, const char *name, 
                        int64_t lim_tflops, int64_t req_vram, int64_t lim_vram, char *err,
                        size_t errlen)
 {
-    if (!write_state(x)) {
+    if (!tf__ext_write_state(x)) {
         tf_errf(err, errlen, "extender state unavailable");
         return TF_ESTATE;
     }
@@ -529,7 +393,7 @@ int tf_extender_resize(struct tf_extender *x, const char *ns, const char *name, 
 
 /* ---- informer handlers -------------------------------------------------------------------- */
 
-static void release_pod(struct tf_extender *x, json_object *pod)
+void tf__ext_release_pod(struct tf_extender *x, json_object *pod)
 {
     const char *ns = tf_json_str(pod, "metadata", "namespace", NULL);
     const char *name = tf_json_str(pod, "metadata", "name", NULL);
@@ -540,22 +404,25 @@ static void release_pod(struct tf_extender *x, json_object *pod)
     pthread_mutex_lock(&x->inflight_lock);
     json_object_object_del(x->inflight, key);
     pthread_mutex_unlock(&x->inflight_lock);
+    /* Most finished pods hold nothing (a relist reports every Succeeded Job pod): look first,
+     * and hold the scheduler's requests up only for a real release. */
+    pthread_rwlock_rdlock(&x->lock);
+    bool held = x->alloc && tf_alloc_find(x->alloc, ns, name) != TF_NONE;
+    pthread_rwlock_unlock(&x->lock);
+    if (!held)
+        return;
     pthread_rwlock_wrlock(&x->lock);
     if (x->alloc && tf_alloc_release(x->alloc, ns, name) == 0)
         tf_log(TF_LOG_INFO, "extender", "released GPUs of pod=%s", key);
     pthread_rwlock_unlock(&x->lock);
 }
 
-static void on_pod_add(json_object *pod, void *arg)
-{
-    (void)pod, (void)arg;
-}
-
 static void on_pod_update(json_object *old, json_object *pod, void *arg)
 {
     struct tf_extender *x = arg;
-    if (!pod_live(pod)) {
-        release_pod(x, pod);
+    tf__ledger_pod(x->ledger, old, pod);
+    if (!tf__ext_pod_live(pod)) {
+        tf__ext_release_pod(x, pod);
         return;
     }
     if (tf_json_str(pod, "metadata", "annotations", ANN_GPU_IDS, NULL)) {
@@ -568,9 +435,19 @@ static void on_pod_update(json_object *old, json_object *pod, void *arg)
     }
 }
 
+static void on_pod_add(json_object *pod, void *arg)
+{
+    on_pod_update(NULL, pod, arg); /* a relist's new pod: the same as an update */
+}
+
 static void on_pod_delete(json_object *pod, void *arg)
 {
-    release_pod(arg, pod);
+    struct tf_extender *x = arg;
+    const char *ns = tf_json_str(pod, "metadata", "namespace", NULL);
+    const char *name = tf_json_str(pod, "metadata", "name", NULL);
+    if (ns && name)
+        tf__ledger_del(x->ledger, ns, name);
+    tf__ext_release_pod(x, pod);
 }
 
 static void on_inventory_add(json_object *o, void *arg)
@@ -601,406 +478,36 @@ struct tf_informer_handlers tf_extender_pod_handlers(struct tf_extender *x)
     return h;
 }
 
+static void on_gpu_add(json_object *o, void *arg)
+{
+    struct tf_extender *x = arg;
+    if (tf__gpus_put(x->gpus, o))
+        atomic_store(&x->dirty, true);
+}
+
+static void on_gpu_update(json_object *a, json_object *b, void *arg)
+{
+    /* Status writes of available/runningApps by the reconciler change nothing it keeps. */
+    on_gpu_add(b, arg);
+}
+
+static void on_gpu_delete(json_object *o, void *arg)
+{
+    struct tf_extender *x = arg;
+    if (tf__gpus_del(x->gpus, o))
+        atomic_store(&x->dirty, true);
+}
+
+struct tf_informer_handlers tf_extender_gpu_handlers(struct tf_extender *x)
+{
+    struct tf_informer_handlers h = {on_gpu_add, on_gpu_update, on_gpu_delete, x};
+    return h;
+}
+
 struct tf_informer_handlers tf_extender_inventory_handlers(struct tf_extender *x)
 {
     struct tf_informer_handlers h = {on_inventory_add, on_inventory_update, on_inventory_add, x};
     return h;
-}
-
-/* ---- handlers ----------------------------------------------------------------------------- */
-
-/* QoS preemption (seed 000): a high or critical pod that fits none of the scheduler's candidate
- * nodes evicts the fewest low/medium pods that make room on one of them (core/preempt.h), via
- * the Eviction API, so PodDisruptionBudgets are honoured. kube-scheduler's own preemption cannot
- * do it: GPUs are the extender's resource (ignoredByScheduler), so its dry run never finds a
- * victim. The victims' reservations are released as their deletion reaches the pod cache; a
- * later filter call then finds the room. A pod's started preemption is not planned again for
- * PREEMPT_HOLD_S (evictions take effect asynchronously), and its message is repeated instead.
- * Returns the index in NODES (N of them, verdicts V) of the node being freed, or -1; MSG says
- * what is happening. Call without x->lock. */
-static int preempt(struct tf_extender *x, struct req_buf *b, json_object *pod,
-                   const char *const *nodes, const struct tf_node_verdict *v, size_t n, char *msg,
-                   size_t msglen)
-{
-    if (b->pr.qos != TF_PODREQ_HIGH && b->pr.qos != TF_PODREQ_CRITICAL)
-        return -1;
-    char key[400], node[256] = "";
-    snprintf(key, sizeof(key), "%s/%s", b->pr.ns, b->pr.name);
-    time_t now = time(NULL);
-    pthread_mutex_lock(&x->inflight_lock);
-    json_object *held = NULL;
-    if (json_object_object_get_ex(x->preempting, key, &held) &&
-        now - json_object_get_int64(tf_json_path(held, "at", NULL)) < PREEMPT_HOLD_S) {
-        tf_strlcpy(node, tf_json_str(held, "node", NULL), sizeof(node));
-        tf_strlcpy(msg, tf_json_str(held, "msg", NULL), msglen);
-    } else {
-        held = NULL;
-        /* Forget every preemption past its hold (pods scheduled or gone since). */
-        json_object_object_foreach(x->preempting, k, e)
-        {
-            if (now - json_object_get_int64(tf_json_path(e, "at", NULL)) >= PREEMPT_HOLD_S)
-                json_object_object_del(x->preempting, k);
-        }
-    }
-    pthread_mutex_unlock(&x->inflight_lock);
-    if (held) {
-        for (size_t i = 0; i < n; i++)
-            if (strcmp(nodes[i], node) == 0)
-                return (int)i;
-        return -1;
-    }
-    /* Plan under the write lock; keep the victims' keys, evict without it. */
-    struct tf_preempt_plan *plan = malloc(sizeof(*plan));
-    char(*victims)[TF_KEY_MAX] = calloc(TF_PREEMPT_MAX_VICTIMS, TF_KEY_MAX);
-    uint32_t *cand = calloc(n + 1, sizeof(*cand));
-    char err[512];
-    int idx = -1;
-    uint32_t nv = 0;
-    if (!plan || !victims || !cand || !write_state(x))
-        goto out;
-    size_t nc = 0;
-    for (size_t i = 0; i < n; i++)
-        if (v[i].node != TF_NONE)
-            cand[nc++] = v[i].node;
-    int rc = tf_preempt_plan_on(x->alloc, &b->req, cand, nc, plan, err, sizeof(err));
-    if (rc == 0 && plan->nvictims > 0)
-        for (size_t i = 0; i < n; i++)
-            if (v[i].node == plan->placement.node)
-                idx = (int)i;
-    if (idx >= 0) {
-        nv = plan->nvictims;
-        for (uint32_t i = 0; i < nv; i++)
-            tf_strlcpy(victims[i],
-                       tf_alloc_record_key(tf_alloc_record_at(x->alloc, plan->victims[i])),
-                       TF_KEY_MAX);
-    }
-    pthread_rwlock_unlock(&x->lock);
-    if (idx < 0) {
-        if (rc && rc != TF_EPERM)
-            tf_log(TF_LOG_DEBUG, "extender", "no preemption for %s: %s", key, err);
-        goto out;
-    }
-    char list[1024] = "";
-    uint32_t evicted = 0, deferred = 0;
-    for (uint32_t i = 0; i < nv; i++) {
-        char *slash = strchr(victims[i], '/');
-        if (!slash)
-            continue;
-        *slash = '\0';
-        const char *vns = victims[i], *vname = slash + 1;
-        char verr[256];
-        int erc = tf_k8s_evict(x->c, vns, vname, verr, sizeof(verr));
-        if (erc == 0 || erc == TF_ENOENT) {
-            evicted++;
-            json_object *vp = x->src.pods ? tf_informer_get(x->src.pods, vns, vname) : NULL;
-            if (vp) {
-                char vmsg[700];
-                snprintf(vmsg, sizeof(vmsg),
-                         "evicted to make room on %s for %s pod %s (QoS preemption)", nodes[idx],
-                         b->pr.qos == TF_PODREQ_CRITICAL ? "critical" : "high", key);
-                tf_k8s_event(x->c, vp, "Warning", "Preempted", vmsg, "tf-scheduler");
-                json_object_put(vp);
-            }
-        } else {
-            deferred++;
-            tf_log(TF_LOG_WARN, "extender", "preemption for %s: eviction of %s/%s: %s", key, vns,
-                   vname, verr);
-        }
-        size_t l = strlen(list);
-        snprintf(list + l, sizeof(list) - l, "%s%s/%s", i ? ", " : "", vns, vname);
-    }
-    snprintf(msg, msglen,
-             "preempting %u lower-QoS pod%s on this node for this pod (%s)%s; it fits once they "
-             "are gone",
-             nv, nv == 1 ? "" : "s", list,
-             deferred ? "; an eviction was refused for now (PodDisruptionBudget or API error; "
-                        "planned again after 30 s)"
-                      : "");
-    tf_log(TF_LOG_INFO, "extender", "QoS preemption for %s on %s: %u evicted, %u deferred (%s)",
-           key, nodes[idx], evicted, deferred, list);
-    tf_k8s_event(x->c, pod, "Normal", "Preempting", msg, "tf-scheduler");
-    json_object *e = json_object_new_object();
-    json_object_object_add(e, "at", json_object_new_int64(now));
-    json_object_object_add(e, "node", json_object_new_string(nodes[idx]));
-    json_object_object_add(e, "msg", json_object_new_string(msg));
-    pthread_mutex_lock(&x->inflight_lock);
-    json_object_object_add(x->preempting, key, e);
-    pthread_mutex_unlock(&x->inflight_lock);
-out:
-    free(plan);
-    free(victims);
-    free(cand);
-    return idx;
-}
-
-static char *filter(struct tf_extender *x, const char *body, size_t len, int *status)
-{
-    struct tf_ext_args args;
-    char err[1024];
-    if (tf_ext_decode_args(body, len, &args, err, sizeof(err))) {
-        *status = 400;
-        return tf_ext_encode_binding_result(err);
-    }
-    struct req_buf b;
-    const char **reasons = calloc(args.n_nodes + 1, sizeof(char *));
-    struct tf_node_verdict *v = calloc(args.n_nodes + 1, sizeof(*v));
-    char *rbuf = malloc(args.n_nodes * 160 + 1024);
-    char *out = NULL;
-    if (!reasons || !v || !rbuf)
-        goto out;
-    int rc = tf_podreq_from_pod(args.pod, &b.pr, err, sizeof(err));
-    if (rc) {
-        for (size_t i = 0; i < args.n_nodes; i++)
-            reasons[i] = err;
-        out = tf_ext_encode_filter(&args, reasons, NULL, NULL);
-        goto out;
-    }
-    if (!b.pr.managed || b.pr.remote_client) {
-        out = tf_ext_encode_filter(&args, reasons, NULL, NULL); /* all pass */
-        goto out;
-    }
-    to_alloc(&b);
-    if (!read_state(x)) {
-        out = tf_ext_encode_filter(&args, reasons, NULL, "extender state unavailable");
-        goto out;
-    }
-    struct tf_reasons rb;
-    tf_reasons_init(&rb, rbuf, args.n_nodes * 160 + 1024);
-    rc = tf_alloc_filter(x->alloc, &b.req, args.node_names, args.n_nodes, v, &rb, err, sizeof(err));
-    pthread_rwlock_unlock(&x->lock);
-    bool any_fit = false;
-    for (size_t i = 0; i < args.n_nodes; i++)
-        any_fit = any_fit || (v[i].node != TF_NONE && v[i].fit);
-    char pmsg[1400];
-    int freeing = rc == 0 && !any_fit ? preempt(x, &b, args.pod, args.node_names, v, args.n_nodes,
-                                                pmsg, sizeof(pmsg))
-                                      : -1;
-    for (size_t i = 0; i < args.n_nodes; i++) {
-        if (rc)
-            reasons[i] = err;
-        else if (v[i].node == TF_NONE)
-            reasons[i] = "node has no TensorFusion GPUs";
-        else if ((int)i == freeing)
-            reasons[i] = pmsg;
-        else if (!v[i].fit)
-            reasons[i] = v[i].reason ? v[i].reason : "no GPU fits the request";
-    }
-    out = tf_ext_encode_filter(&args, reasons, NULL, NULL);
-out:
-    if (!out) {
-        *status = 500;
-        out = tf_ext_encode_binding_result("out of memory");
-    }
-    free(reasons);
-    free(v);
-    free(rbuf);
-    tf_ext_args_free(&args);
-    return out;
-}
-
-static char *prioritize(struct tf_extender *x, const char *body, size_t len, int *status)
-{
-    struct tf_ext_args args;
-    char err[1024];
-    if (tf_ext_decode_args(body, len, &args, err, sizeof(err))) {
-        *status = 400;
-        return tf_ext_encode_binding_result(err);
-    }
-    int *scores = calloc(args.n_nodes + 1, sizeof(int));
-    char *out = NULL;
-    struct req_buf b;
-    if (!scores)
-        goto out;
-    if (tf_podreq_from_pod(args.pod, &b.pr, err, sizeof(err)) == 0 && b.pr.managed &&
-        !b.pr.remote_client && read_state(x)) {
-        to_alloc(&b);
-        int rc = tf_alloc_score(x->alloc, &b.req, args.node_names, args.n_nodes, scores, err,
-                                sizeof(err));
-        pthread_rwlock_unlock(&x->lock);
-        for (size_t i = 0; i < args.n_nodes; i++)
-            scores[i] = rc ? 0 : (scores[i] + 5) / 10; /* 0..100 -> 0..10 */
-    }
-    out = tf_ext_encode_priorities(&args, scores);
-out:
-    free(scores);
-    tf_ext_args_free(&args);
-    if (!out) {
-        *status = 500;
-        out = strdup("[]");
-    }
-    return out;
-}
-
-/* Appends the UUID of RES's GPU G to LIST (a comma list of LISTLEN bytes). */
-static void add_uuid(char *list, size_t listlen, const struct tf_alloc_result *res, size_t g,
-                     const struct tf_cluster *c)
-{
-    size_t n = strlen(list);
-    snprintf(list + n, listlen - n, "%s%.128s", n ? "," : "", c->gpus[res->gpus[g]].uuid);
-}
-
-/* The annotations recording placement RES of P: tensor-fusion.ai/gpu-ids, container-gpus
- * and, when P splits its GPUs per container, each container's gpu-ids-<container> (what the
- * webhook points that container's NVIDIA_VISIBLE_DEVICES at). IDS receives gpu-ids. */
-static json_object *allocation_annotations(const struct tf_podreq *p,
-                                           const struct tf_alloc_result *res,
-                                           const struct tf_cluster *c, char *ids, size_t idslen)
-{
-    json_object *anns = json_object_new_object(), *m = json_object_new_object();
-    ids[0] = '\0';
-    for (size_t g = 0; g < res->ngpus; g++)
-        add_uuid(ids, idslen, res, g, c);
-    json_object_object_add(anns, ANN_GPU_IDS, json_object_new_string(ids));
-    size_t next = 0;
-    for (int i = 0; i < p->ngpu_containers; i++) {
-        json_object *arr = json_object_new_array();
-        char list[TF_NODE_MAX_GPUS * 130] = "";
-        int want = 0;
-        size_t from = 0;
-        if (p->ncontainers) { /* disjoint split */
-            for (int k = 0; k < p->ncontainers; k++)
-                if (strcmp(p->containers[k].name, p->gpu_containers[i]) == 0)
-                    want = p->containers[k].gpus;
-            from = next;
-            next += (size_t)want;
-        } else {
-            want = (int)res->ngpus;
-        }
-        for (size_t g = from; g < from + (size_t)want && g < res->ngpus; g++) {
-            json_object_array_add(arr, json_object_new_string(c->gpus[res->gpus[g]].uuid));
-            add_uuid(list, sizeof(list), res, g, c);
-        }
-        json_object_object_add(m, p->gpu_containers[i], arr);
-        if (p->split)
-            json_object_object_add(anns, p->gpu_ids_key[i], json_object_new_string(list));
-    }
-    json_object_object_add(anns, ANN_CONTAINER_GPUS,
-                           json_object_new_string(json_object_to_json_string_ext(
-                               m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
-    json_object_put(m);
-    return anns;
-}
-
-static json_object *get_pod(struct tf_extender *x, const char *ns, const char *name)
-{
-    json_object *pod = x->src.pods ? tf_informer_get(x->src.pods, ns, name) : NULL;
-    char err[256];
-    if (!pod && tf_k8s_get(x->c, &tf_k8s_pods, ns, name, &pod, err, sizeof(err)))
-        pod = NULL;
-    return pod;
-}
-
-/* Merges ANNS into the pod's annotations or, with CLEAR, removes every key of ANNS. */
-static void annotate(struct tf_extender *x, const char *ns, const char *name, json_object *anns,
-                     bool clear, char *err, size_t errlen, int *rc)
-{
-    json_object *p = json_object_new_object(), *meta = json_object_new_object(),
-                *set = json_object_new_object();
-    json_object_object_foreach(anns, k, v)
-    {
-        json_object_object_add(set, k, clear ? NULL : json_object_get(v));
-    }
-    json_object_object_add(meta, "annotations", set);
-    json_object_object_add(p, "metadata", meta);
-    *rc = tf_k8s_merge_patch(x->c, &tf_k8s_pods, ns, name, NULL, p, NULL, err, errlen);
-    json_object_put(p);
-}
-
-static char *bind(struct tf_extender *x, const char *body, size_t len, int *status)
-{
-    struct tf_ext_binding ba;
-    char err[1024], msg[1200];
-    if (tf_ext_decode_binding(body, len, &ba, err, sizeof(err))) {
-        *status = 400;
-        return tf_ext_encode_binding_result(err);
-    }
-    char *out = NULL;
-    json_object *anns = NULL;
-    json_object *pod = get_pod(x, ba.pod_namespace, ba.pod_name);
-    struct req_buf b;
-    int rc = 0;
-    if (!pod) {
-        snprintf(msg, sizeof(msg), "pod %s/%s not found", ba.pod_namespace, ba.pod_name);
-        out = tf_ext_encode_binding_result(msg);
-        goto out;
-    }
-    if ((rc = tf_podreq_from_pod(pod, &b.pr, err, sizeof(err)))) {
-        out = tf_ext_encode_binding_result(err);
-        goto out;
-    }
-    bool reserve = b.pr.managed && !b.pr.remote_client;
-    char ids[TF_NODE_MAX_GPUS * 130] = "";
-    struct tf_alloc_result res;
-    if (reserve) {
-        to_alloc(&b);
-        if (!write_state(x)) {
-            out = tf_ext_encode_binding_result("extender state unavailable");
-            goto out;
-        }
-        rc = tf_alloc_reserve(x->alloc, &b.req, ba.node, &res, err, sizeof(err));
-        if (rc == TF_EEXIST) {
-            /* A retried bind after a timeout: release the old reservation and place again. */
-            tf_alloc_release(x->alloc, b.pr.ns, b.pr.name);
-            rc = tf_alloc_reserve(x->alloc, &b.req, ba.node, &res, err, sizeof(err));
-        }
-        if (rc == 0) {
-            anns = allocation_annotations(&b.pr, &res, x->cluster, ids, sizeof(ids));
-            char key[400];
-            snprintf(key, sizeof(key), "%s/%s", b.pr.ns, b.pr.name);
-            json_object *e = json_object_new_object();
-            json_object_object_add(e, "node", json_object_new_string(ba.node));
-            json_object_object_add(e, "ids", json_object_new_string(ids));
-            json_object_object_add(e, "pod", json_object_get(pod));
-            pthread_mutex_lock(&x->inflight_lock);
-            json_object_object_add(x->inflight, key, e);
-            pthread_mutex_unlock(&x->inflight_lock);
-        }
-        pthread_rwlock_unlock(&x->lock);
-        if (rc) {
-            snprintf(msg, sizeof(msg), "cannot reserve GPUs on %s: %s", ba.node, err);
-            tf_k8s_event(x->c, pod, "Warning", "GPUAllocationFailed", msg, "tf-scheduler");
-            out = tf_ext_encode_binding_result(msg);
-            goto out;
-        }
-        annotate(x, b.pr.ns, b.pr.name, anns, false, err, sizeof(err), &rc);
-        if (rc) {
-            snprintf(msg, sizeof(msg), "cannot record GPU allocation on pod: %s", err);
-            goto rollback;
-        }
-    }
-    rc = tf_k8s_bind(x->c, ba.pod_namespace, ba.pod_name, ba.pod_uid[0] ? ba.pod_uid : NULL,
-                     ba.node, err, sizeof(err));
-    if (rc) {
-        snprintf(msg, sizeof(msg), "binding to %s failed: %s", ba.node, err);
-        if (reserve) {
-            int urc;
-            annotate(x, b.pr.ns, b.pr.name, anns, true, err, sizeof(err), &urc);
-            goto rollback;
-        }
-        out = tf_ext_encode_binding_result(msg);
-        goto out;
-    }
-    if (reserve) {
-        snprintf(msg, sizeof(msg), "allocated GPUs %.900s on node %.200s", ids, ba.node);
-        tf_k8s_event(x->c, pod, "Normal", "GPUAllocated", msg, "tf-scheduler");
-        tf_log(TF_LOG_INFO, "extender", "bound pod=%s/%s node=%s gpus=%s", b.pr.ns, b.pr.name,
-               ba.node, ids);
-    }
-    out = tf_ext_encode_binding_result(NULL);
-    goto out;
-rollback:
-    release_pod(x, pod);
-    tf_k8s_event(x->c, pod, "Warning", "GPUAllocationFailed", msg, "tf-scheduler");
-    out = tf_ext_encode_binding_result(msg);
-out:
-    json_object_put(anns);
-    json_object_put(pod);
-    tf_ext_binding_free(&ba);
-    if (!out) {
-        *status = 500;
-        out = strdup("{\"Error\":\"out of memory\"}");
-    }
-    return out;
 }
 
 bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
@@ -1016,11 +523,11 @@ bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
     }
     resp->status = 200;
     if (strcmp(verb, "filter") == 0)
-        resp->body = filter(x, req->body, req->body_len, &resp->status);
+        resp->body = tf__ext_filter(x, req->body, req->body_len, &resp->status);
     else if (strcmp(verb, "prioritize") == 0)
-        resp->body = prioritize(x, req->body, req->body_len, &resp->status);
+        resp->body = tf__ext_prioritize(x, req->body, req->body_len, &resp->status);
     else if (strcmp(verb, "bind") == 0)
-        resp->body = bind(x, req->body, req->body_len, &resp->status);
+        resp->body = tf__ext_bind(x, req->body, req->body_len, &resp->status);
     else {
         resp->status = 404;
         resp->body = strdup("{\"Error\":\"unknown extender verb\"}");

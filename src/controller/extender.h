@@ -15,8 +15,14 @@
  * index, node), the GPUPools (oversubscription, isolation, QoS, placement from their
  * SchedulingConfigTemplate) and the GPUResourceQuotas; then every live pod's recorded
  * allocation (gpu-ids on its node) is restored, so a restarted controller never double-books.
- * A change of GPUs, pools, templates or quotas marks the state dirty and the next request
- * rebuilds it; deleted or finished pods release their GPUs at once.
+ * The pod handlers read each pod once as the informer reports it and keep the pods holding
+ * GPUs in a compact ledger, so a rebuild reads no pod JSON. A change of GPUs, pools,
+ * templates or quotas marks the state dirty and the next request rebuilds it; deleted or
+ * finished pods release their GPUs at once.
+ *
+ * Filter and prioritize are answered from a verdict index over the allocator
+ * (core/alloc_index.h): per request shape, each node's verdict and score stamped with the
+ * node's version, so a call costs a comparison per candidate plus the nodes that changed.
  *
  * Threads: handlers are thread-safe. Filter and prioritize share a read lock; reservations take
  * the write lock, so concurrent binds never over-allocate.
@@ -46,18 +52,30 @@ struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default
 void tf_extender_set_sources(struct tf_extender *x, const struct tf_extender_sources *src);
 void tf_extender_destroy(struct tf_extender *x);
 
-/* Informer handlers: POD_HANDLERS for the pod informer (releases on delete/finish), and
- * INVENTORY_HANDLERS for GPUs, pools, templates and quotas (mark the state dirty). */
+/* Informer handlers: POD_HANDLERS for the pod informer (releases on delete/finish, keeps the
+ * ledger of pods holding GPUs), GPU_HANDLERS for the GPU informer (keeps the GPU table; marks
+ * the state dirty when what scheduling sees of a GPU changed), and INVENTORY_HANDLERS for
+ * pools, templates and quotas (mark the state dirty). */
 struct tf_informer_handlers tf_extender_pod_handlers(struct tf_extender *x);
+struct tf_informer_handlers tf_extender_gpu_handlers(struct tf_extender *x);
 struct tf_informer_handlers tf_extender_inventory_handlers(struct tf_extender *x);
 /* Forces a rebuild on the next request (e.g. after winning the leader election). */
 void tf_extender_invalidate(struct tf_extender *x);
 
 /* Builds the state from explicit arrays of GPU, GPUPool, SchedulingConfigTemplate,
  * GPUResourceQuota and Pod objects (borrowed) instead of the informers, and clears the dirty
- * mark (benchmarks, tools). Returns 0 or TF_ENOMEM. */
+ * mark (benchmarks, tools). The GPUs and pods replace what the handlers reported so far;
+ * later rebuilds without informers use these pools, templates and quotas. Returns 0 or
+ * TF_ENOMEM. */
 int tf_extender_load(struct tf_extender *x, json_object *gpus, json_object *pools,
                      json_object *templates, json_object *quotas, json_object *pods);
+
+/* Rebuilds the state now, as start-up, a leadership change and an inventory change do: the
+ * cluster from the GPU table and the pool, template and quota informers (or what
+ * tf_extender_load was given last), every pod the pod handlers reported holding GPUs
+ * restored without reading its object again, then the binds the pod cache has not caught up
+ * with. 0 or TF_ENOMEM. */
+int tf_extender_rebuild(struct tf_extender *x);
 
 /* Serves REQ when its path is one of the three verbs under /scheduler; false otherwise. */
 bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
@@ -65,6 +83,16 @@ bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
 
 /* Number of pods holding GPUs in the current state (tests, metrics); rebuilds if dirty. */
 int tf_extender_allocations(struct tf_extender *x);
+
+/* What the current state reserves on the GPU with uuid UUID: requested TFLOPS (milli) and
+ * VRAM (bytes) and the number of pods on it (tests, metrics; rebuilds if dirty). 0, TF_ENOENT
+ * (no such GPU) or TF_ESTATE (no state). */
+int tf_extender_gpu_usage(struct tf_extender *x, const char *uuid, int64_t *tflops, int64_t *vram,
+                          uint32_t *pods);
+
+/* The allocator's full invariant check on the current state (tf_alloc_check): 0, or TF_ESTATE
+ * with the first violation in ERR. */
+int tf_extender_check(struct tf_extender *x, char *err, size_t errlen);
 
 /* A cluster (pools with their placement, nodes, GPUs; no allocations) built from GPU, GPUPool
  * and SchedulingConfigTemplate objects (borrowed) exactly as the extender builds its own, for

@@ -50,11 +50,326 @@ void tf_ext_args_free(struct tf_ext_args *args)
     json_object_put(args->root);
     free(args->node_names);
     free(args->nodes);
+    free(args->names_buf);
+    free(args->name_lens);
+    free(args->name_hashes);
     memset(args, 0, sizeof(*args));
+}
+
+/* ---- the strict scan ------------------------------------------------------------------------
+ * Accepts a subset of RFC 8259 and answers "not mine" (false) for everything else, never an
+ * error of its own: the json-c tree decoder then decides. */
+
+#define SCAN_DEPTH 32 /* well below json-c's 64, so json-c never refuses what is accepted */
+
+struct scan {
+    const char *p, *end;
+    int depth;
+};
+
+static void scan_ws(struct scan *s)
+{
+    while (s->p < s->end && (*s->p == ' ' || *s->p == '\t' || *s->p == '\n' || *s->p == '\r'))
+        s->p++;
+}
+
+static bool scan_lit(struct scan *s, const char *lit, size_t n)
+{
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, lit, n) != 0)
+        return false;
+    s->p += n;
+    return true;
+}
+
+static bool is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* A string at P: its raw bytes [*START, *START + *LEN) and whether it has escapes. */
+static bool scan_str(struct scan *s, const char **start, size_t *len, bool *esc)
+{
+    if (s->p >= s->end || *s->p != '"')
+        return false;
+    const char *q = ++s->p;
+    *esc = false;
+    while (q < s->end) {
+        unsigned char c = (unsigned char)*q;
+        if (c == '"') {
+            *start = s->p;
+            *len = (size_t)(q - s->p);
+            s->p = q + 1;
+            return true;
+        }
+        if (c < 0x20)
+            return false;
+        if (c != '\\') {
+            q++;
+            continue;
+        }
+        *esc = true;
+        if (++q >= s->end)
+            return false;
+        if (*q == 'u') {
+            for (int i = 1; i <= 4; i++)
+                if (q + i >= s->end || !is_hex(q[i]))
+                    return false;
+            q += 5;
+        } else if (strchr("\"\\/bfnrt", *q) && *q) {
+            q++;
+        } else {
+            return false;
+        }
+    }
+    return false;
+}
+
+static bool scan_digits(struct scan *s)
+{
+    const char *b = s->p;
+    while (s->p < s->end && *s->p >= '0' && *s->p <= '9')
+        s->p++;
+    return s->p > b;
+}
+
+static bool scan_num(struct scan *s)
+{
+    if (s->p < s->end && *s->p == '-')
+        s->p++;
+    if (s->p < s->end && *s->p == '0')
+        s->p++;
+    else if (!scan_digits(s))
+        return false;
+    if (s->p < s->end && *s->p == '.') {
+        s->p++;
+        if (!scan_digits(s))
+            return false;
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+            s->p++;
+        if (!scan_digits(s))
+            return false;
+    }
+    return true;
+}
+
+static bool scan_value(struct scan *s)
+{
+    const char *st;
+    size_t n;
+    bool esc;
+    if (s->p >= s->end)
+        return false;
+    switch (*s->p) {
+    case '"':
+        return scan_str(s, &st, &n, &esc);
+    case 't':
+        return scan_lit(s, "true", 4);
+    case 'f':
+        return scan_lit(s, "false", 5);
+    case 'n':
+        return scan_lit(s, "null", 4);
+    case '{':
+    case '[': {
+        char close = *s->p == '{' ? '}' : ']';
+        bool obj = close == '}';
+        if (++s->depth > SCAN_DEPTH)
+            return false;
+        s->p++;
+        scan_ws(s);
+        if (s->p < s->end && *s->p == close) {
+            s->p++;
+            s->depth--;
+            return true;
+        }
+        for (;;) {
+            if (obj) {
+                if (!scan_str(s, &st, &n, &esc))
+                    return false;
+                scan_ws(s);
+                if (!scan_lit(s, ":", 1))
+                    return false;
+                scan_ws(s);
+            }
+            if (!scan_value(s))
+                return false;
+            scan_ws(s);
+            if (s->p < s->end && *s->p == ',') {
+                s->p++;
+                scan_ws(s);
+                continue;
+            }
+            if (!scan_lit(s, &close, 1))
+                return false;
+            s->depth--;
+            return true;
+        }
+    }
+    default:
+        return scan_num(s);
+    }
+}
+
+/* NodeNames: an array of escape-free strings, copied into ARGS. */
+static bool scan_names(struct scan *s, struct tf_ext_args *args)
+{
+    size_t n = 0, used = 0;
+    size_t room = (size_t)(s->end - s->p);
+    /* Names take 8 bytes or more with their quotes and comma as kube-scheduler sends them
+     * (node names are DNS names): room for that many at once, grown if they are shorter. */
+    size_t cap = room / 8 < TF_EXT_MAX_NODES ? room / 8 + 16 : TF_EXT_MAX_NODES + 1;
+    const char **names = malloc(cap * sizeof(*names));
+    size_t *lens = malloc(cap * sizeof(*lens));
+    uint32_t *hashes = malloc(cap * sizeof(*hashes));
+    char *buf = malloc(room + 1);
+    if (!names || !lens || !hashes || !buf || !scan_lit(s, "[", 1))
+        goto no;
+    scan_ws(s);
+    if (s->p < s->end && *s->p == ']') {
+        s->p++;
+    } else {
+        for (;;) {
+            const char *st;
+            size_t len;
+            bool esc;
+            if (!scan_str(s, &st, &len, &esc) || esc || n == TF_EXT_MAX_NODES)
+                goto no;
+            if (n == cap) {
+                cap *= 2;
+                const char **nn = realloc(names, cap * sizeof(*names));
+                if (nn)
+                    names = nn;
+                size_t *nl = realloc(lens, cap * sizeof(*lens));
+                if (nl)
+                    lens = nl;
+                uint32_t *nh = realloc(hashes, cap * sizeof(*hashes));
+                if (nh)
+                    hashes = nh;
+                if (!nn || !nl || !nh)
+                    goto no;
+            }
+            uint32_t h = 2166136261u; /* FNV-1a, as tf_strmap_hash */
+            for (size_t k = 0; k < len; k++) {
+                buf[used + k] = st[k];
+                h = (h ^ (unsigned char)st[k]) * 16777619u;
+            }
+            buf[used + len] = '\0';
+            hashes[n] = h;
+            names[n] = buf + used; /* buffer never moves: room covers every name */
+            lens[n++] = len;
+            used += len + 1;
+            scan_ws(s);
+            if (s->p < s->end && *s->p == ',') {
+                s->p++;
+                scan_ws(s);
+                continue;
+            }
+            if (!scan_lit(s, "]", 1))
+                goto no;
+            break;
+        }
+    }
+    args->node_names = names;
+    args->name_lens = lens;
+    args->name_hashes = hashes;
+    args->names_buf = buf;
+    args->n_nodes = n;
+    args->names_plain = true; /* no quote, backslash or control character got through */
+    return true;
+no:
+    free(names);
+    free(lens);
+    free(hashes);
+    free(buf);
+    return false;
+}
+
+/* The strict scan of an ExtenderArgs in NodeNames mode; false: leave it to json-c. */
+static bool decode_scan(const char *body, size_t len, struct tf_ext_args *args)
+{
+    struct scan s = {body, body + len, 1};
+    const char *pod = NULL, *pod_end = NULL;
+    bool names = false, nodes = false;
+    scan_ws(&s);
+    if (!scan_lit(&s, "{", 1))
+        return false;
+    scan_ws(&s);
+    if (s.p < s.end && *s.p == '}')
+        return false;
+    for (;;) {
+        const char *k;
+        size_t kl;
+        bool esc;
+        if (!scan_str(&s, &k, &kl, &esc) || esc)
+            goto no;
+        scan_ws(&s);
+        if (!scan_lit(&s, ":", 1))
+            goto no;
+        scan_ws(&s);
+        if (kl == 3 && !memcmp(k, "Pod", 3)) {
+            if (pod || s.p >= s.end || *s.p != '{')
+                goto no;
+            pod = s.p;
+            if (!scan_value(&s))
+                goto no;
+            pod_end = s.p;
+        } else if (kl == 9 && !memcmp(k, "NodeNames", 9)) {
+            if (names || !scan_names(&s, args))
+                goto no;
+            names = true;
+        } else if (kl == 5 && !memcmp(k, "Nodes", 5)) {
+            if (nodes || !scan_lit(&s, "null", 4)) /* a NodeList: json-c's */
+                goto no;
+            nodes = true;
+        } else if (!scan_value(&s)) {
+            goto no;
+        }
+        scan_ws(&s);
+        if (s.p < s.end && *s.p == ',') {
+            s.p++;
+            scan_ws(&s);
+            continue;
+        }
+        if (!scan_lit(&s, "}", 1))
+            goto no;
+        break;
+    }
+    scan_ws(&s);
+    if (s.p != s.end || !pod || !names)
+        goto no;
+    json_tokener *tok = json_tokener_new_ex(64);
+    if (!tok)
+        goto no;
+    json_object *root = json_tokener_parse_ex(tok, pod, (int)(pod_end - pod));
+    bool ok = root && json_tokener_get_error(tok) == json_tokener_success &&
+              json_tokener_get_parse_end(tok) == (size_t)(pod_end - pod) &&
+              json_object_is_type(root, json_type_object);
+    json_tokener_free(tok);
+    if (!ok) {
+        json_object_put(root);
+        goto no;
+    }
+    args->root = root;
+    args->pod = root;
+    return true;
+no:
+    tf_ext_args_free(args);
+    return false;
 }
 
 int tf_ext_decode_args(const char *body, size_t len, struct tf_ext_args *args, char *err,
                        size_t errlen)
+{
+    memset(args, 0, sizeof(*args));
+    if (len < 0x7fffffff && decode_scan(body, len, args))
+        return 0;
+    return tf_ext_decode_args_tree(body, len, args, err, errlen);
+}
+
+int tf_ext_decode_args_tree(const char *body, size_t len, struct tf_ext_args *args, char *err,
+                            size_t errlen)
 {
     memset(args, 0, sizeof(*args));
     json_object *root = parse_doc(body, len, "ExtenderArgs", err, errlen);
@@ -138,8 +453,122 @@ static char *finish(json_object *o)
     return s;
 }
 
+static size_t name_len(const struct tf_ext_args *args, size_t i)
+{
+    return args->name_lens ? args->name_lens[i] : strlen(args->node_names[i]);
+}
+
+/* Node I's name as a JSON string. */
+static int add_name(struct tf_dynbuf *out, const struct tf_ext_args *args, size_t i)
+{
+    size_t n = name_len(args, i);
+    if (!args->names_plain)
+        return tf_dynbuf_add_json_str(out, args->node_names[i], n);
+    int rc = tf_dynbuf_addc(out, '"');
+    if (!rc)
+        rc = tf_dynbuf_add(out, args->node_names[i], n);
+    return rc ? rc : tf_dynbuf_addc(out, '"');
+}
+
+/* Whether two failing nodes share a name (json-c would keep one key: leave it to json-c). */
+static bool failed_repeat(const struct tf_ext_args *args, const char *const *reasons)
+{
+    size_t nf = 0, cap = 16;
+    for (size_t i = 0; i < args->n_nodes; i++)
+        nf += reasons[i] != NULL;
+    while (cap < nf * 2)
+        cap *= 2;
+    const char **set = calloc(cap, sizeof(*set));
+    if (!set)
+        return true;
+    bool rep = false;
+    for (size_t i = 0; i < args->n_nodes && !rep; i++) {
+        if (!reasons[i])
+            continue;
+        const char *nm = args->node_names[i];
+        size_t n = name_len(args, i);
+        uint32_t h = 2166136261u;
+        for (size_t k = 0; k < n; k++)
+            h = (h ^ (unsigned char)nm[k]) * 16777619u;
+        for (size_t j = h & (cap - 1);; j = (j + 1) & (cap - 1)) {
+            if (!set[j]) {
+                set[j] = nm;
+                break;
+            }
+            if (!strcmp(set[j], nm)) {
+                rep = true;
+                break;
+            }
+        }
+    }
+    free(set);
+    return rep;
+}
+
+static int add_failed(struct tf_dynbuf *out, const struct tf_ext_args *args,
+                      const char *const *reasons, const bool *unresolvable, bool want)
+{
+    bool first = true;
+    int rc = 0;
+    for (size_t i = 0; !rc && i < args->n_nodes; i++) {
+        if (!reasons[i] || (unresolvable && unresolvable[i]) != want)
+            continue;
+        if ((!first && (rc = tf_dynbuf_addc(out, ','))) || (rc = add_name(out, args, i)) ||
+            (rc = tf_dynbuf_addc(out, ':')))
+            break;
+        rc = tf_dynbuf_add_json_str(out, reasons[i], strlen(reasons[i]));
+        first = false;
+    }
+    return rc;
+}
+
 char *tf_ext_encode_filter(const struct tf_ext_args *args, const char *const *reasons,
                            const bool *unresolvable, const char *error)
+{
+    /* Written as text (as json-c writes it: keys in insertion order, no spaces). */
+    if (args->node_list || (reasons && failed_repeat(args, reasons)))
+        return tf_ext_encode_filter_tree(args, reasons, unresolvable, error);
+    struct tf_dynbuf out;
+    tf_dynbuf_init(&out, SIZE_MAX);
+    size_t guess = 128 + (error ? strlen(error) : 0); /* exact when nothing needs escaping */
+    for (size_t i = 0; i < args->n_nodes; i++)
+        guess += name_len(args, i) + 3 + (reasons && reasons[i] ? strlen(reasons[i]) + 3 : 0);
+    int rc = tf_dynbuf_reserve(&out, guess);
+    if (!rc)
+        rc = tf_dynbuf_adds(&out, "{\"Nodes\":null,\"NodeNames\":[");
+    bool first = true;
+    for (size_t i = 0; !rc && i < args->n_nodes; i++) {
+        if (reasons && reasons[i])
+            continue;
+        if (!first)
+            rc = tf_dynbuf_addc(&out, ',');
+        if (!rc)
+            rc = add_name(&out, args, i);
+        first = false;
+    }
+    if (!rc)
+        rc = tf_dynbuf_adds(&out, "],\"FailedNodes\":{");
+    if (!rc && reasons)
+        rc = add_failed(&out, args, reasons, unresolvable, false);
+    if (!rc)
+        rc = tf_dynbuf_adds(&out, "},\"FailedAndUnresolvableNodes\":{");
+    if (!rc && reasons)
+        rc = add_failed(&out, args, reasons, unresolvable, true);
+    if (!rc)
+        rc = tf_dynbuf_adds(&out, "},\"Error\":");
+    if (!rc)
+        rc = tf_dynbuf_add_json_str(&out, error ? error : "", error ? strlen(error) : 0);
+    if (!rc)
+        rc = tf_dynbuf_addc(&out, '}');
+    if (rc) {
+        tf_dynbuf_free(&out);
+        return NULL;
+    }
+    return out.data;
+}
+
+char *tf_ext_encode_filter_tree(const struct tf_ext_args *args, const char *const *reasons,
+                                const bool *unresolvable, const char *error)
 {
     json_object *res = json_object_new_object();
     json_object *failed = json_object_new_object();
@@ -173,17 +602,50 @@ char *tf_ext_encode_filter(const struct tf_ext_args *args, const char *const *re
     return finish(res);
 }
 
+/* The HostPriorityList of plain names, written straight into one allocation of its size. */
+static char *priorities_plain(const struct tf_ext_args *args, const int *scores)
+{
+    static const char host[] = "{\"Host\":\"", score[] = "\",\"Score\":";
+    size_t size = 3;
+    for (size_t i = 0; i < args->n_nodes; i++)
+        size += name_len(args, i) + sizeof(host) + sizeof(score) + 4;
+    char *out = malloc(size), *p = out;
+    if (!out)
+        return NULL;
+    *p++ = '[';
+    for (size_t i = 0; i < args->n_nodes; i++) {
+        int sc = scores[i] < 0 ? 0 : scores[i] > 10 ? 10 : scores[i];
+        size_t n = name_len(args, i);
+        if (i)
+            *p++ = ',';
+        memcpy(p, host, sizeof(host) - 1);
+        p += sizeof(host) - 1;
+        memcpy(p, args->node_names[i], n);
+        p += n;
+        memcpy(p, score, sizeof(score) - 1);
+        p += sizeof(score) - 1;
+        if (sc == 10)
+            *p++ = '1';
+        *p++ = (char)('0' + sc % 10);
+        *p++ = '}';
+    }
+    *p++ = ']';
+    *p = '\0';
+    return out;
+}
+
 char *tf_ext_encode_priorities(const struct tf_ext_args *args, const int *scores)
 {
     /* Written as text: thousands of tiny objects through json-c cost more than the scoring. */
+    if (args->names_plain)
+        return priorities_plain(args, scores);
     struct tf_dynbuf out;
     tf_dynbuf_init(&out, SIZE_MAX);
     int rc = tf_dynbuf_addc(&out, '[');
     for (size_t i = 0; !rc && i < args->n_nodes; i++) {
         int sc = scores[i] < 0 ? 0 : scores[i] > 10 ? 10 : scores[i];
-        const char *name = args->node_names[i];
         if ((i && (rc = tf_dynbuf_addc(&out, ','))) || (rc = tf_dynbuf_adds(&out, "{\"Host\":")) ||
-            (rc = tf_dynbuf_add_json_str(&out, name, strlen(name))))
+            (rc = add_name(&out, args, i)))
             break;
         if ((rc = tf_dynbuf_adds(&out, sc == 10 ? ",\"Score\":10" : ",\"Score\":")) ||
             (sc < 10 && (rc = tf_dynbuf_addc(&out, (char)('0' + sc)))))

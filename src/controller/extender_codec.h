@@ -10,6 +10,16 @@
  *   ExtenderBindingArgs   {"PodName", "PodNamespace", "PodUID", "Node"}
  *   ExtenderBindingResult {"Error": string}
  * Decoders reject anything else with a message naming the field. Pure and thread-safe.
+ *
+ * Hot path: with 5,000 candidate nodes the ExtenderArgs is ~60 KB of node names, and a json-c
+ * tree of it costs a string object per name. tf_ext_decode_args first tries a strict scan
+ * (RFC 8259 JSON, names without escapes, each top-level key once, Pod parsed by json-c from its
+ * own span, NodeNames copied into one buffer), and leaves every other input (NodeList mode,
+ * escapes, duplicate keys, deep nesting, anything json-c may read its own way) to the json-c
+ * tree decoder, tf_ext_decode_args_tree, so both give the same result on every input (the
+ * fuzzer compares them). Likewise tf_ext_encode_filter writes the NodeNames result as text
+ * and falls back to tf_ext_encode_filter_tree (json-c) when a failed node name repeats; the
+ * bytes are identical.
  */
 #ifndef TF_CONTROLLER_EXTENDER_CODEC_H
 #define TF_CONTROLLER_EXTENDER_CODEC_H
@@ -17,6 +27,7 @@
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define TF_EXT_MAX_NODES 100000
 
@@ -26,11 +37,19 @@ struct tf_ext_args {
     const char **node_names; /* N_NODES names, borrowed from ROOT (array owned) */
     json_object **nodes;     /* when the scheduler sent a NodeList: the Node objects */
     size_t n_nodes;
-    bool node_list; /* true when the scheduler sent Nodes (not nodeCacheCapable) */
+    bool node_list;        /* true when the scheduler sent Nodes (not nodeCacheCapable) */
+    char *names_buf;       /* owned: the names' bytes when the strict scan decoded them */
+    size_t *name_lens;     /* owned, may be NULL: strlen of each name when known */
+    uint32_t *name_hashes; /* owned, may be NULL: tf_strmap_hash of each name (core/strmap.h),
+                              computed while scanning, for lookups without a second pass */
+    bool names_plain;      /* names hold nothing JSON escapes (written as they are) */
 };
 
 int tf_ext_decode_args(const char *body, size_t len, struct tf_ext_args *args, char *err,
                        size_t errlen);
+/* The json-c tree decoder alone (the reference of the strict scan; NodeList mode). */
+int tf_ext_decode_args_tree(const char *body, size_t len, struct tf_ext_args *args, char *err,
+                            size_t errlen);
 void tf_ext_args_free(struct tf_ext_args *args);
 
 /* Filter result for ARGS: node I passes when REASONS[I] is NULL, else it fails with that
@@ -38,6 +57,9 @@ void tf_ext_args_free(struct tf_ext_args *args);
  * preemption cannot help). ERROR (may be NULL) is the scheduler-visible error. New string. */
 char *tf_ext_encode_filter(const struct tf_ext_args *args, const char *const *reasons,
                            const bool *unresolvable, const char *error);
+/* The same through a json-c tree (the reference of the text writer). */
+char *tf_ext_encode_filter_tree(const struct tf_ext_args *args, const char *const *reasons,
+                                const bool *unresolvable, const char *error);
 /* HostPriorityList for the N_NODES nodes of ARGS; scores are clamped to 0..10. */
 char *tf_ext_encode_priorities(const struct tf_ext_args *args, const int *scores);
 

@@ -115,22 +115,6 @@ static json_object *q_obj(int64_t milli, int64_t bytes)
     return o;
 }
 
-static int copy_into(json_object *o, void *arg)
-{
-    json_object *cp = NULL;
-    if (json_object_deep_copy(o, &cp, NULL) == 0)
-        json_object_array_add(arg, cp);
-    return 0;
-}
-
-static json_object *snapshot(struct tf_informer *inf)
-{
-    json_object *arr = json_object_new_array();
-    if (inf)
-        tf_informer_foreach(inf, copy_into, arr);
-    return arr;
-}
-
 /* Merge-patches STATUS into OBJ's status subresource when it differs. */
 static void put_status(struct tf_reconciler *r, const struct tf_k8s_resource *res, json_object *obj,
                        json_object *status)
@@ -266,7 +250,7 @@ static const char *gpu_node(json_object *gpu)
 static void reconcile_gpus(struct tf_reconciler *r, json_object *pods, json_object *nodes_agg,
                            json_object *pools_agg, json_object *node_pods)
 {
-    json_object *gpus = snapshot(r->src.gpus);
+    json_object *gpus = tf_informer_snapshot(r->src.gpus);
     for (size_t g = 0; g < json_object_array_length(gpus); g++) {
         json_object *gpu = json_object_array_get_idx(gpus, g);
         const char *uuid = tf_json_str(gpu, "status", "uuid", NULL);
@@ -376,7 +360,7 @@ static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
 static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
 {
     /* Cluster -> pools. */
-    json_object *clusters = snapshot(r->src.clusters);
+    json_object *clusters = tf_informer_snapshot(r->src.clusters);
     for (size_t i = 0; i < json_object_array_length(clusters); i++) {
         json_object *cl = json_object_array_get_idx(clusters, i);
         const char *cname = tf_json_str(cl, "metadata", "name", NULL);
@@ -447,7 +431,7 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
     json_object_put(clusters);
 
     /* Pool status. */
-    json_object *pools = snapshot(r->src.pools);
+    json_object *pools = tf_informer_snapshot(r->src.pools);
     for (size_t i = 0; i < json_object_array_length(pools); i++) {
         json_object *pool = json_object_array_get_idx(pools, i);
         const char *pname = tf_json_str(pool, "metadata", "name", NULL);
@@ -655,7 +639,7 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
 
 static void reconcile_workloads(struct tf_reconciler *r, json_object *pods)
 {
-    json_object *wls = snapshot(r->src.workloads);
+    json_object *wls = tf_informer_snapshot(r->src.workloads);
     for (size_t i = 0; i < json_object_array_length(wls); i++) {
         json_object *wl = json_object_array_get_idx(wls, i);
         const char *ns = tf_json_str(wl, "metadata", "namespace", NULL);
@@ -727,7 +711,7 @@ static void reconcile_workloads(struct tf_reconciler *r, json_object *pods)
 
 static void reconcile_connections(struct tf_reconciler *r, json_object *pods)
 {
-    json_object *conns = snapshot(r->src.connections);
+    json_object *conns = tf_informer_snapshot(r->src.connections);
     char err[256];
     /* Remove connections whose client pod is gone. */
     for (size_t i = 0; i < json_object_array_length(conns); i++) {
@@ -841,7 +825,7 @@ int tf_reconcile_connection_url(struct tf_informer *connections, const char *ns,
 
 static void reconcile_quotas(struct tf_reconciler *r, json_object *pods)
 {
-    json_object *qs = snapshot(r->src.quotas);
+    json_object *qs = tf_informer_snapshot(r->src.quotas);
     for (size_t i = 0; i < json_object_array_length(qs); i++) {
         json_object *q = json_object_array_get_idx(qs, i);
         const char *ns = tf_json_str(q, "metadata", "namespace", NULL);
@@ -912,7 +896,7 @@ int tf_reconcile_once(struct tf_reconciler *r)
         if (all[i] && !tf_informer_synced(all[i]))
             return TF_EBUSY;
     r->writes = 0;
-    json_object *pods = snapshot(r->src.pods);
+    json_object *pods = tf_informer_snapshot(r->src.pods);
     json_object *nodes_agg = json_object_new_object(), *pools_agg = json_object_new_object(),
                 *node_pods = json_object_new_object();
     reconcile_gpus(r, pods, nodes_agg, pools_agg, node_pods);

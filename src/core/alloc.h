@@ -44,7 +44,11 @@
  * walks the pool's utilisation index best-first and stops at the first node that fits, so it
  * costs the better-scored nodes that do not fit, not the pool size. Reserve, release and
  * resize are O(GPUs of the pod + GPUs on its node), index moves O(1). Filter, score and
- * choose never allocate; place allocates only to store a new record (amortised).
+ * choose never allocate; place allocates only to store a new record (amortised). For the
+ * scheduler extender's per-request filter and score over thousands of candidates,
+ * core/alloc_index.h keeps these verdicts per request shape, stamped with node versions;
+ * tf_alloc_filter / tf_alloc_score are its reference. Rebuilding a state pod by pod goes
+ * through tf_alloc_bulk_begin/_end (one aggregate refresh per node).
  *
  * Ownership and threads: a tf_alloc borrows its cluster (and quota set, may be NULL) for its
  * whole life and is the only writer of their runtime fields. Not thread-safe: callers hold
@@ -146,9 +150,9 @@ struct tf_node_verdict {
 struct tf_alloc_slot {
     uint32_t gpu;
     uint32_t next, prev;          /* the GPU's workload list (slot refs), TF_NONE ends */
+    int8_t part;                  /* partition template index, -1 none (here: 48 bytes a slot) */
     int64_t tflops, vram;         /* reserved */
     int64_t lim_tflops, lim_vram; /* limits */
-    int8_t part;                  /* partition template index, -1 none */
 };
 
 /* A pod's allocation. Read-only outside alloc.c; addresses stay valid until released. */
@@ -211,6 +215,14 @@ int tf_alloc_reserve(struct tf_alloc *a, const struct tf_alloc_request *req, con
  * unknown node/GPU, TF_ENOSPC when the GPUs cannot hold it, TF_EEXIST if already held. */
 int tf_alloc_restore(struct tf_alloc *a, const struct tf_alloc_request *req, const char *node,
                      const char *const *uuids, size_t n, char *err, size_t errlen);
+
+/* Bulk loading (a scheduler rebuilding its state from every pod's annotations): between
+ * tf_alloc_bulk_begin and tf_alloc_bulk_end only tf_alloc_restore and tf_alloc_release may be
+ * called; they leave the node aggregates and the pools' utilisation indexes for _end to bring
+ * up to date once per node touched, instead of once per pod. EXPECTED (0 = unknown) sizes the
+ * record store for that many pods at once. Begin fails with TF_ENOMEM (nothing changes). */
+int tf_alloc_bulk_begin(struct tf_alloc *a, uint32_t expected);
+void tf_alloc_bulk_end(struct tf_alloc *a);
 
 /* Releases the pod's allocation. 0 when released, TF_ENOENT when it held none (nothing
  * changes: releasing twice is harmless). */

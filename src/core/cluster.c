@@ -121,6 +121,50 @@ struct tf_cluster *tf_cluster_new(enum tf_iso_policy policy)
     return c;
 }
 
+/* Strings that live as long as the cluster, packed in blocks that never move. */
+#define STRPOOL_BLOCK 65536
+struct tf_strpool {
+    struct tf_strpool *next; /* older blocks */
+    size_t used, cap;
+    char data[];
+};
+
+static void strpool_free(struct tf_strpool *p)
+{
+    while (p) {
+        struct tf_strpool *next = p->next;
+        free(p);
+        p = next;
+    }
+}
+
+/* A copy of S in *POOL, or NULL on ENOMEM. */
+static char *strpool_dup(struct tf_strpool **pool, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    struct tf_strpool *p = *pool;
+    if (!p || p->cap - p->used < n) {
+        size_t cap = n > STRPOOL_BLOCK ? n : STRPOOL_BLOCK;
+        struct tf_strpool *b = malloc(sizeof(*b) + cap);
+        if (!b)
+            return NULL;
+        b->used = 0;
+        b->cap = cap;
+        if (p && n > STRPOOL_BLOCK) { /* an outsize string: behind the current block */
+            b->next = p->next;
+            p->next = b;
+        } else {
+            b->next = p;
+            *pool = b;
+        }
+        p = b;
+    }
+    char *d = p->data + p->used;
+    memcpy(d, s, n);
+    p->used += n;
+    return d;
+}
+
 void tf_cluster_destroy(struct tf_cluster *c)
 {
     if (!c)
@@ -130,10 +174,8 @@ void tf_cluster_destroy(struct tf_cluster *c)
         free(c->pools[i].nodes);
         free(c->pools[i].index);
     }
-    for (uint32_t i = 0; i < c->nnodes; i++)
-        free(c->nodes[i].name);
-    for (uint32_t i = 0; i < c->ngpus; i++)
-        free(c->gpus[i].uuid);
+    strpool_free(c->names);
+    strpool_free(c->uuids);
     for (int i = 0; i < 64; i++)
         free(c->profiles[i]);
     free(c->pools);
@@ -508,6 +550,17 @@ int tf_cluster_index_check(const struct tf_cluster *c, uint32_t nid)
     return 0;
 }
 
+int tf_cluster_reserve(struct tf_cluster *c, uint32_t nodes, uint32_t gpus)
+{
+    if (nodes > UINT32_MAX - c->nnodes || gpus > UINT32_MAX - c->ngpus ||
+        reserve((void **)&c->nodes, &c->nodes_cap, c->nnodes + nodes, sizeof(*c->nodes)) ||
+        reserve((void **)&c->gpus, &c->gpus_cap, c->ngpus + gpus, sizeof(*c->gpus)) ||
+        tf_strmap_reserve(&c->node_by_name, c->nnodes + nodes) ||
+        tf_strmap_reserve(&c->gpu_by_uuid, c->ngpus + gpus))
+        return TF_ENOMEM;
+    return 0;
+}
+
 int tf_cluster_add_node(struct tf_cluster *c, uint32_t pool, const struct tf_node_spec *s,
                         uint32_t *id, char *err, size_t errlen)
 {
@@ -527,7 +580,7 @@ int tf_cluster_add_node(struct tf_cluster *c, uint32_t pool, const struct tf_nod
     uint32_t nid = c->nnodes;
     struct tf_node *n = &c->nodes[nid];
     memset(n, 0, sizeof(*n));
-    n->name = strdup(s->name);
+    n->name = strpool_dup(&c->names, s->name); /* (kept on failure: freed with the cluster) */
     if (!n->name)
         goto nomem;
     n->pool = pool;
@@ -549,11 +602,9 @@ int tf_cluster_add_node(struct tf_cluster *c, uint32_t pool, const struct tf_nod
         const struct tf_gpu_spec *gs = &s->gpus[i];
         struct tf_gpu *g = &c->gpus[c->ngpus + i];
         memset(g, 0, sizeof(*g));
-        g->uuid = strdup(gs->uuid);
-        if (!g->uuid || tf_strmap_put(&c->gpu_by_uuid, g->uuid, c->ngpus + i)) {
-            free(g->uuid);
+        g->uuid = strpool_dup(&c->uuids, gs->uuid);
+        if (!g->uuid || tf_strmap_put(&c->gpu_by_uuid, g->uuid, c->ngpus + i))
             goto undo;
-        }
         added++;
         g->model = gs->model;
         g->node = nid;
@@ -593,13 +644,11 @@ int tf_cluster_add_node(struct tf_cluster *c, uint32_t pool, const struct tf_nod
     if (id)
         *id = nid;
     return 0;
-undo:
+undo: /* the strings stay in the pools until the cluster goes */
     for (uint32_t i = 0; i < added; i++) {
         struct tf_gpu *g = &c->gpus[c->ngpus + i];
         tf_strmap_del(&c->gpu_by_uuid, g->uuid, strlen(g->uuid));
-        free(g->uuid);
     }
-    free(n->name);
 nomem:
     tf_errf(err, errlen, "out of memory");
     return TF_ENOMEM;
@@ -626,6 +675,7 @@ int tf_cluster_set_partition_profile(struct tf_cluster *c, const struct tf_parti
         return TF_ENOMEM;
     }
     *c->profiles[mi] = *p;
+    c->epoch++;
     return 0;
 }
 
@@ -645,6 +695,13 @@ uint32_t tf_cluster_node_find(const struct tf_cluster *c, const char *name, size
 {
     uint32_t v;
     return name && !tf_strmap_get(&c->node_by_name, name, len, &v) ? v : TF_NONE;
+}
+
+uint32_t tf_cluster_node_find_hashed(const struct tf_cluster *c, const char *name, size_t len,
+                                     uint32_t hash)
+{
+    uint32_t v;
+    return name && !tf_strmap_get_hashed(&c->node_by_name, name, len, hash, &v) ? v : TF_NONE;
 }
 
 uint32_t tf_cluster_gpu_find(const struct tf_cluster *c, const char *uuid, size_t len)
@@ -701,6 +758,7 @@ void tf_cluster_node_refresh(struct tf_cluster *c, uint32_t nid)
 {
     struct tf_node *n = &c->nodes[nid];
     tf_cluster_node_aggregate(c, nid, n);
+    n->version++;
     for (int v = 0; v < TF_VIEWS; v++) {
         uint16_t u = tf_cluster_node_util(c, n, (enum tf_view)v);
         if (u == n->util[v])

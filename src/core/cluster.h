@@ -195,7 +195,13 @@ struct tf_node {
     /* utilisation per view (basis points, pool's weights) and its place in the pool index */
     uint16_t util[TF_VIEWS];
     uint32_t prev[TF_VIEWS], next[TF_VIEWS];
+    /* runtime: changes whenever anything of the node or its GPUs that a filter reads may have
+     * changed (every tf_cluster_node_refresh), so a verdict stamped with it stays exact while
+     * it is equal (core/fitindex.h) */
+    uint32_t version;
 };
+
+struct tf_strpool;
 
 struct tf_cluster {
     enum tf_iso_policy policy;
@@ -207,6 +213,9 @@ struct tf_cluster {
     uint32_t ngpus, gpus_cap;
     struct tf_strmap pool_by_name, node_by_name, gpu_by_uuid;
     struct tf_partition_profile *profiles[64]; /* by model table index; owned; NULL = none */
+    struct tf_strpool *names, *uuids; /* owned: node names and GPU uuids, each packed together
+                                         so that name lookups touch few cache lines */
+    uint32_t epoch; /* changes with every partition profile replaced (see tf_node.version) */
 };
 
 /* Defaults of a pool (see struct tf_pool_config). */
@@ -221,6 +230,9 @@ void tf_cluster_destroy(struct tf_cluster *c);
  * TF_EINVAL / TF_EEXIST / TF_ENOMEM with a message in ERR. */
 int tf_cluster_add_pool(struct tf_cluster *c, const char *name, const struct tf_pool_config *cfg,
                         uint32_t *id, char *err, size_t errlen);
+/* Makes room for NODES more nodes holding GPUS more GPUs (bulk building: no growth on the
+ * way). 0 or TF_ENOMEM. */
+int tf_cluster_reserve(struct tf_cluster *c, uint32_t nodes, uint32_t gpus);
 /* Adds a node and all its GPUs to POOL. Everything is validated first (unique names/uuids/
  * indexes, models, NVLink peers present, static mode); on error nothing was added. */
 int tf_cluster_add_node(struct tf_cluster *c, uint32_t pool, const struct tf_node_spec *spec,
@@ -237,6 +249,9 @@ const struct tf_partition_profile *tf_cluster_profile(const struct tf_cluster *c
 uint32_t tf_cluster_pool_find(const struct tf_cluster *c, const char *name);
 uint32_t tf_cluster_node_find(const struct tf_cluster *c, const char *name, size_t len);
 uint32_t tf_cluster_gpu_find(const struct tf_cluster *c, const char *uuid, size_t len);
+/* tf_cluster_node_find with HASH = tf_strmap_hash(NAME, LEN) already computed. */
+uint32_t tf_cluster_node_find_hashed(const struct tf_cluster *c, const char *name, size_t len,
+                                     uint32_t hash);
 /* The pool marked default, else the first pool; TF_NONE when there is none. */
 uint32_t tf_cluster_default_pool(const struct tf_cluster *c);
 
@@ -265,9 +280,10 @@ uint32_t tf_cluster_index_next(const struct tf_cluster *c, uint32_t n, enum tf_v
  * consistent). 0 or TF_ESTATE. For tf_alloc_check. */
 int tf_cluster_index_check(const struct tf_cluster *c, uint32_t n);
 
-/* For the allocator: recomputes node N's runtime aggregates from its GPUs (O(GPUs per node))
- * and moves it in its pool's indexes. tf_cluster_node_aggregate computes the aggregates into
- * *OUT (a copy of the node) without writing; the index fields of *OUT are left as they are. */
+/* For the allocator: recomputes node N's runtime aggregates from its GPUs (O(GPUs per node)),
+ * moves it in its pool's indexes and changes its version. tf_cluster_node_aggregate computes the
+ * aggregates into *OUT (a copy of the node) without writing; the index fields of *OUT are left as
+ * they are. */
 void tf_cluster_node_refresh(struct tf_cluster *c, uint32_t n);
 void tf_cluster_node_aggregate(const struct tf_cluster *c, uint32_t n, struct tf_node *out);
 

@@ -49,20 +49,30 @@ static size_t find(const struct tf_strmap *m, const char *key, size_t len, uint3
     }
 }
 
+uint32_t tf_strmap_hash(const char *key, size_t len)
+{
+    return fnv1a(key, len);
+}
+
 int tf_strmap_get(const struct tf_strmap *m, const char *key, size_t len, uint32_t *val)
+{
+    return m->cap ? tf_strmap_get_hashed(m, key, len, fnv1a(key, len), val) : TF_ENOENT;
+}
+
+int tf_strmap_get_hashed(const struct tf_strmap *m, const char *key, size_t len, uint32_t hash,
+                         uint32_t *val)
 {
     if (!m->cap)
         return TF_ENOENT;
-    size_t i = find(m, key, len, fnv1a(key, len));
+    size_t i = find(m, key, len, hash);
     if (!m->slots[i].key)
         return TF_ENOENT;
     *val = m->slots[i].val;
     return 0;
 }
 
-static int grow(struct tf_strmap *m)
+static int grow_to(struct tf_strmap *m, size_t ncap)
 {
-    size_t ncap = m->cap ? m->cap * 2 : 16;
     struct tf_strmap_slot *ns = calloc(ncap, sizeof(*ns));
     if (!ns)
         return TF_ENOMEM;
@@ -79,6 +89,19 @@ static int grow(struct tf_strmap *m)
     m->slots = ns;
     m->cap = ncap;
     return 0;
+}
+
+static int grow(struct tf_strmap *m)
+{
+    return grow_to(m, m->cap ? m->cap * 2 : 16);
+}
+
+int tf_strmap_reserve(struct tf_strmap *m, size_t n)
+{
+    size_t cap = m->cap ? m->cap : 16;
+    while (cap < n * 2) /* the load stays at or below 50 % */
+        cap *= 2;
+    return cap > m->cap ? grow_to(m, cap) : 0;
 }
 
 int tf_strmap_put(struct tf_strmap *m, const char *key, uint32_t val)

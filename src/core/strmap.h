@@ -35,6 +35,13 @@ void tf_strmap_free(struct tf_strmap *m);
 
 /* Looks KEY (LEN bytes, need not be NUL-terminated) up: 0 and *VAL, or TF_ENOENT. */
 int tf_strmap_get(const struct tf_strmap *m, const char *key, size_t len, uint32_t *val);
+/* The hash the map uses (FNV-1a, 32 bits) of the LEN bytes of KEY, and tf_strmap_get with it
+ * already computed (callers that hash while reading their input). */
+uint32_t tf_strmap_hash(const char *key, size_t len);
+int tf_strmap_get_hashed(const struct tf_strmap *m, const char *key, size_t len, uint32_t hash,
+                         uint32_t *val);
+/* Makes room for N entries in all (no growth until then). 0 or TF_ENOMEM (map unchanged). */
+int tf_strmap_reserve(struct tf_strmap *m, size_t n);
 /* Inserts KEY (NUL-terminated, borrowed) -> VAL. TF_EEXIST if present (map unchanged),
  * TF_ENOMEM if growing failed (map unchanged). */
 int tf_strmap_put(struct tf_strmap *m, const char *key, uint32_t val);

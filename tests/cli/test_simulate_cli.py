@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # End-to-end tests of `tfctl simulate` on the shipped example clusters and pod streams: the
 # -o json contract, placements and reasons, deletions, --placement, --preempt, profiles,
-# replicas, and invalid input (exit 2, the offending path on stderr, nothing on stdout).
+# replicas, invalid documents (refused with their reason, the rest simulated, exit 3) and
+# unusable files (exit 2, the offending path on stderr, nothing on stdout).
 # Run by meson test (TF_SRCDIR, TF_BUILDDIR set).
 import json
 import os
@@ -239,9 +240,11 @@ class Behaviour(unittest.TestCase):
         self.assertEqual(g["capacityVramBytes"] - g["availableVramBytes"], 20 * GIB)
         self.assertEqual(g["availableTflops"], 21)
         missing = tmpfile(pod("uses", workload_profile="nope"))
-        rc, out, err = tfctl("--cluster", SMALL, "--pods", missing)
-        self.assertEqual((rc, out), (2, ""))
+        rc, out, err = tfctl("--cluster", SMALL, "--pods", missing, "-o", "json")
+        self.assertEqual(rc, 3)
         self.assertIn("WorkloadProfile default/nope not found", err)
+        self.assertIn("WorkloadProfile default/nope not found",
+                      json.loads(out)["decisions"][0]["refused"])
 
     def test_table_output_lists_decisions_gpus_and_nodes(self):
         rc, out, err = tfctl("--cluster", ex("clusters", "mixed-pool.yaml"), "--pods",
@@ -276,17 +279,52 @@ class InvalidInput(unittest.TestCase):
                       "pools[0].extra: unknown key")
         self.expect_2(tmpfile("pools: [\"unclosed\n"), tmpfile(pod("x")), "line")
 
-    def test_bad_pods_are_reported_with_the_spec_parsers_message(self):
-        self.expect_2(SMALL, tmpfile(pod("x", vram_limit="4Gb")),
-                      "document 0: tensor-fusion.ai/vram-limit: \"4Gb\" is not a valid quantity")
-        self.expect_2(SMALL, tmpfile(pod("x", tflops_request="20", tflops_limit="10")),
-                      "document 0: ")
-        self.expect_2(SMALL, tmpfile(pod("x", tflops_request=1) + "---\n" + pod("x", tflops_request=1)),
-                      "document 1: pod default/x arrives again without a Delete")
-        self.expect_2(SMALL, tmpfile("kind: Service\nmetadata: {name: s}\n"),
-                      "document 0: kind: \"Service\" is not a pod")
-        self.expect_2(SMALL, tmpfile("kind: Delete\nmetadata: {}\n"),
-                      "document 0: metadata.name: required for kind Delete")
+    def refused(self, pods, *extra):
+        """Simulates PODS on SMALL expecting exit 3: returns (decisions by pod, stderr)."""
+        rc, out, err = tfctl("--cluster", SMALL, "--pods", pods, "-o", "json", *extra)
+        self.assertEqual(rc, 3, err)
+        return {d["pod"]: d for d in json.loads(out)["decisions"]}, err
+
+    def test_bad_pods_are_refused_with_the_spec_parsers_message(self):
+        cases = [
+            (pod("x", vram_limit="4Gb"), "default/x",
+             "document 0: tensor-fusion.ai/vram-limit: \"4Gb\" is not a valid quantity"),
+            (pod("x", tflops_request="20", tflops_limit="10"), "default/x", "document 0: "),
+            ("kind: Service\nmetadata: {name: s}\n", "default/s",
+             "document 0: kind: \"Service\" is not a pod"),
+            ("kind: Delete\nmetadata: {}\n", "document 0",
+             "document 0: metadata.name: required for kind Delete"),
+        ]
+        for text, key, needle in cases:
+            pods = tmpfile(text)
+            by_pod, err = self.refused(pods)
+            self.assertIn(f"{pods}: {needle}", err)
+            d = by_pod[key]
+            self.assertEqual(set(d), {"pod", "document", "node", "refused"})
+            self.assertIsNone(d["node"])
+            self.assertEqual(d["document"], 0)
+            self.assertIn(needle, d["refused"])
+        by_pod, err = self.refused(tmpfile(pod("x", tflops_request=1) + "---\n" +
+                                           pod("x", tflops_request=1)))
+        self.assertIn("document 1: pod default/x arrives again without a Delete", err)
+        self.assertEqual(by_pod["default/x"]["node"], None)  # the refusal came last
+
+    def test_one_invalid_pod_is_refused_and_the_rest_of_the_stream_is_simulated(self):
+        stream = tmpfile(pod("a", tflops_request=10, vram_request="4Gi") + "---\n" +
+                         pod("bad", vram_request="lots") + "---\n" +
+                         pod("b", tflops_request=10, vram_request="4Gi") + "---\n" +
+                         "kind: Delete\nmetadata: {name: a, namespace: default}\n---\n" +
+                         pod("c", tflops_request=10, vram_request="4Gi"))
+        by_pod, err = self.refused(stream)
+        self.assertIn("document 1: tensor-fusion.ai/vram-request: \"lots\"", err)
+        self.assertIn("vram-request", by_pod["default/bad"]["refused"])
+        for ok in ("default/a", "default/b", "default/c"):
+            self.assertIsNotNone(by_pod[ok]["node"], ok)
+        rc, out, err = tfctl("--cluster", SMALL, "--pods", stream)
+        self.assertEqual(rc, 3)
+        self.assertIn("default/bad", out)
+        self.assertIn("refused", out)
+        self.assertIn("3 of 3 pods placed, 2 holding GPUs now; 1 document refused", out)
 
     def test_bad_usage(self):
         rc, out, err = tfctl("--cluster", SMALL)

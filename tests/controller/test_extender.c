@@ -24,23 +24,8 @@
 #include "controller/extender.h"
 #include "controller/k8s/informer.h"
 #include "core/cluster.h"
+#include "ext_rig.h"
 #include "harness.h"
-
-static struct fake_api fake;
-
-struct rig {
-    struct tf_informer *pods, *gpus, *pools, *templates, *quotas;
-    struct tf_extender *x;
-};
-
-static void create(const struct tf_k8s_resource *res, const char *ns, const char *json)
-{
-    char err[256];
-    json_object *o = jparse(json);
-    if (tf_k8s_create(fake.client, res, ns, o, NULL, err, sizeof(err)))
-        fail_msg("create: %s", err);
-    json_object_put(o);
-}
 
 static void gpu(const char *node, int idx, const char *vram)
 {
@@ -77,39 +62,6 @@ static void pod(const char *name, const char *vram, const char *extra_ann)
         "{\"name\":\"side\",\"image\":\"y\"}]}}",
         name, vram, vram, extra_ann ? extra_ann : "");
     create(&tf_k8s_pods, "ml", buf);
-}
-
-static struct tf_informer *start(const struct tf_k8s_resource *res,
-                                 const struct tf_informer_handlers *h)
-{
-    struct tf_informer *inf = tf_informer_new(fake.client, res, NULL, NULL, NULL, h);
-    assert_int_equal(tf_informer_start(inf, 60), 0);
-    assert_true(tf_informer_wait_synced(inf, 5000));
-    return inf;
-}
-
-static void rig_up(struct rig *r)
-{
-    r->x = tf_extender_new(fake.client, "default-pool", "dynamic");
-    struct tf_informer_handlers ph = tf_extender_pod_handlers(r->x);
-    struct tf_informer_handlers ih = tf_extender_inventory_handlers(r->x);
-    r->pods = start(&tf_k8s_pods, &ph);
-    r->gpus = start(&tf_k8s_gpus, &ih);
-    r->pools = start(&tf_k8s_gpupools, &ih);
-    r->templates = start(&tf_k8s_schedulingconfigtemplates, &ih);
-    r->quotas = start(&tf_k8s_gpuresourcequotas, &ih);
-    struct tf_extender_sources src = {r->pods, r->gpus, r->pools, r->templates, r->quotas};
-    tf_extender_set_sources(r->x, &src);
-}
-
-static void rig_down(struct rig *r)
-{
-    tf_informer_destroy(r->pods);
-    tf_informer_destroy(r->gpus);
-    tf_informer_destroy(r->pools);
-    tf_informer_destroy(r->templates);
-    tf_informer_destroy(r->quotas);
-    tf_extender_destroy(r->x);
 }
 
 static json_object *call(struct rig *r, const char *verb, const char *body)
@@ -240,6 +192,22 @@ static void bind_records_gpu_ids_and_binds_then_restart_rebuilds(void **state)
     json_object_put(p);
     assert_int_equal(tf_extender_allocations(r.x), 1);
     assert_true(fake_count_requests(&fake, "POST /api/v1/namespaces/ml/events") >= 1);
+    /* A later change of the bound pod's metadata is read again (the ledger's record replaced
+     * in place) and changes nothing it holds. */
+    char perr[256];
+    json_object *lp = jparse("{\"metadata\":{\"labels\":{\"team\":\"a\"}}}");
+    assert_int_equal(tf_k8s_merge_patch(fake.client, &tf_k8s_pods, "ml", "bound-1", NULL, lp, NULL,
+                                        perr, sizeof(perr)),
+                     0);
+    json_object_put(lp);
+    for (int i = 0; i < 100; i++) {
+        json_object *seen = tf_informer_get(r.pods, "ml", "bound-1");
+        bool done = tf_json_str(seen, "metadata", "labels", "team", NULL) != NULL;
+        json_object_put(seen);
+        if (done)
+            break;
+        usleep(20000);
+    }
     rig_down(&r);
 
     /* A restarted controller sees the allocation on the pod and does not double-book: node-a
@@ -265,6 +233,27 @@ static void bind_records_gpu_ids_and_binds_then_restart_rebuilds(void **state)
     assert_int_equal(tf_extender_allocations(r2.x), 1);
     assert_string_equal(bind_err(&r2, "bound-3", "node-a"), "");
     rig_down(&r2);
+}
+
+/* While the pod watch is down a pod is bound and deleted: the cache never sees it, so no
+ * delete event can release it. Once the informer relists, the unconfirmed bind is checked
+ * against the API and its GPUs come back. */
+static void a_pod_bound_and_deleted_while_the_watch_was_down_gives_its_gpus_back(void **state)
+{
+    struct rig r;
+    rig_up(&r);
+    int before = tf_extender_allocations(r.x);
+    fake_control(&fake, "pause", "{}");
+    pod("ghost", "10Gi", NULL);
+    assert_string_equal(bind_err(&r, "ghost", "node-a"), "");
+    assert_int_equal(tf_extender_allocations(r.x), before + 1);
+    char err[256];
+    assert_int_equal(tf_k8s_delete(fake.client, &tf_k8s_pods, "ml", "ghost", err, sizeof(err)), 0);
+    fake_control(&fake, "compact", "{\"closeWatches\": true}");
+    for (int i = 0; i < 250 && tf_extender_allocations(r.x) != before; i++)
+        usleep(20000);
+    assert_int_equal(tf_extender_allocations(r.x), before);
+    rig_down(&r);
 }
 
 static void failed_binding_rolls_the_reservation_back(void **state)
@@ -390,9 +379,11 @@ static void split_pod_bind_records_each_containers_gpus(void **state)
     assert_null(strchr(a, ','));
     assert_null(strchr(b, ','));
     assert_string_not_equal(a, b);
-    char both[256];
+    char both[256], ga[128], gb[128];
     snprintf(both, sizeof(both), "%s,%s", a, b);
     assert_string_equal(both, ids);
+    snprintf(ga, sizeof(ga), "%s", a);
+    snprintf(gb, sizeof(gb), "%s", b);
     json_object *cg =
         jparse(tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/container-gpus", NULL));
     assert_string_equal(
@@ -419,6 +410,19 @@ static void split_pod_bind_records_each_containers_gpus(void **state)
     assert_null(tf_json_str(anns, "tensor-fusion.ai/container-gpus", NULL));
     json_object_put(p);
     rig_down(&r);
+    /* A restarted controller restores the split pod on both its GPUs (from the pod ledger). */
+    struct rig r2;
+    rig_up(&r2);
+    const char *gs[] = {ga, gb};
+    for (int i = 0; i < 2; i++) {
+        int64_t t, v;
+        uint32_t n;
+        assert_int_equal(tf_extender_gpu_usage(r2.x, gs[i], &t, &v, &n), 0);
+        assert_true(n >= 1 && v >= 10 * (INT64_C(1) << 30));
+    }
+    char cerr[256];
+    assert_int_equal(tf_extender_check(r2.x, cerr, sizeof(cerr)), 0);
+    rig_down(&r2);
 }
 
 static void qos_pod(const char *name, const char *qos)
@@ -578,6 +582,7 @@ int main(void)
         cmocka_unit_test(filter_returns_allocator_reasons_for_nodes_that_do_not_fit),
         cmocka_unit_test(bind_records_gpu_ids_and_binds_then_restart_rebuilds),
         cmocka_unit_test(failed_binding_rolls_the_reservation_back),
+        cmocka_unit_test(a_pod_bound_and_deleted_while_the_watch_was_down_gives_its_gpus_back),
         cmocka_unit_test(split_pod_bind_records_each_containers_gpus),
         cmocka_unit_test(concurrent_binds_never_over_allocate),
         cmocka_unit_test(unmanaged_pods_pass_every_node),

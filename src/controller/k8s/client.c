@@ -276,7 +276,35 @@ struct tf_k8s_client {
     pthread_mutex_t token_lock; /* guards cfg.token and token_mtime */
     struct timespec token_mtime;
     char server_host[256];
+    pthread_mutex_t pool_lock; /* guards pool: easy handles kept for the next requests (their
+                                  init and cleanup cost as much as a loopback request) */
+    CURL *pool[8];
+    int npool;
 };
+
+/* An easy handle for one request (reset to the defaults), and its return. */
+static CURL *handle_take(struct tf_k8s_client *c)
+{
+    CURL *h = NULL;
+    pthread_mutex_lock(&c->pool_lock);
+    if (c->npool)
+        h = c->pool[--c->npool];
+    pthread_mutex_unlock(&c->pool_lock);
+    return h ? h : curl_easy_init();
+}
+
+static void handle_give(struct tf_k8s_client *c, CURL *h)
+{
+    curl_easy_reset(h);
+    pthread_mutex_lock(&c->pool_lock);
+    if (c->npool < (int)(sizeof(c->pool) / sizeof(c->pool[0]))) {
+        c->pool[c->npool++] = h;
+        h = NULL;
+    }
+    pthread_mutex_unlock(&c->pool_lock);
+    if (h)
+        curl_easy_cleanup(h);
+}
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
 static void curl_init_once(void)
@@ -326,6 +354,7 @@ struct tf_k8s_client *tf_k8s_client_new(const struct tf_k8s_config *cfg)
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
         pthread_mutex_init(&c->share_lock[i], NULL);
     pthread_mutex_init(&c->token_lock, NULL);
+    pthread_mutex_init(&c->pool_lock, NULL);
     c->share = curl_share_init();
     if (!c->cfg.server || !c->share) {
         tf_k8s_client_destroy(c);
@@ -349,6 +378,9 @@ void tf_k8s_client_destroy(struct tf_k8s_client *c)
 {
     if (!c)
         return;
+    for (int i = 0; i < c->npool; i++) /* before the share they use */
+        curl_easy_cleanup(c->pool[i]);
+    pthread_mutex_destroy(&c->pool_lock);
     if (c->share)
         curl_share_cleanup(c->share);
     for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
@@ -596,7 +628,7 @@ int tf_k8s_request(struct tf_k8s_client *c, const char *method, const char *path
     int rc = TF_EIO;
     bool reauth = false;
     for (int attempt = 1; attempt <= c->cfg.max_attempts; attempt++) {
-        CURL *h = curl_easy_init();
+        CURL *h = handle_take(c);
         if (!h) {
             rc = TF_ENOMEM;
             break;
@@ -614,7 +646,7 @@ int tf_k8s_request(struct tf_k8s_client *c, const char *method, const char *path
         long st = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
         curl_slist_free_all(hl);
-        curl_easy_cleanup(h);
+        handle_give(c, h);
         free(token);
         bool retry = false;
         if (cc != CURLE_OK) {

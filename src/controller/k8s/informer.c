@@ -330,6 +330,22 @@ int tf_informer_foreach(struct tf_informer *inf, int (*fn)(json_object *obj, voi
     return rc;
 }
 
+static int copy_into(json_object *o, void *arg)
+{
+    json_object *cp = NULL;
+    if (json_object_deep_copy(o, &cp, NULL) == 0)
+        json_object_array_add(arg, cp);
+    return 0;
+}
+
+json_object *tf_informer_snapshot(struct tf_informer *inf)
+{
+    json_object *arr = json_object_new_array();
+    if (inf && arr)
+        tf_informer_foreach(inf, copy_into, arr);
+    return arr;
+}
+
 size_t tf_informer_count(struct tf_informer *inf)
 {
     pthread_rwlock_rdlock(&inf->lock);

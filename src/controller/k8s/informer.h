@@ -49,6 +49,9 @@ json_object *tf_informer_get(struct tf_informer *inf, const char *ns, const char
  * non-zero result and returns it. */
 int tf_informer_foreach(struct tf_informer *inf, int (*fn)(json_object *obj, void *arg), void *arg);
 size_t tf_informer_count(struct tf_informer *inf);
+/* Deep copies of every cached object, in a new array (caller owns); an empty array when INF is
+ * NULL. */
+json_object *tf_informer_snapshot(struct tf_informer *inf);
 /* Number of full lists done so far (1 after the initial sync; more after 410s). */
 uint64_t tf_informer_relists(struct tf_informer *inf);
 

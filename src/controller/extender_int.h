@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Private to the scheduler extender (extender*.c): the extender object and the helpers its
+ * files share. Nothing outside src/controller/extender*.c may include it.
+ *
+ *   extender.c        lifecycle, state locking, informer handlers, autoscaler calls, dispatch
+ *   extender_state.c  the allocator's state built from GPU, pool, template, quota, pod objects
+ *   extender_verbs.c  /filter, /prioritize (with QoS preemption) and /bind
+ *   extender_ledger.c the pods holding GPUs, as the pod informer reports them
+ *   extender_gpus.c   the GPUs, as the GPU informer reports them
+ */
+#ifndef TF_CONTROLLER_EXTENDER_INT_H
+#define TF_CONTROLLER_EXTENDER_INT_H
+
+#include "controller/extender.h"
+
+#include "controller/podreq.h"
+#include "core/alloc.h"
+#include "core/alloc_index.h"
+#include "core/strmap.h"
+
+#include <json-c/json.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#define ANN_GPU_IDS "tensor-fusion.ai/gpu-ids"
+#define ANN_CONTAINER_GPUS "tensor-fusion.ai/container-gpus"
+#define LABEL_GPUPOOL "tensor-fusion.ai/gpupool"
+
+struct tf_extender {
+    struct tf_k8s_client *c;
+    struct tf_extender_sources src;
+    char *default_pool;
+    enum tf_iso_policy policy;
+    pthread_rwlock_t lock; /* guards cluster, alloc, quotas */
+    struct tf_cluster *cluster;
+    struct tf_alloc *alloc;
+    struct tf_quota_set *quotas;
+    struct tf_alloc_index *index; /* verdicts of filter/prioritize (core/alloc_index.h) over
+                                     ALLOC: replaced with it; guarded by index_lock too */
+    pthread_mutex_t index_lock;   /* serialises index calls (under the read lock) */
+    atomic_bool dirty;
+    pthread_mutex_t inflight_lock; /* guards inflight */
+    json_object *inflight;         /* "ns/name" -> {"node": n, "ids": i, "pod": p, "at": s}:
+                                      reserved by a bind, not yet seen with gpu-ids in the pod
+                                      cache (guarded by inflight_lock, as the next three) */
+    double sweep_next;             /* when unconfirmed binds are checked again */
+    uint64_t sweep_relists;        /* the pod informer's relists at the last check */
+    bool sweeping;                 /* a check runs */
+    json_object *preempting;       /* "ns/name" -> {"at": s, "node": n, "msg": m}: evictions started
+                                      for that pod (guarded by inflight_lock) */
+    struct tf__ledger *ledger;     /* the pods holding GPUs per the API (own lock) */
+    struct tf__gpus *gpus;         /* the GPUs per the API (own lock) */
+    pthread_mutex_t scratch_lock;  /* guards scratch: request buffers kept for the next one */
+    struct {
+        void *p;
+        size_t size;
+    } scratch[4];
+    json_object *loaded[3]; /* pools, templates, quotas of the last tf_extender_load: those
+                               of rebuilds when no informer feeds them (guarded by lock) */
+};
+
+/* Seconds a started preemption is left to take effect before the same pod may plan again. */
+#define PREEMPT_HOLD_S 30
+
+struct req_buf {
+    struct tf_podreq pr;
+    struct tf_alloc_request req;
+    struct tf_alloc_container containers[TF_PODREQ_MAX_CONTAINERS];
+};
+
+/* extender.c */
+/* Fills B->req from B->pr (strings stay borrowed from B->pr). */
+void tf__ext_to_alloc(struct req_buf *b);
+/* Takes the read (write) lock with a current state, rebuilding first when dirty. False (and
+ * no lock held) when there is no state at all. */
+bool tf__ext_read_state(struct tf_extender *x);
+bool tf__ext_write_state(struct tf_extender *x);
+/* Releases POD's GPUs and forgets its in-flight bind (takes the locks itself). */
+void tf__ext_release_pod(struct tf_extender *x, json_object *pod);
+/* Monotonic seconds. */
+double tf__ext_now(void);
+
+/* extender_state.c */
+/* True unless POD is terminating, Succeeded or Failed. */
+bool tf__ext_pod_live(json_object *pod);
+/* Builds a fresh cluster + allocator from the arrays (borrowed) and swaps it in; the caller
+ * holds the write lock. 0 or TF_ENOMEM. */
+int tf__ext_load(struct tf_extender *x, json_object *gpus, json_object *pools,
+                 json_object *templates, json_object *quotas, json_object *pods);
+/* The state rebuilt from the informers' inventory (or the last tf_extender_load's, when no
+ * informer feeds one), the ledger and the in-flight binds; the caller holds the write lock.
+ * 0 or TF_ENOMEM (the old state stays). */
+int tf__ext_rebuild(struct tf_extender *x);
+
+/* extender_ledger.c: a table of owned (malloc'd) records keyed by a string kept inside each
+ * record, dense (a removed record's place is taken by the last one): the storage of the ledger
+ * and of the GPU table. Not thread-safe (their owners lock). */
+struct tf__rectab {
+    struct tf_strmap by_key; /* key -> index */
+    void **v;                /* the records */
+    const char **keys;       /* each record's key, inside it */
+    uint32_t n, cap;
+};
+/* The record under KEY (LEN bytes), or NULL. */
+void *tf__rectab_get(const struct tf__rectab *t, const char *key, size_t len);
+/* Stores REC under KEY (NUL-terminated, inside REC), replacing and freeing a record of the same
+ * key. 0, or TF_ENOMEM (REC not stored: the caller frees it). */
+int tf__rectab_put(struct tf__rectab *t, const char *key, void *rec);
+/* Removes and frees the record under KEY; false when there is none. */
+bool tf__rectab_del(struct tf__rectab *t, const char *key, size_t len);
+/* Frees every record (CLEAR keeps the array for reuse, FREE does not). */
+void tf__rectab_clear(struct tf__rectab *t);
+void tf__rectab_free(struct tf__rectab *t);
+
+/* extender_ledger.c: the pods that hold GPUs according to the API (live, bound, with
+ * tensor-fusion.ai/gpu-ids), each read once when the pod informer reports it (a status
+ * update that leaves its metadata and spec as they were is not read again), so that a
+ * rebuild restores them without reading JSON. Thread-safe (own lock). */
+struct tf__ledger;
+struct tf__ledger *tf__ledger_new(void);
+void tf__ledger_destroy(struct tf__ledger *l);
+/* POD was added (OLD NULL) or changed from OLD: recorded, updated or forgotten. */
+void tf__ledger_pod(struct tf__ledger *l, json_object *old, json_object *pod);
+void tf__ledger_del(struct tf__ledger *l, const char *ns, const char *name);
+/* Replaces the content with the pods of the array PODS (borrowed, may be NULL). */
+void tf__ledger_load(struct tf__ledger *l, json_object *pods);
+uint32_t tf__ledger_count(struct tf__ledger *l);
+/* Restores every recorded pod on A (warnings for those that do not fit); how many. */
+uint32_t tf__ledger_restore(struct tf__ledger *l, struct tf_alloc *a);
+/* Restores one pod on the GPUs of the comma list IDS on NODE, warning when it cannot. */
+int tf__ext_restore(struct tf_alloc *a, const char *ns, const char *name,
+                    const struct tf_alloc_request *req, const char *node, const char *ids);
+
+/* extender_gpus.c: the GPU table, what each GPU object says that scheduling needs, read
+ * once per change of the object (by the GPU informer's handlers, or from tf_extender_load's
+ * array). Records keep the table's order: insertion, a deleted one's place taken by the
+ * last. Thread-safe (LOCK; hold it to read T). */
+struct tf__gpu_rec {
+    const struct tf_gpu_model *model;
+    int64_t tflops, vram; /* capacity; 0 = the model's */
+    int32_t index;        /* -1: not given (position on the node) */
+    int16_t numa;
+    uint8_t phase;
+    const char *node, *uuid, *pool; /* into TEXT; POOL NULL when unlabelled */
+    char text[];                    /* the object's name first */
+};
+struct tf__gpus {
+    pthread_mutex_t lock;
+    struct tf__rectab t; /* struct tf__gpu_rec, keyed by object name */
+};
+struct tf__gpus *tf__gpus_new(void);
+void tf__gpus_destroy(struct tf__gpus *t);
+/* GPU object GPU added or changed: recorded, replaced or (no node, unknown model) dropped.
+ * True when what scheduling sees changed. */
+bool tf__gpus_put(struct tf__gpus *t, json_object *gpu);
+bool tf__gpus_del(struct tf__gpus *t, json_object *gpu);
+/* Replaces the content with the GPU objects of the array GPUS (borrowed, may be NULL). */
+void tf__gpus_load(struct tf__gpus *t, json_object *gpus);
+
+/* A buffer of at least SIZE bytes for the length of a request (kept between requests, so
+ * that large ones do not fault in fresh pages each time), and its return. NULL on ENOMEM. */
+void *tf__ext_scratch_get(struct tf_extender *x, size_t size, size_t *got);
+void tf__ext_scratch_put(struct tf_extender *x, void *p, size_t size);
+
+/* extender_verbs.c: the three verbs; *STATUS is set on errors, the body is a new string. */
+char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *status);
+char *tf__ext_prioritize(struct tf_extender *x, const char *body, size_t len, int *status);
+char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *status);
+
+#endif

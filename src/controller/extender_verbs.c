@@ -1,0 +1,457 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * The extender's verbs: /filter (with QoS preemption), /prioritize and /bind (see extender.h).
+ */
+#include "controller/extender_int.h"
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/strutil.h"
+#include "common/yamljson.h"
+#include "controller/extender_codec.h"
+#include "core/preempt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- handlers ----------------------------------------------------------------------------- */
+
+/* QoS preemption (seed 000): a high or critical pod that fits none of the scheduler's candidate
+ * nodes evicts the fewest low/medium pods that make room on one of them (core/preempt.h), via
+ * the Eviction API, so PodDisruptionBudgets are honoured. kube-scheduler's own preemption cannot
+ * do it: GPUs are the extender's resource (ignoredByScheduler), so its dry run never finds a
+ * victim. The victims' reservations are released as their deletion reaches the pod cache; a
+ * later filter call then finds the room. A pod's started preemption is not planned again for
+ * PREEMPT_HOLD_S (evictions take effect asynchronously), and its message is repeated instead.
+ * Returns the index in NODES (N of them, verdicts V) of the node being freed, or -1; MSG says
+ * what is happening. Call without x->lock. */
+static int preempt(struct tf_extender *x, struct req_buf *b, json_object *pod,
+                   const char *const *nodes, const struct tf_node_verdict *v, size_t n, char *msg,
+                   size_t msglen)
+{
+    if (b->pr.qos != TF_PODREQ_HIGH && b->pr.qos != TF_PODREQ_CRITICAL)
+        return -1;
+    char key[400], node[256] = "";
+    snprintf(key, sizeof(key), "%s/%s", b->pr.ns, b->pr.name);
+    time_t now = time(NULL);
+    pthread_mutex_lock(&x->inflight_lock);
+    json_object *held = NULL;
+    if (json_object_object_get_ex(x->preempting, key, &held) &&
+        now - json_object_get_int64(tf_json_path(held, "at", NULL)) < PREEMPT_HOLD_S) {
+        tf_strlcpy(node, tf_json_str(held, "node", NULL), sizeof(node));
+        tf_strlcpy(msg, tf_json_str(held, "msg", NULL), msglen);
+    } else {
+        held = NULL;
+        /* Forget every preemption past its hold (pods scheduled or gone since). */
+        json_object_object_foreach(x->preempting, k, e)
+        {
+            if (now - json_object_get_int64(tf_json_path(e, "at", NULL)) >= PREEMPT_HOLD_S)
+                json_object_object_del(x->preempting, k);
+        }
+    }
+    pthread_mutex_unlock(&x->inflight_lock);
+    if (held) {
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(nodes[i], node) == 0)
+                return (int)i;
+        return -1;
+    }
+    /* Plan under the write lock; keep the victims' keys, evict without it. */
+    struct tf_preempt_plan *plan = malloc(sizeof(*plan));
+    char(*victims)[TF_KEY_MAX] = calloc(TF_PREEMPT_MAX_VICTIMS, TF_KEY_MAX);
+    uint32_t *cand = calloc(n + 1, sizeof(*cand));
+    char err[512];
+    int idx = -1;
+    uint32_t nv = 0;
+    if (!plan || !victims || !cand || !tf__ext_write_state(x))
+        goto out;
+    size_t nc = 0;
+    for (size_t i = 0; i < n; i++)
+        if (v[i].node != TF_NONE)
+            cand[nc++] = v[i].node;
+    int rc = tf_preempt_plan_on(x->alloc, &b->req, cand, nc, plan, err, sizeof(err));
+    if (rc == 0 && plan->nvictims > 0)
+        for (size_t i = 0; i < n; i++)
+            if (v[i].node == plan->placement.node)
+                idx = (int)i;
+    if (idx >= 0) {
+        nv = plan->nvictims;
+        for (uint32_t i = 0; i < nv; i++)
+            tf_strlcpy(victims[i],
+                       tf_alloc_record_key(tf_alloc_record_at(x->alloc, plan->victims[i])),
+                       TF_KEY_MAX);
+    }
+    pthread_rwlock_unlock(&x->lock);
+    if (idx < 0) {
+        if (rc && rc != TF_EPERM)
+            tf_log(TF_LOG_DEBUG, "extender", "no preemption for %s: %s", key, err);
+        goto out;
+    }
+    char list[1024] = "";
+    uint32_t evicted = 0, deferred = 0;
+    for (uint32_t i = 0; i < nv; i++) {
+        char *slash = strchr(victims[i], '/');
+        if (!slash)
+            continue;
+        *slash = '\0';
+        const char *vns = victims[i], *vname = slash + 1;
+        char verr[256];
+        int erc = tf_k8s_evict(x->c, vns, vname, verr, sizeof(verr));
+        if (erc == 0 || erc == TF_ENOENT) {
+            evicted++;
+            json_object *vp = x->src.pods ? tf_informer_get(x->src.pods, vns, vname) : NULL;
+            if (vp) {
+                char vmsg[700];
+                snprintf(vmsg, sizeof(vmsg),
+                         "evicted to make room on %s for %s pod %s (QoS preemption)", nodes[idx],
+                         b->pr.qos == TF_PODREQ_CRITICAL ? "critical" : "high", key);
+                tf_k8s_event(x->c, vp, "Warning", "Preempted", vmsg, "tf-scheduler");
+                json_object_put(vp);
+            }
+        } else {
+            deferred++;
+            tf_log(TF_LOG_WARN, "extender", "preemption for %s: eviction of %s/%s: %s", key, vns,
+                   vname, verr);
+        }
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof(list) - l, "%s%s/%s", i ? ", " : "", vns, vname);
+    }
+    snprintf(msg, msglen,
+             "preempting %u lower-QoS pod%s on this node for this pod (%s)%s; it fits once they "
+             "are gone",
+             nv, nv == 1 ? "" : "s", list,
+             deferred ? "; an eviction was refused for now (PodDisruptionBudget or API error; "
+                        "planned again after 30 s)"
+                      : "");
+    tf_log(TF_LOG_INFO, "extender", "QoS preemption for %s on %s: %u evicted, %u deferred (%s)",
+           key, nodes[idx], evicted, deferred, list);
+    tf_k8s_event(x->c, pod, "Normal", "Preempting", msg, "tf-scheduler");
+    json_object *e = json_object_new_object();
+    json_object_object_add(e, "at", json_object_new_int64(now));
+    json_object_object_add(e, "node", json_object_new_string(nodes[idx]));
+    json_object_object_add(e, "msg", json_object_new_string(msg));
+    pthread_mutex_lock(&x->inflight_lock);
+    json_object_object_add(x->preempting, key, e);
+    pthread_mutex_unlock(&x->inflight_lock);
+out:
+    free(plan);
+    free(victims);
+    free(cand);
+    return idx;
+}
+
+/* The candidates' node ids when the decoder hashed their names (NULL: the index resolves the
+ * names itself). Caller holds the read lock; frees the array. */
+static uint32_t *resolve(const struct tf_extender *x, const struct tf_ext_args *a)
+{
+    uint32_t *ids = a->name_hashes ? malloc((a->n_nodes + 1) * sizeof(*ids)) : NULL;
+    for (size_t i = 0; ids && i < a->n_nodes; i++)
+        ids[i] = tf_cluster_node_find_hashed(x->cluster, a->node_names[i], a->name_lens[i],
+                                             a->name_hashes[i]);
+    return ids;
+}
+
+/* Decodes the ExtenderArgs BODY into ARGS; false with *BAD (the 400 answer) set if invalid. */
+static bool decode(const char *body, size_t len, struct tf_ext_args *args, char **bad, int *status)
+{
+    char err[1024];
+    if (!tf_ext_decode_args(body, len, args, err, sizeof(err)))
+        return true;
+    *status = 400;
+    *bad = tf_ext_encode_binding_result(err);
+    return false;
+}
+
+char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *status)
+{
+    struct tf_ext_args args;
+    char err[1024], *bad;
+    if (!decode(body, len, &args, &bad, status))
+        return bad;
+    struct req_buf b;
+    /* One scratch buffer: verdicts, reason pointers, reason text (160 bytes a node). */
+    size_t nv = args.n_nodes + 1, rlen = args.n_nodes * 160 + 1024, got = 0;
+    size_t need = nv * sizeof(struct tf_node_verdict) + nv * sizeof(char *) + rlen;
+    char *scratch = tf__ext_scratch_get(x, need, &got), *out = NULL;
+    struct tf_node_verdict *v = (struct tf_node_verdict *)scratch;
+    const char **reasons = scratch ? (const char **)(scratch + nv * sizeof(*v)) : NULL;
+    char *rbuf = scratch ? scratch + nv * sizeof(*v) + nv * sizeof(char *) : NULL;
+    if (!scratch)
+        goto out;
+    memset(v, 0, nv * sizeof(*v));
+    memset(reasons, 0, nv * sizeof(char *));
+    int rc = tf_podreq_from_pod(args.pod, &b.pr, err, sizeof(err));
+    if (rc) {
+        for (size_t i = 0; i < args.n_nodes; i++)
+            reasons[i] = err;
+        out = tf_ext_encode_filter(&args, reasons, NULL, NULL);
+        goto out;
+    }
+    if (!b.pr.managed || b.pr.remote_client) {
+        out = tf_ext_encode_filter(&args, reasons, NULL, NULL); /* all pass */
+        goto out;
+    }
+    tf__ext_to_alloc(&b);
+    if (!tf__ext_read_state(x)) {
+        out = tf_ext_encode_filter(&args, reasons, NULL, "extender state unavailable");
+        goto out;
+    }
+    struct tf_reasons rb;
+    tf_reasons_init(&rb, rbuf, rlen);
+    uint32_t *ids = resolve(x, &args);
+    pthread_mutex_lock(&x->index_lock);
+    rc = tf_alloc_index_filter(x->index, &b.req, args.node_names, ids, args.n_nodes, v, &rb, err,
+                               sizeof(err));
+    pthread_mutex_unlock(&x->index_lock);
+    pthread_rwlock_unlock(&x->lock);
+    free(ids);
+    bool any_fit = false;
+    for (size_t i = 0; i < args.n_nodes; i++)
+        any_fit = any_fit || (v[i].node != TF_NONE && v[i].fit);
+    char pmsg[1400];
+    int freeing = rc == 0 && !any_fit ? preempt(x, &b, args.pod, args.node_names, v, args.n_nodes,
+                                                pmsg, sizeof(pmsg))
+                                      : -1;
+    for (size_t i = 0; i < args.n_nodes; i++) {
+        if (rc)
+            reasons[i] = err;
+        else if (v[i].node == TF_NONE)
+            reasons[i] = "node has no TensorFusion GPUs";
+        else if ((int)i == freeing)
+            reasons[i] = pmsg;
+        else if (!v[i].fit)
+            reasons[i] = v[i].reason ? v[i].reason : "no GPU fits the request";
+    }
+    out = tf_ext_encode_filter(&args, reasons, NULL, NULL);
+out:
+    if (!out) {
+        *status = 500;
+        out = tf_ext_encode_binding_result("out of memory");
+    }
+    tf__ext_scratch_put(x, scratch, got);
+    tf_ext_args_free(&args);
+    return out;
+}
+
+char *tf__ext_prioritize(struct tf_extender *x, const char *body, size_t len, int *status)
+{
+    struct tf_ext_args args;
+    char err[1024], *bad;
+    if (!decode(body, len, &args, &bad, status))
+        return bad;
+    int *scores = calloc(args.n_nodes + 1, sizeof(int));
+    char *out = NULL;
+    struct req_buf b;
+    if (!scores)
+        goto out;
+    if (tf_podreq_from_pod(args.pod, &b.pr, err, sizeof(err)) == 0 && b.pr.managed &&
+        !b.pr.remote_client && tf__ext_read_state(x)) {
+        tf__ext_to_alloc(&b);
+        uint32_t *ids = resolve(x, &args);
+        pthread_mutex_lock(&x->index_lock);
+        int rc = tf_alloc_index_score(x->index, &b.req, args.node_names, ids, args.n_nodes, scores,
+                                      err, sizeof(err));
+        pthread_mutex_unlock(&x->index_lock);
+        pthread_rwlock_unlock(&x->lock);
+        free(ids);
+        for (size_t i = 0; i < args.n_nodes; i++)
+            scores[i] = rc ? 0 : (scores[i] + 5) / 10; /* 0..100 -> 0..10 */
+    }
+    out = tf_ext_encode_priorities(&args, scores);
+out:
+    free(scores);
+    tf_ext_args_free(&args);
+    if (!out) {
+        *status = 500;
+        out = strdup("[]");
+    }
+    return out;
+}
+
+/* Appends the UUID of RES's GPU G to LIST (a comma list of LISTLEN bytes). */
+static void add_uuid(char *list, size_t listlen, const struct tf_alloc_result *res, size_t g,
+                     const struct tf_cluster *c)
+{
+    size_t n = strlen(list);
+    snprintf(list + n, listlen - n, "%s%.128s", n ? "," : "", c->gpus[res->gpus[g]].uuid);
+}
+
+/* The annotations recording placement RES of P: tensor-fusion.ai/gpu-ids, container-gpus
+ * and, when P splits its GPUs per container, each container's gpu-ids-<container> (what the
+ * webhook points that container's NVIDIA_VISIBLE_DEVICES at). IDS receives gpu-ids. */
+static json_object *allocation_annotations(const struct tf_podreq *p,
+                                           const struct tf_alloc_result *res,
+                                           const struct tf_cluster *c, char *ids, size_t idslen)
+{
+    json_object *anns = json_object_new_object(), *m = json_object_new_object();
+    ids[0] = '\0';
+    for (size_t g = 0; g < res->ngpus; g++)
+        add_uuid(ids, idslen, res, g, c);
+    json_object_object_add(anns, ANN_GPU_IDS, json_object_new_string(ids));
+    size_t next = 0;
+    for (int i = 0; i < p->ngpu_containers; i++) {
+        json_object *arr = json_object_new_array();
+        char list[TF_NODE_MAX_GPUS * 130] = "";
+        int want = 0;
+        size_t from = 0;
+        if (p->ncontainers) { /* disjoint split */
+            for (int k = 0; k < p->ncontainers; k++)
+                if (strcmp(p->containers[k].name, p->gpu_containers[i]) == 0)
+                    want = p->containers[k].gpus;
+            from = next;
+            next += (size_t)want;
+        } else {
+            want = (int)res->ngpus;
+        }
+        for (size_t g = from; g < from + (size_t)want && g < res->ngpus; g++) {
+            json_object_array_add(arr, json_object_new_string(c->gpus[res->gpus[g]].uuid));
+            add_uuid(list, sizeof(list), res, g, c);
+        }
+        json_object_object_add(m, p->gpu_containers[i], arr);
+        if (p->split)
+            json_object_object_add(anns, p->gpu_ids_key[i], json_object_new_string(list));
+    }
+    json_object_object_add(anns, ANN_CONTAINER_GPUS,
+                           json_object_new_string(json_object_to_json_string_ext(
+                               m, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)));
+    json_object_put(m);
+    return anns;
+}
+
+static json_object *get_pod(struct tf_extender *x, const char *ns, const char *name)
+{
+    json_object *pod = x->src.pods ? tf_informer_get(x->src.pods, ns, name) : NULL;
+    char err[256];
+    if (!pod && tf_k8s_get(x->c, &tf_k8s_pods, ns, name, &pod, err, sizeof(err)))
+        pod = NULL;
+    return pod;
+}
+
+/* Merges ANNS into the pod's annotations or, with CLEAR, removes every key of ANNS. */
+static void annotate(struct tf_extender *x, const char *ns, const char *name, json_object *anns,
+                     bool clear, char *err, size_t errlen, int *rc)
+{
+    json_object *p = json_object_new_object(), *meta = json_object_new_object(),
+                *set = json_object_new_object();
+    json_object_object_foreach(anns, k, v)
+    {
+        json_object_object_add(set, k, clear ? NULL : json_object_get(v));
+    }
+    json_object_object_add(meta, "annotations", set);
+    json_object_object_add(p, "metadata", meta);
+    *rc = tf_k8s_merge_patch(x->c, &tf_k8s_pods, ns, name, NULL, p, NULL, err, errlen);
+    json_object_put(p);
+}
+
+char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *status)
+{
+    struct tf_ext_binding ba;
+    char err[1024], msg[1200];
+    if (tf_ext_decode_binding(body, len, &ba, err, sizeof(err))) {
+        *status = 400;
+        return tf_ext_encode_binding_result(err);
+    }
+    char *out = NULL;
+    json_object *anns = NULL, *pending = NULL;
+    json_object *pod = get_pod(x, ba.pod_namespace, ba.pod_name);
+    struct req_buf b;
+    int rc = 0;
+    if (!pod) {
+        snprintf(msg, sizeof(msg), "pod %s/%s not found", ba.pod_namespace, ba.pod_name);
+        out = tf_ext_encode_binding_result(msg);
+        goto out;
+    }
+    if ((rc = tf_podreq_from_pod(pod, &b.pr, err, sizeof(err)))) {
+        out = tf_ext_encode_binding_result(err);
+        goto out;
+    }
+    bool reserve = b.pr.managed && !b.pr.remote_client;
+    char ids[TF_NODE_MAX_GPUS * 130] = "";
+    struct tf_alloc_result res;
+    if (reserve) {
+        tf__ext_to_alloc(&b);
+        if (!tf__ext_write_state(x)) {
+            out = tf_ext_encode_binding_result("extender state unavailable");
+            goto out;
+        }
+        rc = tf_alloc_reserve(x->alloc, &b.req, ba.node, &res, err, sizeof(err));
+        if (rc == TF_EEXIST) {
+            /* A retried bind after a timeout: release the old reservation and place again. */
+            tf_alloc_release(x->alloc, b.pr.ns, b.pr.name);
+            rc = tf_alloc_reserve(x->alloc, &b.req, ba.node, &res, err, sizeof(err));
+        }
+        if (rc == 0) {
+            anns = allocation_annotations(&b.pr, &res, x->cluster, ids, sizeof(ids));
+            char key[400];
+            snprintf(key, sizeof(key), "%s/%s", b.pr.ns, b.pr.name);
+            json_object *e = json_object_new_object();
+            json_object_object_add(e, "node", json_object_new_string(ba.node));
+            json_object_object_add(e, "ids", json_object_new_string(ids));
+            json_object_object_add(e, "pod", json_object_get(pod));
+            json_object_object_add(e, "at", json_object_new_double(tf__ext_now()));
+            pthread_mutex_lock(&x->inflight_lock);
+            json_object_object_add(x->inflight, key, e);
+            pending = json_object_get(e); /* marked done once the Binding is in */
+            pthread_mutex_unlock(&x->inflight_lock);
+        }
+        pthread_rwlock_unlock(&x->lock);
+        if (rc) {
+            snprintf(msg, sizeof(msg), "cannot reserve GPUs on %s: %s", ba.node, err);
+            tf_k8s_event(x->c, pod, "Warning", "GPUAllocationFailed", msg, "tf-scheduler");
+            out = tf_ext_encode_binding_result(msg);
+            goto out;
+        }
+        annotate(x, b.pr.ns, b.pr.name, anns, false, err, sizeof(err), &rc);
+        if (rc) {
+            snprintf(msg, sizeof(msg), "cannot record GPU allocation on pod: %s", err);
+            goto rollback;
+        }
+    }
+    rc = tf_k8s_bind(x->c, ba.pod_namespace, ba.pod_name, ba.pod_uid[0] ? ba.pod_uid : NULL,
+                     ba.node, err, sizeof(err));
+    if (rc) {
+        snprintf(msg, sizeof(msg), "binding to %s failed: %s", ba.node, err);
+        if (reserve) {
+            int urc;
+            annotate(x, b.pr.ns, b.pr.name, anns, true, err, sizeof(err), &urc);
+            goto rollback;
+        }
+        out = tf_ext_encode_binding_result(msg);
+        goto out;
+    }
+    if (reserve) {
+        /* Only now may the check of unconfirmed binds ask the API about it (before, the pod
+         * has no gpu-ids or no node yet, and that is no reason to give its GPUs back). */
+        char key[400];
+        json_object *cur = NULL;
+        snprintf(key, sizeof(key), "%s/%s", b.pr.ns, b.pr.name);
+        pthread_mutex_lock(&x->inflight_lock);
+        if (json_object_object_get_ex(x->inflight, key, &cur) && cur == pending) {
+            json_object_object_add(cur, "done", json_object_new_boolean(true));
+            json_object_object_add(cur, "at", json_object_new_double(tf__ext_now()));
+        }
+        pthread_mutex_unlock(&x->inflight_lock);
+        snprintf(msg, sizeof(msg), "allocated GPUs %.900s on node %.200s", ids, ba.node);
+        tf_k8s_event(x->c, pod, "Normal", "GPUAllocated", msg, "tf-scheduler");
+        tf_log(TF_LOG_INFO, "extender", "bound pod=%s/%s node=%s gpus=%s", b.pr.ns, b.pr.name,
+               ba.node, ids);
+    }
+    out = tf_ext_encode_binding_result(NULL);
+    goto out;
+rollback:
+    tf__ext_release_pod(x, pod);
+    tf_k8s_event(x->c, pod, "Warning", "GPUAllocationFailed", msg, "tf-scheduler");
+    out = tf_ext_encode_binding_result(msg);
+out:
+    json_object_put(pending);
+    json_object_put(anns);
+    json_object_put(pod);
+    tf_ext_binding_free(&ba);
+    if (!out) {
+        *status = 500;
+        out = strdup("{\"Error\":\"out of memory\"}");
+    }
+    return out;
+}
