@@ -1,20 +1,26 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * Compute hooks: every kernel launch (plain, Ex, cooperative, legacy grid launches, graph
- * launches) takes its estimated GPU time in tokens from its device's bucket in the region.
- * The unthrottled path is: one load of the device flags, one CAS on the bucket, one relaxed
- * add to this process's launch counter -- no lock, no syscall, no clock read, no log. An
- * empty bucket sends the launching thread to a bounded sleep loop (50 us .. 10 ms naps, never
- * a spin: src/limits/throttle.h) until the tokens are there; the engine trues the estimate up
- * against the GPU time it measures, so tokens track real GPU time whatever the kernel length.
+ * launches) takes its GPU time in tokens from its device's bucket in the region: the time
+ * its kernel was measured to take on the app's own stream (the launch cost model,
+ * src/limits/costmodel.h, calibrated by the engine), or the engine's average while it has
+ * not been measured yet. The unthrottled path is: a few loads, a thread-local estimate
+ * lookup and, per batch of launches, one atomic take on the bucket and one add to this
+ * process's launch counter -- no lock, no syscall, no clock read, no log. One launch in
+ * hundreds is measured (two event records around it, read later without waiting). An empty
+ * bucket sends the launching thread to a bounded sleep loop (50 us .. 10 ms naps, never a
+ * spin: src/limits/throttle.h) until the tokens are there; the engine trues the charges up
+ * against the GPU time the driver accounts, so tokens track real GPU time.
  */
 #include "limiter/pass.h"
 
 #include "limits/bucket.h"
 #include "limits/controller.h"
+#include "limits/costmodel.h"
 #include "limits/throttle.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Launch -> region index cache for multi-device processes (context of the calling thread). */
 static __thread CUcontext t_ctx __attribute__((tls_model("initial-exec")));
@@ -63,6 +69,26 @@ struct tcache {
 };
 static __thread struct tcache tc __attribute__((tls_model("initial-exec"))) = {.idx = -1};
 
+/* The launch cost model (src/limits/costmodel.h): each launch is charged its kernel's GPU
+ * time as measured on the app's own streams, set up at the first launch under a compute
+ * limit. */
+static struct tf_costmodel cm;
+static _Atomic(int) cm_state; /* 0 none, 1 being set up, 2 ready */
+static __thread struct tf_cost_thread cth __attribute__((tls_model("initial-exec")));
+
+static __attribute__((noinline)) bool cm_setup(void)
+{
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&cm_state, &expect, 1)) {
+        struct tf_gpu_timer t;
+        tf__gpu_timer(&t);
+        tf_costmodel_init(&cm, &t);
+        atomic_store_explicit(&cm_state, 2, memory_order_release);
+        return true;
+    }
+    return expect == 2; /* another thread is setting it up: charge the prior meanwhile */
+}
+
 static void publish(struct tf__lim *L)
 {
     int slot = atomic_load_explicit(&L->slot, memory_order_relaxed);
@@ -77,6 +103,15 @@ void tf__launch_after_fork(void)
     tc.idx = -1;
     tc.launches = 0;
     tc.tokens = 0;
+    memset(&cth, 0, sizeof(cth));
+    if (atomic_load(&cm_state) == 2)
+        tf_cost_after_fork(&cm);
+}
+
+void tf__launch_ctx_gone(CUcontext ctx)
+{
+    if (atomic_load_explicit(&cm_state, memory_order_acquire) == 2)
+        tf_cost_ctx_gone(&cm, (uintptr_t)ctx);
 }
 
 __attribute__((noinline)) static void take_tokens(struct tf_shm_device *d, int64_t cost)
@@ -93,9 +128,41 @@ __attribute__((noinline)) static void take_tokens(struct tf_shm_device *d, int64
         wait_for_tokens(d, cost);
 }
 
-/* Charges NLAUNCH launches to the current device. */
-static inline void charge(uint64_t nlaunch)
+/* One launch on its way to the driver: what the hook knows, and what the accounting needs
+ * after the real call (a launch being measured). Every launch hook goes through
+ * launch_begin / launch_end. */
+struct launch {
+    bool keyed;       /* measured and priced by the cost model (else: the prior) */
+    uintptr_t func;   /* kernel function or graph exec */
+    uint64_t threads; /* threads launched (the size class of the estimate) */
+    bool graph;       /* func is a graph exec */
+    uint64_t nlaunch; /* kernels it launches (the prior is that many average launches) */
+    uintptr_t stream; /* where it runs */
+    int ptsz;         /* stream 0 means the per-thread default stream */
+    struct tf_cost_launch cl;
+};
+
+/* The GPU ns to charge for L on device entry D (IDX): its measured estimate, or the prior. */
+static inline int64_t price(struct launch *l, struct tf_shm_device *d, int idx)
 {
+    uint64_t c = atomic_load_explicit(&d->launch_cost, memory_order_relaxed);
+    uint64_t prior = (c ? c : TF_LIMIT_COST_DEFAULT_NS) * l->nlaunch;
+    if (!l->keyed || (atomic_load_explicit(&cm_state, memory_order_acquire) != 2 && !cm_setup()))
+        return (int64_t)prior;
+    uint64_t key = tf_cost_key(l->func, l->threads, (unsigned)idx, l->graph);
+    uint32_t scale = atomic_load_explicit(&d->cost_scale, memory_order_relaxed);
+    int64_t cost = tf_cost_price(&cm, &cth, &l->cl, key, prior, scale);
+    if (__builtin_expect(l->cl.correction != 0, 0)) /* a key measured at last: settle it */
+        tf_bucket_adjust(&d->bucket, -l->cl.correction);
+    return cost;
+}
+
+/* Charges L to the current device before the real call (may sleep for tokens), and starts
+ * measuring it if the cost model asks for that. */
+static inline void launch_begin(struct launch *l)
+{
+    l->cl.sample = false;
+    l->cl.slot = -1;
     struct tf__lim *L = &tf__L;
     if (!L->r || atomic_load_explicit(&L->devmap, memory_order_acquire) != TF_LIM_MAP_READY)
         return;
@@ -107,31 +174,52 @@ static inline void charge(uint64_t nlaunch)
         tc.idx = idx;
         tc.tokens = 0;
     }
-    tc.launches += (uint32_t)nlaunch;
+    tc.launches += (uint32_t)l->nlaunch;
     struct tf_shm_device *d = &L->r->dev[idx];
     if (atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT) {
-        uint64_t c = atomic_load_explicit(&d->launch_cost, memory_order_relaxed);
-        if (c == 0)
-            c = TF_LIMIT_COST_DEFAULT_NS;
-        int64_t cost = (int64_t)(c * nlaunch);
+        int64_t cost = price(l, d, idx);
         if (tc.tokens >= cost) {
             tc.tokens -= cost;
         } else {
             take_tokens(d, cost);
             publish(L); /* the slow path publishes: waiting workloads are counted promptly */
+            if (l->cl.sample)
+                tf_cost_sample_begin(&cm, &cth, &l->cl, l->stream, l->ptsz);
             return;
         }
+        if (l->cl.sample)
+            tf_cost_sample_begin(&cm, &cth, &l->cl, l->stream, l->ptsz);
     }
     if (tc.launches >= TF_LIM_BATCH)
         publish(L);
 }
 
-#define LAUNCH(name, ...)                                                                          \
+/* After the real call: ends the measurement of L, if one was started. */
+static inline void launch_end(struct launch *l, CUresult rc)
+{
+    if (__builtin_expect(l->cl.slot >= 0, 0))
+        tf_cost_sample_end(&cm, &cth, &l->cl, l->stream, l->ptsz, rc == CUDA_SUCCESS);
+}
+
+static uint64_t threads_of(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                           unsigned bz)
+{
+    return (uint64_t)gx * gy * gz * ((uint64_t)bx * by * bz);
+}
+
+#define LAUNCH(l, name, ...)                                                                       \
     TF_PASS_IF_NESTED(name, __VA_ARGS__);                                                          \
-    charge(1);                                                                                     \
+    launch_begin(&l);                                                                              \
     CUresult rc;                                                                                   \
     TF_CALL(rc, name, __VA_ARGS__);                                                                \
+    launch_end(&l, rc);                                                                            \
     return rc
+
+#define KERNEL(f, gx, gy, gz, bx, by, bz, st, per_thread)                                          \
+    {                                                                                              \
+        .keyed = true, .func = (uintptr_t)(f), .threads = threads_of(gx, gy, gz, bx, by, bz),      \
+        .nlaunch = 1, .stream = (uintptr_t)(st), .ptsz = (per_thread)                              \
+    }
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                 unsigned int gridDimZ, unsigned int blockDimX,
@@ -139,7 +227,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
                                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
                                 void **extra)
 {
-    LAUNCH(cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+    struct launch l =
+        KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0);
+    LAUNCH(l, cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
            sharedMemBytes, hStream, kernelParams, extra);
 }
 
@@ -149,20 +239,33 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
                                      unsigned int sharedMemBytes, CUstream hStream,
                                      void **kernelParams, void **extra)
 {
-    LAUNCH(cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+    struct launch l =
+        KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1);
+    LAUNCH(l, cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
            sharedMemBytes, hStream, kernelParams, extra);
+}
+
+/* A launch with a config: its grid and stream come from CONFIG (none: charged the prior). */
+static struct launch launch_ex(const CUlaunchConfig *c, CUfunction f, int ptsz)
+{
+    if (!c)
+        return (struct launch){.nlaunch = 1};
+    return (struct launch)KERNEL(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+                                 c->blockDimY, c->blockDimZ, c->hStream, ptsz);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                                   void **extra)
 {
-    LAUNCH(cuLaunchKernelEx, config, f, kernelParams, extra);
+    struct launch l = launch_ex(config, f, 0);
+    LAUNCH(l, cuLaunchKernelEx, config, f, kernelParams, extra);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                        void **kernelParams, void **extra)
 {
-    LAUNCH(cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
+    struct launch l = launch_ex(config, f, 1);
+    LAUNCH(l, cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
@@ -171,7 +274,9 @@ CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                            unsigned int blockDimZ, unsigned int sharedMemBytes,
                                            CUstream hStream, void **kernelParams)
 {
-    LAUNCH(cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+    struct launch l =
+        KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0);
+    LAUNCH(l, cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
            blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
@@ -181,36 +286,42 @@ CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridD
                                                 unsigned int blockDimZ, unsigned int sharedMemBytes,
                                                 CUstream hStream, void **kernelParams)
 {
-    LAUNCH(cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+    struct launch l =
+        KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1);
+    LAUNCH(l, cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
            blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList,
                                                       unsigned int numDevices, unsigned int flags)
 {
-    TF_PASS_IF_NESTED(cuLaunchCooperativeKernelMultiDevice, launchParamsList, numDevices, flags);
-    /* Deprecated API: charged as one launch per device, on the current device. */
-    charge(numDevices ? numDevices : 1);
-    CUresult rc;
-    TF_CALL(rc, cuLaunchCooperativeKernelMultiDevice, launchParamsList, numDevices, flags);
-    return rc;
+    /* Deprecated API, one launch per device on several streams: charged the prior, one
+     * launch per device, on the current device. */
+    struct launch l = {.nlaunch = numDevices ? numDevices : 1};
+    LAUNCH(l, cuLaunchCooperativeKernelMultiDevice, launchParamsList, numDevices, flags);
 }
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+/* The legacy launches run on the NULL stream with the block shape set beforehand (unknown
+ * here: the size class counts blocks only). */
 CUresult CUDAAPI cuLaunch(CUfunction f)
 {
-    LAUNCH(cuLaunch, f);
+    struct launch l = KERNEL(f, 1, 1, 1, 1, 1, 1, NULL, 0);
+    LAUNCH(l, cuLaunch, f);
 }
 
 CUresult CUDAAPI cuLaunchGrid(CUfunction f, int grid_width, int grid_height)
 {
-    LAUNCH(cuLaunchGrid, f, grid_width, grid_height);
+    struct launch l = KERNEL(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, NULL, 0);
+    LAUNCH(l, cuLaunchGrid, f, grid_width, grid_height);
 }
 
 CUresult CUDAAPI cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream)
 {
-    LAUNCH(cuLaunchGridAsync, f, grid_width, grid_height, hStream);
+    struct launch l =
+        KERNEL(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, hStream, 0);
+    LAUNCH(l, cuLaunchGridAsync, f, grid_width, grid_height, hStream);
 }
 #pragma GCC diagnostic pop
 
@@ -305,20 +416,26 @@ static uint64_t graph_launches(CUgraphExec e)
     return 1; /* instantiated before we saw it: the engine's true-up still charges its time */
 }
 
+/* A graph launch is measured as one unit (its own estimate); its prior is one average
+ * launch per kernel node. */
+static struct launch launch_graph(CUgraphExec e, CUstream s, int ptsz)
+{
+    return (struct launch){.keyed = true,
+                           .func = (uintptr_t)e,
+                           .graph = true,
+                           .nlaunch = graph_launches(e),
+                           .stream = (uintptr_t)s,
+                           .ptsz = ptsz};
+}
+
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
-    TF_PASS_IF_NESTED(cuGraphLaunch, hGraphExec, hStream);
-    charge(graph_launches(hGraphExec));
-    CUresult rc;
-    TF_CALL(rc, cuGraphLaunch, hGraphExec, hStream);
-    return rc;
+    struct launch l = launch_graph(hGraphExec, hStream, 0);
+    LAUNCH(l, cuGraphLaunch, hGraphExec, hStream);
 }
 
 CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
-    TF_PASS_IF_NESTED(cuGraphLaunch_ptsz, hGraphExec, hStream);
-    charge(graph_launches(hGraphExec));
-    CUresult rc;
-    TF_CALL(rc, cuGraphLaunch_ptsz, hGraphExec, hStream);
-    return rc;
+    struct launch l = launch_graph(hGraphExec, hStream, 1);
+    LAUNCH(l, cuGraphLaunch_ptsz, hGraphExec, hStream);
 }
