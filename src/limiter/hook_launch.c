@@ -27,11 +27,9 @@ static __thread CUcontext t_ctx __attribute__((tls_model("initial-exec")));
 static __thread int t_idx __attribute__((tls_model("initial-exec")));
 static __thread unsigned t_gen __attribute__((tls_model("initial-exec")));
 
-static int launch_idx(void)
+static __attribute__((noinline)) int launch_idx_multi(void)
 {
     struct tf__lim *L = &tf__L;
-    if (L->nvis == 1)
-        return L->vis_idx[0];
     CUcontext c = NULL;
     CUresult rc;
     TF_CALL(rc, cuCtxGetCurrent, &c);
@@ -44,6 +42,11 @@ static int launch_idx(void)
     t_gen = gen;
     t_idx = tf__cur_idx();
     return t_idx;
+}
+
+static inline __attribute__((always_inline)) int launch_idx(void)
+{
+    return tf__L.nvis == 1 ? tf__L.vis_idx[0] : launch_idx_multi();
 }
 
 __attribute__((noinline)) static void wait_for_tokens(struct tf_shm_device *d, int64_t cost)
@@ -61,6 +64,7 @@ __attribute__((noinline)) static void wait_for_tokens(struct tf_shm_device *d, i
  * keeps at most that many launches' worth of tokens unused, which only under-uses the cap,
  * and its last < TF_LIM_BATCH launches stay uncounted until its next launch. */
 #define TF_LIM_BATCH 8
+#define TF_LIM_BATCH_FREE 64 /* without a compute limit */
 
 struct tcache {
     int idx;           /* region index the cache is for (-1 none) */
@@ -128,9 +132,9 @@ __attribute__((noinline)) static void take_tokens(struct tf_shm_device *d, int64
         wait_for_tokens(d, cost);
 }
 
-/* One launch on its way to the driver: what the hook knows, and what the accounting needs
- * after the real call (a launch being measured). Every launch hook goes through
- * launch_begin / launch_end. */
+/* One launch under a compute limit on its way to the driver: what the hook knows, and what
+ * the accounting needs after the real call (a launch being measured). Every launch hook goes
+ * through LAUNCH: launch_count, launch_charge under a limit, the real call, launch_end. */
 struct launch {
     bool keyed;       /* measured and priced by the cost model (else: the prior) */
     uintptr_t func;   /* kernel function or graph exec */
@@ -157,41 +161,52 @@ static inline int64_t price(struct launch *l, struct tf_shm_device *d, int idx)
     return cost;
 }
 
-/* Charges L to the current device before the real call (may sleep for tokens), and starts
- * measuring it if the cost model asks for that. */
-static inline void launch_begin(struct launch *l)
+/* Counts NLAUNCH launches on the current device. Returns its region index when a compute
+ * limit is in force there (the launch must then be charged: launch_charge), else -1. This is
+ * the whole path of a launch without a compute limit, inlined into every hook. */
+static inline __attribute__((always_inline)) int launch_count(uint64_t nlaunch)
 {
-    l->cl.sample = false;
-    l->cl.slot = -1;
     struct tf__lim *L = &tf__L;
     if (!L->r || atomic_load_explicit(&L->devmap, memory_order_acquire) != TF_LIM_MAP_READY)
-        return;
+        return -1;
     int idx = launch_idx();
     if (idx < 0)
-        return;
+        return -1;
     if (idx != tc.idx) {
         publish(L);
         tc.idx = idx;
         tc.tokens = 0;
     }
-    tc.launches += (uint32_t)l->nlaunch;
-    struct tf_shm_device *d = &L->r->dev[idx];
-    if (atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT) {
-        int64_t cost = price(l, d, idx);
-        if (tc.tokens >= cost) {
-            tc.tokens -= cost;
-        } else {
-            take_tokens(d, cost);
-            publish(L); /* the slow path publishes: waiting workloads are counted promptly */
-            if (l->cl.sample)
-                tf_cost_sample_begin(&cm, &cth, &l->cl, l->stream, l->ptsz);
-            return;
-        }
-        if (l->cl.sample)
-            tf_cost_sample_begin(&cm, &cth, &l->cl, l->stream, l->ptsz);
+    tc.launches += (uint32_t)nlaunch;
+    if (!(atomic_load_explicit(&L->r->dev[idx].flags, memory_order_relaxed) &
+          TF_SHM_DEV_COMPUTE_LIMIT)) {
+        /* No compute limit: the counts are statistics only, published less often. */
+        if (tc.launches >= TF_LIM_BATCH_FREE)
+            publish(L);
+        return -1;
     }
-    if (tc.launches >= TF_LIM_BATCH)
-        publish(L);
+    return idx;
+}
+
+/* Charges L to device entry IDX before the real call (may sleep for tokens), and starts
+ * measuring it if the cost model asks for that. */
+static __attribute__((noinline)) void launch_charge(struct launch *l, int idx)
+{
+    struct tf__lim *L = &tf__L;
+    struct tf_shm_device *d = &L->r->dev[idx];
+    l->cl.sample = false;
+    l->cl.slot = -1;
+    int64_t cost = price(l, d, idx);
+    if (tc.tokens >= cost) {
+        tc.tokens -= cost;
+        if (tc.launches >= TF_LIM_BATCH)
+            publish(L);
+    } else {
+        take_tokens(d, cost);
+        publish(L); /* the slow path publishes: waiting workloads are counted promptly */
+    }
+    if (l->cl.sample)
+        tf_cost_sample_begin(&cm, &cth, &l->cl, l->stream, l->ptsz);
 }
 
 /* After the real call: ends the measurement of L, if one was started. */
@@ -207,19 +222,52 @@ static uint64_t threads_of(unsigned gx, unsigned gy, unsigned gz, unsigned bx, u
     return (uint64_t)gx * gy * gz * ((uint64_t)bx * by * bz);
 }
 
-#define LAUNCH(l, name, ...)                                                                       \
+/* The common case under a compute limit, inline: the thread's warm kernel (KEY) with its
+ * tokens already taken. False: launch_charge does the rest. */
+static inline __attribute__((always_inline)) bool charge_fast(int idx, uint64_t key)
+{
+    struct tf__lim *L = &tf__L;
+    uint32_t scale = atomic_load_explicit(&L->r->dev[idx].cost_scale, memory_order_relaxed);
+    int64_t cost = tf_cost_price_fast(&cth, key, scale);
+    if (cost < 0 || tc.tokens < cost)
+        return false;
+    tc.tokens -= cost;
+    if (tc.launches >= TF_LIM_BATCH)
+        publish(L);
+    return true;
+}
+
+/* The body of every launch hook: NLAUNCH kernels of FUNC (THREADS threads; GRAPH: a graph
+ * exec; KEYED: kept in the cost model); DESC (a struct launch) is built only when a compute
+ * limit is in force and the fast path does not do. */
+#define LAUNCH(nlaunch, keyed, func, threads, graph, desc, name, ...)                              \
     TF_PASS_IF_NESTED(name, __VA_ARGS__);                                                          \
-    launch_begin(&l);                                                                              \
+    struct launch l;                                                                               \
+    l.cl.slot = -1;                                                                                \
+    int idx_ = launch_count(nlaunch);                                                              \
+    if (__builtin_expect(idx_ >= 0, 0) &&                                                          \
+        !((keyed) && charge_fast(idx_, tf_cost_key((uintptr_t)(func), (threads), (unsigned)idx_,   \
+                                                   (graph))))) {                                   \
+        l = (desc);                                                                                \
+        launch_charge(&l, idx_);                                                                   \
+    }                                                                                              \
     CUresult rc;                                                                                   \
     TF_CALL(rc, name, __VA_ARGS__);                                                                \
     launch_end(&l, rc);                                                                            \
     return rc
 
+/* LAUNCH for a kernel of function F, grid GX..GZ, blocks BX..BZ on stream ST. */
+#define LAUNCH_KERNEL(f, gx, gy, gz, bx, by, bz, st, per_thread, name, ...)                        \
+    LAUNCH(1, true, f, threads_of(gx, gy, gz, bx, by, bz), false,                                  \
+           KERNEL(f, gx, gy, gz, bx, by, bz, st, per_thread), name, __VA_ARGS__)
+
 #define KERNEL(f, gx, gy, gz, bx, by, bz, st, per_thread)                                          \
-    {                                                                                              \
-        .keyed = true, .func = (uintptr_t)(f), .threads = threads_of(gx, gy, gz, bx, by, bz),      \
-        .nlaunch = 1, .stream = (uintptr_t)(st), .ptsz = (per_thread)                              \
-    }
+    ((struct launch){.keyed = true,                                                                \
+                     .func = (uintptr_t)(f),                                                       \
+                     .threads = threads_of(gx, gy, gz, bx, by, bz),                                \
+                     .nlaunch = 1,                                                                 \
+                     .stream = (uintptr_t)(st),                                                    \
+                     .ptsz = (per_thread)})
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                 unsigned int gridDimZ, unsigned int blockDimX,
@@ -227,10 +275,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
                                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
                                 void **extra)
 {
-    struct launch l =
-        KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0);
-    LAUNCH(l, cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-           sharedMemBytes, hStream, kernelParams, extra);
+    LAUNCH_KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0,
+                  cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                  sharedMemBytes, hStream, kernelParams, extra);
 }
 
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -239,13 +286,18 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
                                      unsigned int sharedMemBytes, CUstream hStream,
                                      void **kernelParams, void **extra)
 {
-    struct launch l =
-        KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1);
-    LAUNCH(l, cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-           sharedMemBytes, hStream, kernelParams, extra);
+    LAUNCH_KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1,
+                  cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                  blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
 }
 
 /* A launch with a config: its grid and stream come from CONFIG (none: charged the prior). */
+static uint64_t threads_ex(const CUlaunchConfig *c)
+{
+    return threads_of(c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                      c->blockDimZ);
+}
+
 static struct launch launch_ex(const CUlaunchConfig *c, CUfunction f, int ptsz)
 {
     if (!c)
@@ -257,15 +309,15 @@ static struct launch launch_ex(const CUlaunchConfig *c, CUfunction f, int ptsz)
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                                   void **extra)
 {
-    struct launch l = launch_ex(config, f, 0);
-    LAUNCH(l, cuLaunchKernelEx, config, f, kernelParams, extra);
+    LAUNCH(1, config != NULL, f, config ? threads_ex(config) : 0, false, launch_ex(config, f, 0),
+           cuLaunchKernelEx, config, f, kernelParams, extra);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                        void **kernelParams, void **extra)
 {
-    struct launch l = launch_ex(config, f, 1);
-    LAUNCH(l, cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
+    LAUNCH(1, config != NULL, f, config ? threads_ex(config) : 0, false, launch_ex(config, f, 1),
+           cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
@@ -274,10 +326,9 @@ CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                            unsigned int blockDimZ, unsigned int sharedMemBytes,
                                            CUstream hStream, void **kernelParams)
 {
-    struct launch l =
-        KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0);
-    LAUNCH(l, cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-           blockDimZ, sharedMemBytes, hStream, kernelParams);
+    LAUNCH_KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0,
+                  cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                  blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -286,10 +337,9 @@ CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridD
                                                 unsigned int blockDimZ, unsigned int sharedMemBytes,
                                                 CUstream hStream, void **kernelParams)
 {
-    struct launch l =
-        KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1);
-    LAUNCH(l, cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-           blockDimZ, sharedMemBytes, hStream, kernelParams);
+    LAUNCH_KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1,
+                  cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX,
+                  blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList,
@@ -297,8 +347,9 @@ CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launch
 {
     /* Deprecated API, one launch per device on several streams: charged the prior, one
      * launch per device, on the current device. */
-    struct launch l = {.nlaunch = numDevices ? numDevices : 1};
-    LAUNCH(l, cuLaunchCooperativeKernelMultiDevice, launchParamsList, numDevices, flags);
+    uint64_t n = numDevices ? numDevices : 1;
+    LAUNCH(n, false, 0, 0, false, ((struct launch){.nlaunch = n}),
+           cuLaunchCooperativeKernelMultiDevice, launchParamsList, numDevices, flags);
 }
 
 #pragma GCC diagnostic push
@@ -307,21 +358,19 @@ CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launch
  * here: the size class counts blocks only). */
 CUresult CUDAAPI cuLaunch(CUfunction f)
 {
-    struct launch l = KERNEL(f, 1, 1, 1, 1, 1, 1, NULL, 0);
-    LAUNCH(l, cuLaunch, f);
+    LAUNCH_KERNEL(f, 1, 1, 1, 1, 1, 1, NULL, 0, cuLaunch, f);
 }
 
 CUresult CUDAAPI cuLaunchGrid(CUfunction f, int grid_width, int grid_height)
 {
-    struct launch l = KERNEL(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, NULL, 0);
-    LAUNCH(l, cuLaunchGrid, f, grid_width, grid_height);
+    LAUNCH_KERNEL(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, NULL, 0, cuLaunchGrid,
+                  f, grid_width, grid_height);
 }
 
 CUresult CUDAAPI cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream)
 {
-    struct launch l =
-        KERNEL(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, hStream, 0);
-    LAUNCH(l, cuLaunchGridAsync, f, grid_width, grid_height, hStream);
+    LAUNCH_KERNEL(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, hStream, 0,
+                  cuLaunchGridAsync, f, grid_width, grid_height, hStream);
 }
 #pragma GCC diagnostic pop
 
@@ -418,24 +467,26 @@ static uint64_t graph_launches(CUgraphExec e)
 
 /* A graph launch is measured as one unit (its own estimate); its prior is one average
  * launch per kernel node. */
-static struct launch launch_graph(CUgraphExec e, CUstream s, int ptsz)
+static struct launch launch_graph(CUgraphExec e, uint64_t nlaunch, CUstream s, int ptsz)
 {
     return (struct launch){.keyed = true,
                            .func = (uintptr_t)e,
                            .graph = true,
-                           .nlaunch = graph_launches(e),
+                           .nlaunch = nlaunch,
                            .stream = (uintptr_t)s,
                            .ptsz = ptsz};
 }
 
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
-    struct launch l = launch_graph(hGraphExec, hStream, 0);
-    LAUNCH(l, cuGraphLaunch, hGraphExec, hStream);
+    uint64_t n = tf__depth ? 1 : graph_launches(hGraphExec);
+    LAUNCH(n, true, hGraphExec, 0, true, launch_graph(hGraphExec, n, hStream, 0), cuGraphLaunch,
+           hGraphExec, hStream);
 }
 
 CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
-    struct launch l = launch_graph(hGraphExec, hStream, 1);
-    LAUNCH(l, cuGraphLaunch_ptsz, hGraphExec, hStream);
+    uint64_t n = tf__depth ? 1 : graph_launches(hGraphExec);
+    LAUNCH(n, true, hGraphExec, 0, true, launch_graph(hGraphExec, n, hStream, 1),
+           cuGraphLaunch_ptsz, hGraphExec, hStream);
 }

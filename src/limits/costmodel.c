@@ -20,15 +20,6 @@ void tf_costmodel_init(struct tf_costmodel *cm, const struct tf_gpu_timer *t)
     atomic_init(&cm->interval, 256);
 }
 
-uint64_t tf_cost_key(uintptr_t func, uint64_t threads, unsigned dev, bool graph)
-{
-    /* User-space pointers fit in 48 bits: the device, the graph flag and the size class go
-     * above them, and the top bit keeps every key non-zero. */
-    uint64_t cls = threads ? (uint64_t)(64 - __builtin_clzll(threads)) : 0;
-    return (uint64_t)func ^ ((uint64_t)(dev & 0xf) << 48) ^ ((uint64_t)graph << 52) ^ (cls << 56) ^
-           (UINT64_C(1) << 63);
-}
-
 static struct tf_cost_entry *find(struct tf_costmodel *cm, uint64_t key)
 {
     uint64_t h = (key * UINT64_C(0x9E3779B97F4A7C15)) >> 40;
@@ -269,7 +260,8 @@ static int claim(struct tf_costmodel *cm, uintptr_t ctx)
 
 static void note_cost(struct tf_costmodel *cm, uint64_t host_ns)
 {
-    /* A measurement costs its two records and about as much again to read it. */
+    /* A measurement costs its start and end (the records and the checks around them) and
+     * about as much again to read it and to visit the slow path until it is read. */
     uint64_t c = atomic_load_explicit(&cm->sample_cost_ns, memory_order_relaxed);
     c = c ? c - c / 8 + host_ns * 2 / 8 : host_ns * 2;
     atomic_store_explicit(&cm->sample_cost_ns, c, memory_order_relaxed);
@@ -287,6 +279,7 @@ void tf_cost_sample_begin(struct tf_costmodel *cm, struct tf_cost_thread *th,
     l->slot = -1;
     if (!l->sample || !l->e || !cm->enabled)
         return;
+    uint64_t t0 = cm->t.now_ns();
     int saved = 0;
     enter(cm, &saved);
     uintptr_t ctx = 0;
@@ -319,17 +312,17 @@ void tf_cost_sample_begin(struct tf_costmodel *cm, struct tf_cost_thread *th,
             goto out;
         }
     }
-    uint64_t t0 = cm->t.now_ns();
     if (cm->t.record(cm->t.u, s->ev[0], stream, ptsz) != 0) {
         atomic_store_explicit(&s->state, TF_COST_FREE, memory_order_release);
         goto out;
     }
-    s->host_ns = cm->t.now_ns() - t0;
     s->e = l->e;
     atomic_fetch_add_explicit(&l->e->inflight, 1, memory_order_release);
     l->slot = i;
 out:
     leave(cm, saved);
+    if (l->slot >= 0)
+        cm->slot[l->slot].host_ns = cm->t.now_ns() - t0;
 }
 
 void tf_cost_sample_end(struct tf_costmodel *cm, struct tf_cost_thread *th,
@@ -340,21 +333,21 @@ void tf_cost_sample_end(struct tf_costmodel *cm, struct tf_cost_thread *th,
         return;
     struct tf_cost_slot *s = &cm->slot[l->slot];
     l->slot = -1;
+    uint64_t t0 = cm->t.now_ns();
     int saved = 0;
     enter(cm, &saved);
-    uint64_t t0 = cm->t.now_ns();
     if (!launched || cm->t.record(cm->t.u, s->ev[1], stream, ptsz) != 0) {
         release(cm, s, false);
         leave(cm, saved);
         return;
     }
-    uint64_t t1 = cm->t.now_ns();
-    s->since_ns = t1;
-    note_cost(cm, s->host_ns + (t1 - t0));
+    uint64_t host_ns = s->host_ns;
+    s->since_ns = cm->t.now_ns();
     atomic_fetch_add_explicit(&cm->samples, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&cm->npending, 1, memory_order_relaxed);
     atomic_store_explicit(&s->state, TF_COST_PENDING, memory_order_release);
     leave(cm, saved);
+    note_cost(cm, host_ns + (cm->t.now_ns() - t0));
 }
 
 void tf_cost_ctx_gone(struct tf_costmodel *cm, uintptr_t ctx)

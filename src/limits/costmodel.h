@@ -15,7 +15,8 @@
  *   Events come from a small pool, created lazily on the context that launches and reused.
  * - What is measured: the first launches of each key (until TF_COST_WARM_SAMPLES
  *   measurements), then one launch in `interval` per thread, where the interval is set so
- *   that measuring costs about TF_COST_BUDGET_NS of host time per launch on average.
+ *   that measuring costs about TF_COST_BUDGET_NS of host time per launch on average (a
+ *   measurement costs a few microseconds on a GPU: one launch in a few thousand).
  * - The estimate follows the lowest recent measurements: a measurement below it pulls it
  *   down three quarters of the way, one above it moves it up by at most a sixteenth. The
  *   elapsed time between two events includes time the stream waited for other work (another
@@ -146,8 +147,15 @@ struct tf_cost_launch {
 void tf_costmodel_init(struct tf_costmodel *cm, const struct tf_gpu_timer *t);
 
 /* The key of a launch of kernel FUNC with THREADS threads in all on device entry DEV (graph
- * launches pass the graph exec and 0 threads with GRAPH true). Never 0. */
-uint64_t tf_cost_key(uintptr_t func, uint64_t threads, unsigned dev, bool graph);
+ * launches pass the graph exec and 0 threads with GRAPH true). Never 0. User-space pointers
+ * fit in 48 bits: the device, the graph flag and the size class go above them, and the top
+ * bit keeps every key non-zero. */
+static inline uint64_t tf_cost_key(uintptr_t func, uint64_t threads, unsigned dev, bool graph)
+{
+    uint64_t cls = threads ? (uint64_t)(64 - __builtin_clzll(threads)) : 0;
+    return (uint64_t)func ^ ((uint64_t)(dev & 0xf) << 48) ^ ((uint64_t)graph << 52) ^ (cls << 56) ^
+           (UINT64_C(1) << 63);
+}
 
 /* Tokens (GPU ns) to charge for a launch with KEY: its estimate times SCALE
  * (TF_COST_SCALE_ONE = 1.0; 0 also means 1.0), or PRIOR while the key is not measured. May
@@ -161,6 +169,21 @@ static inline int64_t tf_cost_scaled(uint64_t est, uint32_t scale)
         return (int64_t)est;
     unsigned __int128 v = (unsigned __int128)est * scale >> 16;
     return v > (unsigned __int128)(INT64_C(1) << 62) ? INT64_C(1) << 62 : (int64_t)v;
+}
+
+/* The fast path alone: KEY's price if it is this thread's warm key with nothing due (no
+ * measurement, nothing to settle), consuming one launch of its countdown; else -1 (call
+ * tf_cost_price). */
+static inline int64_t tf_cost_price_fast(struct tf_cost_thread *th, uint64_t key, uint32_t scale)
+{
+    if (th->key == key && th->e && th->countdown > 1) {
+        uint64_t est = atomic_load_explicit(&th->e->fast, memory_order_relaxed);
+        if (est) {
+            th->countdown--;
+            return tf_cost_scaled(est, scale);
+        }
+    }
+    return -1;
 }
 
 static inline int64_t tf_cost_price(struct tf_costmodel *cm, struct tf_cost_thread *th,
