@@ -141,7 +141,17 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
      * launchers' measurements are the better figure; above it the workload's processes
      * were not found (blind), and the measurements keep the loop closed meanwhile. */
     bool unseen = in->launches > 0 && in->busy_ns == 0;
-    bool blind = unseen && charged >= RESOLUTION_SHARE * window;
+    /* Seen running, at 0 % after rounding, while its launches were charged a resolvable
+     * share: the charges over-estimate (a wrong scale would otherwise hold the workload
+     * below the driver's resolution for good). Not seen at all: blind. */
+    bool rounded = unseen && in->sampled && charged >= RESOLUTION_SHARE * window;
+    bool blind = unseen && !in->sampled && charged >= RESOLUTION_SHARE * window;
+    /* The first window a workload launches in is measured partly: it started somewhere in
+     * it, and the driver's first samples of a new process may lag. Neither the true-up nor
+     * the calibration trusts it. */
+    if (in->launches > 0 && c->active < 1000)
+        c->active++;
+    bool first = c->active <= 1;
     c->blind = blind ? c->blind + 1 : 0;
     if (unseen)
         busy = charged > 0 ? charged : 0;
@@ -151,7 +161,7 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
      * not much shorter than the window the difference of one window is mostly work in
      * flight: the residual is settled over about four kernel lengths (at once for kernels
      * of up to a fortieth of the window). */
-    if (!unseen)
+    if (!unseen && !first)
         c->resid = clampd(c->resid + busy - charged, -4e18, 4e18);
     double settle = 40.0 * c->cost_ns <= window ? 1.0 : window / (window + 4.0 * c->cost_ns);
     double debit = c->resid * settle;
@@ -172,20 +182,27 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
         c->cost_ns = clampd(m, TF_LIMIT_COST_MIN_NS, TF_LIMIT_COST_MAX_NS);
     }
     /* Calibration of the launchers' measurements: GPU time per token charged at scale 1,
-     * over the same horizon, from windows the driver resolves. */
+     * over the same horizon (long kernels are charged in one window and run in the next:
+     * both count), from windows the driver resolves (either figure at 1 % of the window or
+     * more, and not a workload the driver does not see). */
     double in_scale = in->scale ? (double)in->scale / 65536.0 : 1.0;
     c->cal_busy *= decay;
     c->cal_raw *= decay;
-    if (!unseen && busy >= CAL_MIN_SHARE * window && charged >= RESOLUTION_SHARE * window) {
+    if (!unseen && !first &&
+        (busy >= CAL_MIN_SHARE * window || charged >= RESOLUTION_SHARE * window)) {
         c->cal_busy += busy;
+        c->cal_raw += charged / in_scale;
+    } else if (rounded && !first) {
+        c->cal_busy += 0.005 * window; /* at most what rounded down to 0 */
         c->cal_raw += charged / in_scale;
     }
     if (c->cal_raw > 0.05 * window && c->cal_busy > 0) {
-        /* At most 2x per step, 8x when the sums hold a well-resolved window (5 % or more):
-         * a cold start with a wrong measurement settles in a few windows. */
-        double f = c->cal_busy >= 0.05 * window ? 8.0 : 2.0;
+        /* Down by up to 16x per step (over-charges hold back workloads below their limit; a
+         * cold start with a wrong measurement settles in a window or two), up by 2x, 4x when
+         * the sums hold a well-resolved window (5 % or more): under-charges are trued up. */
+        double up = c->cal_busy >= 0.05 * window ? 4.0 : 2.0;
         double k = c->cal_busy / c->cal_raw;
-        k = clampd(k, c->scale / f, c->scale * f);
+        k = clampd(k, c->scale / 16, c->scale * up);
         c->scale = clampd(k, TF_LIMIT_SCALE_MIN, TF_LIMIT_SCALE_MAX);
     }
     /* Share filter: windows much shorter than a kernel see 0 % or 100 %, so the share is
@@ -212,16 +229,18 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
     double rate = u * (double)TF_BUCKET_NS_PER_S;
     out->rate = rate < 1 ? 1 : (uint64_t)rate;
     /* Burst: four average kernels, 20..500 ms of the rate, so a workload of long kernels
-     * below its cap is not held between two of them; at least 30 ms of GPU time. */
+     * below its cap is not held between two of them; at least 20 ms of GPU time. */
     double burst = clampd(4.0 * c->cost_ns / 1e6, TF_LIMIT_BURST_MIN_MS, TF_LIMIT_BURST_MAX_MS);
     c->burst_ms = (uint32_t)burst;
     double cap = rate * c->burst_ms / 1000.0;
     if (cap < TF_LIMIT_BURST_MIN_NS)
         cap = TF_LIMIT_BURST_MIN_NS;
     out->capacity = (int64_t)cap;
-    /* A refund is a past over-estimate when kernels are short next to the window (with long
-     * ones it is mostly GPU time still to come, which the next window charges). */
-    double ceil_ns = c->cost_ns * 10 < window ? rate * window / 1e9 : 0;
+    /* A refund beyond the capacity (a window of rate) is for a workload below its limit
+     * with short kernels: its over-charge was a wrong estimate, not GPU time still to come
+     * (long kernels), and it may not burst above a limit it is at. */
+    double ceil_ns =
+        c->cost_ns * 10 < window && share < 0.8 * bp / 10000.0 ? rate * window / 1e9 : 0;
     out->refund_ceiling = ceil_ns > cap ? (int64_t)ceil_ns : out->capacity;
     out->launch_cost = (uint64_t)c->cost_ns;
     double q = c->scale * 65536.0 + 0.5;

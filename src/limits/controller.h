@@ -26,10 +26,10 @@
  *   with a time constant of a few kernel lengths (a 100 ms window of 100 ms kernels reads 0 %
  *   or 100 %) and turns the PI output into bucket parameters (rate = u * 1e9 device-ns/s,
  *   capacity = rate * burst, the burst 20..500 ms: four average kernels, so a workload of
- *   long kernels under its cap is not held between two of them; and at least 30 ms of GPU
+ *   long kernels under its cap is not held between two of them; and at least 20 ms of GPU
  *   time, so a burst of short kernels after an idle gap is not held either, while a fresh
- *   bucket, or one refilled by an idle gap, lets at most about 3 % of a second through
- *   above the rate). The charge is up-front:
+ *   bucket, or one refilled by an idle gap, lets at most 2 % of a second through above the
+ *   rate). The charge is up-front:
  *   each window the difference between the GPU time the workload really used and what its
  *   launches were charged is debited from (or refunded to) the bucket, so over time tokens
  *   equal GPU time and a wrong estimate costs accuracy only within a window. Where the
@@ -91,7 +91,7 @@ double tf_ctl_update(struct tf_ctl *c, const struct tf_ctl_sample *s);
 #define TF_LIMIT_COST_MAX_NS 2000000000u
 #define TF_LIMIT_BURST_MIN_MS 20       /* bucket capacity in ms of rate, at least ... */
 #define TF_LIMIT_BURST_MAX_MS 500      /* ... and at most; 4 average kernels in between */
-#define TF_LIMIT_BURST_MIN_NS 30000000 /* and never under 30 ms of GPU time */
+#define TF_LIMIT_BURST_MIN_NS 20000000 /* and never under 20 ms of GPU time */
 #define TF_LIMIT_SCALE_MIN (1.0 / 64)
 #define TF_LIMIT_SCALE_MAX 64.0
 
@@ -106,7 +106,8 @@ struct tf_limit_ctl {
     double cal_busy, cal_raw;
     /* true-up: GPU time used minus tokens charged, not yet debited or refunded */
     double resid;
-    uint32_t blind; /* consecutive windows with launches but no GPU time attributed */
+    uint32_t blind;  /* consecutive windows with launches but no GPU time attributed */
+    uint32_t active; /* windows with launches so far (saturating) */
     /* share filter: windows much shorter than a kernel see 0 % or 100 %, so the share fed
      * to the PI is smoothed with a time constant of a few kernel lengths */
     double share_f;
@@ -123,6 +124,7 @@ struct tf_limit_in {
                          * 1.0) */
     bool throttled;     /* any launch waited in the window */
     int64_t tokens;     /* the bucket's tokens now, before this step's debit */
+    bool sampled;       /* the usage source saw the workload run (even at 0 % after rounding) */
 };
 
 /* After this many consecutive windows with launches whose measured cost is visible at the

@@ -72,7 +72,7 @@ static void observe(struct tf_cost_entry *e, uint64_t x)
         if (n == 0 || est == 0)
             next = x;
         else if (x < est)
-            next = x + (est - x) / 4;
+            next = x + (est - x) / 2;
         else
             next = est + ((x - est < est ? x - est : est) + 15) / 16;
     } while (!atomic_compare_exchange_weak_explicit(&e->est, &est, next, memory_order_release,

@@ -13,12 +13,14 @@
  *   just after it (cuEventRecord on that stream; no synchronisation is added) and reading
  *   the elapsed time later, when the end event has completed (cuEventQuery, never a wait).
  *   Events come from a small pool, created lazily on the context that launches and reused.
- * - What is measured: the first launches of each key (until TF_COST_WARM_SAMPLES
- *   measurements), then one launch in `interval` per thread, where the interval is set so
+ * - What is measured: the first launches of each key, one after the other (until
+ *   TF_COST_WARM_SAMPLES measurements: the first ones, on a stream that is just starting,
+ *   include its idle gaps; once it runs ahead they do not), then one launch in `interval`
+ *   per thread, where the interval is set so
  *   that measuring costs about TF_COST_BUDGET_NS of host time per launch on average (a
  *   measurement costs a few microseconds on a GPU: one launch in a few thousand).
  * - The estimate follows the lowest recent measurements: a measurement below it pulls it
- *   down three quarters of the way, one above it moves it up by at most a sixteenth. The
+ *   down half of the way, one above it moves it up by at most a sixteenth. The
  *   elapsed time between two events includes time the stream waited for other work (another
  *   process's kernel on a time-sliced GPU), which only ever lengthens a measurement; the
  *   unbiased part is calibrated by the limit engine against the driver's own accounting of
@@ -49,7 +51,7 @@
 
 #define TF_COST_TABLE 2048              /* keys (power of two); later keys get the prior */
 #define TF_COST_SLOTS 32                /* launches being measured at once */
-#define TF_COST_WARM_SAMPLES 4          /* measurements before a key takes the fast path */
+#define TF_COST_WARM_SAMPLES 16         /* measurements before a key takes the fast path */
 #define TF_COST_COLD_WAIT_NS 200000000u /* longest wait for a cold key's first measurement */
 #define TF_COST_STALE_NS 10000000000ull /* a measurement pending this long is given up */
 #define TF_COST_BUDGET_NS 2             /* host ns per launch spent measuring, on average */

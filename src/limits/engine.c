@@ -219,6 +219,7 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
 
         /* Attribute GPU time and memory by PID. */
         uint64_t busy = 0, mem = 0;
+        bool sampled = false;
         for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
             struct tf_shm_pid *slot = &r->pid[s];
             uint64_t owner = atomic_load_explicit(&slot->owner, memory_order_acquire);
@@ -233,6 +234,7 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
             if (p) {
                 busy += p->busy_ns;
                 mem += p->mem;
+                sampled |= p->sampled;
             }
         }
         uint64_t thr = atomic_load_explicit(&dev->throttle_count, memory_order_relaxed);
@@ -283,6 +285,7 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
             .busy_ns = busy,
             .launches = nlaunch,
             .charged = charged,
+            .sampled = sampled,
             .scale = atomic_load_explicit(&dev->cost_scale, memory_order_relaxed),
             .throttled = throttled,
             .tokens = atomic_load_explicit(&dev->bucket.tokens, memory_order_relaxed),

@@ -93,6 +93,7 @@ static void engine_tick(struct plant *p)
             .busy_ns = (uint64_t)(share * (double)p->period_ns),
             .launches = t->win_launches,
             .charged = t->win_charged,
+            .sampled = t->win_busy > 0,
             .scale = t->cost_scale,
             .throttled = t->win_throttled,
             .tokens = atomic_load(&t->bucket.tokens),
