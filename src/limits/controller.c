@@ -147,8 +147,8 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
     bool rounded = unseen && in->sampled && charged >= RESOLUTION_SHARE * window;
     bool blind = unseen && !in->sampled && charged >= RESOLUTION_SHARE * window;
     /* The first window a workload launches in is measured partly: it started somewhere in
-     * it, and the driver's first samples of a new process may lag. Neither the true-up nor
-     * the calibration trusts it. */
+     * it, and the driver's first samples of a new process may lag. The calibration does not
+     * trust it, and the true-up takes only a debit from it, never a refund. */
     if (in->launches > 0 && c->active < 1000)
         c->active++;
     bool first = c->active <= 1;
@@ -161,8 +161,8 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
      * not much shorter than the window the difference of one window is mostly work in
      * flight: the residual is settled over about four kernel lengths (at once for kernels
      * of up to a fortieth of the window). */
-    if (!unseen && !first)
-        c->resid = clampd(c->resid + busy - charged, -4e18, 4e18);
+    if (!unseen) /* (in the first window only a debit: its GPU time may be partly seen) */
+        c->resid = clampd(c->resid + (first && busy < charged ? 0 : busy - charged), -4e18, 4e18);
     double settle = 40.0 * c->cost_ns <= window ? 1.0 : window / (window + 4.0 * c->cost_ns);
     double debit = c->resid * settle;
     c->resid -= debit;
@@ -171,14 +171,16 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
      * constant COST_TAU_NS, longer for long kernels). The GPU time of a window belongs to
      * launches of earlier windows when work queues up, so a per-window ratio swings wildly;
      * over a horizon of seconds both sums describe the same kernels. Each step may move the
-     * estimate by 2x at most. */
+     * estimate by 2x at most (8x while the first windows set it: the bucket holds four of
+     * them, and 100 ms kernels start from a 500 us guess). */
     double ctau = clampd(20.0 * c->cost_ns, COST_TAU_NS, 10 * COST_TAU_NS);
     double decay = exp(-window / ctau);
     c->sum_busy = c->sum_busy * decay + busy;
     c->sum_launches = c->sum_launches * decay + (double)in->launches;
     if (c->sum_launches >= 2 && c->sum_busy > 0) {
         double m = c->sum_busy / c->sum_launches;
-        m = clampd(m, c->cost_ns / 2, c->cost_ns * 2);
+        double f = c->active <= 10 ? 8.0 : 2.0;
+        m = clampd(m, c->cost_ns / f, c->cost_ns * f);
         c->cost_ns = clampd(m, TF_LIMIT_COST_MIN_NS, TF_LIMIT_COST_MAX_NS);
     }
     /* Calibration of the launchers' measurements: GPU time per token charged at scale 1,

@@ -263,19 +263,30 @@ static void window_true_up_charges_real_gpu_time(void **state)
     struct tf_limit_ctl c;
     tf_limit_ctl_init(&c, NULL);
     struct tf_limit_out out;
-    /* 10 launches took 5 ms of tokens, but the GPU says 30 ms were used. The first window a
-     * workload launches in is not trued up (it started somewhere in it); the next is. */
+    /* 100 launches took 5 ms of tokens, but the GPU says 30 ms were used. The first window
+     * a workload launches in only ever gives a debit (its GPU time may be partly seen, so
+     * never a refund); here none, since the refund check below needs a clean slate. */
     struct tf_limit_in in = {.limit_bp = 3000,
                              .window_ns = 100 * MS,
                              .busy_ns = 30 * MS,
-                             .launches = 10,
-                             .charged = 5 * MS,
+                             .launches = 100,
+                             .charged = 30 * MS,
                              .throttled = true};
     tf_limit_ctl_step(&c, &in, &out);
     assert_int_equal(out.debit, 0);
     assert_int_equal(out.share_bp, 3000);
-    /* The average cost moves towards 3 ms per launch, by at most 2x per window. */
-    assert_int_equal(out.launch_cost, 2 * TF_LIMIT_COST_DEFAULT_NS);
+    in.charged = 40 * MS; /* over-charged in a first window: no refund */
+    struct tf_limit_ctl c1;
+    tf_limit_ctl_init(&c1, NULL);
+    tf_limit_ctl_step(&c1, &in, &out);
+    assert_int_equal(out.debit, 0);
+    in.charged = 5 * MS; /* under-charged in a first window: debited */
+    tf_limit_ctl_init(&c1, NULL);
+    tf_limit_ctl_step(&c1, &in, &out);
+    assert_int_equal(out.debit, (int64_t)(25 * MS));
+    /* The average cost moves to 300 us per launch (at most 8x per window at first, 2x
+     * later). */
+    assert_int_equal(out.launch_cost, 300 * US);
     tf_limit_ctl_step(&c, &in, &out);
     assert_int_equal(out.debit, (int64_t)(25 * MS));
     /* Over-charged: refund. */
@@ -284,9 +295,10 @@ static void window_true_up_charges_real_gpu_time(void **state)
     assert_int_equal(out.debit, -(int64_t)(10 * MS));
     /* The burst is four average kernels, at least 20 ms of the rate and of GPU time. */
     assert_int_equal(out.capacity, (int64_t)TF_LIMIT_BURST_MIN_NS);
-    in.limit_bp = 9000;
+    in.limit_bp = 9000; /* 9 ms kernels: a burst of 36 ms of the rate */
     in.busy_ns = 90 * MS;
     in.charged = 90 * MS;
+    in.launches = 10;
     for (int k = 0; k < 40; k++)
         tf_limit_ctl_step(&c, &in, &out);
     int64_t want = (int64_t)(out.rate / 1000 * c.burst_ms);
