@@ -164,7 +164,11 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
     if (!unseen) /* (in the first window only a debit: its GPU time may be partly seen) */
         c->resid = clampd(c->resid + (first && busy < charged ? 0 : busy - charged), -4e18, 4e18);
     double settle = 40.0 * c->cost_ns <= window ? 1.0 : window / (window + 4.0 * c->cost_ns);
-    double debit = c->resid * settle;
+    /* An over-charge is refunded only once it has lasted two windows: a window's launches
+     * may also run late behind other tenants' work (their GPU time then shows up next
+     * window), and refunding that would let the workload run it twice. */
+    c->over = c->resid < 0 ? c->over + 1 : 0;
+    double debit = c->resid > 0 || c->over >= 2 ? c->resid * settle : 0;
     c->resid -= debit;
     out->debit = (int64_t)debit;
     /* Average cost per launch: the ratio of decaying sums of GPU time and launches (time

@@ -106,6 +106,7 @@ struct tf_limit_ctl {
     double cal_busy, cal_raw;
     /* true-up: GPU time used minus tokens charged, not yet debited or refunded */
     double resid;
+    uint32_t over;   /* consecutive windows it has been negative (an over-charge) */
     uint32_t blind;  /* consecutive windows with launches but no GPU time attributed */
     uint32_t active; /* windows with launches so far (saturating) */
     /* share filter: windows much shorter than a kernel see 0 % or 100 %, so the share fed
