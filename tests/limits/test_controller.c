@@ -402,6 +402,21 @@ static void biased_measurements_still_hold_the_caps(void **state)
     free(p);
 }
 
+static void under_estimated_kernels_barely_overshoot_their_first_second(void **state)
+{
+    /* Launchers measuring a quarter of what the driver accounts (their kernels look 4x
+     * shorter), from a cold start: the first second stays within 5 points of the cap. */
+    struct plant *p = new_plant();
+    p->quantize = 0.01;
+    int a = plant_add(p, 5000, 20 * US, 4, 1.0);
+    p->t[a].measured_bias = 0.25;
+    double sh[1][WINDOWS];
+    run_windows(p, 0, 4, sh);
+    expect_at_most(sh, a, 0, 1, 0.55);
+    expect_within(sh, a, 1, 4, 0.50, 0.03);
+    free(p);
+}
+
 static void tenant_below_its_cap_is_never_throttled(void **state)
 {
     /* Wants 20 % in 20 us kernels, allowed 50 %, priced by measurement: it gets all 20 %
@@ -452,6 +467,7 @@ int main(void)
         cmocka_unit_test(measurement_bias_is_calibrated_from_the_drivers_accounting),
         cmocka_unit_test(unseen_launches_are_measured_by_their_launchers),
         cmocka_unit_test(biased_measurements_still_hold_the_caps),
+        cmocka_unit_test(under_estimated_kernels_barely_overshoot_their_first_second),
         cmocka_unit_test(tenant_below_its_cap_is_never_throttled),
         cmocka_unit_test(long_kernels_below_the_cap_are_not_held_between_two),
     };
