@@ -316,15 +316,23 @@ static void *engine_main(void *arg)
     return NULL;
 }
 
-static void engine_holds_a_compute_cap_on_the_sim(void **state)
+/* The limit engine on region M, as the hypervisor runs it (NVML of the simulated GPU). */
+static struct tf_engine *engine_on(struct tf_shm_map *m)
 {
-    struct tf_shm_map m = make_region(0, 4000);
     struct tf_engine_opts o = {.period_ms = 100,
                                .usage = {.sample = tf_nvml_sample, .ctx = nv},
                                .self_owner = tf_proc_self_owner(),
                                .pidns = tf_proc_pidns(0)};
     struct tf_engine *e = tf_engine_new(&o);
-    assert_int_equal(tf_engine_add(e, m.r, "sim/pod"), 0);
+    assert_non_null(e);
+    assert_int_equal(tf_engine_add(e, m->r, "sim/pod"), 0);
+    return e;
+}
+
+static void engine_holds_a_compute_cap_on_the_sim(void **state)
+{
+    struct tf_shm_map m = make_region(0, 4000);
+    struct tf_engine *e = engine_on(&m);
     engine_stop = 0;
     pthread_t th;
     pthread_create(&th, NULL, engine_main, e);
@@ -357,12 +365,7 @@ static double throttled_pct(char *const argv[], uint32_t bp, double secs, long l
                             long long *later)
 {
     struct tf_shm_map m = make_region(0, bp);
-    struct tf_engine_opts o = {.period_ms = 100,
-                               .usage = {.sample = tf_nvml_sample, .ctx = nv},
-                               .self_owner = tf_proc_self_owner(),
-                               .pidns = tf_proc_pidns(0)};
-    struct tf_engine *e = tf_engine_new(&o);
-    assert_int_equal(tf_engine_add(e, m.r, "sim/pod"), 0);
+    struct tf_engine *e = engine_on(&m);
     struct tf_engine_thread *th;
     assert_int_equal(tf_engine_thread_start(e, "test-engine", &th), 0);
     const char *env[] = {ld_preload, ld_path, shm_env, "TF_LOG_LEVEL=warn", NULL};

@@ -16,10 +16,10 @@
  *     worker's GPU is refused naming the UUID; --limits-region with --vram-limit is a usage
  *     error (exit 2);
  *   - compute: with the engine feeding the region's bucket, a busy client is held near the
- *     region's 30 % (20..40, as remote_compute); a client of 1 us kernels under a 90 % cap
- *     is not held, cold start included (the worker prices launches by measured GPU time); a
- *     launch on an empty bucket waits (also with a stale heartbeat: the last limits stay) and
- *     goes once the bucket is refilled.
+ *     region's 30 % (20..40, as remote_compute); a client of bursts of 1 us kernels under a
+ *     90 % cap is not held, cold start included (the worker prices launches by measured GPU time);
+ * a launch on an empty bucket waits (also with a stale heartbeat: the last limits stay) and goes
+ * once the bucket is refilled.
  *
  * Argument (from meson): the timer.ptx path. Environment: TF_WORKER, TF_SIM_LIBDIR.
  */
@@ -263,6 +263,35 @@ static int c_load(void *arg)
     return 0;
 }
 
+/* Bursts of 16 launches of 1 us kernels, each burst synchronised and followed by 2 ms idle
+ * (an inference server's requests), for LOAD_S; every kernel must have run. */
+static int c_bursts(void *arg)
+{
+    (void)arg;
+    if (e2e_ctx())
+        return 1;
+    CUfunction f;
+    CUdeviceptr done;
+    if (e2e_spin_kernel(timer_ptx, &f, &done))
+        return 1;
+    unsigned long long ns = 1000, n = 0, got = 0;
+    void *p[] = {&ns, &done};
+    E2E_CU(cuCtxSynchronize());
+    S->step = 1;
+    double t0 = e2e_now_s();
+    while (e2e_now_s() < t0 + LOAD_S) {
+        for (int i = 0; i < 16; i++, n++)
+            E2E_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, p, NULL));
+        E2E_CU(cuCtxSynchronize());
+        sleep_s(0.002);
+    }
+    S->secs = e2e_now_s() - t0;
+    E2E_CU(cuMemcpyDtoH(&got, done, 8));
+    E2E_CHECK(got == n);
+    S->launched = S->completed = n;
+    return 0;
+}
+
 /* One short kernel, timed from its launch to the end of the synchronize. */
 static int c_one_launch(void *arg)
 {
@@ -434,6 +463,26 @@ static void hv_stop(struct hv *h)
     tf_nvml_close(h->env_nv);
 }
 
+/* The share (%) of the device worker W's process used over a WINDOW_S window, through the
+ * test's own NVML handle. */
+static double worker_share(struct hv *h, const struct e2e_worker *w)
+{
+    static const uint8_t any[16];
+    struct tf_usage_dev u;
+    assert_int_equal(tf_nvml_sample(h->nv, any, 0, now_ns(), &u), 0); /* primes the handle */
+    double t0 = e2e_now_s();
+    assert_int_equal(tf_nvml_sample(h->nv, any, 0, (uint64_t)(t0 * 1e9), &u), 0);
+    sleep_s(WINDOW_S);
+    double t1 = e2e_now_s();
+    assert_int_equal(tf_nvml_sample(h->nv, any, 0, (uint64_t)(t1 * 1e9), &u), 0);
+    assert_true(u.have_busy);
+    uint64_t busy = 0;
+    for (int k = 0; k < u.nproc; k++)
+        if (u.proc[k].pid == (uint32_t)w->pid)
+            busy += u.proc[k].busy_ns;
+    return (double)busy * 100.0 / ((t1 - t0) * 1e9);
+}
+
 static void the_regions_compute_limit_holds_a_busy_client_near_it(void **state)
 {
     struct tf_shm_map m = make_region(0, 3000);
@@ -448,20 +497,8 @@ static void the_regions_compute_limit_holds_a_busy_client_near_it(void **state)
     for (int i = 0; i < 3000 && !S->step; i++)
         sleep_s(0.01);
     assert_true(S->step);
-    static const uint8_t any[16];
-    struct tf_usage_dev u;
-    double t0 = e2e_now_s();
-    assert_int_equal(tf_nvml_sample(h.nv, any, 0, (uint64_t)(t0 * 1e9), &u), 0);
-    sleep_s(WINDOW_S);
-    double t1 = e2e_now_s();
-    assert_int_equal(tf_nvml_sample(h.nv, any, 0, (uint64_t)(t1 * 1e9), &u), 0);
-    assert_true(u.have_busy);
-    uint64_t busy = 0;
-    for (int k = 0; k < u.nproc; k++)
-        if (u.proc[k].pid == (uint32_t)w.pid)
-            busy += u.proc[k].busy_ns;
+    double nvml_pct = worker_share(&h, &w);
     assert_int_equal(e2e_wait(pid, 60), 0);
-    double nvml_pct = (double)busy * 100.0 / ((t1 - t0) * 1e9);
     double work_pct = (double)S->completed * (double)KERNEL_NS * 100.0 / (S->secs * 1e9);
     int slot = slot_of(m.r, w.pid);
     uint64_t launches = slot >= 0 ? atomic_load(&m.r->pid[slot].launches[0]) : 0;
@@ -486,40 +523,26 @@ static void the_regions_compute_limit_holds_a_busy_client_near_it(void **state)
 
 static void short_kernels_under_a_roomy_cap_are_not_held(void **state)
 {
-    /* A client of 1 us kernels (4 in flight) through the worker, the pod's region at 90 %:
-     * well above what the remote path lets it use (a few % of the device in a release build,
-     * up to about a third in a sanitizer build on a loaded machine). The worker prices each
-     * launch by its kernel's GPU time measured on the client's stream, so its launches wait
-     * for tokens a small fraction of the time at most, cold start included (priced the
-     * engine's default 500 us each until NVML had seen enough of it, the client was held to
-     * ~1,800 launches/s at first). */
+    /* A client sending bursts of 1 us kernels with idle gaps through the worker, the pod's
+     * region at 90 %: far above what it uses (a few % of the device in a release build,
+     * less than half in a sanitizer build on a quiet machine). The worker prices each launch
+     * by its kernel's GPU time measured on the client's stream, so its launches wait for
+     * tokens a small fraction of the time at most, cold start included (priced the engine's
+     * default 500 us each until NVML had seen enough of it, 16 launches took 8 ms of tokens,
+     * as much as the whole burst cycle). */
     struct tf_shm_map m = make_region(0, 9000);
     struct e2e_worker w;
     start_worker(&w);
     memset(S, 0, sizeof(*S));
-    static const unsigned long long us = 1000;
-    pid_t pid = e2e_spawn(c_load, (void *)&us);
+    pid_t pid = e2e_spawn(c_bursts, NULL);
     struct hv h;
     hv_start(&h, &m, &w);
     for (int i = 0; i < 3000 && !S->step; i++)
         sleep_s(0.01);
     assert_true(S->step);
-    static const uint8_t any[16];
-    struct tf_usage_dev u;
     sleep_s(0.2);
-    assert_int_equal(tf_nvml_sample(h.nv, any, 0, now_ns(), &u), 0); /* primes the handle */
-    double t0 = e2e_now_s();
-    assert_int_equal(tf_nvml_sample(h.nv, any, 0, (uint64_t)(t0 * 1e9), &u), 0);
-    sleep_s(WINDOW_S);
-    double t1 = e2e_now_s();
-    assert_int_equal(tf_nvml_sample(h.nv, any, 0, (uint64_t)(t1 * 1e9), &u), 0);
-    assert_true(u.have_busy);
-    uint64_t busy = 0;
-    for (int k = 0; k < u.nproc; k++)
-        if (u.proc[k].pid == (uint32_t)w.pid)
-            busy += u.proc[k].busy_ns;
+    double share = worker_share(&h, &w);
     assert_int_equal(e2e_wait(pid, 60), 0);
-    double share = (double)busy * 100.0 / ((t1 - t0) * 1e9);
     double pct = (double)atomic_load(&m.r->dev[0].throttle_ns) * 100.0 / (LOAD_S * 1e9);
     printf("%llu kernels of 1 us in %.2f s, the worker at %.1f %% of the device under a 90 %% "
            "cap; throttled %.2f %% of the time\n",
