@@ -43,7 +43,9 @@ double tf_ctl_update(struct tf_ctl *c, const struct tf_ctl_sample *s)
     const struct tf_ctl_params *p = &c->p;
     double limit = clampd(s->limit, 0.0001, 1.0);
     double meas = isfinite(s->measured) ? clampd(s->measured, 0.0, 4.0) : limit;
-    double dt = s->dt > 0 && isfinite(s->dt) ? s->dt : 0.1;
+    /* A step never integrates more than a second: a window that spans an idle device's
+     * unsampled hours would otherwise wind the integrator up at once. */
+    double dt = s->dt > 0 && isfinite(s->dt) ? (s->dt > 1.0 ? 1.0 : s->dt) : 0.1;
     double ff = limit;
     double lo = p->min_out_ratio * limit;
     double hi = p->max_out_ratio * limit;
@@ -229,7 +231,8 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
         /* While the true-up is still correcting a wrong estimate (a large debit or refund),
          * or the bucket is repaying a debt, the share error is a transient the tokens
          * already account for: the PI holds its integrator rather than correct it twice. */
-        .transient = fabs(debit) > 0.1 * busy + 0.001 * window || in->tokens - (int64_t)debit < 0,
+        .transient =
+            first || fabs(debit) > 0.1 * busy + 0.001 * window || in->tokens - (int64_t)debit < 0,
     };
     double u = tf_ctl_update(&c->pi, &smp);
     double rate = u * (double)TF_BUCKET_NS_PER_S;

@@ -417,6 +417,29 @@ static void under_estimated_kernels_barely_overshoot_their_first_second(void **s
     free(p);
 }
 
+static void a_long_first_window_does_not_wind_the_controller_up(void **state)
+{
+    /* A workload starts on a device the engine last sampled 30 s ago: its first window is
+     * 30 s long and reads a low share. The rate stays near the limit. */
+    struct tf_limit_ctl c;
+    tf_limit_ctl_init(&c, NULL);
+    struct tf_limit_out out;
+    struct tf_limit_in in = {.limit_bp = 6000,
+                             .window_ns = 30000 * MS,
+                             .busy_ns = 60 * MS,
+                             .launches = 60,
+                             .charged = 60 * MS,
+                             .throttled = true};
+    tf_limit_ctl_step(&c, &in, &out);
+    assert_true(out.rate_bp <= 6300);
+    in.window_ns = 100 * MS;
+    in.busy_ns = 60 * MS;
+    for (int k = 0; k < 5; k++) {
+        tf_limit_ctl_step(&c, &in, &out);
+        assert_true(out.rate_bp <= 6300);
+    }
+}
+
 static void tenant_below_its_cap_is_never_throttled(void **state)
 {
     /* Wants 20 % in 20 us kernels, allowed 50 %, priced by measurement: it gets all 20 %
@@ -468,6 +491,7 @@ int main(void)
         cmocka_unit_test(unseen_launches_are_measured_by_their_launchers),
         cmocka_unit_test(biased_measurements_still_hold_the_caps),
         cmocka_unit_test(under_estimated_kernels_barely_overshoot_their_first_second),
+        cmocka_unit_test(a_long_first_window_does_not_wind_the_controller_up),
         cmocka_unit_test(tenant_below_its_cap_is_never_throttled),
         cmocka_unit_test(long_kernels_below_the_cap_are_not_held_between_two),
     };
