@@ -1,25 +1,43 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * How exactly soft isolation holds compute caps on the simulated GPU. Workloads run the
- * real %globaltimer spin kernel (tests/cuda/kernels/timer.cu) from separate processes
- * under LD_PRELOAD=libtf_limiter.so, each keeping 4 launches in flight (unsynchronised),
- * so the device stays saturated; this process runs the limit engine (NVML of the simulated
- * GPU, 100 ms steps) exactly as the hypervisor would. Every second it asks the simulated
- * driver (NVML, through its own handle, independent of the engine's sampling) how much GPU
- * time each workload's process used in that 1 s window, and prints the achieved share.
- * Scenarios: caps 30 % + 60 % sharing one device (short kernels; then one short and one
- * long kernel), 10 %, 30 % and 90 % alone. Hard isolation side by side: the same load as a
- * client of a tf-worker started with --compute-percent 10 / 30 / 90 (the worker runs the
- * same engine on its own thread and throttles the launches it issues); the share is then
- * the GPU time accounted to the worker's process, and each hard scenario runs right after
- * its soft twin. A last block prints the soft and hard means per cap next to each other.
- * Output per scenario: one `limiter_accuracy_<scenario>_<workload>_w<N>: SHARE %` line per
- * window, then _mean and _max_error (percentage points) over the windows after the first
- * 2 s, and _settling (seconds until every later window of the scenario is within +-3
- * points; "never" if the last window is not). The share
- * is the GPU time the simulated driver accounted to the workload's process; as an
- * independent check, _work_share is the kernels the workload completed (device-side
- * counter) over the whole run, normalised to an uncapped run of the same kernel alone.
+ * How exactly compute caps hold on the simulated GPU, and that they never choke a workload
+ * that stays below its cap. Workloads are separate processes running the real %globaltimer
+ * spin kernel (tests/cuda/kernels/timer.cu) through lim_host `load`: DEPTH launches in
+ * flight, unsynchronised, either one continuous stream or bursts with idle gaps (a burst,
+ * a stream synchronise, a sleep: an inference server's requests), optionally after a
+ * warm-up. Soft isolation runs them under LD_PRELOAD=libtf_limiter.so with this process
+ * running the limit engine (NVML of the simulated GPU, 100 ms steps) as the hypervisor
+ * would; hard isolation runs them as clients of a tf-worker started with --compute-percent
+ * (its own engine). Every second this process asks the simulated driver, through an NVML
+ * handle of its own (independent of the engines' sampling), how much GPU time each
+ * workload's process used in that 1 s window.
+ *
+ * Every figure is printed next to an uncapped run of the same load in this same run (the
+ * load alone, without the limiter), so the machine's speed at that moment cancels out (for
+ * launch rates, the mean of an uncapped run before and one after the capped ones):
+ *   - kernel lengths ~1 us, 5 us, 20 us, 1 ms, 100 ms: the uncapped stream (natural share,
+ *     launch rate); the stream under a cap below its natural share (held: windows, mean and
+ *     worst error after the first second, first-second overshoot, settling); the stream
+ *     under a cap above its natural share (below: launch rate against uncapped), cold and
+ *     after a warm-up; bursts with idle gaps under a cap (below), cold and warm;
+ *   - a cap sweep 10..90 % with 1 ms kernels; two tenants 30 % + 60 % (1 ms; 1 ms + 20 ms);
+ *     four tenants 25 % each;
+ *   - hard isolation: caps 10 / 30 / 90 % with 1 ms kernels (the worker's own engine), and
+ *     a short-kernel stream under a cap above its natural share (the pod's region, its
+ *     engine here, as the hypervisor runs it).
+ * Output, per held workload: `limiter_accuracy_<case>_w<N>: SHARE %` per window, then
+ * _cap, _mean and _max_error (windows 2.., percentage points), _first_second_overshoot,
+ * _settling (seconds until every later window of the case is within +-3 points; "never"),
+ * all against the cap, or for a lone workload whose uncapped run got less than its cap (the
+ * simulated GPU runs on the CPU: a loaded machine slows it), against what that run got
+ * (_target),
+ * _work_share (kernels completed per second against the uncapped run of the same load).
+ * Per below-cap workload: _uncapped_rate and _rate (launches/s), _rate_ratio and
+ * _first_second_rate_ratio (%), _share (its mean share, %) and, soft, _throttled_time (the
+ * time its launches waited for tokens, % of the run: what the limiter itself took, free of
+ * the machine's noise). Last, the worst of each figure over all cases (_worst_*), which is
+ * what the targets are about. Groups can be picked on the command line (k1us k5us k20us
+ * k1ms k100ms sweep tenants hard; none: all).
  */
 #include "limits/engine.h"
 #include "limits/nvml.h"
@@ -35,29 +53,62 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAXW 2
-#define SECONDS 10
+#define MAXW 4
+#define MAXSEC 12
 #define TOL 3.0
+
+/* BARE: the load alone; SOFT: under the limiter, the region's engine here; HARD: a client of
+ * a tf-worker with --compute-percent (its own engine); HARD_REGION: a client of a tf-worker
+ * with --limits-region, the region's engine here (the hypervisor's set-up). */
+enum mode { BARE, SOFT, HARD, HARD_REGION };
+
+/* What a workload process runs (lim_host load). */
+struct load {
+    unsigned long long kernel_ns;
+    int depth;
+    long burst, gap_us; /* burst 0: continuous */
+    double warm_s;
+};
 
 struct wl {
     const char *name;
-    uint32_t bp; /* 0: no compute limit (calibration) */
-    int hard;    /* a client of a tf-worker holding the cap (one workload per scenario) */
-    unsigned long long kernel_ns;
+    uint32_t bp; /* 0: no compute limit */
+    enum mode mode;
+    struct load ld;
+    /* run state */
     char path[512];
     struct tf_shm_map map;
     struct child c;
-    struct child worker; /* hard */
-    double share[SECONDS];
+    struct child worker;
+    /* results */
+    double share[MAXSEC];
+    long long launched, completed, launched_s1;
+    double rate, rate_s1; /* launches per second: measured run, its first second */
+    double done_rate;     /* kernels completed per second */
     double mean;
-    long long completed;
+    double throttled; /* share of the run its launches spent waiting for tokens (soft) */
 };
-
-static long long uncapped_short, uncapped_long;
 
 static struct tf_nvml *nv, *meas;
 static uint8_t uuid[16];
 static char prefix[128];
+
+/* Worst figures over every case. */
+static double worst_err, worst_over, worst_ratio = 1e9, worst_settle;
+
+/* Groups named on the command line (none: all): k1us k5us k20us k1ms k100ms sweep tenants
+ * hard. */
+static int nonly;
+static char **only;
+
+static int want(const char *group)
+{
+    for (int i = 0; i < nonly; i++)
+        if (!strcmp(only[i], group))
+            return 1;
+    return nonly == 0;
+}
+
 static uint64_t mono_ns(void)
 {
     struct timespec ts;
@@ -81,9 +132,18 @@ static int start_worker(struct wl *w, const char *name, char *addr, size_t len)
     fputs("bench-accuracy-token-42\n", f);
     fclose(f);
     unlink(ready);
-    char *argv[] = {
-        LIM_WORKER_PATH,     "--listen", listen, "--token-file", tok, "--ready-file", ready,
-        "--compute-percent", pct,        NULL};
+    char *argv[] = {LIM_WORKER_PATH,
+                    "--listen",
+                    listen,
+                    "--token-file",
+                    tok,
+                    "--ready-file",
+                    ready,
+                    w->mode == HARD_REGION ? "--limits-region"
+                    : w->bp                ? "--compute-percent"
+                                           : NULL,
+                    w->mode == HARD_REGION ? w->path : pct,
+                    NULL};
     const char *env[] = {ld, simp, "TF_SIM_DEVICES=L4", "TF_LOG_LEVEL=error", NULL};
     child_start(&w->worker, argv, env);
     for (int i = 0; i < 1000; i++) {
@@ -103,7 +163,59 @@ static int start_worker(struct wl *w, const char *name, char *addr, size_t len)
     return 1;
 }
 
-static int scenario(const char *name, struct wl *w, int n)
+static int make_region(struct wl *w, const char *name, struct tf_engine *e)
+{
+    snprintf(w->path, sizeof(w->path), "%sregion-%s-%s", prefix, name, w->name);
+    unlink(w->path);
+    struct tf_shm_config c;
+    memset(&c, 0, sizeof(c));
+    snprintf(c.name, sizeof(c.name), "%s/%s", name, w->name);
+    c.ndev = 1;
+    memcpy(c.dev[0].uuid, uuid, 16);
+    c.dev[0].flags = TF_SHM_DEV_PRESENT | (w->bp ? TF_SHM_DEV_COMPUTE_LIMIT : 0);
+    c.dev[0].compute_limit_bp = w->bp;
+    char err[256];
+    if (tf_shm_create(w->path, &c, 0600, &w->map, err, sizeof(err)) != 0) {
+        fprintf(stderr, "bench_limiter_accuracy: %s\n", err);
+        return 1;
+    }
+    tf_engine_add(e, w->map.r, c.name);
+    return 0;
+}
+
+static int start_load(struct wl *w, const char *name, int secs)
+{
+    char ld[600], pre[600], shm[600], simp[300], kns[32], sec[32], depth[16], burst[32], gap[32],
+        warm[32], addr[300] = "", remote[320];
+    snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=%s", LIM_SIM_DIR);
+    snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", w->mode == SOFT ? LIM_PRELOAD_PATH : "");
+    snprintf(shm, sizeof(shm), "TF_SHM_PATH=%s", w->mode == SOFT ? w->path : "");
+    snprintf(simp, sizeof(simp), "TF_SIM_SHM_PREFIX=%s", prefix);
+    snprintf(kns, sizeof(kns), "%llu", w->ld.kernel_ns);
+    snprintf(sec, sizeof(sec), "%d", secs + 1); /* it outlives the measurement by a second */
+    snprintf(depth, sizeof(depth), "%d", w->ld.depth);
+    snprintf(burst, sizeof(burst), "%ld", w->ld.burst);
+    snprintf(gap, sizeof(gap), "%ld", w->ld.gap_us);
+    snprintf(warm, sizeof(warm), "%.2f", w->ld.warm_s);
+    char *argv[] = {LIM_HOST_PATH, "load", LIM_TIMER_PTX, kns, sec, depth, burst, gap, warm, NULL};
+    if (w->mode == HARD || w->mode == HARD_REGION) {
+        if (start_worker(w, name, addr, sizeof(addr)) != 0)
+            return 1;
+        snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=%s", LIM_CLIENT_DIR);
+        snprintf(remote, sizeof(remote), "TF_REMOTE=%s", addr);
+        const char *env[] = {
+            ld,  remote, "TF_TOKEN=bench-accuracy-token-42", "LD_PRELOAD=", "TF_LOG_LEVEL=error",
+            NULL};
+        child_start(&w->c, argv, env);
+        return 0;
+    }
+    const char *env[] = {ld, pre, shm, simp, "TF_SIM_DEVICES=L4", "TF_LOG_LEVEL=error", NULL};
+    child_start(&w->c, argv, env);
+    return 0;
+}
+
+/* Runs the N workloads of case NAME together for SECS measured seconds. */
+static int run(const char *name, struct wl *w, int n, int secs)
 {
     struct tf_engine_opts o = {
         .period_ms = 100,
@@ -112,60 +224,28 @@ static int scenario(const char *name, struct wl *w, int n)
         .pidns = tf_proc_pidns(0),
     };
     struct tf_engine *e = tf_engine_new(&o);
-    for (int i = 0; i < n && !w[i].hard; i++) {
-        snprintf(w[i].path, sizeof(w[i].path), "%sregion-%s-%s", prefix, name, w[i].name);
-        unlink(w[i].path);
-        struct tf_shm_config c;
-        memset(&c, 0, sizeof(c));
-        snprintf(c.name, sizeof(c.name), "%s/%s", name, w[i].name);
-        c.ndev = 1;
-        memcpy(c.dev[0].uuid, uuid, 16);
-        c.dev[0].flags = TF_SHM_DEV_PRESENT | (w[i].bp ? TF_SHM_DEV_COMPUTE_LIMIT : 0);
-        c.dev[0].compute_limit_bp = w[i].bp;
-        char err[256];
-        if (tf_shm_create(w[i].path, &c, 0600, &w[i].map, err, sizeof(err)) != 0) {
-            fprintf(stderr, "bench_limiter_accuracy: %s\n", err);
+    for (int i = 0; i < n; i++)
+        if ((w[i].mode == SOFT || w[i].mode == HARD_REGION) && make_region(&w[i], name, e) != 0)
             return 1;
-        }
-        tf_engine_add(e, w[i].map.r, c.name);
-    }
     struct tf_engine_thread *th;
     if (tf_engine_thread_start(e, "engine", &th) != 0)
         return 1;
-    char ld[600], pre[600], shm[MAXW][600], simp[300], kns[MAXW][32], secs[32];
-    char addr[300] = "", remote[320];
-    snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=%s", LIM_SIM_DIR);
-    snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", LIM_PRELOAD_PATH);
-    snprintf(simp, sizeof(simp), "TF_SIM_SHM_PREFIX=%s", prefix);
-    snprintf(secs, sizeof(secs), "%d", SECONDS + 1);
-    for (int i = 0; i < n; i++) {
-        snprintf(shm[i], sizeof(shm[i]), "TF_SHM_PATH=%s", w[i].path);
-        snprintf(kns[i], sizeof(kns[i]), "%llu", w[i].kernel_ns);
-        char *argv[] = {LIM_HOST_PATH, "load", LIM_TIMER_PTX, kns[i], secs, "4", NULL};
-        if (w[i].hard) {
-            if (start_worker(&w[i], name, addr, sizeof(addr)) != 0)
-                return 1;
-            snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=%s", LIM_CLIENT_DIR);
-            snprintf(remote, sizeof(remote), "TF_REMOTE=%s", addr);
-            const char *env[] = {ld, remote, "TF_TOKEN=bench-accuracy-token-42",
-                                 "TF_LOG_LEVEL=error", NULL};
-            child_start(&w[i].c, argv, env);
-            continue;
-        }
-        const char *env[] = {ld,  pre, shm[i], simp, "TF_SIM_DEVICES=L4", "TF_LOG_LEVEL=error",
-                             NULL};
-        child_start(&w[i].c, argv, env);
-    }
     for (int i = 0; i < n; i++)
-        if (!child_wait_for(&w[i].c, "load: running", 30)) {
-            fprintf(stderr, "bench_limiter_accuracy: workload did not start: %s%s\n", w[i].c.out,
-                    w[i].c.err);
+        if (start_load(&w[i], name, secs) != 0)
+            return 1;
+    double wait = 30;
+    for (int i = 0; i < n; i++)
+        wait = wait > w[i].ld.warm_s + 30 ? wait : w[i].ld.warm_s + 30;
+    for (int i = 0; i < n; i++)
+        if (!child_wait_for(&w[i].c, "load: running", wait)) {
+            fprintf(stderr, "bench_limiter_accuracy: %s: workload did not start: %s%s\n", name,
+                    w[i].c.out, w[i].c.err);
             return 1;
         }
     struct tf_usage_dev u;
     uint64_t t0 = mono_ns();
     tf_nvml_sample(meas, uuid, 0, t0, &u); /* starts the measurement window */
-    for (int s = 0; s < SECONDS; s++) {
+    for (int s = 0; s < secs; s++) {
         uint64_t until = t0 + 1000000000u, now = mono_ns();
         if (until > now) {
             struct timespec ts = {(time_t)((until - now) / 1000000000u),
@@ -176,7 +256,8 @@ static int scenario(const char *name, struct wl *w, int n)
         tf_nvml_sample(meas, uuid, 0, t1, &u);
         for (int i = 0; i < n; i++) {
             uint64_t b = 0;
-            pid_t gpu_pid = w[i].hard ? w[i].worker.pid : w[i].c.pid; /* who runs kernels */
+            pid_t gpu_pid =
+                w[i].mode == HARD || w[i].mode == HARD_REGION ? w[i].worker.pid : w[i].c.pid;
             for (int k = 0; k < u.nproc; k++)
                 if (u.proc[k].pid == (uint32_t)gpu_pid)
                     b = u.proc[k].busy_ns;
@@ -184,76 +265,269 @@ static int scenario(const char *name, struct wl *w, int n)
         }
         t0 = t1;
     }
+    int rc = 0;
+    for (int i = 0; i < n; i++)
+        if (child_finish(&w[i].c, 60) != 0) { /* the load ends by itself a second later */
+            fprintf(stderr, "bench_limiter_accuracy: %s: workload failed: %s\n", name, w[i].c.err);
+            rc = 1;
+        }
+    tf_engine_thread_stop(th); /* before the regions it steps go */
+    tf_engine_destroy(e);
     for (int i = 0; i < n; i++) {
-        child_finish(&w[i].c, 30); /* the load ends by itself one second later */
+        w[i].launched = child_num(&w[i].c, "launched");
         w[i].completed = child_num(&w[i].c, "completed");
-        if (w[i].hard) {
+        w[i].launched_s1 = child_num(&w[i].c, "launched_s1");
+        /* The load ran secs + 1 seconds: rates over all of it, and over its first second. */
+        w[i].rate = (double)w[i].launched / (secs + 1);
+        w[i].done_rate = (double)w[i].completed / (secs + 1);
+        w[i].rate_s1 = (double)w[i].launched_s1;
+        double sum = 0;
+        for (int s = 0; s < secs; s++)
+            sum += s >= 1 || secs == 1 ? w[i].share[s] : 0;
+        w[i].mean = sum / (secs > 1 ? secs - 1 : 1);
+        if (w[i].mode == HARD || w[i].mode == HARD_REGION) {
             kill(w[i].worker.pid, SIGTERM);
             child_finish(&w[i].worker, 30);
         }
+        if (w[i].mode == SOFT || w[i].mode == HARD_REGION) {
+            uint64_t waited = atomic_load(&w[i].map.r->dev[0].throttle_ns);
+            w[i].throttled = (double)waited * 100.0 / ((secs + 1) * 1e9);
+            tf_shm_unmap(&w[i].map);
+            unlink(w[i].path);
+        }
     }
-    tf_engine_thread_stop(th);
-    if (w[0].bp == 0) { /* calibration: the device's throughput for this kernel */
-        if (w[0].kernel_ns > 5000000)
-            uncapped_long = w[0].completed;
-        else
-            uncapped_short = w[0].completed;
-        printf("limiter_accuracy_%s_completed: %lld kernels\n", name, w[0].completed);
-        tf_shm_unmap(&w[0].map);
-        unlink(w[0].path);
-        tf_engine_destroy(e);
-        return w[0].completed > 0 ? 0 : 1;
-    }
-    /* Settling: the first window from which every later window of every workload is
-     * within TOL of its cap. */
-    int settle = SECONDS;
-    for (int s = SECONDS - 1; s >= 0; s--) {
+    return rc;
+}
+
+/* The uncapped reference of load LD (MODE BARE: without the limiter; HARD: a worker
+ * without a cap). */
+static int reference(const char *name, const struct load *ld, enum mode mode, int secs,
+                     struct wl *out)
+{
+    *out = (struct wl){.name = "ref", .bp = 0, .mode = mode, .ld = *ld};
+    int rc = run(name, out, 1, secs);
+    double sum = 0;
+    for (int s = 0; s < secs; s++)
+        sum += out->share[s];
+    out->mean = sum / secs;
+    printf("limiter_accuracy_%s_share: %.1f %%\n", name, out->mean);
+    printf("limiter_accuracy_%s_rate: %.1f launches/s\n", name, out->rate);
+    fflush(stdout);
+    return rc;
+}
+
+/* What workload I of N should get: its cap, or for a lone workload whose uncapped run of the
+ * same load (REF) got less than that (a simulated GPU slowed by a loaded machine cannot
+ * deliver more), what that run got. */
+static double target_of(const struct wl *w, int n, int i, const struct wl *ref)
+{
+    double cap = w[i].bp / 100.0;
+    return n == 1 && ref && ref[i].mean < cap ? ref[i].mean : cap;
+}
+
+/* Prints the held figures of the N capped workloads of case NAME (REF: their uncapped
+ * runs). */
+static void report_held(const char *name, struct wl *w, int n, int secs, const struct wl *ref)
+{
+    int settle = secs;
+    for (int s = secs - 1; s >= 0; s--) {
         int ok = 1;
         for (int i = 0; i < n; i++)
-            if (fabs(w[i].share[s] - w[i].bp / 100.0) > TOL)
+            if (fabs(w[i].share[s] - target_of(w, n, i, ref)) > TOL)
                 ok = 0;
         if (!ok)
             break;
         settle = s;
     }
     for (int i = 0; i < n; i++) {
-        double sum = 0, maxerr = 0;
-        int k = 0;
-        for (int s = 0; s < SECONDS; s++) {
+        double cap = w[i].bp / 100.0, target = target_of(w, n, i, ref), maxerr = 0;
+        for (int s = 0; s < secs; s++) {
             printf("limiter_accuracy_%s_%s_w%02d: %.1f %%\n", name, w[i].name, s + 1,
                    w[i].share[s]);
-            if (s >= 2) {
-                sum += w[i].share[s];
-                k++;
-                double err = fabs(w[i].share[s] - w[i].bp / 100.0);
-                if (err > maxerr)
-                    maxerr = err;
-            }
+            if (s >= 1 && fabs(w[i].share[s] - target) > maxerr)
+                maxerr = fabs(w[i].share[s] - target);
         }
-        printf("limiter_accuracy_%s_%s_cap: %.1f %%\n", name, w[i].name, w[i].bp / 100.0);
-        w[i].mean = k ? sum / k : 0.0;
+        double over = w[i].share[0] - cap > 0 ? w[i].share[0] - cap : 0;
+        printf("limiter_accuracy_%s_%s_cap: %.1f %%\n", name, w[i].name, cap);
+        if (target < cap)
+            printf("limiter_accuracy_%s_%s_target: %.1f %% (the uncapped run got no more)\n", name,
+                   w[i].name, target);
         printf("limiter_accuracy_%s_%s_mean: %.1f %%\n", name, w[i].name, w[i].mean);
         printf("limiter_accuracy_%s_%s_max_error: %.1f pp\n", name, w[i].name, maxerr);
-        long long ref = w[i].kernel_ns > 5000000 ? uncapped_long : uncapped_short;
-        if (ref > 0)
+        printf("limiter_accuracy_%s_%s_first_second_overshoot: %.1f pp\n", name, w[i].name, over);
+        if (ref && ref[i].done_rate > 0)
             printf("limiter_accuracy_%s_%s_work_share: %.1f %%\n", name, w[i].name,
-                   (double)w[i].completed * 100.0 / (double)ref);
-        if (!w[i].hard) {
-            tf_shm_unmap(&w[i].map);
-            unlink(w[i].path);
-        }
+                   w[i].done_rate * 100.0 / ref[i].done_rate);
+        worst_err = maxerr > worst_err ? maxerr : worst_err;
+        worst_over = over > worst_over ? over : worst_over;
     }
-    if (settle < SECONDS)
+    if (settle < secs)
         printf("limiter_accuracy_%s_settling: %d s\n", name, settle);
     else
         printf("limiter_accuracy_%s_settling: never (not within +-%.0f points) s\n", name, TOL);
+    worst_settle = settle > worst_settle ? settle : worst_settle;
     fflush(stdout);
-    tf_engine_destroy(e);
-    return 0;
 }
 
-int main(void)
+/* Prints the below-cap figures of W against its uncapped run REF. */
+static void report_below(const char *name, const struct wl *w, const struct wl *ref)
 {
+    double ratio = ref->rate > 0 ? w->rate * 100.0 / ref->rate : 0;
+    double ratio1 = ref->rate > 0 ? w->rate_s1 * 100.0 / ref->rate : 0;
+    printf("limiter_accuracy_%s_cap: %.1f %%\n", name, w->bp / 100.0);
+    printf("limiter_accuracy_%s_share: %.1f %%\n", name, w->mean);
+    printf("limiter_accuracy_%s_uncapped_rate: %.1f launches/s\n", name, ref->rate);
+    printf("limiter_accuracy_%s_rate: %.1f launches/s\n", name, w->rate);
+    printf("limiter_accuracy_%s_rate_ratio: %.1f %%\n", name, ratio);
+    printf("limiter_accuracy_%s_first_second_rate_ratio: %.1f %%\n", name, ratio1);
+    if (w->mode == SOFT || w->mode == HARD_REGION)
+        printf("limiter_accuracy_%s_throttled_time: %.2f %%\n", name, w->throttled);
+    worst_ratio = ratio < worst_ratio ? ratio : worst_ratio;
+    fflush(stdout);
+}
+
+/* A cap (bp) that binds a stream of natural share SHARE %: half of it, 5..50 %. */
+static uint32_t binding_cap(double share)
+{
+    double c = share >= 75 ? 50 : floor(share / 2);
+    return (uint32_t)(c < 5 ? 5 : c) * 100;
+}
+
+/* A cap (bp) well above a natural share SHARE %, rounded to 5 points (at most 90 %). */
+static uint32_t roomy_cap(double share)
+{
+    double c = ceil((share + 25) / 5) * 5;
+    if (c < 50)
+        c = 50;
+    return (uint32_t)(c > 90 ? 90 : c) * 100;
+}
+
+/* The load LD under cap BP (bp; 0: a cap well above the uncapped run's share), cold and
+ * after a warm-up, between two uncapped runs (the machine's speed drifts: the reference is
+ * their mean). */
+static int below(const char *tag, const struct load *ld, enum mode mode, uint32_t bp)
+{
+    char nm[96];
+    int rc = 0;
+    struct wl ref[2], w;
+    snprintf(nm, sizeof(nm), "%s_uncapped", tag);
+    enum mode bare = mode == HARD_REGION ? HARD : BARE;
+    rc |= reference(nm, ld, bare, 2, &ref[0]);
+    if (!bp)
+        bp = roomy_cap(ref[0].mean);
+    for (int warm = 0; warm < 2; warm++) {
+        struct load l = *ld;
+        l.warm_s = warm ? 1.0 : 0.0;
+        w = (struct wl){.name = "a", .bp = bp, .mode = mode, .ld = l};
+        snprintf(nm, sizeof(nm), "%s_below_%s", tag, warm ? "warm" : "cold");
+        rc |= run(nm, &w, 1, 3);
+        if (warm == 0) {
+            snprintf(nm, sizeof(nm), "%s_uncapped_again", tag);
+            rc |= reference(nm, ld, bare, 2, &ref[1]);
+            ref[0].rate = (ref[0].rate + ref[1].rate) / 2;
+            snprintf(nm, sizeof(nm), "%s_below_cold", tag);
+            report_below(nm, &w, &ref[0]);
+            continue;
+        }
+        report_below(nm, &w, &ref[0]);
+    }
+    return rc;
+}
+
+struct len {
+    const char *tag;
+    unsigned long long ns;
+    int depth;
+    long burst;
+};
+
+static int kernel_length(const struct len *k)
+{
+    char nm[96];
+    int rc = 0;
+    struct load cont = {.kernel_ns = k->ns, .depth = k->depth};
+    struct wl ref, held;
+
+    snprintf(nm, sizeof(nm), "%s_uncapped", k->tag);
+    rc |= reference(nm, &cont, BARE, 2, &ref);
+
+    /* Held below its natural share, from a cold start. */
+    held = (struct wl){.name = "a", .bp = binding_cap(ref.mean), .mode = SOFT, .ld = cont};
+    snprintf(nm, sizeof(nm), "%s_held", k->tag);
+    rc |= run(nm, &held, 1, 4);
+    report_held(nm, &held, 1, 4, &ref);
+
+    /* Under a cap above its natural share: never throttled, cold or warm. */
+    if (ref.mean < 60) {
+        snprintf(nm, sizeof(nm), "%s_stream", k->tag);
+        rc |= below(nm, &cont, SOFT, roomy_cap(ref.mean));
+    }
+
+    /* Bursts with idle gaps (about a quarter of the uncapped stream's time busy), under a
+     * cap well above that: never throttled, cold or warm. */
+    double per_launch_us = ref.rate > 0 ? 1e6 / ref.rate : 1000;
+    struct load bursty = cont;
+    bursty.burst = k->burst;
+    bursty.gap_us = (long)(3.0 * (double)k->burst * per_launch_us);
+    if (bursty.gap_us < 200)
+        bursty.gap_us = 200;
+    snprintf(nm, sizeof(nm), "%s_bursts", k->tag);
+    rc |= below(nm, &bursty, SOFT, 0);
+    return rc;
+}
+
+/* Tenants sharing the device: 30 % + 60 % (1 ms kernels; 1 ms + 20 ms), 4 x 25 %. */
+static int tenants(const struct load *ms, const struct wl *ref_ms)
+{
+    int rc = 0;
+    struct load ms20 = {.kernel_ns = 20000000, .depth = 4};
+    struct wl ref_ms20;
+    rc |= reference("k20ms_uncapped", &ms20, BARE, 2, &ref_ms20);
+    struct wl pair[2] = {{.name = "a", .bp = 3000, .mode = SOFT, .ld = *ms},
+                         {.name = "b", .bp = 6000, .mode = SOFT, .ld = *ms}};
+    struct wl pref[2] = {*ref_ms, *ref_ms};
+    rc |= run("pair_30_60", pair, 2, 5);
+    report_held("pair_30_60", pair, 2, 5, pref);
+    struct wl mixed[2] = {{.name = "a", .bp = 3000, .mode = SOFT, .ld = *ms},
+                          {.name = "b", .bp = 6000, .mode = SOFT, .ld = ms20}};
+    struct wl mref[2] = {*ref_ms, ref_ms20};
+    rc |= run("pair_30_60_long", mixed, 2, 5);
+    report_held("pair_30_60_long", mixed, 2, 5, mref);
+    struct wl four[4], fref[4];
+    static const char *names[4] = {"a", "b", "c", "d"};
+    for (int i = 0; i < 4; i++) {
+        four[i] = (struct wl){.name = names[i], .bp = 2500, .mode = SOFT, .ld = *ms};
+        fref[i] = *ref_ms;
+    }
+    rc |= run("four_25", four, 4, 5);
+    report_held("four_25", four, 4, 5, fref);
+    return rc;
+}
+
+/* Hard isolation: caps 10 / 30 / 90 % held by a tf-worker (1 ms kernels), and a
+ * short-kernel stream under a cap above its natural share, cold and warm. */
+static int hard(const struct load *ms)
+{
+    int rc = 0;
+    struct wl href;
+    rc |= reference("hard_k1ms_uncapped", ms, HARD, 2, &href);
+    static const uint32_t hcaps[] = {1000, 3000, 9000};
+    for (size_t i = 0; i < sizeof(hcaps) / sizeof(hcaps[0]); i++) {
+        char nm[64];
+        struct wl w = {.name = "a", .bp = hcaps[i], .mode = HARD, .ld = *ms};
+        snprintf(nm, sizeof(nm), "hard_%u", hcaps[i] / 100);
+        rc |= run(nm, &w, 1, 4);
+        report_held(nm, &w, 1, 4, &href);
+    }
+    struct load us = {.kernel_ns = 1000, .depth = 4};
+    rc |= below("hard_k1us", &us, HARD_REGION, 0);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    nonly = argc - 1;
+    only = argv + 1;
     snprintf(prefix, sizeof(prefix), "/tmp/tf-bench-accuracy-%d-", (int)getpid());
     setenv("TF_SIM_DEVICES", "L4", 1);
     setenv("TF_SIM_SHM_PREFIX", prefix, 1);
@@ -265,34 +539,38 @@ int main(void)
         fprintf(stderr, "bench_limiter_accuracy: simulated NVML: %s\n", err);
         return 1;
     }
-    struct wl pair[2] = {{.name = "a", .bp = 3000, .kernel_ns = 1000000},
-                         {.name = "b", .bp = 6000, .kernel_ns = 1000000}};
-    struct wl mixed[2] = {{.name = "a", .bp = 3000, .kernel_ns = 1000000},
-                          {.name = "b", .bp = 6000, .kernel_ns = 20000000}};
-    /* Soft and hard at the same caps, each hard run right after its soft twin. */
-    static const uint32_t caps[3] = {1000, 3000, 9000};
-    struct wl soft[3][1], hard[3][1];
-    for (int i = 0; i < 3; i++) {
-        soft[i][0] = (struct wl){.name = "a", .bp = caps[i], .kernel_ns = 1000000};
-        hard[i][0] = (struct wl){.name = "a", .bp = caps[i], .kernel_ns = 1000000, .hard = 1};
+    int rc = 0;
+    static const struct len lens[] = {
+        {"k1us", 1000, 4, 64},    {"k5us", 5000, 4, 64},       {"k20us", 20000, 4, 64},
+        {"k1ms", 1000000, 4, 16}, {"k100ms", 100000000, 2, 2},
+    };
+    for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+        if (want(lens[i].tag))
+            rc |= kernel_length(&lens[i]);
+
+    /* Cap sweep, 1 ms kernels (50 % is k1ms_held). */
+    struct load ms = {.kernel_ns = 1000000, .depth = 4};
+    struct wl ref_ms;
+    if (want("sweep") || want("tenants"))
+        rc |= reference("k1ms_ref_uncapped", &ms, BARE, 2, &ref_ms);
+    static const uint32_t sweep[] = {1000, 3000, 7000, 9000};
+    for (size_t i = 0; want("sweep") && i < sizeof(sweep) / sizeof(sweep[0]); i++) {
+        char nm[64];
+        struct wl w = {.name = "a", .bp = sweep[i], .mode = SOFT, .ld = ms};
+        snprintf(nm, sizeof(nm), "sweep_%u", sweep[i] / 100);
+        rc |= run(nm, &w, 1, 4);
+        report_held(nm, &w, 1, 4, &ref_ms);
     }
-    struct wl cal_short[1] = {{.name = "a", .bp = 0, .kernel_ns = 1000000}};
-    struct wl cal_long[1] = {{.name = "a", .bp = 0, .kernel_ns = 20000000}};
-    int rc = scenario("uncapped_1ms", cal_short, 1);
-    rc |= scenario("uncapped_20ms", cal_long, 1);
-    rc |= scenario("pair_30_60", pair, 2);
-    rc |= scenario("pair_30_60_long", mixed, 2);
-    for (int i = 0; i < 3; i++) {
-        char nm[32];
-        snprintf(nm, sizeof(nm), "alone_%u", caps[i] / 100);
-        rc |= scenario(nm, soft[i], 1);
-        snprintf(nm, sizeof(nm), "hard_%u", caps[i] / 100);
-        rc |= scenario(nm, hard[i], 1);
-    }
-    for (int i = 0; i < 3; i++) {
-        printf("limiter_accuracy_cap_%u_soft_mean: %.1f %%\n", caps[i] / 100, soft[i][0].mean);
-        printf("limiter_accuracy_cap_%u_hard_mean: %.1f %%\n", caps[i] / 100, hard[i][0].mean);
-    }
+    if (want("tenants"))
+        rc |= tenants(&ms, &ref_ms);
+    if (want("hard"))
+        rc |= hard(&ms);
+
+    printf("limiter_accuracy_worst_max_error: %.1f pp\n", worst_err);
+    printf("limiter_accuracy_worst_first_second_overshoot: %.1f pp\n", worst_over);
+    printf("limiter_accuracy_worst_settling: %.0f s\n", worst_settle);
+    if (worst_ratio < 1e9)
+        printf("limiter_accuracy_worst_below_cap_rate_ratio: %.1f %%\n", worst_ratio);
     tf_nvml_close(meas);
     tf_nvml_close(nv);
     char cmd[400];

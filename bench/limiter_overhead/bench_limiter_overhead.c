@@ -1,15 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * What libtf_limiter.so adds to the driver calls on the hot path: cuLaunchKernel (with a
- * compute limit in force but tokens available, i.e. the unthrottled path: flags check,
- * bucket CAS, launch counter) and cuMemAlloc + cuMemFree (with a VRAM limit: reservation
- * CAS, pointer table), measured side by side in one run by the same driver-API program
- * (lim_host timing) with and without LD_PRELOAD, alternating 5 times and keeping the best
- * of each. Two drivers: the null driver (tests/limiter/fake: calls cost almost nothing, so
- * the difference is the limiter's own cost) and, when built, the simulated GPU (real PTX
- * module; its launch path dominates).
- * Output: limiter_overhead_<driver>_<call>_{plain,limited,added,ratio}: VALUE UNIT
+ * What libtf_limiter.so adds to the driver calls on the hot path: cuLaunchKernel without a
+ * compute limit ("uncapped": the limiter loaded, a VRAM limit only) and with one in force
+ * but tokens available ("capped", the unthrottled path: flags check, the kernel's measured
+ * cost from the launch cost model including the launches it measures with timing events,
+ * batched bucket takes and launch counter), and cuMemAlloc + cuMemFree (with a VRAM limit:
+ * reservation CAS, pointer table), measured side by side in one run by the same driver-API
+ * program (lim_host timing) without the limiter ("plain") and with it, alternating 5 times
+ * and keeping the best of each. Two drivers: the null driver (tests/limiter/fake: calls,
+ * timing events included, cost almost nothing, so the difference is the limiter's own cost)
+ * and, when built, the simulated GPU (real PTX module; its launch path dominates).
+ * Output: limiter_overhead_<driver>_launch_{plain,uncapped,capped}: ns/call, then
+ * _{uncapped,capped}_added (ns/call) and _ratio (x, capped), and
+ * limiter_overhead_<driver>_alloc_free_{plain,limited,added,ratio}.
  */
+#include "limits/bucket.h"
 #include "limits/shm.h"
 #include "spawn.h"
 
@@ -20,38 +25,46 @@
 
 #define ROUNDS 5
 
-static char region[256];
+enum { PLAIN, UNCAPPED, CAPPED, MODES };
+static char region[MODES][256];
 
-static void make_region(void)
+/* The regions: UNCAPPED with a VRAM limit only, CAPPED with a compute limit too. */
+static void make_region(int mode)
 {
-    snprintf(region, sizeof(region), "/tmp/tf-bench-overhead-%d", (int)getpid());
-    unlink(region);
+    snprintf(region[mode], sizeof(region[mode]), "/tmp/tf-bench-overhead-%d-%d", (int)getpid(),
+             mode);
+    unlink(region[mode]);
     struct tf_shm_config c;
     memset(&c, 0, sizeof(c));
     snprintf(c.name, sizeof(c.name), "bench/overhead");
     c.ndev = 1; /* zero UUID: the device at ordinal 0, whichever driver */
-    c.dev[0].flags = TF_SHM_DEV_PRESENT | TF_SHM_DEV_VRAM_LIMIT | TF_SHM_DEV_COMPUTE_LIMIT;
+    c.dev[0].flags = TF_SHM_DEV_PRESENT | TF_SHM_DEV_VRAM_LIMIT;
+    if (mode == CAPPED)
+        c.dev[0].flags |= TF_SHM_DEV_COMPUTE_LIMIT;
     c.dev[0].vram_limit = UINT64_C(1) << 30;
     c.dev[0].compute_limit_bp = 10000;
     struct tf_shm_map m;
     char err[256];
-    if (tf_shm_create(region, &c, 0600, &m, err, sizeof(err)) != 0) {
+    if (tf_shm_create(region[mode], &c, 0600, &m, err, sizeof(err)) != 0) {
         fprintf(stderr, "bench_limiter_overhead: %s\n", err);
         exit(1);
     }
-    /* As if the engine had measured tiny kernels: 1 token per launch, never throttled. */
+    /* Tokens always available (no engine runs here): the unthrottled path is measured, with
+     * launches priced as usual (measured, or 1 token while not measured yet). */
     atomic_store(&m.r->dev[0].launch_cost, 1);
+    tf_bucket_init(&m.r->dev[0].bucket, UINT64_C(1) << 50, INT64_C(1) << 50, 1);
     tf_shm_unmap(&m);
 }
 
-static int measure(const char *libdir, const char *ptx, int limited, long n, double *launch,
+static int measure(const char *libdir, const char *ptx, int mode, long n, double *launch,
                    double *alloc)
 {
+    int limited = mode != PLAIN;
     char nbuf[32], ld[600], pre[600], shm[300], ptxenv[600], simprefix[300];
     snprintf(nbuf, sizeof(nbuf), "%ld", n);
     snprintf(ld, sizeof(ld), "LD_LIBRARY_PATH=%s", libdir);
     snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", limited ? LIM_PRELOAD_PATH : "");
-    snprintf(shm, sizeof(shm), "TF_SHM_PATH=%s", limited ? region : "");
+    snprintf(shm, sizeof(shm), "TF_SHM_PATH=%s", limited ? region[mode] : "");
     snprintf(ptxenv, sizeof(ptxenv), "LIM_PTX=%s", ptx ? ptx : "");
     snprintf(simprefix, sizeof(simprefix), "TF_SIM_SHM_PREFIX=/tmp/tf-bench-overhead-%d-sim-",
              (int)getpid());
@@ -78,38 +91,47 @@ static int measure(const char *libdir, const char *ptx, int limited, long n, dou
 
 static int run_driver(const char *name, const char *libdir, const char *ptx, long n)
 {
-    double best[2][2] = {{1e18, 1e18}, {1e18, 1e18}};
+    double best[MODES][2];
+    for (int m = 0; m < MODES; m++)
+        best[m][0] = best[m][1] = 1e18;
     for (int r = 0; r < ROUNDS; r++) {
-        for (int lim = 0; lim < 2; lim++) {
+        for (int m = 0; m < MODES; m++) {
             double l, a;
-            if (measure(libdir, ptx, lim, n, &l, &a) != 0)
+            if (measure(libdir, ptx, m, n, &l, &a) != 0)
                 return 1;
-            if (l < best[lim][0])
-                best[lim][0] = l;
-            if (a < best[lim][1])
-                best[lim][1] = a;
+            if (l < best[m][0])
+                best[m][0] = l;
+            if (a < best[m][1])
+                best[m][1] = a;
         }
     }
-    const char *call[2] = {"launch", "alloc_free"};
-    for (int k = 0; k < 2; k++) {
-        printf("limiter_overhead_%s_%s_plain: %.1f ns/call\n", name, call[k], best[0][k]);
-        printf("limiter_overhead_%s_%s_limited: %.1f ns/call\n", name, call[k], best[1][k]);
-        printf("limiter_overhead_%s_%s_added: %.1f ns/call\n", name, call[k],
-               best[1][k] - best[0][k]);
-        printf("limiter_overhead_%s_%s_ratio: %.3f x\n", name, call[k], best[1][k] / best[0][k]);
-    }
+    double plain = best[PLAIN][0], unc = best[UNCAPPED][0], cap = best[CAPPED][0];
+    printf("limiter_overhead_%s_launch_plain: %.1f ns/call\n", name, plain);
+    printf("limiter_overhead_%s_launch_uncapped: %.1f ns/call\n", name, unc);
+    printf("limiter_overhead_%s_launch_capped: %.1f ns/call\n", name, cap);
+    printf("limiter_overhead_%s_launch_uncapped_added: %.1f ns/call\n", name, unc - plain);
+    printf("limiter_overhead_%s_launch_capped_added: %.1f ns/call\n", name, cap - plain);
+    printf("limiter_overhead_%s_launch_ratio: %.3f x\n", name, cap / plain);
+    /* Allocations: the VRAM limit is in force in both limiter modes; the best of them. */
+    double alim = best[UNCAPPED][1] < best[CAPPED][1] ? best[UNCAPPED][1] : best[CAPPED][1];
+    printf("limiter_overhead_%s_alloc_free_plain: %.1f ns/call\n", name, best[PLAIN][1]);
+    printf("limiter_overhead_%s_alloc_free_limited: %.1f ns/call\n", name, alim);
+    printf("limiter_overhead_%s_alloc_free_added: %.1f ns/call\n", name, alim - best[PLAIN][1]);
+    printf("limiter_overhead_%s_alloc_free_ratio: %.3f x\n", name, alim / best[PLAIN][1]);
     fflush(stdout);
     return 0;
 }
 
 int main(void)
 {
-    make_region();
+    make_region(UNCAPPED);
+    make_region(CAPPED);
     int rc = run_driver("null", LIM_FAKE_DIR, NULL, 200000);
 #ifdef LIM_SIM_DIR
     if (rc == 0)
         rc = run_driver("sim", LIM_SIM_DIR, LIM_TIMER_PTX, 20000);
 #endif
-    unlink(region);
+    unlink(region[UNCAPPED]);
+    unlink(region[CAPPED]);
     return rc;
 }

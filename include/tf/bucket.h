@@ -31,7 +31,8 @@ struct tf_bucket {
     _Atomic(uint64_t) last_ns;
     _Atomic(uint64_t) rate;
     _Atomic(int64_t) capacity;
-    uint64_t reserved[4];
+    _Atomic(int64_t) refilled;
+    uint64_t reserved[3];
 };
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free (shared memory)");
@@ -40,6 +41,7 @@ _Static_assert(offsetof(struct tf_bucket, tokens) == 0, "bucket layout");
 _Static_assert(offsetof(struct tf_bucket, last_ns) == 8, "bucket layout");
 _Static_assert(offsetof(struct tf_bucket, rate) == 16, "bucket layout");
 _Static_assert(offsetof(struct tf_bucket, capacity) == 24, "bucket layout");
+_Static_assert(offsetof(struct tf_bucket, refilled) == 32, "bucket layout");
 _Static_assert(sizeof(struct tf_bucket) == 64, "bucket layout");
 
 #endif

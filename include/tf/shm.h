@@ -65,16 +65,20 @@
  *   64     64   bucket              both     struct tf_bucket (include/tf/bucket.h); tokens
  *                                            are device-ns; the engine sets rate/capacity,
  *                                            limiters take and refill
- *   128    8    launch_cost         engine   tokens charged per kernel launch: the engine's
- *                                            estimate of GPU ns per launch, from measured busy
- *                                            time / launches (0 = limiter default)
+ *   128    8    launch_cost         engine   tokens charged per kernel launch not yet measured
+ *                                            by its launcher (src/limits/costmodel.h): the
+ *                                            engine's average GPU ns per launch, from measured
+ *                                            busy time / launches (0 = limiter default)
  *   136    4    share_bp            engine   measured share of the last window (bp)
  *   140    4    util_bp             engine   whole-device utilisation of the last window (bp)
  *   144    8    busy_ns             engine   cumulative measured GPU ns of this workload
  *   152    8    vram_observed       engine   VRAM the driver reports for the workload's PIDs
  *   160    8    sample_ns           engine   CLOCK_MONOTONIC ns of the last control step
  *   168    4    rate_bp             engine   controller output: bucket rate as bp of a device
- *   172    20   reserved                     zero
+ *   172    4    cost_scale          engine   calibration of the launchers' measured kernel
+ *                                            times to the GPU time the driver accounts,
+ *                                            fixed point (65536 = 1.0; 0 = 1.0)
+ *   176    16   reserved                     zero
  *   192    8    vram_used           limiters bytes reserved by all processes of the workload
  *                                            (reserve before allocating, roll back on failure);
  *                                            never negative, never above vram_limit by a
@@ -175,7 +179,8 @@ struct tf_shm_device {
     _Atomic(uint64_t) vram_observed;
     _Atomic(uint64_t) sample_ns;
     _Atomic(uint32_t) rate_bp;
-    uint8_t reserved2[20];
+    _Atomic(uint32_t) cost_scale;
+    uint8_t reserved2[16];
     /* usage line (limiters) */
     _Atomic(int64_t) vram_used;
     _Atomic(int64_t) vram_peak;
@@ -242,6 +247,7 @@ TF_SHM_AT(struct tf_shm_device, busy_ns, 144);
 TF_SHM_AT(struct tf_shm_device, vram_observed, 152);
 TF_SHM_AT(struct tf_shm_device, sample_ns, 160);
 TF_SHM_AT(struct tf_shm_device, rate_bp, 168);
+TF_SHM_AT(struct tf_shm_device, cost_scale, 172);
 TF_SHM_AT(struct tf_shm_device, vram_used, 192);
 TF_SHM_AT(struct tf_shm_device, vram_peak, 200);
 TF_SHM_AT(struct tf_shm_device, oom_count, 208);

@@ -180,7 +180,8 @@ static int open_workload(struct wl_arg *w, struct tf_nvml *nv)
 }
 
 /* One line per workload and device: the share of the last second (from the engine's
- * cumulative GPU-time counter), the limit, the controller's rate and cost, VRAM. */
+ * cumulative GPU-time counter), the limit, the controller's rate, the average launch cost
+ * and the calibration of measured costs, VRAM. */
 static void print_stats(struct wl_arg *wl, int n, double t, uint64_t (*prev)[TF_SHM_MAX_DEVICES],
                         double secs)
 {
@@ -193,14 +194,15 @@ static void print_stats(struct wl_arg *wl, int n, double t, uint64_t (*prev)[TF_
             double share = secs > 0 ? (double)(busy - prev[i][d]) / (secs * 1e7) : 0;
             prev[i][d] = busy;
             uint32_t flags = atomic_load(&dev->flags);
+            uint32_t scale = atomic_load(&dev->cost_scale);
             printf("t=%.1f workload=%s dev=%u share=%.1f%% limit=%.1f%% rate=%.1f%% "
-                   "cost_us=%.1f vram_used=%" PRId64 " vram_limit=%" PRIu64 " throttled=%" PRIu64
-                   "\n",
+                   "cost_us=%.1f cost_scale=%.3f vram_used=%" PRId64 " vram_limit=%" PRIu64
+                   " throttled=%" PRIu64 "\n",
                    t, wl[i].name ? wl[i].name : wl[i].path, d, share,
                    (flags & TF_SHM_DEV_COMPUTE_LIMIT) ? atomic_load(&dev->compute_limit_bp) / 100.0
                                                       : 100.0,
                    atomic_load(&dev->rate_bp) / 100.0, atomic_load(&dev->launch_cost) / 1000.0,
-                   atomic_load(&dev->vram_used),
+                   scale ? scale / 65536.0 : 1.0, atomic_load(&dev->vram_used),
                    (flags & TF_SHM_DEV_VRAM_LIMIT) ? atomic_load(&dev->vram_limit) : 0,
                    atomic_load(&dev->throttle_count));
         }

@@ -19,6 +19,7 @@ static void sweep_ctx(CUcontext ctx)
     if (!ctx || !tf__L.r)
         return;
     atomic_fetch_add_explicit(&tf__L.ctx_gen, 1, memory_order_relaxed);
+    tf__launch_ctx_gone(ctx);
     tf_ptrtab_sweep_ctx(&tf__L.mem, (uint64_t)(uintptr_t)ctx, give_back, NULL);
     tf_ptrtab_sweep_ctx(&tf__L.arr, (uint64_t)(uintptr_t)ctx, give_back, NULL);
 }

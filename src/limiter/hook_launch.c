@@ -1,31 +1,35 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * Compute hooks: every kernel launch (plain, Ex, cooperative, legacy grid launches, graph
- * launches) takes its estimated GPU time in tokens from its device's bucket in the region.
- * The unthrottled path is: one load of the device flags, one CAS on the bucket, one relaxed
- * add to this process's launch counter -- no lock, no syscall, no clock read, no log. An
- * empty bucket sends the launching thread to a bounded sleep loop (50 us .. 10 ms naps, never
- * a spin: src/limits/throttle.h) until the tokens are there; the engine trues the estimate up
- * against the GPU time it measures, so tokens track real GPU time whatever the kernel length.
+ * launches) takes its GPU time in tokens from its device's bucket in the region: the time
+ * its kernel was measured to take on the app's own stream (the launch cost model,
+ * src/limits/costmodel.h, calibrated by the engine), or the engine's average while it has
+ * not been measured yet. The unthrottled path is: a few loads, a thread-local estimate
+ * lookup and, per batch of launches, one atomic take on the bucket and one add to this
+ * process's launch counter -- no lock, no syscall, no clock read, no log. One launch in
+ * hundreds is measured (two event records around it, read later without waiting). An empty
+ * bucket sends the launching thread to a bounded sleep loop (50 us .. 10 ms naps, never a
+ * spin: src/limits/throttle.h) until the tokens are there; the engine trues the charges up
+ * against the GPU time the driver accounts, so tokens track real GPU time.
  */
 #include "limiter/pass.h"
 
 #include "limits/bucket.h"
 #include "limits/controller.h"
+#include "limits/costmodel.h"
 #include "limits/throttle.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 /* Launch -> region index cache for multi-device processes (context of the calling thread). */
 static __thread CUcontext t_ctx __attribute__((tls_model("initial-exec")));
 static __thread int t_idx __attribute__((tls_model("initial-exec")));
 static __thread unsigned t_gen __attribute__((tls_model("initial-exec")));
 
-static int launch_idx(void)
+static __attribute__((noinline)) int launch_idx_multi(void)
 {
     struct tf__lim *L = &tf__L;
-    if (L->nvis == 1)
-        return L->vis_idx[0];
     CUcontext c = NULL;
     CUresult rc;
     TF_CALL(rc, cuCtxGetCurrent, &c);
@@ -38,6 +42,11 @@ static int launch_idx(void)
     t_gen = gen;
     t_idx = tf__cur_idx();
     return t_idx;
+}
+
+static inline __attribute__((always_inline)) int launch_idx(void)
+{
+    return tf__L.nvis == 1 ? tf__L.vis_idx[0] : launch_idx_multi();
 }
 
 __attribute__((noinline)) static void wait_for_tokens(struct tf_shm_device *d, int64_t cost)
@@ -55,6 +64,7 @@ __attribute__((noinline)) static void wait_for_tokens(struct tf_shm_device *d, i
  * keeps at most that many launches' worth of tokens unused, which only under-uses the cap,
  * and its last < TF_LIM_BATCH launches stay uncounted until its next launch. */
 #define TF_LIM_BATCH 8
+#define TF_LIM_BATCH_FREE 64 /* without a compute limit */
 
 struct tcache {
     int idx;           /* region index the cache is for (-1 none) */
@@ -62,6 +72,26 @@ struct tcache {
     int64_t tokens;    /* taken from the bucket, not yet spent */
 };
 static __thread struct tcache tc __attribute__((tls_model("initial-exec"))) = {.idx = -1};
+
+/* The launch cost model (src/limits/costmodel.h): each launch is charged its kernel's GPU
+ * time as measured on the app's own streams, set up at the first launch under a compute
+ * limit. */
+static struct tf_costmodel cm;
+static _Atomic(int) cm_state; /* 0 none, 1 being set up, 2 ready */
+static __thread struct tf_cost_thread cth __attribute__((tls_model("initial-exec")));
+
+static __attribute__((noinline)) bool cm_setup(void)
+{
+    int expect = 0;
+    if (atomic_compare_exchange_strong(&cm_state, &expect, 1)) {
+        struct tf_gpu_timer t;
+        tf__gpu_timer(&t);
+        tf_costmodel_init(&cm, &t);
+        atomic_store_explicit(&cm_state, 2, memory_order_release);
+        return true;
+    }
+    return expect == 2; /* another thread is setting it up: charge the prior meanwhile */
+}
 
 static void publish(struct tf__lim *L)
 {
@@ -77,6 +107,15 @@ void tf__launch_after_fork(void)
     tc.idx = -1;
     tc.launches = 0;
     tc.tokens = 0;
+    memset(&cth, 0, sizeof(cth));
+    if (atomic_load(&cm_state) == 2)
+        tf_cost_after_fork(&cm);
+}
+
+void tf__launch_ctx_gone(CUcontext ctx)
+{
+    if (atomic_load_explicit(&cm_state, memory_order_acquire) == 2)
+        tf_cost_ctx_gone(&cm, (uintptr_t)ctx);
 }
 
 __attribute__((noinline)) static void take_tokens(struct tf_shm_device *d, int64_t cost)
@@ -93,45 +132,142 @@ __attribute__((noinline)) static void take_tokens(struct tf_shm_device *d, int64
         wait_for_tokens(d, cost);
 }
 
-/* Charges NLAUNCH launches to the current device. */
-static inline void charge(uint64_t nlaunch)
+/* One launch under a compute limit on its way to the driver: what the hook knows, and what
+ * the accounting needs after the real call (a launch being measured). Every launch hook goes
+ * through LAUNCH: launch_count, launch_charge under a limit, the real call, launch_end. */
+struct launch {
+    bool keyed;       /* measured and priced by the cost model (else: the prior) */
+    uintptr_t func;   /* kernel function or graph exec */
+    uint64_t threads; /* threads launched (the size class of the estimate) */
+    bool graph;       /* func is a graph exec */
+    uint64_t nlaunch; /* kernels it launches (the prior is that many average launches) */
+    uintptr_t stream; /* where it runs */
+    int ptsz;         /* stream 0 means the per-thread default stream */
+    struct tf_cost_launch cl;
+};
+
+/* The GPU ns to charge for L on device entry D (IDX): its measured estimate, or the prior. */
+static inline int64_t price(struct launch *l, struct tf_shm_device *d, int idx)
+{
+    uint64_t c = atomic_load_explicit(&d->launch_cost, memory_order_relaxed);
+    uint64_t prior = (c ? c : TF_LIMIT_COST_DEFAULT_NS) * l->nlaunch;
+    if (!l->keyed || (atomic_load_explicit(&cm_state, memory_order_acquire) != 2 && !cm_setup()))
+        return (int64_t)prior;
+    uint64_t key = tf_cost_key(l->func, l->threads, (unsigned)idx, l->graph);
+    uint32_t scale = atomic_load_explicit(&d->cost_scale, memory_order_relaxed);
+    int64_t cost = tf_cost_price(&cm, &cth, &l->cl, key, prior, scale);
+    if (__builtin_expect(l->cl.correction != 0, 0)) /* a key measured at last: settle it */
+        tf_bucket_adjust(&d->bucket, -l->cl.correction);
+    return cost;
+}
+
+/* Counts NLAUNCH launches on the current device. Returns its region index when a compute
+ * limit is in force there (the launch must then be charged: launch_charge), else -1. This is
+ * the whole path of a launch without a compute limit, inlined into every hook. */
+static inline __attribute__((always_inline)) int launch_count(uint64_t nlaunch)
 {
     struct tf__lim *L = &tf__L;
     if (!L->r || atomic_load_explicit(&L->devmap, memory_order_acquire) != TF_LIM_MAP_READY)
-        return;
+        return -1;
     int idx = launch_idx();
     if (idx < 0)
-        return;
+        return -1;
     if (idx != tc.idx) {
         publish(L);
         tc.idx = idx;
         tc.tokens = 0;
     }
     tc.launches += (uint32_t)nlaunch;
-    struct tf_shm_device *d = &L->r->dev[idx];
-    if (atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT) {
-        uint64_t c = atomic_load_explicit(&d->launch_cost, memory_order_relaxed);
-        if (c == 0)
-            c = TF_LIMIT_COST_DEFAULT_NS;
-        int64_t cost = (int64_t)(c * nlaunch);
-        if (tc.tokens >= cost) {
-            tc.tokens -= cost;
-        } else {
-            take_tokens(d, cost);
-            publish(L); /* the slow path publishes: waiting workloads are counted promptly */
-            return;
-        }
+    if (!(atomic_load_explicit(&L->r->dev[idx].flags, memory_order_relaxed) &
+          TF_SHM_DEV_COMPUTE_LIMIT)) {
+        /* No compute limit: the counts are statistics only, published less often. */
+        if (tc.launches >= TF_LIM_BATCH_FREE)
+            publish(L);
+        return -1;
     }
-    if (tc.launches >= TF_LIM_BATCH)
-        publish(L);
+    return idx;
 }
 
-#define LAUNCH(name, ...)                                                                          \
+/* Charges L to device entry IDX before the real call (may sleep for tokens), and starts
+ * measuring it if the cost model asks for that. */
+static __attribute__((noinline)) void launch_charge(struct launch *l, int idx)
+{
+    struct tf__lim *L = &tf__L;
+    struct tf_shm_device *d = &L->r->dev[idx];
+    l->cl.sample = false;
+    l->cl.slot = -1;
+    int64_t cost = price(l, d, idx);
+    if (tc.tokens >= cost) {
+        tc.tokens -= cost;
+        if (tc.launches >= TF_LIM_BATCH)
+            publish(L);
+    } else {
+        take_tokens(d, cost);
+        publish(L); /* the slow path publishes: waiting workloads are counted promptly */
+    }
+    if (l->cl.sample)
+        tf_cost_sample_begin(&cm, &cth, &l->cl, l->stream, l->ptsz);
+}
+
+/* After the real call: ends the measurement of L, if one was started. */
+static inline void launch_end(struct launch *l, CUresult rc)
+{
+    if (__builtin_expect(l->cl.slot >= 0, 0))
+        tf_cost_sample_end(&cm, &cth, &l->cl, l->stream, l->ptsz, rc == CUDA_SUCCESS);
+}
+
+static uint64_t threads_of(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                           unsigned bz)
+{
+    return (uint64_t)gx * gy * gz * ((uint64_t)bx * by * bz);
+}
+
+/* The common case under a compute limit, inline: the thread's warm kernel (KEY) with its
+ * tokens already taken. False: launch_charge does the rest. */
+static inline __attribute__((always_inline)) bool charge_fast(int idx, uint64_t key)
+{
+    struct tf__lim *L = &tf__L;
+    uint32_t scale = atomic_load_explicit(&L->r->dev[idx].cost_scale, memory_order_relaxed);
+    int64_t cost = tf_cost_price_fast(&cth, key, scale);
+    if (cost < 0 || tc.tokens < cost)
+        return false;
+    tc.tokens -= cost;
+    if (tc.launches >= TF_LIM_BATCH)
+        publish(L);
+    return true;
+}
+
+/* The body of every launch hook: NLAUNCH kernels of FUNC (THREADS threads; GRAPH: a graph
+ * exec; KEYED: kept in the cost model); DESC (a struct launch) is built only when a compute
+ * limit is in force and the fast path does not do. */
+#define LAUNCH(nlaunch, keyed, func, threads, graph, desc, name, ...)                              \
     TF_PASS_IF_NESTED(name, __VA_ARGS__);                                                          \
-    charge(1);                                                                                     \
+    struct launch l;                                                                               \
+    l.cl.slot = -1;                                                                                \
+    int idx_ = launch_count(nlaunch);                                                              \
+    if (__builtin_expect(idx_ >= 0, 0) &&                                                          \
+        !((keyed) && charge_fast(idx_, tf_cost_key((uintptr_t)(func), (threads), (unsigned)idx_,   \
+                                                   (graph))))) {                                   \
+        l = (desc);                                                                                \
+        launch_charge(&l, idx_);                                                                   \
+    }                                                                                              \
     CUresult rc;                                                                                   \
     TF_CALL(rc, name, __VA_ARGS__);                                                                \
+    launch_end(&l, rc);                                                                            \
     return rc
+
+/* LAUNCH for a kernel of function F, grid GX..GZ, blocks BX..BZ on stream ST. */
+#define LAUNCH_KERNEL(f, gx, gy, gz, bx, by, bz, st, per_thread, name, ...)                        \
+    LAUNCH(1, true, f, threads_of(gx, gy, gz, bx, by, bz), false,                                  \
+           KERNEL(f, gx, gy, gz, bx, by, bz, st, per_thread), name, __VA_ARGS__)
+
+#define KERNEL(f, gx, gy, gz, bx, by, bz, st, per_thread)                                          \
+    ((struct launch){.keyed = true,                                                                \
+                     .func = (uintptr_t)(f),                                                       \
+                     .threads = threads_of(gx, gy, gz, bx, by, bz),                                \
+                     .nlaunch = 1,                                                                 \
+                     .stream = (uintptr_t)(st),                                                    \
+                     .ptsz = (per_thread)})
 
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
                                 unsigned int gridDimZ, unsigned int blockDimX,
@@ -139,8 +275,9 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned in
                                 unsigned int sharedMemBytes, CUstream hStream, void **kernelParams,
                                 void **extra)
 {
-    LAUNCH(cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-           sharedMemBytes, hStream, kernelParams, extra);
+    LAUNCH_KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0,
+                  cuLaunchKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                  sharedMemBytes, hStream, kernelParams, extra);
 }
 
 CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -149,20 +286,38 @@ CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsign
                                      unsigned int sharedMemBytes, CUstream hStream,
                                      void **kernelParams, void **extra)
 {
-    LAUNCH(cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
-           sharedMemBytes, hStream, kernelParams, extra);
+    LAUNCH_KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1,
+                  cuLaunchKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                  blockDimZ, sharedMemBytes, hStream, kernelParams, extra);
+}
+
+/* A launch with a config: its grid and stream come from CONFIG (none: charged the prior). */
+static uint64_t threads_ex(const CUlaunchConfig *c)
+{
+    return threads_of(c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                      c->blockDimZ);
+}
+
+static struct launch launch_ex(const CUlaunchConfig *c, CUfunction f, int ptsz)
+{
+    if (!c)
+        return (struct launch){.nlaunch = 1};
+    return (struct launch)KERNEL(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+                                 c->blockDimY, c->blockDimZ, c->hStream, ptsz);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                                   void **extra)
 {
-    LAUNCH(cuLaunchKernelEx, config, f, kernelParams, extra);
+    LAUNCH(1, config != NULL, f, config ? threads_ex(config) : 0, false, launch_ex(config, f, 0),
+           cuLaunchKernelEx, config, f, kernelParams, extra);
 }
 
 CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
                                        void **kernelParams, void **extra)
 {
-    LAUNCH(cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
+    LAUNCH(1, config != NULL, f, config ? threads_ex(config) : 0, false, launch_ex(config, f, 1),
+           cuLaunchKernelEx_ptsz, config, f, kernelParams, extra);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
@@ -171,8 +326,9 @@ CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
                                            unsigned int blockDimZ, unsigned int sharedMemBytes,
                                            CUstream hStream, void **kernelParams)
 {
-    LAUNCH(cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-           blockDimZ, sharedMemBytes, hStream, kernelParams);
+    LAUNCH_KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 0,
+                  cuLaunchCooperativeKernel, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
+                  blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -181,36 +337,40 @@ CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridD
                                                 unsigned int blockDimZ, unsigned int sharedMemBytes,
                                                 CUstream hStream, void **kernelParams)
 {
-    LAUNCH(cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY,
-           blockDimZ, sharedMemBytes, hStream, kernelParams);
+    LAUNCH_KERNEL(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream, 1,
+                  cuLaunchCooperativeKernel_ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX,
+                  blockDimY, blockDimZ, sharedMemBytes, hStream, kernelParams);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernelMultiDevice(CUDA_LAUNCH_PARAMS *launchParamsList,
                                                       unsigned int numDevices, unsigned int flags)
 {
-    TF_PASS_IF_NESTED(cuLaunchCooperativeKernelMultiDevice, launchParamsList, numDevices, flags);
-    /* Deprecated API: charged as one launch per device, on the current device. */
-    charge(numDevices ? numDevices : 1);
-    CUresult rc;
-    TF_CALL(rc, cuLaunchCooperativeKernelMultiDevice, launchParamsList, numDevices, flags);
-    return rc;
+    /* Deprecated API, one launch per device on several streams: charged the prior, one
+     * launch per device, on the current device. */
+    uint64_t n = numDevices ? numDevices : 1;
+    LAUNCH(n, false, 0, 0, false, ((struct launch){.nlaunch = n}),
+           cuLaunchCooperativeKernelMultiDevice, launchParamsList, numDevices, flags);
 }
 
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+/* The legacy launches run on the NULL stream with the block shape set beforehand (unknown
+ * here: the size class counts blocks only). */
 CUresult CUDAAPI cuLaunch(CUfunction f)
 {
-    LAUNCH(cuLaunch, f);
+    LAUNCH_KERNEL(f, 1, 1, 1, 1, 1, 1, NULL, 0, cuLaunch, f);
 }
 
 CUresult CUDAAPI cuLaunchGrid(CUfunction f, int grid_width, int grid_height)
 {
-    LAUNCH(cuLaunchGrid, f, grid_width, grid_height);
+    LAUNCH_KERNEL(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, NULL, 0, cuLaunchGrid,
+                  f, grid_width, grid_height);
 }
 
 CUresult CUDAAPI cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height, CUstream hStream)
 {
-    LAUNCH(cuLaunchGridAsync, f, grid_width, grid_height, hStream);
+    LAUNCH_KERNEL(f, (unsigned)grid_width, (unsigned)grid_height, 1, 1, 1, 1, hStream, 0,
+                  cuLaunchGridAsync, f, grid_width, grid_height, hStream);
 }
 #pragma GCC diagnostic pop
 
@@ -305,20 +465,28 @@ static uint64_t graph_launches(CUgraphExec e)
     return 1; /* instantiated before we saw it: the engine's true-up still charges its time */
 }
 
+/* A graph launch is measured as one unit (its own estimate); its prior is one average
+ * launch per kernel node. */
+static struct launch launch_graph(CUgraphExec e, uint64_t nlaunch, CUstream s, int ptsz)
+{
+    return (struct launch){.keyed = true,
+                           .func = (uintptr_t)e,
+                           .graph = true,
+                           .nlaunch = nlaunch,
+                           .stream = (uintptr_t)s,
+                           .ptsz = ptsz};
+}
+
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
-    TF_PASS_IF_NESTED(cuGraphLaunch, hGraphExec, hStream);
-    charge(graph_launches(hGraphExec));
-    CUresult rc;
-    TF_CALL(rc, cuGraphLaunch, hGraphExec, hStream);
-    return rc;
+    uint64_t n = tf__depth ? 1 : graph_launches(hGraphExec);
+    LAUNCH(n, true, hGraphExec, 0, true, launch_graph(hGraphExec, n, hStream, 0), cuGraphLaunch,
+           hGraphExec, hStream);
 }
 
 CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
-    TF_PASS_IF_NESTED(cuGraphLaunch_ptsz, hGraphExec, hStream);
-    charge(graph_launches(hGraphExec));
-    CUresult rc;
-    TF_CALL(rc, cuGraphLaunch_ptsz, hGraphExec, hStream);
-    return rc;
+    uint64_t n = tf__depth ? 1 : graph_launches(hGraphExec);
+    LAUNCH(n, true, hGraphExec, 0, true, launch_graph(hGraphExec, n, hStream, 1),
+           cuGraphLaunch_ptsz, hGraphExec, hStream);
 }

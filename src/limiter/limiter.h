@@ -119,8 +119,15 @@ bool tf__nvml_init(void);
 /* Standalone controller (standalone.c): starts the in-process engine thread. */
 void tf__standalone_start(void);
 
-/* Resets the calling thread's launch batching (hook_launch.c), in a forked child. */
+/* Resets the calling thread's launch batching and the launch cost model (hook_launch.c), in
+ * a forked child. */
 void tf__launch_after_fork(void);
+/* CTX was destroyed or reset: the cost model's events on it are gone (hook_launch.c). */
+void tf__launch_ctx_gone(CUcontext ctx);
+
+struct tf_gpu_timer;
+/* The launch cost model's timer over the real driver (gputime.c). */
+void tf__gpu_timer(struct tf_gpu_timer *t);
 
 /* The process's PID slot, claimed on first use; -1 if none could be had. */
 int tf__slot(void);

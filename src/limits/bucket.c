@@ -26,7 +26,8 @@ void tf_bucket_init(struct tf_bucket *b, uint64_t rate, int64_t capacity, uint64
     atomic_init(&b->last_ns, now_ns);
     atomic_init(&b->rate, rate);
     atomic_init(&b->capacity, capacity);
-    for (int i = 0; i < 4; i++)
+    atomic_init(&b->refilled, 0);
+    for (int i = 0; i < 3; i++)
         b->reserved[i] = 0;
 }
 
@@ -103,27 +104,46 @@ int64_t tf_bucket_refill(struct tf_bucket *b, uint64_t now_ns)
     for (;;) {
         int64_t next = t >= cap || add >= cap - t ? cap : t + add;
         if (atomic_compare_exchange_weak_explicit(&b->tokens, &t, next, memory_order_relaxed,
-                                                  memory_order_relaxed))
+                                                  memory_order_relaxed)) {
+            atomic_fetch_add_explicit(&b->refilled, next - t, memory_order_relaxed);
             return next - t > 0 ? next - t : 0;
+        }
+    }
+}
+
+static int64_t adjust(struct tf_bucket *b, int64_t delta, int64_t ceiling, int64_t *applied)
+{
+    const int64_t floor = -(INT64_C(1) << 62);
+    int64_t cap = cap_of(b);
+    if (ceiling > cap)
+        cap = clamp_cap(ceiling);
+    int64_t t = atomic_load_explicit(&b->tokens, memory_order_relaxed);
+    for (;;) {
+        __int128 n = (__int128)t + delta; /* no overflow in 128 bits */
+        if (delta > 0 && n > cap)
+            n = t > cap ? t : cap; /* a refund never fills past capacity (or the ceiling) */
+        if (n < floor)
+            n = floor;
+        int64_t next = (int64_t)n;
+        if (atomic_compare_exchange_weak_explicit(&b->tokens, &t, next, memory_order_relaxed,
+                                                  memory_order_relaxed)) {
+            *applied = next - t;
+            return next;
+        }
     }
 }
 
 int64_t tf_bucket_adjust(struct tf_bucket *b, int64_t delta)
 {
-    const int64_t floor = -(INT64_C(1) << 62);
-    int64_t cap = cap_of(b);
-    int64_t t = atomic_load_explicit(&b->tokens, memory_order_relaxed);
-    for (;;) {
-        __int128 n = (__int128)t + delta; /* no overflow in 128 bits */
-        if (delta > 0 && n > cap)
-            n = t > cap ? t : cap; /* a refund never fills past capacity */
-        if (n < floor)
-            n = floor;
-        int64_t next = (int64_t)n;
-        if (atomic_compare_exchange_weak_explicit(&b->tokens, &t, next, memory_order_relaxed,
-                                                  memory_order_relaxed))
-            return next;
-    }
+    int64_t applied;
+    return adjust(b, delta, 0, &applied);
+}
+
+int64_t tf_bucket_apply(struct tf_bucket *b, int64_t delta, int64_t ceiling)
+{
+    int64_t applied;
+    adjust(b, delta, ceiling, &applied);
+    return applied;
 }
 
 uint64_t tf_bucket_wait_ns(const struct tf_bucket *b, int64_t cost)
@@ -152,4 +172,21 @@ uint64_t tf_bucket_take(struct tf_bucket *b, int64_t cost, uint64_t now_ns)
         return 0;
     uint64_t w = tf_bucket_wait_ns(b, cost);
     return w == 0 ? 1 : w; /* raced with another taker: retry soon */
+}
+
+void tf_bucket_mark(const struct tf_bucket *b, struct tf_bucket_mark *m)
+{
+    /* refilled first: a refill landing in between is seen in tokens but not in refilled,
+     * i.e. as a refund this interval and as consumption the next one. */
+    m->refilled = atomic_load_explicit(&b->refilled, memory_order_relaxed);
+    m->tokens = atomic_load_explicit(&b->tokens, memory_order_relaxed);
+}
+
+int64_t tf_bucket_consumed(const struct tf_bucket *b, struct tf_bucket_mark *prev, int64_t adjusted)
+{
+    struct tf_bucket_mark now;
+    tf_bucket_mark(b, &now);
+    int64_t used = (prev->tokens - now.tokens) + (now.refilled - prev->refilled) + adjusted;
+    *prev = now;
+    return used;
 }

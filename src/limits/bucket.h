@@ -14,6 +14,10 @@
  *   capacity. Fractions of a token are carried in last_ns, never lost. Over any interval T
  *   the tokens granted never exceed rate * T + 2 * capacity.
  * - tf_bucket_try_take reads no clock: the unthrottled path is one load and one atomic add.
+ * - Consumption is not counted on the take path: refills add what they change tokens by to
+ *   `refilled`, so whoever adjusts a bucket (the engine) knows what takers consumed over an
+ *   interval from tokens and refilled at both ends and its own adjustments
+ *   (tf_bucket_consumed).
  * - Costs are expected to be sane (a launch charges at most seconds of GPU time): takes do
  *   not clamp the debt; tf_bucket_adjust does.
  */
@@ -46,10 +50,25 @@ int64_t tf_bucket_refill(struct tf_bucket *b, uint64_t now_ns);
  * missed; positive: a refund), never above capacity and never below -2^62. Returns the new
  * token count. */
 int64_t tf_bucket_adjust(struct tf_bucket *b, int64_t delta);
+/* The same, except that a refund may fill up to CEILING when that is above the capacity
+ * (tokens above the capacity are spent before the next refill, never dropped, so this grants
+ * a one-off credit). Returns the change actually made (after the clamps). */
+int64_t tf_bucket_apply(struct tf_bucket *b, int64_t delta, int64_t ceiling);
 
 /* Nanoseconds until a take of COST could succeed at the current rate, ignoring refill not
  * yet credited; 0 if it could succeed now; UINT64_MAX if the rate is 0. */
 uint64_t tf_bucket_wait_ns(const struct tf_bucket *b, int64_t cost);
+
+/* A reading of B for tf_bucket_consumed. */
+struct tf_bucket_mark {
+    int64_t tokens, refilled;
+};
+void tf_bucket_mark(const struct tf_bucket *b, struct tf_bucket_mark *m);
+/* Tokens consumed by takes (and by adjustments other than ADJUSTED, the caller's own) since
+ * mark PREV, which is then moved to now. Exact over consecutive intervals (what one interval
+ * misses at its edge the next one counts). */
+int64_t tf_bucket_consumed(const struct tf_bucket *b, struct tf_bucket_mark *prev,
+                           int64_t adjusted);
 
 /* try_take, then refill at NOW_NS and try again. Returns 0 when the tokens were taken, else
  * the suggested wait in ns (>= 1; UINT64_MAX if the rate is 0). */

@@ -43,7 +43,9 @@ double tf_ctl_update(struct tf_ctl *c, const struct tf_ctl_sample *s)
     const struct tf_ctl_params *p = &c->p;
     double limit = clampd(s->limit, 0.0001, 1.0);
     double meas = isfinite(s->measured) ? clampd(s->measured, 0.0, 4.0) : limit;
-    double dt = s->dt > 0 && isfinite(s->dt) ? s->dt : 0.1;
+    /* A step never integrates more than a second: a window that spans an idle device's
+     * unsampled hours would otherwise wind the integrator up at once. */
+    double dt = s->dt > 0 && isfinite(s->dt) ? (s->dt > 1.0 ? 1.0 : s->dt) : 0.1;
     double ff = limit;
     double lo = p->min_out_ratio * limit;
     double hi = p->max_out_ratio * limit;
@@ -114,14 +116,20 @@ double tf_ctl_update(struct tf_ctl *c, const struct tf_ctl_sample *s)
 #define COST_TAU_NS 1e9
 #define TAU_MIN_NS 0.0
 #define TAU_MAX_NS 1e9
+/* The driver's per-process samples are whole percents of their span: a window is used for
+ * calibration only when they show the workload (one percent or more). */
+#define CAL_MIN_SHARE 0.01
+/* Below this share the driver may report 0 for a workload that ran: its launchers'
+ * measurements are taken instead, and it is not reported as unattributable. */
+#define RESOLUTION_SHARE 0.01
 
 void tf_limit_ctl_init(struct tf_limit_ctl *c, const struct tf_ctl_params *p)
 {
     memset(c, 0, sizeof(*c));
     tf_ctl_init(&c->pi, p);
     c->cost_ns = TF_LIMIT_COST_DEFAULT_NS;
-    c->charged_cost = TF_LIMIT_COST_DEFAULT_NS;
-    c->burst_ms = 20;
+    c->scale = 1.0;
+    c->burst_ms = TF_LIMIT_BURST_MIN_MS;
 }
 
 void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
@@ -129,65 +137,123 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
 {
     uint32_t bp = in->limit_bp < 1 ? 1 : in->limit_bp > 10000 ? 10000 : in->limit_bp;
     double window = in->window_ns ? (double)in->window_ns : 1.0;
-    double share = (double)in->busy_ns / window;
-    /* True-up: the window's launches were charged charged_cost each; the GPU says what they
-     * (and earlier launches still running) really used. */
-    double charged = (double)in->launches * (double)c->charged_cost;
-    double debit = (double)in->busy_ns - charged;
-    if (debit > 4e18)
-        debit = 4e18;
-    if (debit < -4e18)
-        debit = -4e18;
+    double charged = (double)in->charged;
+    double busy = (double)in->busy_ns;
+    /* The driver saw nothing of a workload that launched: below its resolution the
+     * launchers' measurements are the better figure; above it the workload's processes
+     * were not found (blind), and the measurements keep the loop closed meanwhile. */
+    bool unseen = in->launches > 0 && in->busy_ns == 0;
+    /* Seen running, at 0 % after rounding, while its launches were charged a resolvable
+     * share: the charges over-estimate (a wrong scale would otherwise hold the workload
+     * below the driver's resolution for good). Not seen at all: blind. */
+    bool rounded = unseen && in->sampled && charged >= RESOLUTION_SHARE * window;
+    bool blind = unseen && !in->sampled && charged >= RESOLUTION_SHARE * window;
+    /* The first window a workload launches in is measured partly: it started somewhere in
+     * it, and the driver's first samples of a new process may lag. The calibration does not
+     * trust it, and the true-up takes only a debit from it, never a refund. */
+    if (in->launches > 0 && c->active < 1000)
+        c->active++;
+    bool first = c->active <= 1;
+    c->blind = blind ? c->blind + 1 : 0;
+    if (unseen)
+        busy = charged > 0 ? charged : 0;
+    double share = busy / window;
+    /* True-up: what the GPU says the launches used, minus what they were charged. A launch
+     * is charged when it is issued and its GPU time shows up while it runs, so with kernels
+     * not much shorter than the window the difference of one window is mostly work in
+     * flight: the residual is settled over about four kernel lengths (at once for kernels
+     * of up to a fortieth of the window). */
+    if (!unseen) /* (in the first window only a debit: its GPU time may be partly seen) */
+        c->resid = clampd(c->resid + (first && busy < charged ? 0 : busy - charged), -4e18, 4e18);
+    double settle = 40.0 * c->cost_ns <= window ? 1.0 : window / (window + 4.0 * c->cost_ns);
+    /* An over-charge is refunded only once it has lasted two windows: a window's launches
+     * may also run late behind other tenants' work (their GPU time then shows up next
+     * window), and refunding that would let the workload run it twice. */
+    c->over = c->resid < 0 ? c->over + 1 : 0;
+    double debit = c->resid > 0 || c->over >= 2 ? c->resid * settle : 0;
+    c->resid -= debit;
     out->debit = (int64_t)debit;
-    /* Cost per launch: the ratio of decaying sums of GPU time and launches (time constant
-     * COST_TAU_NS). The GPU time of a window belongs to launches of earlier windows when
-     * work queues up, so a per-window ratio swings wildly; over a horizon of seconds both
-     * sums describe the same kernels (longer horizons for longer kernels, which are rarer).
-     * Each step may move the estimate by 2x at most. */
+    /* Average cost per launch: the ratio of decaying sums of GPU time and launches (time
+     * constant COST_TAU_NS, longer for long kernels). The GPU time of a window belongs to
+     * launches of earlier windows when work queues up, so a per-window ratio swings wildly;
+     * over a horizon of seconds both sums describe the same kernels. Each step may move the
+     * estimate by 2x at most (8x while the first windows set it: the bucket holds four of
+     * them, and 100 ms kernels start from a 500 us guess). */
     double ctau = clampd(20.0 * c->cost_ns, COST_TAU_NS, 10 * COST_TAU_NS);
     double decay = exp(-window / ctau);
-    c->sum_busy = c->sum_busy * decay + (double)in->busy_ns;
+    c->sum_busy = c->sum_busy * decay + busy;
     c->sum_launches = c->sum_launches * decay + (double)in->launches;
     if (c->sum_launches >= 2 && c->sum_busy > 0) {
         double m = c->sum_busy / c->sum_launches;
-        m = clampd(m, c->cost_ns / 2, c->cost_ns * 2);
+        double f = c->active <= 10 ? 8.0 : 2.0;
+        m = clampd(m, c->cost_ns / f, c->cost_ns * f);
         c->cost_ns = clampd(m, TF_LIMIT_COST_MIN_NS, TF_LIMIT_COST_MAX_NS);
+    }
+    /* Calibration of the launchers' measurements: GPU time per token charged at scale 1,
+     * over the same horizon (long kernels are charged in one window and run in the next:
+     * both count), from windows the driver resolves (either figure at 1 % of the window or
+     * more, and not a workload the driver does not see). */
+    double in_scale = in->scale ? (double)in->scale / 65536.0 : 1.0;
+    c->cal_busy *= decay;
+    c->cal_raw *= decay;
+    if (!unseen && !first &&
+        (busy >= CAL_MIN_SHARE * window || charged >= RESOLUTION_SHARE * window)) {
+        c->cal_busy += busy;
+        c->cal_raw += charged / in_scale;
+    } else if (rounded && !first) {
+        c->cal_busy += 0.005 * window; /* at most what rounded down to 0 */
+        c->cal_raw += charged / in_scale;
+    }
+    if (c->cal_raw > 0.05 * window && c->cal_busy > 0) {
+        /* Down by up to 16x per step (over-charges hold back workloads below their limit; a
+         * cold start with a wrong measurement settles in a window or two), up by 2x, 4x when
+         * the sums hold a well-resolved window (5 % or more): under-charges are trued up. */
+        double up = c->cal_busy >= 0.05 * window ? 4.0 : 2.0;
+        double k = c->cal_busy / c->cal_raw;
+        k = clampd(k, c->scale / 16, c->scale * up);
+        c->scale = clampd(k, TF_LIMIT_SCALE_MIN, TF_LIMIT_SCALE_MAX);
     }
     /* Share filter: windows much shorter than a kernel see 0 % or 100 %, so the share is
      * averaged over ~3 kernel lengths (none for short kernels). */
-    double tau = 3.0 * c->cost_ns;
-    if (tau < TAU_MIN_NS)
-        tau = TAU_MIN_NS;
-    if (tau > TAU_MAX_NS)
-        tau = TAU_MAX_NS;
+    double tau = clampd(3.0 * c->cost_ns, TAU_MIN_NS, TAU_MAX_NS);
     double a = window / (window + tau);
     if (!c->share_started) {
         c->share_f = share;
         c->share_started = true;
-    } else if (!(in->launches > 0 && in->busy_ns == 0)) {
+    } else {
         c->share_f = a * share + (1.0 - a) * c->share_f;
     }
-    bool invalid = in->launches > 0 && in->busy_ns == 0;
-    c->blind = invalid ? c->blind + 1 : 0;
-    struct tf_ctl_sample s = {
+    struct tf_ctl_sample smp = {
         .limit = bp / 10000.0,
         .measured = c->share_f,
         .dt = window / 1e9,
         .throttled = in->throttled,
-        .invalid = invalid,
         /* While the true-up is still correcting a wrong estimate (a large debit or refund),
          * or the bucket is repaying a debt, the share error is a transient the tokens
          * already account for: the PI holds its integrator rather than correct it twice. */
-        .transient = fabs(debit) > 0.1 * (double)in->busy_ns + 0.001 * window ||
-                     in->tokens - (int64_t)debit < 0,
+        .transient =
+            first || fabs(debit) > 0.1 * busy + 0.001 * window || in->tokens - (int64_t)debit < 0,
     };
-    double u = tf_ctl_update(&c->pi, &s);
+    double u = tf_ctl_update(&c->pi, &smp);
     double rate = u * (double)TF_BUCKET_NS_PER_S;
     out->rate = rate < 1 ? 1 : (uint64_t)rate;
+    /* Burst: four average kernels, 20..500 ms of the rate, so a workload of long kernels
+     * below its cap is not held between two of them; at least 20 ms of GPU time. */
+    double burst = clampd(4.0 * c->cost_ns / 1e6, TF_LIMIT_BURST_MIN_MS, TF_LIMIT_BURST_MAX_MS);
+    c->burst_ms = (uint32_t)burst;
     double cap = rate * c->burst_ms / 1000.0;
-    out->capacity = cap < 1 ? 1 : (int64_t)cap;
+    if (cap < TF_LIMIT_BURST_MIN_NS)
+        cap = TF_LIMIT_BURST_MIN_NS;
+    out->capacity = (int64_t)cap;
+    /* A refund beyond the capacity (a window of rate) is for a workload below its limit
+     * with short kernels: its over-charge was a wrong estimate, not GPU time still to come
+     * (long kernels), and it may not burst above a limit it is at. */
+    double ceil_ns =
+        c->cost_ns * 10 < window && share < 0.8 * bp / 10000.0 ? rate * window / 1e9 : 0;
+    out->refund_ceiling = ceil_ns > cap ? (int64_t)ceil_ns : out->capacity;
     out->launch_cost = (uint64_t)c->cost_ns;
-    c->charged_cost = out->launch_cost;
+    double q = c->scale * 65536.0 + 0.5;
+    out->cost_scale = q < 1 ? 1 : q > 4e9 ? 4000000000u : (uint32_t)q;
     double sb = share * 10000.0 + 0.5;
     out->share_bp = sb > 40000 ? 40000 : (uint32_t)sb;
     double rb = u * 10000.0 + 0.5;

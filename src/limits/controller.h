@@ -17,15 +17,24 @@
  *   integration (no integration towards a saturated output, and no upward integration
  *   while the workload was not throttled: then its own demand, not the bucket, set its
  *   share, and a positive I only bleeds away).
- * - tf_limit_ctl: what the engine runs per window. It estimates the GPU cost of one launch
- *   (the ratio of GPU time to launches over the last seconds), so that charging that many tokens
- * per launch makes tokens track real GPU time whatever the kernel length; it smooths the measured
- * share with a time constant of a few kernel lengths (a 100 ms window of 100 ms kernels reads 0 %
- * or 100 %); and it turns the PI output into bucket parameters (rate = u * 1e9 device-ns/s,
- *   capacity = rate * burst). The estimate is only the up-front charge: each window the
- *   difference between the GPU time the workload really used and what its launches were
- *   charged is debited from (or refunded to) the bucket, so over time tokens equal GPU
- *   time exactly and a wrong estimate costs accuracy only within a window.
+ * - tf_limit_ctl: what the engine runs per window. Launchers price each launch by its own
+ *   measured GPU time (src/limits/costmodel.h); the engine calibrates those measurements
+ *   against the driver's accounting of the workload's GPU time (cost_scale: the ratio of GPU
+ *   time to tokens charged at scale 1, over the last seconds, taken only from windows where
+ *   the driver's whole-percent samples resolve the workload), and keeps the average GPU cost
+ *   of a launch (the prior for launches not measured yet). It smooths the measured share
+ *   with a time constant of a few kernel lengths (a 100 ms window of 100 ms kernels reads 0 %
+ *   or 100 %) and turns the PI output into bucket parameters (rate = u * 1e9 device-ns/s,
+ *   capacity = rate * burst, the burst 20..500 ms: four average kernels, so a workload of
+ *   long kernels under its cap is not held between two of them; and at least 20 ms of GPU
+ *   time, so a burst of short kernels after an idle gap is not held either, while a fresh
+ *   bucket, or one refilled by an idle gap, lets at most 2 % of a second through above the
+ *   rate). The charge is up-front:
+ *   each window the difference between the GPU time the workload really used and what its
+ *   launches were charged is debited from (or refunded to) the bucket, so over time tokens
+ *   equal GPU time and a wrong estimate costs accuracy only within a window. Where the
+ *   driver sees nothing of a workload that launched (its usage below the samples'
+ *   resolution, or its processes not found), the launchers' measurements stand in for it.
  */
 #ifndef TF_LIMITS_CONTROLLER_H
 #define TF_LIMITS_CONTROLLER_H
@@ -80,15 +89,26 @@ double tf_ctl_update(struct tf_ctl *c, const struct tf_ctl_sample *s);
 #define TF_LIMIT_COST_DEFAULT_NS 500000u /* until measured: 500 us per launch */
 #define TF_LIMIT_COST_MIN_NS 1000u
 #define TF_LIMIT_COST_MAX_NS 2000000000u
+#define TF_LIMIT_BURST_MIN_MS 20       /* bucket capacity in ms of rate, at least ... */
+#define TF_LIMIT_BURST_MAX_MS 500      /* ... and at most; 4 average kernels in between */
+#define TF_LIMIT_BURST_MIN_NS 20000000 /* and never under 20 ms of GPU time */
+#define TF_LIMIT_SCALE_MIN (1.0 / 64)
+#define TF_LIMIT_SCALE_MAX 64.0
 
 struct tf_limit_ctl {
     struct tf_ctl pi;
-    double cost_ns;        /* smoothed GPU ns per launch */
-    uint64_t charged_cost; /* launch cost in effect during the window being measured */
-    uint32_t burst_ms;     /* bucket capacity in ms of rate */
+    double cost_ns;    /* smoothed GPU ns per launch (the prior for unmeasured launches) */
+    double scale;      /* calibration of the launchers' measured costs (cost_scale) */
+    uint32_t burst_ms; /* bucket capacity in ms of rate */
     /* cost estimator: decaying sums of GPU ns and launches */
     double sum_busy, sum_launches;
-    uint32_t blind; /* consecutive windows with launches but no GPU time attributed */
+    /* calibration: decaying sums of GPU ns and of the tokens charged at scale 1 */
+    double cal_busy, cal_raw;
+    /* true-up: GPU time used minus tokens charged, not yet debited or refunded */
+    double resid;
+    uint32_t over;   /* consecutive windows it has been negative (an over-charge) */
+    uint32_t blind;  /* consecutive windows with launches but no GPU time attributed */
+    uint32_t active; /* windows with launches so far (saturating) */
     /* share filter: windows much shorter than a kernel see 0 % or 100 %, so the share fed
      * to the PI is smoothed with a time constant of a few kernel lengths */
     double share_f;
@@ -98,30 +118,38 @@ struct tf_limit_ctl {
 struct tf_limit_in {
     uint32_t limit_bp;  /* compute limit, 1..10000 */
     uint64_t window_ns; /* length of the window measured */
-    uint64_t busy_ns;   /* GPU ns the workload used in the window */
+    uint64_t busy_ns;   /* GPU ns the workload used in the window (the driver's accounting) */
     uint64_t launches;  /* launches the workload made in the window */
+    int64_t charged;    /* tokens its launches took from the bucket in the window */
+    uint32_t scale;     /* cost_scale in force during the window (TF_COST_SCALE_ONE = 1.0; 0 =
+                         * 1.0) */
     bool throttled;     /* any launch waited in the window */
     int64_t tokens;     /* the bucket's tokens now, before this step's debit */
+    bool sampled;       /* the usage source saw the workload run (even at 0 % after rounding) */
 };
 
-/* After this many consecutive windows with launches but no GPU time attributed to the
- * workload, tf_limit_ctl_blind says so (the engine logs it: HAMi silently stopped enforcing
- * when its PID discovery failed; here the feed-forward keeps enforcing and someone is told). */
+/* After this many consecutive windows with launches whose measured cost is visible at the
+ * driver's resolution but no GPU time attributed to the workload, tf_limit_ctl_blind says
+ * so (the engine logs it: HAMi silently stopped enforcing when its PID discovery failed; here
+ * the launchers' own measurements keep the loop closed and someone is told). */
 #define TF_LIMIT_BLIND_WINDOWS 10
 
 struct tf_limit_out {
-    uint64_t rate;        /* bucket tokens (device-ns) per second */
-    int64_t capacity;     /* bucket capacity, tokens */
-    uint64_t launch_cost; /* tokens to charge per launch */
-    uint32_t share_bp;    /* measured share, bp */
-    uint32_t rate_bp;     /* rate as bp of a device */
-    int64_t debit;        /* tokens to take from the bucket now (tf_bucket_adjust(-debit)):
-                           * measured busy ns minus what the window's launches were charged;
-                           * negative = refund of an over-estimate */
+    uint64_t rate;          /* bucket tokens (device-ns) per second */
+    int64_t capacity;       /* bucket capacity, tokens */
+    uint64_t launch_cost;   /* tokens to charge per launch not measured by its launcher */
+    uint32_t cost_scale;    /* calibration for the launchers' measured costs, fixed point */
+    uint32_t share_bp;      /* measured share, bp */
+    uint32_t rate_bp;       /* rate as bp of a device */
+    int64_t debit;          /* tokens to take from the bucket now (tf_bucket_apply(-debit)):
+                             * measured busy ns minus what the window's launches were charged;
+                             * negative = refund of an over-estimate */
+    int64_t refund_ceiling; /* a refund may fill the bucket up to this (above the capacity:
+                             * short kernels, whose over-charge is not GPU time still to come
+                             * but a wrong estimate, are refunded a whole window of rate) */
 };
 
-/* P may be NULL (defaults). The first window is assumed charged at TF_LIMIT_COST_DEFAULT_NS,
- * the cost a region starts with. */
+/* P may be NULL (defaults). */
 void tf_limit_ctl_init(struct tf_limit_ctl *c, const struct tf_ctl_params *p);
 void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
                        struct tf_limit_out *out);

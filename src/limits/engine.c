@@ -24,9 +24,12 @@
 
 struct wl_dev {
     struct tf_limit_ctl ctl;
-    bool ctl_on;        /* the controller ran last step (compute limit in force) */
-    uint64_t throttles; /* dev.throttle_count at the previous step */
-    uint64_t pending;   /* launches since the last measured window */
+    bool ctl_on;                /* the controller ran last step (compute limit in force) */
+    uint64_t throttles;         /* dev.throttle_count at the previous step */
+    uint64_t pending;           /* launches since the last measured window */
+    struct tf_bucket_mark mark; /* the bucket at the previous step */
+    int64_t adjusted;           /* what this engine's true-ups changed its tokens by since */
+    int64_t charged;            /* tokens launches consumed since the last measured window */
     bool blind_logged;
     struct tf_engine_dev_stats st;
 };
@@ -92,6 +95,7 @@ int tf_engine_add(struct tf_engine *e, struct tf_shm_region *r, const char *name
             tf_limit_ctl_init(&w->dev[d].ctl, &e->ctl);
             w->dev[d].throttles =
                 atomic_load_explicit(&r->dev[d].throttle_count, memory_order_relaxed);
+            tf_bucket_mark(&r->dev[d].bucket, &w->dev[d].mark);
         }
         for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
             w->slot_owner[s] = atomic_load_explicit(&r->pid[s].owner, memory_order_relaxed);
@@ -215,6 +219,7 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
 
         /* Attribute GPU time and memory by PID. */
         uint64_t busy = 0, mem = 0;
+        bool sampled = false;
         for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
             struct tf_shm_pid *slot = &r->pid[s];
             uint64_t owner = atomic_load_explicit(&slot->owner, memory_order_acquire);
@@ -229,14 +234,17 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
             if (p) {
                 busy += p->busy_ns;
                 mem += p->mem;
+                sampled |= p->sampled;
             }
         }
         uint64_t thr = atomic_load_explicit(&dev->throttle_count, memory_order_relaxed);
         bool throttled = thr != wd->throttles;
         wd->throttles = thr;
         /* Launches of unmeasured windows count in the next measured one, where their GPU
-         * time shows up (the true-up must see both). */
+         * time shows up (the true-up must see both); so do the tokens they consumed. */
         wd->pending += launches[d];
+        wd->charged += tf_bucket_consumed(&dev->bucket, &wd->mark, wd->adjusted);
+        wd->adjusted = 0;
 
         memset(&wd->st, 0, sizeof(wd->st));
         if (!u || !u->have_busy || u->window_ns == 0) {
@@ -254,11 +262,14 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
         wd->st.window_ns = u->window_ns;
         wd->st.busy_ns = busy;
         wd->st.launches = wd->pending; /* (reset below, once used) */
+        wd->st.charged = wd->charged;
         wd->st.throttled = throttled;
         wd->st.share_bp = share > 40000 ? 40000 : (uint32_t)share;
         atomic_store_explicit(&dev->share_bp, wd->st.share_bp, memory_order_relaxed);
         uint64_t nlaunch = wd->pending;
+        int64_t charged = wd->charged;
         wd->pending = 0;
+        wd->charged = 0;
 
         uint32_t flags = atomic_load_explicit(&dev->flags, memory_order_relaxed);
         if (!(flags & TF_SHM_DEV_COMPUTE_LIMIT)) {
@@ -273,6 +284,9 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
             .window_ns = u->window_ns,
             .busy_ns = busy,
             .launches = nlaunch,
+            .charged = charged,
+            .sampled = sampled,
+            .scale = atomic_load_explicit(&dev->cost_scale, memory_order_relaxed),
             .throttled = throttled,
             .tokens = atomic_load_explicit(&dev->bucket.tokens, memory_order_relaxed),
         };
@@ -280,16 +294,22 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
         tf_limit_ctl_step(&wd->ctl, &in, &out);
         tf_bucket_set(&dev->bucket, out.rate, out.capacity);
         if (out.debit)
-            tf_bucket_adjust(&dev->bucket, -out.debit);
+            wd->adjusted += tf_bucket_apply(&dev->bucket, -out.debit, out.refund_ceiling);
         atomic_store_explicit(&dev->launch_cost, out.launch_cost, memory_order_relaxed);
+        atomic_store_explicit(&dev->cost_scale, out.cost_scale, memory_order_relaxed);
         atomic_store_explicit(&dev->rate_bp, out.rate_bp, memory_order_relaxed);
         wd->st.rate_bp = out.rate_bp;
+        /* (the controller's share: the launches' own measure where the source saw none) */
+        wd->st.share_bp = out.share_bp;
+        atomic_store_explicit(&dev->share_bp, out.share_bp, memory_order_relaxed);
         wd->st.launch_cost = out.launch_cost;
+        wd->st.cost_scale = out.cost_scale;
         wd->st.blind = tf_limit_ctl_blind(&wd->ctl);
         if (wd->st.blind && !wd->blind_logged) {
             tf_log(TF_LOG_WARN, SUBSYS,
                    "%s: device %u: launches but no GPU time attributed for %d windows "
-                   "(process not found in the usage source?); enforcing the feed-forward rate",
+                   "(process not found in the usage source?); enforcing on the launches' own "
+                   "measured GPU time",
                    w->name, d, TF_LIMIT_BLIND_WINDOWS);
             wd->blind_logged = true;
         } else if (!wd->st.blind && wd->blind_logged) {

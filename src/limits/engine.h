@@ -7,8 +7,11 @@
  *     time, so container PID namespaces work);
  *   - samples per-device GPU time per process (one sample per device per step, shared by
  *     all workloads) and attributes it to workloads by PID;
+ *   - reads what the workload's launches took from each bucket (tf_bucket_consumed: the
+ *     launchers' own measured costs, src/limits/costmodel.h);
  *   - runs the per-(workload, device) controller (src/limits/controller.h): bucket rate and
- *     capacity, per-launch cost estimate, and the true-up debit of the tokens;
+ *     capacity, the prior cost of an unmeasured launch, the calibration of the launchers'
+ *     measurements, and the true-up debit of the tokens;
  *   - publishes share, utilisation, observed VRAM and the heartbeat.
  * Limits themselves are read from the region each step, so whoever rewrites them (tfctl
  * limits set, the autoscaler through the hypervisor) changes them live.
@@ -59,9 +62,11 @@ struct tf_engine_dev_stats {
     uint64_t window_ns; /* its length */
     uint64_t busy_ns;   /* GPU time attributed to the workload in it */
     uint64_t launches;  /* launches in it */
+    int64_t charged;    /* tokens they took from the bucket */
     uint32_t share_bp;  /* busy / window */
     uint32_t rate_bp;   /* controller output */
     uint64_t launch_cost;
+    uint32_t cost_scale; /* calibration published for the launchers (65536 = 1.0) */
     bool throttled;
     bool blind; /* launches but no GPU time attributed for a while */
 };

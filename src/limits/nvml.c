@@ -211,8 +211,10 @@ int tf_nvml_sample(void *ctx, const uint8_t uuid[16], unsigned ordinal, uint64_t
                 unsigned long long span_us = s->timeStamp - d->last_seen_us;
                 struct tf_usage_proc *p = proc_entry(out, s->pid);
                 unsigned sm = s->smUtil > 100 ? 100 : s->smUtil;
-                if (p)
+                if (p) {
                     p->busy_ns += (uint64_t)span_us * 1000u * sm / 100u;
+                    p->sampled = true;
+                }
             }
             /* NVML timestamps are its own clock: never mix in ours. Until a first sample
              * arrives there is no span to measure against (have_busy stays false). */

@@ -18,6 +18,8 @@ struct tf_usage_proc {
     uint32_t pid;     /* as the source sees it (host PID for NVML) */
     uint64_t busy_ns; /* GPU time used since the previous sample of this device */
     uint64_t mem;     /* device memory in use, bytes (0 if unknown) */
+    bool sampled;     /* it was in this window's utilisation samples (it ran), even where
+                       * they rounded its share to 0 */
 };
 
 struct tf_usage_dev {

@@ -17,9 +17,16 @@
  *   rollback             a driver-side allocation failure (fake driver fault) gives the
  *                        reservation back
  *   fillslow CHUNK MS N  N attempts, one every MS ms, to allocate CHUNK MiB; prints ok=count
- *   load PTX NS SECS DEPTH  keeps DEPTH launches of spin_ns(NS) in flight, unsynchronised
+ *   load PTX NS SECS DEPTH [BURST GAP_US [WARM_S]]
+ *                        keeps DEPTH launches of spin_ns(NS) in flight, unsynchronised
  *                        (an event per launch, waited for DEPTH launches later), for SECS;
- *                        prints launched= and completed= (the device-side counter)
+ *                        with BURST > 0, after every BURST launches it synchronises the
+ *                        stream and sleeps GAP_US (bursts with idle gaps, as an inference
+ *                        server's requests); with WARM_S > 0 the same load runs WARM_S
+ *                        seconds first. Prints "load: running" when the measured SECS
+ *                        start, then launched= and completed= (the device-side counter) of
+ *                        the measured run, warm_launched= and launched_sN= (the
+ *                        launches of each whole second of the measured run)
  *   timing N             N x (cuLaunchKernel of spin_ns(0) from PTX in $LIM_PTX) and N x
  *                        (cuMemAlloc 4 KiB + cuMemFree); prints launch_ns= alloc_free_ns=
  *                        per call (benchmark helper)
@@ -352,6 +359,9 @@ static int scenario_load(int argc, char **argv)
     int depth = atoi(argv[5]);
     if (depth < 1 || depth > 64)
         depth = 4;
+    long burst = argc > 6 ? atol(argv[6]) : 0;    /* 0: one continuous stream */
+    long gap_us = argc > 7 ? atol(argv[7]) : 0;   /* idle after each burst */
+    double warm = argc > 8 ? atof(argv[8]) : 0.0; /* the same load before "running" */
     CUresult (*ev_create)(CUevent *, unsigned) =
         (CUresult(*)(CUevent *, unsigned))sym("cuEventCreate");
     CUresult (*ev_record)(CUevent, CUstream) = (CUresult(*)(CUevent, CUstream))sym("cuEventRecord");
@@ -372,21 +382,57 @@ static int scenario_load(int argc, char **argv)
     for (int i = 0; i < depth; i++)
         CK(ev_create(&ev[i], 0));
     void *params[] = {&ns, &done};
-    printf("load: running\n");
-    double end = now_s() + secs;
-    long i = 0;
-    while (now_s() < end) {
+    /* Launches per whole second of the measured run (the first seconds show a cold start). */
+    enum { MAXSEC = 64 };
+    long per_s[MAXSEC] = {0};
+    long i = 0, measured_from = 0;
+    unsigned long long base = 0;
+    int warming = warm > 0;
+    double t0 = now_s(), end = t0 + (warming ? warm : secs);
+    if (!warming)
+        printf("load: running\n");
+    for (;;) {
+        double now = now_s();
+        if (now >= end) {
+            if (!warming)
+                break;
+            /* Warm-up over: the measured run starts here, on an idle stream. */
+            warming = 0;
+            measured_from = i;
+            CK(st_sync(s));
+            CK(dtoh(&base, done, 8));
+            now = now_s();
+            t0 = now;
+            end = now + secs;
+            printf("load: running\n");
+        }
         int slot = (int)(i % depth);
         if (i >= depth)
             CK(ev_sync(ev[slot]));
         CK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
         CK(ev_record(ev[slot], s));
         i++;
+        if (!warming) {
+            long sec = (long)(now - t0);
+            if (sec >= 0 && sec < MAXSEC)
+                per_s[sec]++;
+        }
+        if (burst > 0 && i % burst == 0) {
+            /* End of a burst: wait for its result, then stay idle. */
+            CK(st_sync(s));
+            if (gap_us > 0) {
+                struct timespec ts = {gap_us / 1000000, (gap_us % 1000000) * 1000};
+                nanosleep(&ts, NULL);
+            }
+        }
     }
     CK(st_sync(s));
     unsigned long long got = 0;
     CK(dtoh(&got, done, 8));
-    printf("launched=%ld\ncompleted=%llu\n", i, got);
+    printf("launched=%ld\ncompleted=%llu\nwarm_launched=%ld\n", i - measured_from, got - base,
+           measured_from);
+    for (int k = 0; k < MAXSEC && k < (int)secs + 1; k++)
+        printf("launched_s%d=%ld\n", k + 1, per_s[k]);
     return 0;
 }
 

@@ -6,7 +6,8 @@
  * that hands out real addresses -- plus every user-visible limiter behaviour that does not
  * need real kernels: VRAM caps and rollback, memory info, runtime-style lookups, device
  * visibility, NVML, env fallback, corrupt and stale regions, processes sharing and dying,
- * live limit changes, and launch throttling by sleeping (not spinning).
+ * live limit changes, launch throttling by sleeping (not spinning), and launches charged
+ * the GPU time the driver's timing events measure (short kernels are not held).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -344,20 +345,46 @@ static void empty_bucket_makes_launches_sleep_not_spin(void **state)
     assert_true(free_run < 0.5);
     assert_int_equal(atomic_load(&m.r->pid[0].launches[0]), 0); /* slot released at exit */
     tf_shm_unmap(&m);
-    /* 10 % of the device and 250 us per launch (no engine to true it up): 400 launches are
-     * 100 ms of GPU time, i.e. 1 s of wall time, minus the 20 ms burst. */
+    /* 10 % of the device, kernels the driver's timing events measure at 250 us each (no
+     * engine here): 400 launches are 100 ms of GPU time, i.e. 1 s of wall time minus the
+     * 20 ms burst, whatever the region's default cost for launches not measured yet. */
     m = make_region(1, devs, 0, 1000);
-    atomic_store(&m.r->dev[0].launch_cost, 250000);
-    assert_int_equal(run(&c, ARGS("launch", "400"), shm_env, NULL, NULL), 0);
+    assert_int_equal(run(&c, ARGS("launch", "400"), shm_env, "FAKE_KERNEL_NS=250000", NULL), 0);
     double limited = strtod(child_value(&c, "seconds"), NULL);
     assert_true(limited > 0.8 && limited < 2.5);
     assert_true(atomic_load(&m.r->dev[0].throttle_count) > 0);
     /* Waiting is sleeping: the process used a small fraction of a core meanwhile. */
     assert_true(c.cpu_s < 0.3 * c.wall_s);
-    /* A graph of 5 kernels costs 5 launches: 80 launches of it take as long as above. */
-    assert_int_equal(run(&c, ARGS("graph", "5", "80"), shm_env, NULL, NULL), 0);
+    /* A graph of 5 kernels is measured as one: 80 launches of it take as long as above. */
+    assert_int_equal(run(&c, ARGS("graph", "5", "80"), shm_env, "FAKE_KERNEL_NS=250000", NULL), 0);
     double graph = strtod(child_value(&c, "seconds"), NULL);
     assert_true(graph > 0.8 && graph < 2.5);
+    tf_shm_unmap(&m);
+}
+
+static void short_kernels_are_charged_what_they_use(void **state)
+{
+    int devs[] = {0};
+    struct child c;
+    /* 2000 kernels of 1 us, as the driver's timing events measure them, under a 10 % cap:
+     * 2 ms of GPU time, which the bucket's 20 ms burst covers. Charged the default cost of an
+     * unmeasured launch (500 us) they would take 10 s; measured, they are not held. */
+    struct tf_shm_map m = make_region(1, devs, 0, 1000);
+    assert_int_equal(run(&c, ARGS("launch", "2000"), shm_env, "FAKE_KERNEL_NS=1000", NULL), 0);
+    double secs = strtod(child_value(&c, "seconds"), NULL);
+    print_message("2000 x 1 us kernels under a 10 %% cap: %.3f s, %lu throttled\n", secs,
+                  (unsigned long)atomic_load(&m.r->dev[0].throttle_count));
+    assert_true(secs < 0.5);
+    assert_true(atomic_load(&m.r->dev[0].throttle_count) <= 2);
+    tf_shm_unmap(&m);
+    /* A driver without timing events: the region's cost stands (here 250 us: 400 launches
+     * take about 1 s again). */
+    m = make_region(1, devs, 0, 1000);
+    atomic_store(&m.r->dev[0].launch_cost, 250000);
+    assert_int_equal(
+        run(&c, ARGS("launch", "400"), shm_env, "FAKE_KERNEL_NS=1000", "FAKE_CUDA_NO_EVENTS=1"), 0);
+    secs = strtod(child_value(&c, "seconds"), NULL);
+    assert_true(secs > 0.8 && secs < 2.5);
     tf_shm_unmap(&m);
 }
 
@@ -378,6 +405,7 @@ int main(void)
         cmocka_unit_test(killed_process_never_wedges_or_starves_the_others),
         cmocka_unit_test(raised_limit_applies_to_a_running_process),
         cmocka_unit_test(empty_bucket_makes_launches_sleep_not_spin),
+        cmocka_unit_test(short_kernels_are_charged_what_they_use),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -50,7 +50,13 @@ static void tenant_try(struct plant *p, int i)
     struct plant_tenant *t = &p->t[i];
     while (t->active && t->inflight < t->depth && t->next_try <= p->now &&
            t->q_len < PLANT_MAX_QUEUE) {
-        uint64_t w = tf_bucket_take(&t->bucket, (int64_t)t->launch_cost, p->now);
+        uint64_t dur = (t->kernel_ns_alt && (t->nlaunch & 1)) ? t->kernel_ns_alt : t->kernel_ns;
+        int64_t price = (int64_t)t->launch_cost;
+        if (t->measured_bias > 0) {
+            double sc = t->cost_scale ? t->cost_scale / 65536.0 : 1.0;
+            price = (int64_t)((double)dur * t->measured_bias * sc);
+        }
+        uint64_t w = tf_bucket_take(&t->bucket, price, p->now);
         if (w) {
             if (w < MIN_SLEEP_NS)
                 w = MIN_SLEEP_NS;
@@ -58,9 +64,10 @@ static void tenant_try(struct plant *p, int i)
                 w = MAX_SLEEP_NS;
             t->next_try = p->now + w;
             t->win_throttled = true;
+            t->throttles++;
             return;
         }
-        uint64_t dur = (t->kernel_ns_alt && (t->nlaunch & 1)) ? t->kernel_ns_alt : t->kernel_ns;
+        t->win_charged += price;
         if (t->q_len == 0)
             t->head_left = dur;
         t->q[(t->q_head + t->q_len) % PLANT_MAX_QUEUE] = dur;
@@ -85,6 +92,9 @@ static void engine_tick(struct plant *p)
             .window_ns = p->period_ns,
             .busy_ns = (uint64_t)(share * (double)p->period_ns),
             .launches = t->win_launches,
+            .charged = t->win_charged,
+            .sampled = t->win_busy > 0,
+            .scale = t->cost_scale,
             .throttled = t->win_throttled,
             .tokens = atomic_load(&t->bucket.tokens),
         };
@@ -92,8 +102,10 @@ static void engine_tick(struct plant *p)
         tf_limit_ctl_step(&t->ctl, &in, &out);
         tf_bucket_set(&t->bucket, out.rate, out.capacity);
         if (p->true_up)
-            tf_bucket_adjust(&t->bucket, -out.debit);
+            tf_bucket_apply(&t->bucket, -out.debit, out.refund_ceiling);
         t->launch_cost = out.launch_cost;
+        t->cost_scale = out.cost_scale;
+        t->win_charged = 0;
         t->win_busy = 0;
         t->win_launches = 0;
         t->win_throttled = false;

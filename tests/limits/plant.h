@@ -29,10 +29,15 @@ struct plant_tenant {
     int depth;              /* max kernels in flight */
     double demand;          /* 1.0 = saturating; < 1: idles so its own demand is this share */
     bool active;
+    /* pricing: 0 = the engine's launch_cost for every launch (no cost model); > 0 = each
+     * launch's own duration times this bias (a launcher's measurement, e.g. 3.0 for event
+     * times three times the driver's accounting), times the engine's cost_scale */
+    double measured_bias;
     /* state */
     struct tf_bucket bucket;
     struct tf_limit_ctl ctl;
     uint64_t launch_cost;
+    uint32_t cost_scale;
     int inflight;
     /* the tenant's queue on the device: durations, head first */
     uint64_t q[PLANT_MAX_QUEUE];
@@ -40,8 +45,10 @@ struct plant_tenant {
     uint64_t head_left; /* remaining ns of the head kernel */
     uint64_t next_try;
     uint64_t nlaunch;
+    uint64_t throttles; /* launches that had to wait for tokens */
     /* window accounting (engine) */
     uint64_t win_busy, win_launches;
+    int64_t win_charged;
     bool win_throttled;
     /* report accounting (1 s windows chosen by the test) */
     uint64_t rep_busy;

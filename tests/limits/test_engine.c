@@ -69,6 +69,13 @@ static struct tf_shm_region *region(uint32_t bp)
     return p;
 }
 
+/* What a launcher does: counts N launches in SLOT and takes their TOKENS from the bucket. */
+static void launch(struct tf_shm_region *r, int slot, uint64_t n, int64_t tokens)
+{
+    atomic_fetch_add(&r->pid[slot].launches[0], n);
+    tf_bucket_adjust(&r->dev[0].bucket, -tokens);
+}
+
 static struct tf_engine *engine(struct script *s, uint64_t pidns)
 {
     struct tf_engine_opts o = {
@@ -93,7 +100,7 @@ static void gpu_time_is_attributed_to_the_workload_by_pid(void **state)
     struct tf_engine *e = engine(&s, tf_proc_pidns(0));
     int id = tf_engine_add(e, r, "ns/pod");
     assert_true(id >= 0);
-    atomic_fetch_add(&r->pid[slot].launches[0], 60); /* 60 launches of 500 us estimated */
+    launch(r, slot, 60, 30 * MS); /* 60 launches of 500 us measured */
     atomic_fetch_add(&r->dev[0].throttle_count, 1);
     int64_t before = atomic_load(&r->dev[0].bucket.tokens);
     tf_engine_step(e, 1000 * MS);
@@ -102,24 +109,32 @@ static void gpu_time_is_attributed_to_the_workload_by_pid(void **state)
     assert_true(st.valid);
     assert_int_equal(st.busy_ns, 30 * MS); /* pid 1 belongs to someone else */
     assert_int_equal(st.launches, 60);
+    assert_int_equal(st.charged, (int64_t)(30 * MS));
     assert_int_equal(st.share_bp, 3000);
     assert_true(st.throttled);
     assert_int_equal(atomic_load(&r->pid[slot].host_pid), (uint32_t)getpid());
     assert_int_equal(atomic_load(&r->dev[0].vram_observed), GiB);
     assert_int_equal(atomic_load(&r->dev[0].util_bp), 9000);
     assert_int_equal(atomic_load(&r->dev[0].share_bp), 3000);
-    /* The launches were charged 60 x 500 us = 30 ms: exactly the GPU time, no true-up. */
+    /* The launches took 30 ms of tokens: exactly the GPU time, no true-up. */
     assert_int_equal(atomic_load(&r->dev[0].bucket.tokens), before);
     /* The heartbeat says the engine is alive. */
     assert_int_equal(atomic_load(&r->hdr.heartbeat_ns), 1000 * MS);
     assert_int_equal(atomic_load(&r->hdr.heartbeat_period_ms), 100);
     assert_false(tf_shm_heartbeat_stale(r, 1500 * MS));
-    /* Next window: launches were under-estimated (10 launches, 30 ms): the debt is taken. */
-    atomic_fetch_add(&r->pid[slot].launches[0], 10);
+    /* Next window: launches were under-priced (10 launches took 5 ms, the GPU says 30 ms):
+     * the 25 ms missing are debited, and the engine's own debit is not mistaken for
+     * consumption in the window after. */
+    launch(r, slot, 10, 5 * MS);
     tf_engine_step(e, 1100 * MS);
     assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
     assert_int_equal(st.launches, 10);
-    assert_true(atomic_load(&r->dev[0].bucket.tokens) <= before - (int64_t)(25 * MS));
+    assert_int_equal(st.charged, (int64_t)(5 * MS));
+    assert_true(atomic_load(&r->dev[0].bucket.tokens) <= before - (int64_t)(30 * MS));
+    launch(r, slot, 60, 30 * MS);
+    tf_engine_step(e, 1200 * MS);
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_int_equal(st.charged, (int64_t)(30 * MS));
     tf_engine_destroy(e);
     munmap(r, TF_SHM_SIZE);
 }
@@ -153,7 +168,7 @@ static void autoscaler_limit_change_reaches_the_bucket_next_step(void **state)
     struct tf_engine *e = engine(&s, tf_proc_pidns(0));
     tf_engine_add(e, r, "ns/pod");
     for (int k = 0; k < 5; k++) {
-        atomic_fetch_add(&r->pid[slot].launches[0], 60);
+        launch(r, slot, 60, 30 * MS);
         atomic_fetch_add(&r->dev[0].throttle_count, 1);
         tf_engine_step(e, (1000 + 100 * (uint64_t)k) * MS);
     }
@@ -161,7 +176,7 @@ static void autoscaler_limit_change_reaches_the_bucket_next_step(void **state)
     assert_in_range(rate, 280 * MS, 320 * MS);
     assert_int_equal(tf_shm_set_limits(r, 0, TF_SHM_DEV_COMPUTE_LIMIT, 6000, 0), 0);
     s.proc[0].busy_ns = 30 * MS; /* still at the old share for one window */
-    atomic_fetch_add(&r->pid[slot].launches[0], 60);
+    launch(r, slot, 60, 30 * MS);
     atomic_fetch_add(&r->dev[0].throttle_count, 1);
     tf_engine_step(e, 1500 * MS);
     rate = atomic_load(&r->dev[0].bucket.rate);
@@ -210,15 +225,40 @@ static void unattributable_workload_is_reported_not_silently_unlimited(void **st
     int id = tf_engine_add(e, r, "ns/pod");
     struct tf_engine_dev_stats st;
     for (int k = 0; k < TF_LIMIT_BLIND_WINDOWS + 2; k++) {
-        atomic_fetch_add(&r->pid[slot].launches[0], 100);
+        launch(r, slot, 100, 20 * MS); /* their measured cost: 20 % of the device */
         atomic_fetch_add(&r->dev[0].throttle_count, 1);
         tf_engine_step(e, (1000 + 100 * (uint64_t)k) * MS);
     }
     assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
     assert_true(st.blind);
-    /* Enforcement continues at the feed-forward rate: never unlimited, never wound up. */
+    /* Enforcement continues on the launches' measured cost: never unlimited, never wound up,
+     * and no true-up refunds what the usage source cannot see. */
     uint64_t rate = atomic_load(&r->dev[0].bucket.rate);
     assert_in_range(rate, 150 * MS, 250 * MS);
+    assert_int_equal(st.share_bp, 2000);
+    tf_engine_destroy(e);
+    munmap(r, TF_SHM_SIZE);
+}
+
+static void usage_below_the_samples_resolution_is_measured_by_the_launches(void **state)
+{
+    /* Tiny kernels: 2000 launches measured at 0.4 ms of GPU time in all; the usage source,
+     * whose samples are whole percents, reports nothing. No warning, no refund. */
+    struct tf_shm_region *r = region(5000);
+    int slot = tf_shm_pid_claim(r, tf_proc_self_owner(), tf_proc_pidns(0));
+    struct script s = {.nproc = 1, .proc = {{.pid = 1, .busy_ns = 90 * MS}}};
+    struct tf_engine *e = engine(&s, tf_proc_pidns(0));
+    int id = tf_engine_add(e, r, "ns/pod");
+    struct tf_engine_dev_stats st;
+    for (int k = 0; k < TF_LIMIT_BLIND_WINDOWS + 2; k++) {
+        launch(r, slot, 2000, 400000);
+        int64_t before = atomic_load(&r->dev[0].bucket.tokens);
+        tf_engine_step(e, (1000 + 100 * (uint64_t)k) * MS);
+        assert_true(atomic_load(&r->dev[0].bucket.tokens) == before);
+    }
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_false(st.blind);
+    assert_int_equal(st.share_bp, 40);
     tf_engine_destroy(e);
     munmap(r, TF_SHM_SIZE);
 }
@@ -302,6 +342,7 @@ int main(void)
         cmocka_unit_test(autoscaler_limit_change_reaches_the_bucket_next_step),
         cmocka_unit_test(killed_process_vram_is_reclaimed_by_the_engine),
         cmocka_unit_test(unattributable_workload_is_reported_not_silently_unlimited),
+        cmocka_unit_test(usage_below_the_samples_resolution_is_measured_by_the_launches),
         cmocka_unit_test(no_usage_data_keeps_the_feed_forward),
         cmocka_unit_test(an_engine_thread_steps_every_period_and_stops_at_once),
     };

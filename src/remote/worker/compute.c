@@ -10,11 +10,13 @@
 #include "common/strutil.h"
 #include "limits/bucket.h"
 #include "limits/controller.h"
+#include "limits/costmodel.h"
 #include "limits/engine.h"
 #include "limits/nvml.h"
 #include "limits/proc.h"
 #include "limits/shm.h"
 #include "limits/throttle.h"
+#include "remote/worker/driver.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -33,8 +35,124 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * TF_BUCKET_NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
-int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompute_dev *devs,
-                      int ndev, char *err, size_t errlen)
+/* --- the launch cost model's view of this worker's driver (src/limits/costmodel.h) -------- */
+
+static int w_ctx(void *u, uintptr_t *ctx)
+{
+    const struct tf_drv *d = u;
+    CUcontext c = NULL;
+    if (!d->ctxGetCurrent)
+        return TF_GPU_UNSUPPORTED;
+    CUresult r = d->ctxGetCurrent(&c);
+    *ctx = (uintptr_t)c;
+    return r == CUDA_SUCCESS ? 0 : TF_GPU_FAILED;
+}
+
+static int w_create(void *u, uintptr_t *ev)
+{
+    const struct tf_drv *d = u;
+    CUevent e = NULL;
+    CUresult r = d->eventCreate(&e, CU_EVENT_DEFAULT);
+    *ev = (uintptr_t)e;
+    return r == CUDA_SUCCESS               ? 0
+           : r == CUDA_ERROR_NOT_SUPPORTED ? TF_GPU_UNSUPPORTED
+                                           : TF_GPU_FAILED;
+}
+
+static void w_destroy(void *u, uintptr_t ev)
+{
+    const struct tf_drv *d = u;
+    (void)d->eventDestroy((CUevent)ev);
+}
+
+static int w_record(void *u, uintptr_t ev, uintptr_t stream, int ptsz)
+{
+    const struct tf_drv *d = u;
+    return d->eventRecord((CUevent)ev, (CUstream)stream) == CUDA_SUCCESS ? 0 : TF_GPU_FAILED;
+}
+
+static int w_query(void *u, uintptr_t ev)
+{
+    const struct tf_drv *d = u;
+    CUresult r = d->eventQuery((CUevent)ev);
+    return r == CUDA_SUCCESS ? 0 : r == CUDA_ERROR_NOT_READY ? TF_GPU_PENDING : TF_GPU_FAILED;
+}
+
+static int w_elapsed(void *u, uintptr_t a, uintptr_t b, uint64_t *ns)
+{
+    const struct tf_drv *d = u;
+    float ms = 0;
+    if (!d->eventElapsedTime2 && !d->eventElapsedTime1)
+        return TF_GPU_UNSUPPORTED;
+    if (tf_drv_elapsed(d, &ms, (CUevent)a, (CUevent)b) != CUDA_SUCCESS || !(ms >= 0))
+        return TF_GPU_FAILED;
+    *ns = (uint64_t)((double)ms * 1e6 + 0.5);
+    return 0;
+}
+
+static int w_capturing(void *u, uintptr_t stream, int ptsz)
+{
+    const struct tf_drv *d = u;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!d->streamIsCapturing)
+        return 0;
+    return d->streamIsCapturing((CUstream)stream, &st) != CUDA_SUCCESS ||
+           st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static void w_enter(void *u, int *saved)
+{
+    const struct tf_drv *d = u;
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    *saved = d->exchangeCaptureMode(&m) == CUDA_SUCCESS ? (int)m : -1;
+}
+
+static void w_leave(void *u, int saved)
+{
+    const struct tf_drv *d = u;
+    CUstreamCaptureMode m = (CUstreamCaptureMode)saved;
+    if (saved >= 0)
+        (void)d->exchangeCaptureMode(&m);
+}
+
+static void w_nap(uint64_t ns)
+{
+    struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+    nanosleep(&ts, NULL);
+}
+
+/* The cost model of C over DRV (none without memory: launches then cost the engine's
+ * average, as before the model existed). */
+static void cost_model(struct tf_wcompute *c, const struct tf_drv *drv)
+{
+    c->cm = calloc(1, sizeof(*c->cm));
+    if (!c->cm) {
+        tf_log(TF_LOG_WARN, SUBSYS,
+               "no memory for the launch cost model: launches are charged "
+               "the average launch cost");
+        return;
+    }
+    struct tf_gpu_timer t = {
+        .u = (void *)drv,
+        .ctx_current = w_ctx,
+        .event_create = w_create,
+        .event_destroy = w_destroy,
+        .record = w_record,
+        .query = w_query,
+        .elapsed_ns = w_elapsed,
+        .capturing = w_capturing,
+        .enter = drv->exchangeCaptureMode ? w_enter : NULL,
+        .leave = drv->exchangeCaptureMode ? w_leave : NULL,
+        .now_ns = mono_ns,
+        .nap = w_nap,
+    };
+    tf_costmodel_init(c->cm, &t);
+}
+
+/* --- set-up ---------------------------------------------------------------------------- */
+
+int tf_wcompute_start(struct tf_wcompute *c, const struct tf_drv *drv, uint32_t bp,
+                      const struct tf_wcompute_dev *devs, int ndev, char *err, size_t errlen)
 {
     memset(c, 0, sizeof(*c));
     c->slot = -1;
@@ -71,6 +189,7 @@ int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompu
         c->entry[i] = i;
     uint64_t owner = tf_proc_self_owner(), pidns = tf_proc_pidns(0);
     c->slot = tf_shm_pid_claim(c->r, owner, pidns);
+    cost_model(c, drv);
     char nerr[256] = "";
     if (tf_nvml_open(NULL, NULL, &c->nv, nerr, sizeof(nerr)) != 0) {
         tf_log(TF_LOG_WARN, SUBSYS,
@@ -100,8 +219,8 @@ int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompu
     return 0;
 }
 
-void tf_wcompute_attach(struct tf_wcompute *c, struct tf_shm_region *r, int slot, const int *entry,
-                        int ndev, const char *path)
+void tf_wcompute_attach(struct tf_wcompute *c, const struct tf_drv *drv, struct tf_shm_region *r,
+                        int slot, const int *entry, int ndev, const char *path)
 {
     memset(c, 0, sizeof(*c));
     atomic_init(&c->lifted, false);
@@ -113,6 +232,7 @@ void tf_wcompute_attach(struct tf_wcompute *c, struct tf_shm_region *r, int slot
     for (int i = 0; i < ndev && i < TF_SHM_MAX_DEVICES; i++)
         c->entry[i] = entry[i];
     c->path = path;
+    cost_model(c, drv);
 }
 
 void tf_wcompute_lift(struct tf_wcompute *c)
@@ -125,16 +245,11 @@ void tf_wcompute_stop(struct tf_wcompute *c)
     tf_engine_thread_stop(c->th);
     tf_engine_destroy(c->e);
     tf_nvml_close(c->nv);
+    free(c->cm);
     if (!c->attached)
         free(c->r);
     memset(c, 0, sizeof(*c));
     c->slot = -1;
-}
-
-static int64_t launch_cost(const struct tf_shm_device *d)
-{
-    uint64_t cost = atomic_load_explicit(&d->launch_cost, memory_order_relaxed);
-    return (int64_t)(cost ? cost : TF_LIMIT_COST_DEFAULT_NS);
 }
 
 /* As the limiter does on its slow path (tf_throttle_watch_heartbeat). */
@@ -143,25 +258,65 @@ static void check_heartbeat(struct tf_wcompute *c, uint64_t now)
     tf_throttle_watch_heartbeat(c->r, &c->stale, now, SUBSYS, c->path);
 }
 
-bool tf_wcompute_try(struct tf_wcompute *c, int dev)
+/* The tokens for L on region entry E: its kernel's measured cost, or the engine's average. */
+static int64_t price(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf_wlaunch *l,
+                     struct tf_shm_device *d, int e)
 {
+    uint64_t prior = atomic_load_explicit(&d->launch_cost, memory_order_relaxed);
+    if (!prior)
+        prior = TF_LIMIT_COST_DEFAULT_NS;
+    if (!c->cm)
+        return (int64_t)prior;
+    uint64_t key = tf_cost_key(l->func, l->threads, (unsigned)e, false);
+    uint32_t scale = atomic_load_explicit(&d->cost_scale, memory_order_relaxed);
+    int64_t cost = tf_cost_price(c->cm, th, &l->cl, key, prior, scale);
+    if (l->cl.correction) /* a kernel measured at last: settle its launches charged before */
+        tf_bucket_adjust(&d->bucket, -l->cl.correction);
+    return cost;
+}
+
+bool tf_wcompute_try(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf_wlaunch *l)
+{
+    l->cost = 0;
+    l->cl.sample = false;
+    l->cl.slot = -1;
     if (!c->r || atomic_load_explicit(&c->lifted, memory_order_relaxed))
         return true;
-    assert(dev >= 0 && dev < c->ndev);
-    int e = c->entry[dev];
+    assert(l->dev >= 0 && l->dev < c->ndev);
+    int e = c->entry[l->dev];
     struct tf_shm_device *d = &c->r->dev[e];
     if (c->slot >= 0)
         atomic_fetch_add_explicit(&c->r->pid[c->slot].launches[e], 1, memory_order_relaxed);
     if (!(atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT))
         return true;
-    return tf_bucket_try_take(&d->bucket, launch_cost(d));
+    l->cost = price(c, th, l, d, e);
+    return tf_bucket_try_take(&d->bucket, l->cost);
 }
 
-uint64_t tf_wcompute_wait(struct tf_wcompute *c, int dev)
+uint64_t tf_wcompute_wait(struct tf_wcompute *c, struct tf_wlaunch *l)
 {
-    struct tf_shm_device *d = &c->r->dev[c->entry[dev]];
+    struct tf_shm_device *d = &c->r->dev[c->entry[l->dev]];
     uint64_t now = mono_ns();
     if (c->attached)
         check_heartbeat(c, now);
-    return tf_throttle_wait_stop(d, launch_cost(d), now, &c->lifted);
+    return tf_throttle_wait_stop(d, l->cost, now, &c->lifted);
+}
+
+void tf_wcompute_issue(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf_wlaunch *l)
+{
+    if (c->cm && l->cl.sample)
+        tf_cost_sample_begin(c->cm, th, &l->cl, l->stream, 0);
+}
+
+void tf_wcompute_issued(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf_wlaunch *l,
+                        bool ok)
+{
+    if (c->cm && l->cl.slot >= 0)
+        tf_cost_sample_end(c->cm, th, &l->cl, l->stream, 0, ok);
+}
+
+void tf_wcompute_ctx_gone(struct tf_wcompute *c, uintptr_t ctx)
+{
+    if (c->cm)
+        tf_cost_ctx_gone(c->cm, ctx);
 }

@@ -22,7 +22,11 @@
  *
  * Every client launch counts in the worker's PID slot and takes its tokens from its device's
  * bucket (src/limits/bucket.h) before it is issued to the driver; an empty bucket delays the
- * issuing connection thread in bounded naps (src/limits/throttle.h).
+ * issuing connection thread in bounded naps (src/limits/throttle.h). A launch costs what its
+ * kernel was measured to take on the client's stream (the launch cost model,
+ * src/limits/costmodel.h, the same as the soft limiter's, through this worker's driver
+ * table), calibrated by the engine -- the worker's own or the hypervisor's -- against the
+ * worker process's GPU time; a kernel not measured yet costs the engine's average.
  *
  * Private to the worker. Ownership: a private region, its engine and NVML handle belong to
  * the tf_wcompute; an attached region belongs to the caller (region.h) and must outlive it.
@@ -32,6 +36,7 @@
 #ifndef TF_REMOTE_WORKER_COMPUTE_H
 #define TF_REMOTE_WORKER_COMPUTE_H
 
+#include "limits/costmodel.h"
 #include "tf/shm.h"
 
 #include <stdatomic.h>
@@ -42,6 +47,7 @@
 struct tf_engine;
 struct tf_engine_thread;
 struct tf_nvml;
+struct tf_drv;
 
 struct tf_wcompute {
     struct tf_shm_region *r; /* NULL: no compute limit, every launch passes */
@@ -55,6 +61,17 @@ struct tf_wcompute {
     struct tf_nvml *nv;            /* NULL: open loop */
     struct tf_engine *e;
     struct tf_engine_thread *th;
+    struct tf_costmodel *cm; /* launch costs (NULL: no compute limit, or no memory: priors) */
+};
+
+/* One client launch on its way to the driver (the caller's stack). */
+struct tf_wlaunch {
+    int dev;          /* worker device */
+    uintptr_t func;   /* the CUfunction */
+    uint64_t threads; /* threads in all (the size class of its estimate) */
+    uintptr_t stream; /* the CUstream it is issued on */
+    int64_t cost;     /* tokens it takes (set by tf_wcompute_try) */
+    struct tf_cost_launch cl;
 };
 
 /* One exposed device: its UUID (the NVML key) and physical memory. */
@@ -65,14 +82,15 @@ struct tf_wcompute_dev {
 
 /* Sets C up for NDEV (<= TF_SHM_MAX_DEVICES) devices at BP basis points (1..9999; 0 or
  * 10000: no limit, C stays inert), measuring through "libnvidia-ml.so.1" found on the
- * library path. 0, or TF_ENOMEM / TF_EINVAL with a message in ERR. */
-int tf_wcompute_start(struct tf_wcompute *c, uint32_t bp, const struct tf_wcompute_dev *devs,
-                      int ndev, char *err, size_t errlen);
+ * library path, and launches through DRV (kept: it must outlive C). 0, or TF_ENOMEM /
+ * TF_EINVAL with a message in ERR. */
+int tf_wcompute_start(struct tf_wcompute *c, const struct tf_drv *drv, uint32_t bp,
+                      const struct tf_wcompute_dev *devs, int ndev, char *err, size_t errlen);
 /* Sets C up on the limit region R that someone else owns and feeds (the hypervisor): worker
  * device i (0 <= i < NDEV <= TF_SHM_MAX_DEVICES) charges entry ENTRY[i], launches count in
  * PID slot SLOT. PATH (kept, not copied) names R in log lines. No thread is started. */
-void tf_wcompute_attach(struct tf_wcompute *c, struct tf_shm_region *r, int slot, const int *entry,
-                        int ndev, const char *path);
+void tf_wcompute_attach(struct tf_wcompute *c, const struct tf_drv *drv, struct tf_shm_region *r,
+                        int slot, const int *entry, int ndev, const char *path);
 /* Lifts the limit for this worker: launches waiting for tokens go at once, later ones pass
  * (shutdown: the connection threads must not be held back). An attached region is not
  * changed. */
@@ -80,11 +98,21 @@ void tf_wcompute_lift(struct tf_wcompute *c);
 /* Stops the engine thread and frees what C owns (C may be zeroed or never started). */
 void tf_wcompute_stop(struct tf_wcompute *c);
 
-/* Counts one launch on worker device DEV and takes its tokens if they are there. False: the
- * tokens are short and the caller must call tf_wcompute_wait before issuing the launch. */
-bool tf_wcompute_try(struct tf_wcompute *c, int dev);
-/* Sleeps (bounded naps, no spin) until the launch's tokens are taken, the limit is lifted in
- * the region or by tf_wcompute_lift. Returns the ns waited. */
-uint64_t tf_wcompute_wait(struct tf_wcompute *c, int dev);
+/* Counts launch L (its fields up to stream filled) on worker device L->dev, prices it (TH:
+ * the calling connection's cost-model state; may wait, bounded, for the first measurement
+ * of a kernel) and takes its tokens if they are there. False: the tokens are short and the
+ * caller must call tf_wcompute_wait before issuing the launch. */
+bool tf_wcompute_try(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf_wlaunch *l);
+/* Sleeps (bounded naps, no spin) until L's tokens are taken, the limit is lifted in the
+ * region or by tf_wcompute_lift. Returns the ns waited. */
+uint64_t tf_wcompute_wait(struct tf_wcompute *c, struct tf_wlaunch *l);
+/* Right before issuing L to the driver, and right after (OK: the driver accepted it): the
+ * measurement of the launch, when the cost model asked for one. */
+void tf_wcompute_issue(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf_wlaunch *l);
+void tf_wcompute_issued(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf_wlaunch *l,
+                        bool ok);
+/* A client context the worker created was destroyed: the cost model's events on it went with
+ * it. */
+void tf_wcompute_ctx_gone(struct tf_wcompute *c, uintptr_t ctx);
 
 #endif

@@ -33,6 +33,7 @@
     X(ctxCreate2,         "cuCtxCreate_v2",             PFN_cuCtxCreate_v3020,             0)    \
     X(ctxDestroy,         "cuCtxDestroy_v2",            PFN_cuCtxDestroy_v4000,            1)    \
     X(ctxSetCurrent,      "cuCtxSetCurrent",            PFN_cuCtxSetCurrent_v4000,         1)    \
+    X(ctxGetCurrent,      "cuCtxGetCurrent",            PFN_cuCtxGetCurrent_v4000,         0)    \
     X(ctxSynchronize,     "cuCtxSynchronize",           PFN_cuCtxSynchronize_v2000,        1)    \
     X(memAlloc,           "cuMemAlloc_v2",              PFN_cuMemAlloc_v3020,              1)    \
     X(memAllocPitch,      "cuMemAllocPitch_v2",         PFN_cuMemAllocPitch_v3020,         0)    \
@@ -82,6 +83,9 @@
     X(streamSynchronize,  "cuStreamSynchronize",        PFN_cuStreamSynchronize_v2000,     1)    \
     X(streamQuery,        "cuStreamQuery",              PFN_cuStreamQuery_v2000,           1)    \
     X(streamWaitEvent,    "cuStreamWaitEvent",          PFN_cuStreamWaitEvent_v3020,       1)    \
+    X(streamIsCapturing,  "cuStreamIsCapturing",        PFN_cuStreamIsCapturing_v10000,    0)    \
+    X(exchangeCaptureMode, "cuThreadExchangeStreamCaptureMode",                                  \
+                                            PFN_cuThreadExchangeStreamCaptureMode_v10010,  0)    \
     X(eventCreate,        "cuEventCreate",              PFN_cuEventCreate_v2000,           1)    \
     X(eventDestroy,       "cuEventDestroy_v2",          PFN_cuEventDestroy_v4000,          1)    \
     X(eventRecord,        "cuEventRecord",              PFN_cuEventRecord_v2000,           1)    \

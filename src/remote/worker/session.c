@@ -192,12 +192,12 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
         if (tf_wregion_open(&w->region, cfg->limits_region, cfg->limits_wait_ms, rdevs, w->ndev,
                             err, errlen) != 0)
             goto fail;
-        tf_wcompute_attach(&w->compute, w->region.map.r, w->region.slot, w->region.entry, w->ndev,
-                           w->region.path);
+        tf_wcompute_attach(&w->compute, d, w->region.map.r, w->region.slot, w->region.entry,
+                           w->ndev, w->region.path);
         return 0;
     }
-    if (tf_wcompute_start(&w->compute, cfg->compute_bp > 0 ? (uint32_t)cfg->compute_bp : 0, cdevs,
-                          w->ndev, err, errlen) != 0)
+    if (tf_wcompute_start(&w->compute, d, cfg->compute_bp > 0 ? (uint32_t)cfg->compute_bp : 0,
+                          cdevs, w->ndev, err, errlen) != 0)
         goto fail;
     return 0;
 nomem:
@@ -315,6 +315,7 @@ struct session {
     struct evslot evs[EV_POOL]; /* spare events per context */
     int nevs;
     int goodbye;
+    struct tf_cost_thread cost; /* this connection's launch cost-model state (compute.h) */
 };
 
 static void defer(struct session *s, CUresult r)
@@ -583,6 +584,7 @@ static void destroy_obj(struct session *s, struct obj *o)
         break;
     case TF_PROTO_H_CTX:
         (void)d->ctxDestroy(o->h.ctx);
+        tf_wcompute_ctx_gone(&s->w->compute, (uintptr_t)o->h.ctx);
         s->cur_id = 0;
         if (s->primary[o->dev] == o->id)
             s->primary[o->dev] = 0;
@@ -1560,12 +1562,13 @@ static int h_func_attr(struct session *s, struct req *q)
  * clients' connections are not held). The connection counts as waiting from the first
  * throttled launch until the session reads from the client again: a batch of launches that
  * each wait less than the keepalive period may add up to more than the client's timeout. */
-static void charge_launch(struct session *s, int dev)
+static void charge_launch(struct session *s, struct tf_wlaunch *l)
 {
-    if (tf_wcompute_try(&s->w->compute, dev))
-        return;
-    tf_wconn_wait_begin(s->c);
-    tf_wcompute_wait(&s->w->compute, dev);
+    if (!tf_wcompute_try(&s->w->compute, &s->cost, l)) {
+        tf_wconn_wait_begin(s->c);
+        tf_wcompute_wait(&s->w->compute, l);
+    }
+    tf_wcompute_issue(&s->w->compute, &s->cost, l);
 }
 
 static int h_launch(struct session *s, struct req *q)
@@ -1601,10 +1604,17 @@ static int h_launch(struct session *s, struct req *q)
     memcpy(s->pbuf, params, plen);
     for (uint32_t i = 0; i < o->nparams; i++)
         s->kparams[i] = s->pbuf + o->param_off[i];
+    struct tf_wlaunch wl = {.dev = cx->dev,
+                            .func = (uintptr_t)fn,
+                            .threads = (uint64_t)m.grid_x * m.grid_y * m.grid_z *
+                                       ((uint64_t)m.block_x * m.block_y * m.block_z),
+                            .stream = (uintptr_t)st};
     if (m.nattrs == 0) {
-        charge_launch(s, cx->dev);
-        return s->d->launchKernel(fn, m.grid_x, m.grid_y, m.grid_z, m.block_x, m.block_y, m.block_z,
-                                  m.shmem, st, o->nparams ? s->kparams : NULL, NULL);
+        charge_launch(s, &wl);
+        r = s->d->launchKernel(fn, m.grid_x, m.grid_y, m.grid_z, m.block_x, m.block_y, m.block_z,
+                               m.shmem, st, o->nparams ? s->kparams : NULL, NULL);
+        tf_wcompute_issued(&s->w->compute, &s->cost, &wl, r == CUDA_SUCCESS);
+        return r;
     }
     if (!s->d->launchKernelEx)
         return CUDA_ERROR_NOT_SUPPORTED;
@@ -1649,8 +1659,10 @@ static int h_launch(struct session *s, struct req *q)
                           .hStream = st,
                           .attrs = la,
                           .numAttrs = m.nattrs};
-    charge_launch(s, cx->dev);
-    return s->d->launchKernelEx(&cfg, fn, o->nparams ? s->kparams : NULL, NULL);
+    charge_launch(s, &wl);
+    r = s->d->launchKernelEx(&cfg, fn, o->nparams ? s->kparams : NULL, NULL);
+    tf_wcompute_issued(&s->w->compute, &s->cost, &wl, r == CUDA_SUCCESS);
+    return r;
 }
 
 /* ---- streams and events --------------------------------------------------------------------- */

@@ -5,12 +5,16 @@
  * the limiter depends on it: cuGetProcAddress returns the same addresses as dlsym (linked
  * -Bsymbolic-functions, so internal references are not interposed); device memory is a
  * budget of FAKE_CUDA_MEM bytes per device (default 8 GiB) handed out as fake addresses;
- * kernels do nothing. Faults and quirks, by environment:
+ * kernels do nothing but advance a device clock by FAKE_KERNEL_NS (default 0) each, which
+ * timing events (recorded, always complete at once) read back as elapsed time. Faults and
+ * quirks, by environment:
  *   FAKE_CUDA_DEVICES=N        device count (default 2)
  *   FAKE_CUDA_FAIL_ALLOC=N     the Nth allocation (any kind) fails with CUDA_ERROR_UNKNOWN
  *   FAKE_CUDA_PITCH=P          pitch alignment of cuMemAllocPitch (default 256)
  *   FAKE_CUDA_MANAGED_REENTERS=1  cuMemAllocManaged allocates through the exported
  *                              cuMemAlloc_v2 (found with dlsym), as some drivers do
+ *   FAKE_KERNEL_NS=NS          GPU time of every kernel as events measure it
+ *   FAKE_CUDA_NO_EVENTS=1      cuEventCreate answers CUDA_ERROR_NOT_SUPPORTED
  * Kernel launches count in fake_launches (read by tests through dlsym). Thread-safe.
  */
 #include <cuda.h>
@@ -31,8 +35,10 @@ static atomic_int inited;
 static int ndev = 2;
 static uint64_t mem_per_dev = UINT64_C(8) << 30;
 static long fail_nth = -1, pitch_align = 256;
-static int managed_reenters;
+static int managed_reenters, no_events;
+static uint64_t kernel_ns;
 static atomic_long nalloc;
+static _Atomic(uint64_t) device_clock; /* ns of kernels run */
 EXPORT atomic_long fake_launches;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -62,6 +68,9 @@ static void config(void)
     if ((v = getenv("FAKE_CUDA_PITCH")))
         pitch_align = atol(v);
     managed_reenters = getenv("FAKE_CUDA_MANAGED_REENTERS") != NULL;
+    no_events = getenv("FAKE_CUDA_NO_EVENTS") != NULL;
+    if ((v = getenv("FAKE_KERNEL_NS")))
+        kernel_ns = strtoull(v, NULL, 0);
     for (int i = 0; i < MAXDEV; i++)
         primary[i].dev = i;
 }
@@ -412,6 +421,49 @@ EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned 
 {
     NEED_CTX;
     atomic_fetch_add(&fake_launches, 1);
+    atomic_fetch_add(&device_clock, kernel_ns);
+    return CUDA_SUCCESS;
+}
+
+/* --- events: recorded at the device clock, complete at once ------------------------------ */
+
+struct fake_event {
+    uint64_t t;
+    int recorded;
+};
+
+EXPORT CUresult cuEventCreate(CUevent *e, unsigned int flags)
+{
+    NEED_CTX;
+    if (no_events)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    *e = (CUevent)calloc(1, sizeof(struct fake_event));
+    return *e ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+EXPORT CUresult cuEventDestroy_v2(CUevent e)
+{
+    free((void *)e);
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventRecord(CUevent e, CUstream s)
+{
+    NEED_CTX;
+    struct fake_event *f = (struct fake_event *)e;
+    f->t = atomic_load(&device_clock);
+    f->recorded = 1;
+    return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuEventQuery(CUevent e)
+{
+    return ((struct fake_event *)e)->recorded ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+EXPORT CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b)
+{
+    *ms = (float)((double)(((struct fake_event *)b)->t - ((struct fake_event *)a)->t) / 1e6);
     return CUDA_SUCCESS;
 }
 
@@ -468,6 +520,7 @@ EXPORT CUresult cuGraphLaunch(CUgraphExec e, CUstream s)
 {
     NEED_CTX;
     atomic_fetch_add(&fake_launches, ((struct fake_graph *)e)->kernels);
+    atomic_fetch_add(&device_clock, kernel_ns * (uint64_t)((struct fake_graph *)e)->kernels);
     return CUDA_SUCCESS;
 }
 
