@@ -47,17 +47,29 @@ const char *const tf__spec_akeys[NKEYS] = {
     TF_ANN_AUTOSCALE_TARGET,
     TF_ANN_STANDALONE_WORKER_MODE,
     TF_ANN_DISABLE_FEATURES,
+    TF_ANN_GANG_ENABLED,
+    TF_ANN_GANG_MIN_MEMBERS,
+    TF_ANN_GANG_TIMEOUT,
 };
 
 /* Annotations the system itself writes on pods (scheduler, webhook, device plugin): known,
  * not user input, never warned about. */
 static const char *const system_annotations[] = {
-    "gpu-ids",           "index",
-    "selected-workload", "pod-counter-key",
-    "tf-pod-count",      "hourly-pricing",
-    "gpu-released",      "eviction-protection",
-    "port-number",       "pending-owned-workload",
-    "last-sync",         "workload-mode",
+    "gpu-ids",
+    "index",
+    "selected-workload",
+    "pod-counter-key",
+    "tf-pod-count",
+    "hourly-pricing",
+    "gpu-released",
+    "eviction-protection",
+    "port-number",
+    "pending-owned-workload",
+    "last-sync",
+    "workload-mode",
+    "gang-desired-members",
+    "gang-required-members",
+    "gang-group-key",
 };
 
 /* Labels of the tensor-fusion.ai domain that are not ours to interpret. */
@@ -252,6 +264,58 @@ static int one_feature(const char *item, size_t len, void *arg)
     return tf__strv_push(&s->disable_feature_names, &s->ndisable_feature_names, name, len);
 }
 
+/* ---- vendor -------------------------------------------------------------------------------- */
+
+/* The vendor: annotation > profile > the model's > the native resource's > the pool's
+ * default. Free-form as upstream: known names are written canonically, others kept as
+ * written with a warning. Soft isolation needs a limiter for the vendor's GPUs. */
+static int parse_vendor(struct ctx *c)
+{
+    struct tf_spec *s = c->s;
+    const struct tf_profile *p = c->prof;
+    const char *v = NULL, *src = NULL;
+    if (c->a[A_VENDOR]) {
+        v = c->a[A_VENDOR];
+        src = tf__spec_akeys[A_VENDOR];
+    } else if (p && p->vendor) {
+        v = p->vendor;
+        src = "WorkloadProfile spec.vendor";
+    }
+    if (s->model) {
+        if (v && (!tf_vendor_canonical(v) || strcmp(tf_vendor_canonical(v), s->model->vendor)))
+            return tf__spec_fail(
+                c, TF_EINVAL, "%s \"%s\" does not match %s \"%s\" (a %s GPU)", src, v,
+                c->a[A_MODEL] ? tf__spec_akeys[A_MODEL] : "WorkloadProfile spec.gpuModel",
+                s->gpu_model, s->model->vendor);
+        v = s->model->vendor;
+        src = c->a[A_MODEL] ? tf__spec_akeys[A_MODEL] : "WorkloadProfile spec.gpuModel";
+    }
+    for (size_t i = 0; !v && i < c->nctr; i++)
+        if (c->ctr[i].vendor) {
+            v = c->ctr[i].vendor;
+            src = "the native GPU resource";
+        }
+    if (!v && c->pool && c->pool->vendor) {
+        v = c->pool->vendor;
+        src = "GPUPool spec.nodeManagerConfig.defaultVendor";
+    }
+    if (!v)
+        return 0;
+    const char *known = tf_vendor_known(v);
+    if (!known)
+        WARN(c, "%s: \"%s\" is not a vendor TensorFusion knows: only GPUs reporting it match", src,
+             v);
+    if (!(s->vendor = strdup(known ? known : v)))
+        return TF_ENOMEM;
+    if (s->isolation == TF_ISOLATION_SOFT && !tf_vendor_soft_isolation(s->vendor))
+        return tf__spec_fail(c, TF_EINVAL,
+                             "%s: soft isolation needs a limiter for %s GPUs and there is none "
+                             "(%s); use hard or shared",
+                             c->a[A_ISOLATION] ? tf__spec_akeys[A_ISOLATION] : "isolation soft",
+                             s->vendor, src);
+    return 0;
+}
+
 /* ---- the parse ----------------------------------------------------------------------------- */
 
 static int parse_enabled(struct ctx *c)
@@ -375,31 +439,13 @@ static int parse_body(struct ctx *c, json_object *meta, json_object *podspec)
         s->model = tf_gpu_model_find(model);
         if (!s->model)
             WARN(c,
-                 "%s: \"%s\" is not in the GPU model table (tfctl models): compute percent "
-                 "cannot be converted to TFLOPS",
+                 "%s: \"%s\" is not in the GPU model table (tfctl models): it matches GPUs "
+                 "whose status.gpuModel is that name; compute percent cannot be converted to "
+                 "TFLOPS",
                  c->a[A_MODEL] ? tf__spec_akeys[A_MODEL] : "WorkloadProfile spec.gpuModel", model);
     }
-    if (c->a[A_VENDOR]) {
-        if (!(s->vendor = tf_vendor_canonical(c->a[A_VENDOR])))
-            return tf__spec_fail(
-                c, TF_EINVAL,
-                "%s: \"%s\" is not a known vendor (NVIDIA, AMD, Ascend, "
-                "Intel, Hygon, MetaX, MThreads, Cambricon, Enflame, Qualcomm, Cerebras, "
-                "AWSNeuron, Google)",
-                tf__spec_akeys[A_VENDOR], c->a[A_VENDOR]);
-    } else if (p && p->vendor) {
-        s->vendor = p->vendor;
-    }
-    if (s->model) {
-        if (s->vendor && strcmp(s->vendor, s->model->vendor) != 0)
-            return tf__spec_fail(
-                c, TF_EINVAL, "%s \"%s\" does not match %s \"%s\" (a %s GPU)",
-                c->a[A_VENDOR] ? tf__spec_akeys[A_VENDOR] : "WorkloadProfile spec.vendor",
-                s->vendor,
-                c->a[A_MODEL] ? tf__spec_akeys[A_MODEL] : "WorkloadProfile spec.gpuModel",
-                s->gpu_model, s->model->vendor);
-        s->vendor = s->model->vendor;
-    }
+    if ((rc = parse_vendor(c)))
+        return rc;
     if (c->a[A_DEDICATED] && (rc = ann_bool(c, A_DEDICATED, &s->dedicated_gpu)))
         return rc;
     if (s->dedicated_gpu && !s->gpu_model)
@@ -431,27 +477,8 @@ static int parse_body(struct ctx *c, json_object *meta, json_object *podspec)
     if (s->autoscale)
         s->autoscale_target = tgt ? tgt : TF_AUTOSCALE_ALL;
 
-    bool migrated = tf__spec_native_total(c) > 0;
-    if ((rc = tf__spec_resources(c, migrated)))
-        return rc;
-
-    /* QoS: annotation > profile > high when requests == limits > pool > medium. */
-    if (c->a[A_QOS]) {
-        if (tf_qos_parse(c->a[A_QOS], &s->qos))
-            return tf__spec_fail(c, TF_EINVAL,
-                                 "%s: \"%s\" must be one of low, medium, high, critical",
-                                 tf__spec_akeys[A_QOS], c->a[A_QOS]);
-    } else if (p && p->qos) {
-        s->qos = p->qos;
-    } else if (tf__spec_guaranteed(s)) {
-        s->qos = TF_QOS_HIGH;
-    } else if (c->pool && c->pool->qos) {
-        s->qos = c->pool->qos;
-    } else {
-        s->qos = TF_QOS_MEDIUM;
-    }
-
-    /* GPU count and indices. */
+    /* GPU count and indices (before resources: an explicit count stops seed 004's 100 %
+     * compute limit, as upstream). */
     int explicit_count = 0;
     const char *count_src = NULL;
     if (c->a[A_GPU_COUNT]) {
@@ -474,6 +501,29 @@ static int parse_body(struct ctx *c, json_object *meta, json_object *podspec)
         memcpy(s->gpu_indices, p->gpu_indices, sizeof(s->gpu_indices));
         s->ngpu_indices = p->ngpu_indices;
     }
+    const char *migrated_from = NULL;
+    for (size_t i = 0; !explicit_count && !migrated_from && i < c->nctr; i++)
+        if (c->ctr[i].native)
+            migrated_from = "the containers' native GPU limits";
+    if ((rc = tf__spec_resources(c, migrated_from)))
+        return rc;
+
+    /* QoS: annotation > profile > high when requests == limits > pool > medium. */
+    if (c->a[A_QOS]) {
+        if (tf_qos_parse(c->a[A_QOS], &s->qos))
+            return tf__spec_fail(c, TF_EINVAL,
+                                 "%s: \"%s\" must be one of low, medium, high, critical",
+                                 tf__spec_akeys[A_QOS], c->a[A_QOS]);
+    } else if (p && p->qos) {
+        s->qos = p->qos;
+    } else if (tf__spec_guaranteed(s)) {
+        s->qos = TF_QOS_HIGH;
+    } else if (c->pool && c->pool->qos) {
+        s->qos = c->pool->qos;
+    } else {
+        s->qos = TF_QOS_MEDIUM;
+    }
+
     if ((rc = tf__spec_containers_and_count(c, explicit_count, count_src)))
         return rc;
     if (c->a[A_CGPUS] && (rc = tf__spec_container_gpus(c)))
@@ -493,11 +543,13 @@ static int parse_body(struct ctx *c, json_object *meta, json_object *podspec)
     }
     if (c->a[A_ENABLED_REPLICAS]) {
         long long n;
-        if (tf__parse_uint(c->a[A_ENABLED_REPLICAS], strlen(c->a[A_ENABLED_REPLICAS]), 1, INT32_MAX,
+        if (tf__parse_uint(c->a[A_ENABLED_REPLICAS], strlen(c->a[A_ENABLED_REPLICAS]), 0, INT32_MAX,
                            &n))
-            return tf__spec_fail(c, TF_ERANGE,
-                                 "%s: \"%s\" must be a positive whole number of replicas",
+            return tf__spec_fail(c, TF_ERANGE, "%s: \"%s\" must be a whole number of replicas",
                                  tf__spec_akeys[A_ENABLED_REPLICAS], c->a[A_ENABLED_REPLICAS]);
+        if (n == 0)
+            WARN(c, "%s: \"0\": no pod of the workload is taken over",
+                 tf__spec_akeys[A_ENABLED_REPLICAS]);
         s->has_enabled_replicas = true;
         s->enabled_replicas = (int32_t)n;
     }
@@ -514,7 +566,7 @@ static int parse_body(struct ctx *c, json_object *meta, json_object *podspec)
         if ((rc = tf_split_list(c->a[A_DISABLE], one_feature, &fc)))
             return rc;
     }
-    return 0;
+    return tf__spec_gang(c);
 }
 
 void tf_spec_init(struct tf_spec *s)
@@ -531,12 +583,14 @@ void tf_spec_free(struct tf_spec *s)
     free(s->kind);
     free(s->pool);
     free(s->gpu_model);
+    free(s->vendor);
     free(s->workload);
     free(s->workload_profile);
     tf__strv_free(&s->disable_feature_names, &s->ndisable_feature_names);
     tf__strv_free(&s->inject_containers, &s->ninject_containers);
     for (size_t i = 0; i < s->ncontainers; i++) {
         free(s->containers[i].name);
+        tf__strv_free(&s->containers[i].native_names, &s->containers[i].nnative_names);
         tf__strv_free(&s->containers[i].gpu_ids, &s->containers[i].ngpu_ids);
     }
     free(s->containers);

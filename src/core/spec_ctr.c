@@ -17,7 +17,35 @@
 
 /* ---- containers (seed 004 input) ----------------------------------------------------------- */
 
-static int native_gpus(struct ctx *c, size_t i, const char *name, json_object *q, int *out)
+const struct tf_native_resource tf_native_resources_default[2] = {
+    {"nvidia.com/gpu", false, "NVIDIA"},
+    {"nvidia.com/mig-", true, "NVIDIA"},
+};
+
+const struct tf_native_resource *tf_native_resource_find(const struct tf_native_resource *list,
+                                                         size_t n, const char *res)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t l = strlen(list[i].name);
+        if (list[i].prefix ? !strncmp(res, list[i].name, l) && res[l] : !strcmp(res, list[i].name))
+            return &list[i];
+    }
+    return NULL;
+}
+
+const struct tf_native_resource *tf__spec_native(const struct ctx *c, size_t *n)
+{
+    if (c->pool && c->pool->native && c->pool->nnative) {
+        *n = c->pool->nnative;
+        return c->pool->native;
+    }
+    *n = NELEMS(tf_native_resources_default);
+    return tf_native_resources_default;
+}
+
+/* The whole number of GPUs of container I's native limit RES (quantity Q). */
+static int native_gpus(struct ctx *c, size_t i, const char *name, const char *res, json_object *q,
+                       int *out)
 {
     const char *txt;
     char buf[32];
@@ -30,12 +58,11 @@ static int native_gpus(struct ctx *c, size_t i, const char *name, json_object *q
     } else {
         return tf__spec_fail(
             c, TF_EINVAL, "spec.containers[%zu] (%s): resources.limits.%s must be a whole number",
-            i, name, TF_RES_NVIDIA_GPU);
+            i, name, res);
     }
     int64_t milli;
-    char key[160];
-    snprintf(key, sizeof(key), "spec.containers[%zu] (%s): resources.limits.%s", i, name,
-             TF_RES_NVIDIA_GPU);
+    char key[300];
+    snprintf(key, sizeof(key), "spec.containers[%zu] (%s): resources.limits.%s", i, name, res);
     int rc = tf_quantity_milli(txt, &milli, key, c->err, c->errlen);
     if (rc)
         return rc;
@@ -43,6 +70,31 @@ static int native_gpus(struct ctx *c, size_t i, const char *name, json_object *q
         return tf__spec_fail(c, TF_ERANGE, "%s: \"%s\" must be a whole number of GPUs (0..%d)", key,
                              txt, TF_SPEC_MAX_GPUS);
     *out = (int)(milli / 1000);
+    return 0;
+}
+
+/* Container I's native GPU limits: every resources.limits key of the native list. */
+static int read_native(struct ctx *c, size_t i, struct container *ct)
+{
+    size_t nn;
+    const struct tf_native_resource *list = tf__spec_native(c, &nn);
+    if (!ct->limits || !json_object_is_type(ct->limits, json_type_object))
+        return 0;
+    json_object_object_foreach(ct->limits, k, q)
+    {
+        const struct tf_native_resource *r = tf_native_resource_find(list, nn, k);
+        if (!r)
+            continue;
+        int n = 0, rc = native_gpus(c, i, ct->name, k, q, &n);
+        if (rc)
+            return rc;
+        if (ct->native + n > TF_SPEC_MAX_GPUS)
+            return tf__spec_fail(c, TF_ERANGE, "spec.containers[%zu] (%s): more than %d GPUs", i,
+                                 ct->name, TF_SPEC_MAX_GPUS);
+        ct->native += n;
+        if (n && !ct->vendor)
+            ct->vendor = r->vendor;
+    }
     return 0;
 }
 
@@ -73,13 +125,12 @@ int tf__spec_read_containers(struct ctx *c, json_object *podspec)
                                      "spec.containers[%zu]: container name \"%s\" is used "
                                      "twice",
                                      i, name);
-        c->ctr[c->nctr].name = name;
-        json_object *q = tf__get(tf__get(tf__get(ct, "resources"), "limits"), TF_RES_NVIDIA_GPU);
-        if (q) {
-            int rc = native_gpus(c, i, name, q, &c->ctr[c->nctr].native);
-            if (rc)
-                return rc;
-        }
+        struct container *cur = &c->ctr[c->nctr];
+        cur->name = name;
+        cur->limits = tf__get(tf__get(ct, "resources"), "limits");
+        int rc = read_native(c, i, cur);
+        if (rc)
+            return rc;
         c->nctr++;
     }
     return 0;
@@ -108,9 +159,13 @@ struct cgc_entry {
     int count;
 };
 
-static int add_container(struct ctx *c, const char *name, size_t len, int count, int native)
+/* Adds a GPU container NAME seeing COUNT GPUs; SRC (may be NULL) is the pod's container, whose
+ * native limits it takes over. */
+static int add_container(struct ctx *c, const char *name, size_t len, int count,
+                         const struct container *src)
 {
     struct tf_spec *s = c->s;
+    int native = src ? src->native : 0;
     struct tf_spec_container *grown = realloc(s->containers, (s->ncontainers + 1) * sizeof(*grown));
     if (!grown)
         return TF_ENOMEM;
@@ -123,6 +178,17 @@ static int add_container(struct ctx *c, const char *name, size_t len, int count,
     ct->native_gpus = native;
     ct->migrated = native > 0;
     s->ncontainers++;
+    if (native) {
+        size_t nn;
+        const struct tf_native_resource *list = tf__spec_native(c, &nn);
+        json_object_object_foreach(src->limits, k, v)
+        {
+            (void)v;
+            if (tf_native_resource_find(list, nn, k) &&
+                tf__strv_push(&ct->native_names, &ct->nnative_names, k, strlen(k)))
+                return TF_ENOMEM;
+        }
+    }
     return 0;
 }
 
@@ -209,7 +275,7 @@ int tf__spec_containers_and_count(struct ctx *c, int explicit_count, const char 
             }
             int n = (int)json_object_get_int64(v);
             struct container *ct = find_container(c, k, strlen(k));
-            if ((rc = add_container(c, k, strlen(k), n, ct ? ct->native : 0)))
+            if ((rc = add_container(c, k, strlen(k), n, ct)))
                 goto out;
             sum += n;
             max = n > max ? n : max;
@@ -236,7 +302,7 @@ int tf__spec_containers_and_count(struct ctx *c, int explicit_count, const char 
             const char *n = s->inject_containers[i];
             struct container *ct = find_container(c, n, strlen(n));
             int native = ct ? ct->native : 0;
-            if ((rc = add_container(c, n, strlen(n), native, native)))
+            if ((rc = add_container(c, n, strlen(n), native, ct)))
                 goto out;
             sum += native;
             max = native > max ? native : max;
@@ -246,13 +312,13 @@ int tf__spec_containers_and_count(struct ctx *c, int explicit_count, const char 
             if (!c->ctr[i].native)
                 continue;
             const char *n = c->ctr[i].name;
-            if ((rc = add_container(c, n, strlen(n), c->ctr[i].native, c->ctr[i].native)))
+            if ((rc = add_container(c, n, strlen(n), c->ctr[i].native, &c->ctr[i])))
                 goto out;
             sum += c->ctr[i].native;
             max = c->ctr[i].native > max ? c->ctr[i].native : max;
         }
     } else if (c->nctr == 1) {
-        if ((rc = add_container(c, c->ctr[0].name, strlen(c->ctr[0].name), 0, 0)))
+        if ((rc = add_container(c, c->ctr[0].name, strlen(c->ctr[0].name), 0, NULL)))
             goto out;
     } else if (c->nctr > 1) {
         rc = tf__spec_fail(c, TF_EINVAL,
@@ -267,39 +333,48 @@ int tf__spec_containers_and_count(struct ctx *c, int explicit_count, const char 
         goto out;
     }
 
-    /* The pod's GPU count: explicit > per-container sum > gpu-indices > 1. */
+    /* The pod's GPU count, as upstream reads it: explicit (annotation, profile) > the
+     * per-container sum > 1; gpu-indices override all of them with their number. */
     if (explicit_count) {
         s->gpu_count = explicit_count;
-        if (max > explicit_count) {
+        if (cgc && max > explicit_count) {
             rc = tf__spec_fail(c, TF_EINVAL,
-                               "%s \"%d\" is less than the %d GPUs one container asks for "
-                               "(%s)",
-                               count_src, explicit_count, max,
-                               cgc ? tf__spec_akeys[A_CGC] : TF_RES_NVIDIA_GPU " limit");
+                               "%s \"%d\" is less than the %d GPUs one container asks for (%s)",
+                               count_src, explicit_count, max, tf__spec_akeys[A_CGC]);
             goto out;
         }
         if (!cgc && sum && sum != explicit_count &&
             (rc = tf__warn(&s->warnings, &s->nwarnings,
-                           "%s \"%d\" overrides the %d GPUs of the %s limits", count_src,
-                           explicit_count, sum, TF_RES_NVIDIA_GPU)))
+                           "%s \"%d\" overrides the %d GPUs of the containers' native GPU "
+                           "limits: the workload gets %d GPUs, which its containers share",
+                           count_src, explicit_count, sum, explicit_count)))
             goto out;
-    } else if (sum) {
-        s->gpu_count = sum;
-    } else if (s->ngpu_indices) {
-        s->gpu_count = s->ngpu_indices;
     } else {
-        s->gpu_count = 1;
+        s->gpu_count = sum ? sum : 1;
     }
+    if (s->ngpu_indices) {
+        if (s->ngpu_indices != s->gpu_count && (explicit_count || sum) &&
+            (rc = tf__warn(&s->warnings, &s->nwarnings,
+                           "%s lists %d GPU index(es): the workload gets those %d GPUs, not %d",
+                           c->a[A_INDICES] ? tf__spec_akeys[A_INDICES]
+                                           : "WorkloadProfile spec.gpuIndices",
+                           s->ngpu_indices, s->ngpu_indices, s->gpu_count)))
+            goto out;
+        s->gpu_count = s->ngpu_indices;
+        if (cgc && max > s->gpu_count) {
+            rc = tf__spec_fail(c, TF_EINVAL, "%s gives %d GPUs but one container asks for %d (%s)",
+                               c->a[A_INDICES] ? tf__spec_akeys[A_INDICES]
+                                               : "WorkloadProfile spec.gpuIndices",
+                               s->gpu_count, max, tf__spec_akeys[A_CGC]);
+            goto out;
+        }
+    }
+    /* Without container-gpu-count, an explicit or overridden count is seen whole by every GPU
+     * container (upstream splits per container only what it read from native limits). */
+    bool overridden = explicit_count || (sum && s->gpu_count != sum);
     for (size_t i = 0; i < s->ncontainers; i++)
-        if (s->containers[i].gpu_count == 0)
+        if (s->containers[i].gpu_count == 0 || (!cgc && overridden))
             s->containers[i].gpu_count = s->gpu_count;
-    if (s->ngpu_indices && s->ngpu_indices < s->gpu_count) {
-        rc = tf__spec_fail(
-            c, TF_EINVAL, "%s lists %d GPU index(es) but the workload needs %d GPUs (%s)",
-            c->a[A_INDICES] ? tf__spec_akeys[A_INDICES] : "WorkloadProfile spec.gpuIndices",
-            s->ngpu_indices, s->gpu_count, explicit_count ? count_src : "from the containers");
-        goto out;
-    }
     if (!explicit_inject)
         for (size_t i = 0; i < s->ncontainers; i++)
             if ((rc = tf__strv_push(&s->inject_containers, &s->ninject_containers,

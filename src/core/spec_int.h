@@ -40,6 +40,9 @@ enum akey {
     A_AUTOSCALE_TARGET,
     A_STANDALONE,
     A_DISABLE,
+    A_GANG,
+    A_GANG_MIN,
+    A_GANG_TIMEOUT,
     NKEYS
 };
 
@@ -52,8 +55,10 @@ extern const char *const tf__spec_akeys[NKEYS];
 /* ---- parse context ------------------------------------------------------------------------- */
 
 struct container {
-    const char *name; /* borrowed from the pod tree */
-    int native;       /* nvidia.com/gpu limit */
+    const char *name;    /* borrowed from the pod tree */
+    int native;          /* native GPU limits (nvidia.com/gpu, nvidia.com/mig-*, ...), summed */
+    json_object *limits; /* resources.limits (borrowed), for the native names */
+    const char *vendor;  /* the vendor of its first native resource, or NULL */
 };
 
 struct ctx {
@@ -81,21 +86,28 @@ struct ctx {
 int tf__spec_fail(struct ctx *c, int rc, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* spec_res.c: the four resource slots by precedence, inheritance and checks, into C->s
- * (MIGRATED: the pod's nvidia.com/gpu limits are taken over). */
-int tf__spec_resources(struct ctx *c, bool migrated);
-/* requests == limits on every dimension, and something non-zero. */
+/* spec_res.c: the four resource slots by precedence, inheritance and checks, into C->s.
+ * MIGRATED_FROM names the native limits the pod's GPUs were taken over from when they give a
+ * compute limit of 100 % (seed 004, no explicit GPU count), else NULL. */
+int tf__spec_resources(struct ctx *c, const char *migrated_from);
+/* QoS "high" by default (upstream's rule): TFLOPS and VRAM requests equal their limits. */
 bool tf__spec_guaranteed(const struct tf_spec *s);
 
 /* spec_ctr.c: the pod's containers and their nvidia.com/gpu limits (seed 004 input). */
 int tf__spec_read_containers(struct ctx *c, json_object *podspec);
-/* Sum of the containers' nvidia.com/gpu limits. */
+/* Sum of the containers' native GPU limits. */
 int tf__spec_native_total(struct ctx *c);
 /* The GPU containers, the inject list and the GPU count (EXPLICIT_COUNT > 0: given by
  * COUNT_SRC). */
 int tf__spec_containers_and_count(struct ctx *c, int explicit_count, const char *count_src);
 /* tensor-fusion.ai/container-gpus onto the GPU containers. */
 int tf__spec_container_gpus(struct ctx *c);
+
+/* The native GPU resources in force: the pool defaults' list, else the default. */
+const struct tf_native_resource *tf__spec_native(const struct ctx *c, size_t *n);
+
+/* spec_gang.c: the gang keys into C->s (after the rest). */
+int tf__spec_gang(struct ctx *c);
 
 /* spec.c: parses META (and PODSPEC, may be NULL) into OUT; OUT is empty on error. */
 int tf__spec_parse_meta(json_object *meta, json_object *podspec, const struct tf_profile *profile,

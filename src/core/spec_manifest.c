@@ -5,6 +5,7 @@
  * parsed spec (split pods, gpu-ids-<container> keys, caller warnings).
  */
 #include "common/err.h"
+#include "core/gang.h"
 #include "common/strutil.h"
 #include "core/quantity.h"
 #include "core/spec_int.h"
@@ -88,6 +89,36 @@ int tf_spec_add_warning(struct tf_spec *s, const char *fmt, ...)
     return rc;
 }
 
+/* A gang's size from the manifest (upstream's resolveDesiredGangMembers): enabled-replicas,
+ * the profile's replicas, the controller's replicas, a Job's parallelism / completions. */
+static int gang_size(json_object *doc, const char *kind, bool has_replicas,
+                     const struct tf_profile *profile, struct tf_spec *out, char *err,
+                     size_t errlen)
+{
+    int32_t desired = 0;
+    bool known = true;
+    if (out->has_enabled_replicas) {
+        desired = out->enabled_replicas;
+    } else if (profile && profile->replicas_set) {
+        desired = profile->replicas;
+    } else if (has_replicas) {
+        desired = out->replicas;
+    } else if (!strcmp(kind, "Job") || !strcmp(kind, "CronJob")) {
+        json_object *js = tf__get(doc, "spec");
+        if (!strcmp(kind, "CronJob"))
+            js = tf__get(tf__get(js, "jobTemplate"), "spec");
+        json_object *v = tf__get(js, "parallelism");
+        if (!v)
+            v = tf__get(js, "completions");
+        desired =
+            v && json_object_is_type(v, json_type_int) ? (int32_t)json_object_get_int64(v) : 1;
+    } else {
+        known = false;
+    }
+    return tf_gang_quorum(out->gang_min_members, desired, known, &out->gang_desired,
+                          &out->gang_required, err, errlen);
+}
+
 int tf_spec_parse_object(json_object *doc, const struct tf_profile *profile,
                          const struct tf_pool_defaults *pool, struct tf_spec *out, char *err,
                          size_t errlen)
@@ -145,6 +176,11 @@ int tf_spec_parse_object(json_object *doc, const struct tf_profile *profile,
         out->replicas = reps && json_object_is_type(reps, json_type_int)
                             ? (int32_t)json_object_get_int64(reps)
                             : 1;
+    }
+    if (out->enabled && out->gang &&
+        (rc = gang_size(doc, kind, kinds[ki].replicas, profile, out, err, errlen))) {
+        tf_spec_free(out);
+        return rc;
     }
     if (out->enabled && out->has_enabled_replicas) {
         int wrc = 0;

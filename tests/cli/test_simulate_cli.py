@@ -279,8 +279,8 @@ class InvalidInput(unittest.TestCase):
     def test_bad_pods_are_reported_with_the_spec_parsers_message(self):
         self.expect_2(SMALL, tmpfile(pod("x", vram_limit="4Gb")),
                       "document 0: tensor-fusion.ai/vram-limit: \"4Gb\" is not a valid quantity")
-        self.expect_2(SMALL, tmpfile(pod("x", tflops_request="20", tflops_limit="10")),
-                      "document 0: ")
+        self.expect_2(SMALL, tmpfile(pod("x", tflops_request="20", gpu_indices="1,1")),
+                      "document 0: tensor-fusion.ai/gpu-indices")
         self.expect_2(SMALL, tmpfile(pod("x", tflops_request=1) + "---\n" + pod("x", tflops_request=1)),
                       "document 1: pod default/x arrives again without a Delete")
         self.expect_2(SMALL, tmpfile("kind: Service\nmetadata: {name: s}\n"),
