@@ -654,6 +654,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
         if (tf_leader_is_leader(x.leader) && x.rec) {
             tf_reconcile_once(x.rec);
             tf_efficiency_once(x.eff);
+            tf_extender_gang_expire(x.ext); /* gang waits past their timeout */
         }
         for (int t = 0; t < resync && !atomic_load(stop); t += 50)
             sleep_ms(50);
