@@ -50,6 +50,8 @@ const char *const tf__spec_akeys[NKEYS] = {
     TF_ANN_GANG_ENABLED,
     TF_ANN_GANG_MIN_MEMBERS,
     TF_ANN_GANG_TIMEOUT,
+    TF_ANN_SIDECAR_WORKER,
+    TF_ANN_WORKER_POD_TEMPLATE,
 };
 
 /* Annotations the system itself writes on pods (scheduler, webhook, device plugin): known,
@@ -264,6 +266,40 @@ static int one_feature(const char *item, size_t len, void *arg)
     return tf__strv_push(&s->disable_feature_names, &s->ndisable_feature_names, name, len);
 }
 
+/* ---- worker placement ---------------------------------------------------------------------- */
+
+/* Upstream's sidecar-worker (true: local GPU with a tf-worker sidecar, whatever is-local-gpu
+ * says) and worker-pod-template (remote mode only: upstream refuses it on local pods). */
+static int worker_keys(struct ctx *c)
+{
+    struct tf_spec *s = c->s;
+    bool sidecar = false;
+    int rc;
+    if (c->a[A_SIDECAR] && (rc = ann_bool(c, A_SIDECAR, &sidecar)))
+        return rc;
+    if (sidecar) {
+        if (!s->is_local_gpu)
+            WARN(c, "%s: \"true\" makes the workload use a local GPU (as upstream), %s is ignored",
+                 tf__spec_akeys[A_SIDECAR], tf__spec_akeys[A_LOCAL]);
+        s->is_local_gpu = true;
+        if (s->isolation != TF_ISOLATION_HARD)
+            WARN(c,
+                 "%s: only hard isolation runs a tf-worker sidecar here; %s isolation works "
+                 "without one",
+                 tf__spec_akeys[A_SIDECAR], tf_isolation_name(s->isolation));
+    }
+    if (c->a[A_WORKER_TEMPLATE]) {
+        if (s->is_local_gpu)
+            return tf__spec_fail(c, TF_EINVAL,
+                                 "%s: a worker pod template is not supported in local GPU mode "
+                                 "(set %s: \"false\")",
+                                 tf__spec_akeys[A_WORKER_TEMPLATE], tf__spec_akeys[A_LOCAL]);
+        WARN(c, "%s is ignored: the controller builds remote worker pods itself",
+             tf__spec_akeys[A_WORKER_TEMPLATE]);
+    }
+    return 0;
+}
+
 /* ---- vendor -------------------------------------------------------------------------------- */
 
 /* The vendor: annotation > profile > the model's > the native resource's > the pool's
@@ -432,6 +468,8 @@ static int parse_body(struct ctx *c, json_object *meta, json_object *podspec)
     } else {
         s->is_local_gpu = true;
     }
+    if ((rc = worker_keys(c)))
+        return rc;
     const char *model = c->a[A_MODEL] ? c->a[A_MODEL] : p ? p->gpu_model : NULL;
     if (model) {
         if (!(s->gpu_model = strdup(model)))

@@ -76,6 +76,10 @@
 #define TF_ANN_GANG_ENABLED TF_KEY_PREFIX "gang-enabled"
 #define TF_ANN_GANG_MIN_MEMBERS TF_KEY_PREFIX "gang-min-members"
 #define TF_ANN_GANG_TIMEOUT TF_KEY_PREFIX "gang-timeout"
+/* Upstream's worker placement keys: sidecar-worker (a local tf-worker sidecar; implies
+ * is-local-gpu) and worker-pod-template (remote workers' pod template). */
+#define TF_ANN_SIDECAR_WORKER TF_KEY_PREFIX "sidecar-worker"
+#define TF_ANN_WORKER_POD_TEMPLATE TF_KEY_PREFIX "worker-pod-template"
 /* Written by the webhook on gang pods (from the annotations above and the owner's replicas):
  * the group's size, how many must fit together, and the group's key "<namespace>/<workload>". */
 #define TF_ANN_GANG_DESIRED_MEMBERS TF_KEY_PREFIX "gang-desired-members"

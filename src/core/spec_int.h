@@ -43,6 +43,8 @@ enum akey {
     A_GANG,
     A_GANG_MIN,
     A_GANG_TIMEOUT,
+    A_SIDECAR,
+    A_WORKER_TEMPLATE,
     NKEYS
 };
 
