@@ -9,9 +9,9 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "controller/extender_codec.h"
+#include "controller/extender_gang.h"
 #include "controller/podreq.h"
 #include "core/alloc.h"
-#include "core/gang.h"
 #include "core/preempt.h"
 #include "core/quantity.h"
 
@@ -41,12 +41,16 @@ struct tf_extender {
                                    with gpu-ids in the pod cache */
     json_object *preempting;    /* "ns/name" -> {"at": s, "node": n, "msg": m}: evictions started
                                    for that pod (guarded by inflight_lock) */
-    pthread_mutex_t gang_lock;  /* guards gangs; taken before inflight_lock and lock */
-    struct tf_gang_book *gangs; /* gang groups with members waiting (core/gang.h) */
+    struct tf_ext_gangs *gangs; /* gang groups with members waiting (extender_gang.h) */
 };
 
 /* Seconds a started preemption is left to take effect before the same pod may plan again. */
 #define PREEMPT_HOLD_S 30
+
+static json_object *gang_inflight(void *arg, const char *member);
+static void gang_release(void *arg, json_object *pod);
+static int gang_annotate(void *arg, const char *ns, const char *name, json_object *anns, char *err,
+                         size_t errlen);
 
 struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default_pool,
                                     const char *policy)
@@ -61,11 +65,11 @@ struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default
         tf_log(TF_LOG_WARN, "extender", "unknown isolationModePolicy %s, using dynamic", policy);
     pthread_rwlock_init(&x->lock, NULL);
     pthread_mutex_init(&x->inflight_lock, NULL);
-    pthread_mutex_init(&x->gang_lock, NULL);
-    x->gangs = tf_gang_book_new();
     x->inflight = json_object_new_object();
     x->preempting = json_object_new_object();
     atomic_init(&x->dirty, true);
+    struct tf_ext_gang_ops gops = {x, c, gang_inflight, gang_release, gang_annotate};
+    x->gangs = tf_ext_gangs_new(&gops);
     if (!x->default_pool || !x->inflight || !x->preempting || !x->gangs) {
         tf_extender_destroy(x);
         return NULL;
@@ -90,8 +94,7 @@ void tf_extender_destroy(struct tf_extender *x)
     json_object_put(x->preempting);
     pthread_rwlock_destroy(&x->lock);
     pthread_mutex_destroy(&x->inflight_lock);
-    tf_gang_book_destroy(x->gangs);
-    pthread_mutex_destroy(&x->gang_lock);
+    tf_ext_gangs_destroy(x->gangs);
     free(x->default_pool);
     free(x);
 }
@@ -575,12 +578,10 @@ static void on_pod_update(json_object *old, json_object *pod, void *arg)
     }
 }
 
-static void gang_forget(struct tf_extender *x, json_object *pod);
-
 static void on_pod_delete(json_object *pod, void *arg)
 {
     release_pod(arg, pod);
-    gang_forget(arg, pod);
+    tf_ext_gangs_forget(((struct tf_extender *)arg)->gangs, pod);
 }
 
 static void on_inventory_add(json_object *o, void *arg)
@@ -916,19 +917,12 @@ static void annotate(struct tf_extender *x, const char *ns, const char *name, js
     json_object_put(p);
 }
 
-/* ---- gang scheduling: a thin hook over core/gang.h ------------------------------------------ */
+/* ---- gang scheduling: a thin hook over extender_gang.h -------------------------------------- */
 
-static int64_t now_ms(void)
+/* The in-flight bind of MEMBER ("ns/name"), a new reference, or NULL. */
+static json_object *gang_inflight(void *arg, const char *member)
 {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* The reserved, not yet bound MEMBER ("ns/name") as bind recorded it in inflight (a new
- * reference), or NULL. */
-static json_object *inflight_entry(struct tf_extender *x, const char *member)
-{
+    struct tf_extender *x = arg;
     json_object *e = NULL;
     pthread_mutex_lock(&x->inflight_lock);
     if (json_object_object_get_ex(x->inflight, member, &e))
@@ -937,124 +931,22 @@ static json_object *inflight_entry(struct tf_extender *x, const char *member)
     return e;
 }
 
-/* Releases the reservations of the waiting members RELEASED[0..N), with an Event saying WHY. */
-static void gang_release(struct tf_extender *x, char (*released)[TF_GANG_NAME_MAX], size_t n,
-                         const char *reason, const char *why)
+static void gang_release(void *arg, json_object *pod)
 {
-    for (size_t i = 0; i < n; i++) {
-        json_object *e = inflight_entry(x, released[i]);
-        json_object *pod = tf_json_path(e, "pod", NULL);
-        if (pod) {
-            release_pod(x, pod);
-            tf_k8s_event(x->c, pod, "Warning", reason, why, "tf-scheduler");
-        }
-        json_object_put(e);
-    }
+    release_pod(arg, pod);
+}
+
+static int gang_annotate(void *arg, const char *ns, const char *name, json_object *anns, char *err,
+                         size_t errlen)
+{
+    int rc;
+    annotate(arg, ns, name, anns, false, err, errlen, &rc);
+    return rc;
 }
 
 void tf_extender_gang_expire(struct tf_extender *x)
 {
-    char released[64][TF_GANG_NAME_MAX];
-    pthread_mutex_lock(&x->gang_lock);
-    size_t n = tf_gang_expire(x->gangs, now_ms(), released, 64);
-    pthread_mutex_unlock(&x->gang_lock);
-    if (n)
-        tf_log(TF_LOG_INFO, "extender", "gang wait timed out, released=%zu", n);
-    gang_release(x, released, n < 64 ? n : 64, "GangSchedulingTimeout",
-                 "gang scheduling timed out: the GPUs held for it are released");
-}
-
-static void gang_forget(struct tf_extender *x, json_object *pod)
-{
-    char member[TF_GANG_NAME_MAX];
-    snprintf(member, sizeof(member), "%s/%s", tf_json_str(pod, "metadata", "namespace", NULL),
-             tf_json_str(pod, "metadata", "name", NULL));
-    pthread_mutex_lock(&x->gang_lock);
-    tf_gang_forget(x->gangs, member);
-    pthread_mutex_unlock(&x->gang_lock);
-}
-
-/* Annotates and binds a waiting MEMBER on the node its GPUs are held on. */
-static int gang_bind_member(struct tf_extender *x, const char *member, char *err, size_t errlen)
-{
-    json_object *e = inflight_entry(x, member);
-    json_object *pod = tf_json_path(e, "pod", NULL);
-    const char *ns = tf_json_str(pod, "metadata", "namespace", NULL);
-    const char *name = tf_json_str(pod, "metadata", "name", NULL);
-    const char *uid = tf_json_str(pod, "metadata", "uid", NULL);
-    const char *node = tf_json_str(e, "node", NULL);
-    int rc = TF_ENOENT;
-    tf_errf(err, errlen, "%s holds no GPUs any more", member);
-    if (ns && name && node) {
-        annotate(x, ns, name, tf_json_path(e, "anns", NULL), false, err, errlen, &rc);
-        if (!rc)
-            rc = tf_k8s_bind(x->c, ns, name, uid, node, err, errlen);
-        if (!rc)
-            tf_log(TF_LOG_INFO, "extender", "bound gang member pod=%s node=%s", member, node);
-    }
-    json_object_put(e);
-    return rc;
-}
-
-/* Gang pods keep their reservation and wait (the bind fails, kube-scheduler retries) until
- * the group's quorum holds GPUs; then every waiting member is annotated and bound, none
- * before. Returns the bind answer when the gang decides it, NULL to bind POD as usual. */
-static char *gang_bind(struct tf_extender *x, const struct tf_podreq *p, json_object *pod,
-                       const char *node)
-{
-    char member[TF_GANG_NAME_MAX], msg[1200], err[512];
-    snprintf(member, sizeof(member), "%s/%s", p->ns, p->name);
-    enum tf_gang_step step;
-    int waiting = 0;
-    pthread_mutex_lock(&x->gang_lock);
-    int rc = tf_gang_hold(x->gangs, p->gang_key, p->gang_required, p->gang_timeout_ms, member, node,
-                          now_ms(), &step, &waiting);
-    if (rc || step == TF_GANG_BIND) {
-        pthread_mutex_unlock(&x->gang_lock);
-        if (rc)
-            tf_log(TF_LOG_WARN, "extender", "gang %s: cannot track pod=%s, bound alone",
-                   p->gang_key, member);
-        return NULL;
-    }
-    if (step == TF_GANG_REFUSE) {
-        pthread_mutex_unlock(&x->gang_lock);
-        release_pod(x, pod);
-        snprintf(msg, sizeof(msg), "gang %s is backed off after a failed or timed-out attempt",
-                 p->gang_key);
-        return tf_ext_encode_binding_result(msg);
-    }
-    if (step == TF_GANG_WAIT) {
-        pthread_mutex_unlock(&x->gang_lock);
-        snprintf(msg, sizeof(msg), "waiting for gang %s: %d/%d members hold GPUs", p->gang_key,
-                 waiting, p->gang_required);
-        tf_k8s_event(x->c, pod, "Normal", "GangWaitingForMembers", msg, "tf-scheduler");
-        return tf_ext_encode_binding_result(msg);
-    }
-    /* The quorum holds GPUs: bind the others, then this one as usual. */
-    size_t n = tf_gang_waiting(x->gangs, p->gang_key, NULL, NULL, 0);
-    const char **names = calloc(n ? n : 1, sizeof(*names));
-    char(*released)[TF_GANG_NAME_MAX] = calloc(n ? n : 1, sizeof(*released));
-    rc = names && released ? 0 : TF_ENOMEM;
-    tf_errf(err, sizeof(err), "out of memory");
-    if (!rc)
-        tf_gang_waiting(x->gangs, p->gang_key, names, NULL, n);
-    for (size_t i = 0; i < n && !rc; i++)
-        if (strcmp(names[i], member) != 0)
-            rc = gang_bind_member(x, names[i], err, sizeof(err));
-    char *out = NULL;
-    if (!rc) {
-        tf_gang_bound(x->gangs, p->gang_key);
-        pthread_mutex_unlock(&x->gang_lock);
-    } else {
-        size_t nr = released ? tf_gang_fail(x->gangs, p->gang_key, now_ms(), released, n) : 0;
-        pthread_mutex_unlock(&x->gang_lock);
-        snprintf(msg, sizeof(msg), "gang %s: binding a member failed: %s", p->gang_key, err);
-        gang_release(x, released, nr < n ? nr : n, "GangSchedulingFailed", msg);
-        out = tf_ext_encode_binding_result(msg);
-    }
-    free(names);
-    free(released);
-    return out;
+    tf_ext_gangs_expire(x->gangs);
 }
 
 static char *bind(struct tf_extender *x, const char *body, size_t len, int *status)
@@ -1115,7 +1007,7 @@ static char *bind(struct tf_extender *x, const char *body, size_t len, int *stat
             out = tf_ext_encode_binding_result(msg);
             goto out;
         }
-        if (b.pr.gang && (out = gang_bind(x, &b.pr, pod, ba.node)))
+        if (b.pr.gang && (out = tf_ext_gangs_bind(x->gangs, &b.pr, pod, ba.node)))
             goto out; /* waiting for the rest of the gang, or refused */
         annotate(x, b.pr.ns, b.pr.name, anns, false, err, sizeof(err), &rc);
         if (rc) {

@@ -11,8 +11,8 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "controller/jsonpatch.h"
+#include "controller/webhook_int.h"
 #include "core/defaults.h"
-#include "core/gang.h"
 #include "core/quantity.h"
 #include "core/selector.h"
 
@@ -425,116 +425,6 @@ static void res_annotations(json_object *ann, const struct tf_spec_res *r, const
         tf_quantity_format_bytes(r->vram_bytes, buf, sizeof(buf));
         set_str(ann, vram, buf);
     }
-}
-
-/* A container of POD asks for one of the native GPU resources NATIVE[0..N). */
-static bool has_native_gpus(json_object *pod, const struct tf_native_resource *native, size_t n)
-{
-    json_object *cs = tf_json_path(pod, "spec", "containers", NULL);
-    for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
-        json_object *c = json_object_array_get_idx(cs, i);
-        json_object *lim = tf_json_path(c, "resources", "limits", NULL);
-        if (!lim || !json_object_is_type(lim, json_type_object))
-            continue;
-        json_object_object_foreach(lim, k, v)
-        {
-            const char *q = json_object_get_string(v);
-            if (tf_native_resource_find(native, n, k) && q && strcmp(q, "0") != 0)
-                return true;
-        }
-    }
-    return false;
-}
-
-/* The default GPUPool: the one annotated tensor-fusion.ai/is-default-pool: "true", else the
- * configured one. Returns the pool object (owned) or NULL, and its name in NAME. */
-static json_object *default_pool(struct tf_webhook *wh, const char **name)
-{
-    json_object *all = wh->env.list_pools ? wh->env.list_pools(wh->env.arg) : NULL;
-    json_object *found = NULL;
-    for (size_t i = 0;
-         json_object_is_type(all, json_type_array) && i < json_object_array_length(all) && !found;
-         i++)
-        if (tf_pool_is_default(json_object_array_get_idx(all, i)))
-            found = json_object_get(json_object_array_get_idx(all, i));
-    json_object_put(all);
-    *name = found ? tf_json_str(found, "metadata", "name", NULL) : NULL;
-    if (found && *name)
-        return found;
-    json_object_put(found);
-    *name = wh->cfg.default_pool;
-    return wh->env.get_pool ? wh->env.get_pool(wh->env.arg, *name) : NULL;
-}
-
-/* The gang's size for a pod of spec S (upstream's resolveDesiredGangMembers): enabled-replicas,
- * the profile's replicas, else the controlling owner's spec.replicas / parallelism /
- * completions. */
-static bool gang_desired(struct tf_webhook *wh, const struct tf_spec *s, const struct tf_profile *p,
-                         json_object *pod, const char *ns, int32_t *desired)
-{
-    if (s->has_enabled_replicas) {
-        *desired = s->enabled_replicas;
-        return true;
-    }
-    if (p && p->replicas_set) {
-        *desired = p->replicas;
-        return true;
-    }
-    json_object *refs = tf_json_path(pod, "metadata", "ownerReferences", NULL);
-    for (size_t i = 0; wh->env.get_owner && refs && i < json_object_array_length(refs); i++) {
-        json_object *r = json_object_array_get_idx(refs, i);
-        json_object *ctl = tf_json_path(r, "controller", NULL);
-        const char *kind = tf_json_str(r, "kind", NULL), *name = tf_json_str(r, "name", NULL);
-        if (!ctl || !json_object_get_boolean(ctl) || !kind || !name)
-            continue;
-        json_object *o = wh->env.get_owner(wh->env.arg, ns, kind, name);
-        static const char *const fields[] = {"replicas", "parallelism", "completions"};
-        bool known = false;
-        for (size_t f = 0; o && !known && f < 3; f++) {
-            json_object *v = tf_json_path(o, "spec", fields[f], NULL);
-            if (v && json_object_is_type(v, json_type_int)) {
-                int64_t x = json_object_get_int64(v);
-                *desired = x < 0 ? 0 : x > INT32_MAX ? INT32_MAX : (int32_t)x;
-                known = true;
-            }
-        }
-        json_object_put(o);
-        return known;
-    }
-    return false;
-}
-
-/* Writes the gang's normalised keys and its size onto ANN (deny on a bad size). */
-static bool gang_annotations(struct tf_webhook *wh, const struct tf_spec *s,
-                             const struct tf_profile *p, json_object *pod, const char *ns,
-                             const char *wname, json_object *ann, struct tf_webhook_result *out)
-{
-    int32_t desired = 0, required = 0;
-    bool known = gang_desired(wh, s, p, pod, ns, &desired);
-    char err[256], buf[320];
-    if (tf_gang_quorum(s->gang_min_members, desired, known, &desired, &required, err,
-                       sizeof(err))) {
-        snprintf(out->message, sizeof(out->message), "%s", err);
-        out->allowed = false;
-        out->code = 400;
-        return false;
-    }
-    set_str(ann, TF_ANN_GANG_ENABLED, "true");
-    if (s->gang_min_members) {
-        snprintf(buf, sizeof(buf), "%d", s->gang_min_members);
-        set_str(ann, TF_ANN_GANG_MIN_MEMBERS, buf);
-    }
-    if (s->gang_timeout_ms) {
-        snprintf(buf, sizeof(buf), "%lldms", (long long)s->gang_timeout_ms);
-        set_str(ann, TF_ANN_GANG_TIMEOUT, buf);
-    }
-    snprintf(buf, sizeof(buf), "%d", desired);
-    set_str(ann, TF_ANN_GANG_DESIRED_MEMBERS, buf);
-    snprintf(buf, sizeof(buf), "%d", required);
-    set_str(ann, TF_ANN_GANG_REQUIRED_MEMBERS, buf);
-    snprintf(buf, sizeof(buf), "%s/%s", ns, wname);
-    set_str(ann, TF_ANN_GANG_GROUP_KEY, buf);
-    return true;
 }
 
 /* "Kind/name" of the pod's controlling owner, following a ReplicaSet up to its Deployment. */
@@ -960,8 +850,8 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
     pd.nnative = nnative;
     if (!enabled) {
         if (!wh->cfg.auto_migration.enable ||
-            !has_native_gpus(pod, native ? native : tf_native_resources_default,
-                             native ? nnative : 2)) {
+            !tf__wh_has_native_gpus(pod, native ? native : tf_native_resources_default,
+                                    native ? nnative : 2)) {
             tf_defaults_native_free(native, nnative);
             return;
         }
@@ -1006,7 +896,7 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
     if (pool)
         pool_obj = wh->env.get_pool ? wh->env.get_pool(wh->env.arg, pool) : NULL;
     else
-        pool_obj = default_pool(wh, &pool);
+        pool_obj = tf__wh_default_pool(wh, &pool);
     if (!pool_obj) {
         deny(out, 400, "%s: GPUPool \"%s\" does not exist", TF_ANN_GPUPOOL, pool);
         goto done;
@@ -1093,7 +983,8 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
                 json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN));
         json_object_put(m);
     }
-    if (s.gang && !gang_annotations(wh, &s, have_prof ? &prof : NULL, pod, ns, wname, ann, out))
+    if (s.gang &&
+        !tf__wh_gang_annotations(wh, &s, have_prof ? &prof : NULL, pod, ns, wname, ann, out))
         goto done;
     set_str(spec, "schedulerName", TF_SCHEDULER_NAME);
     qos_priority(wh, s.qos, spec, out);
