@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * libFuzzer target: whole manifests as `tfctl spec` reads them: YAML/JSON documents through
- * tf_manifest_parse, WorkloadProfiles through tf_profile_parse, every other document through
- * tf_spec_parse_object (with the first profile merged), then tf_spec_to_json. Nothing may
- * crash or leak; errors must leave the outputs empty.
+ * tf_manifest_parse, WorkloadProfiles through tf_profile_parse, the cluster objects (every
+ * document as a GPUPool, a GPUResourceQuota and, all together, as ProviderConfigs) through
+ * core/defaults.h, every other document through tf_spec_parse_object (with the first profile
+ * and those defaults merged), then tf_spec_to_json. Nothing may crash or leak; errors must
+ * leave the outputs empty.
  */
 #include "common/yamljson.h"
+#include "core/defaults.h"
 #include "core/spec.h"
 
 #include <stdint.h>
@@ -30,11 +33,27 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         else if (prof.name || prof.warnings)
             abort();
     }
+    struct tf_pool_defaults pd;
+    memset(&pd, 0, sizeof(pd));
+    struct tf_native_resource *native = NULL;
+    size_t nnative = 0;
+    if (tf_defaults_native(docs, &native, &nnative) == 0) {
+        pd.native = native;
+        pd.nnative = nnative;
+    }
+    for (size_t i = 0; i < n; i++) {
+        json_object *d = json_object_array_get_idx(docs, i);
+        (void)tf_pool_is_default(d);
+        tf_defaults_from_pool(d, &pd);
+        struct tf_pool_defaults q = pd;
+        if (tf_defaults_from_quota(d, &q, err, sizeof(err)) == 0)
+            pd = q;
+    }
     for (size_t i = 0; i < n; i++) {
         json_object *d = json_object_array_get_idx(docs, i);
         struct tf_spec s;
         (void)tf_spec_pod_template(d);
-        if (tf_spec_parse_object(d, have_prof ? &prof : NULL, NULL, &s, err, sizeof(err)) == 0) {
+        if (tf_spec_parse_object(d, have_prof ? &prof : NULL, &pd, &s, err, sizeof(err)) == 0) {
             json_object *j = tf_spec_to_json(&s);
             if (!j || !json_object_to_json_string(j))
                 abort();
@@ -52,6 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     if (have_prof)
         tf_profile_free(&prof);
+    tf_defaults_native_free(native, nnative);
     json_object_put(docs);
     return 0;
 }

@@ -3,12 +3,15 @@
  * `tfctl spec -f FILE [--profile PROFILE.yaml] [-o json|yaml|table]`: prints the normalised
  * workload spec of every pod template in FILE (Pod, Deployment, StatefulSet, ReplicaSet, Job,
  * DaemonSet, CronJob, PodTemplate; multi-document YAML or JSON). The JSON form is the stable
- * contract of docs/spec.md. Invalid input: exit 2, the reason on stderr, nothing on stdout
- * (everything is parsed before anything is printed).
+ * contract of docs/spec.md. GPUPool, GPUResourceQuota and ProviderConfig documents in the files
+ * stand for the cluster's: their defaults apply as the webhook would apply them. Invalid input:
+ * exit 2, the reason on stderr, nothing on stdout (everything is parsed before anything is
+ * printed).
  */
 #include "cli/cmds.h"
 #include "common/err.h"
 #include "common/yamljson.h"
+#include "core/defaults.h"
 #include "core/quantity.h"
 #include "core/spec.h"
 
@@ -33,7 +36,9 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tfctl spec -f FILE [-f FILE...] [--profile PROFILE.yaml] "
                "[-o json|yaml|table]\n"
-               "  -f, --filename FILE   manifest(s) to read (YAML or JSON, '-' for stdin)\n"
+               "  -f, --filename FILE   manifest(s) to read (YAML or JSON, '-' for stdin); their\n"
+               "                        GPUPool, GPUResourceQuota and ProviderConfig documents\n"
+               "                        stand for the cluster's\n"
                "  -p, --profile FILE    WorkloadProfile(s) to merge (annotation > profile)\n"
                "  -o, --output FORMAT   table (default), json (stable contract) or yaml\n");
 }
@@ -319,6 +324,68 @@ static void print_json(FILE *f, const char *s)
     fputc('\n', f);
 }
 
+/* ---- cluster objects ----------------------------------------------------------------------- */
+
+/* GPUPool, GPUResourceQuota and ProviderConfig documents of the -f files: what the webhook
+ * would read from the cluster (core/defaults.h). Arrays of borrowed documents. */
+struct cluster_objs {
+    json_object *pools, *quotas, *providers;
+    struct tf_native_resource *native;
+    size_t nnative;
+};
+
+static bool cluster_kind(struct cluster_objs *co, json_object *doc, const char *kind)
+{
+    json_object *arr = !kind                               ? NULL
+                       : !strcmp(kind, "GPUPool")          ? co->pools
+                       : !strcmp(kind, "GPUResourceQuota") ? co->quotas
+                       : !strcmp(kind, "ProviderConfig")   ? co->providers
+                                                           : NULL;
+    if (arr)
+        json_object_array_add(arr, json_object_get(doc));
+    return arr != NULL;
+}
+
+static json_object *named(json_object *arr, const char *name)
+{
+    for (size_t i = 0; name && i < json_object_array_length(arr); i++) {
+        const char *n = tf_json_str(json_object_array_get_idx(arr, i), "metadata", "name", NULL);
+        if (n && !strcmp(n, name))
+            return json_object_array_get_idx(arr, i);
+    }
+    return NULL;
+}
+
+/* The defaults DOC's pod gets from the cluster objects, as the webhook resolves them. */
+static int cluster_defaults(const struct cluster_objs *co, json_object *doc,
+                            const struct tf_profile *prof, struct tf_pool_defaults *pd, char *err,
+                            size_t errlen)
+{
+    memset(pd, 0, sizeof(*pd));
+    pd->native = co->native;
+    pd->nnative = co->nnative;
+    json_object *tmpl = tf_spec_pod_template(doc);
+    const char *pname = tf_json_str(tmpl, "metadata", "annotations", TF_ANN_GPUPOOL, NULL);
+    if (!pname && prof)
+        pname = prof->pool;
+    json_object *pool = named(co->pools, pname);
+    for (size_t i = 0; !pname && !pool && i < json_object_array_length(co->pools); i++)
+        if (tf_pool_is_default(json_object_array_get_idx(co->pools, i)))
+            pool = json_object_array_get_idx(co->pools, i);
+    if (pool)
+        tf_defaults_from_pool(pool, pd);
+    const char *ns = tf_json_str(doc, "metadata", "namespace", NULL);
+    if (!ns)
+        ns = tf_json_str(tmpl, "metadata", "namespace", NULL);
+    for (size_t i = 0; i < json_object_array_length(co->quotas); i++) {
+        json_object *q = json_object_array_get_idx(co->quotas, i);
+        const char *qns = tf_json_str(q, "metadata", "namespace", NULL);
+        if (strcmp(qns ? qns : "default", ns ? ns : "default") == 0)
+            return tf_defaults_from_quota(q, pd, err, errlen);
+    }
+    return 0;
+}
+
 /* ---- the command --------------------------------------------------------------------------- */
 
 int tf_cmd_spec(int argc, char **argv)
@@ -378,6 +445,8 @@ int tf_cmd_spec(int argc, char **argv)
     int ret = 2;
     json_object *pdocs[MAX_FILES] = {0}, *fdocs[MAX_FILES] = {0};
     struct profiles ps = {0};
+    struct cluster_objs co = {json_object_new_array(), json_object_new_array(),
+                              json_object_new_array(), NULL, 0};
     struct tf_spec *specs = NULL;
     size_t nspecs = 0;
 
@@ -407,13 +476,19 @@ int tf_cmd_spec(int argc, char **argv)
             const char *kind = kind_of(doc);
             if (kind && !strcmp(kind, "WorkloadProfile") && add_profile(&ps, doc, files[i], d))
                 goto out;
+            cluster_kind(&co, doc, kind);
         }
+    }
+    if (tf_defaults_native(co.providers, &co.native, &co.nnative)) {
+        ret = 1;
+        goto out;
     }
     for (size_t i = 0; i < nfiles; i++) {
         for (size_t d = 0; d < json_object_array_length(fdocs[i]); d++) {
             json_object *doc = json_object_array_get_idx(fdocs[i], d);
             const char *kind = kind_of(doc);
-            if (kind && !strcmp(kind, "WorkloadProfile"))
+            if (kind && (!strcmp(kind, "WorkloadProfile") || !strcmp(kind, "GPUPool") ||
+                         !strcmp(kind, "GPUResourceQuota") || !strcmp(kind, "ProviderConfig")))
                 continue;
             if (!tf_spec_kind_supported(doc)) {
                 fprintf(stderr,
@@ -431,7 +506,10 @@ int tf_cmd_spec(int argc, char **argv)
             const char *missing;
             const struct tf_profile *prof = pick_profile(&ps, doc, &missing);
             char err[512];
-            int rc = tf_spec_parse_object(doc, prof, NULL, &specs[nspecs], err, sizeof(err));
+            struct tf_pool_defaults pd;
+            int rc = cluster_defaults(&co, doc, prof, &pd, err, sizeof(err));
+            if (!rc)
+                rc = tf_spec_parse_object(doc, prof, &pd, &specs[nspecs], err, sizeof(err));
             if (rc) {
                 const char *name = tf_json_str(doc, "metadata", "name", NULL);
                 fprintf(stderr, "tfctl spec: %s: %s/%s: %s\n", files[i], kind ? kind : "?",
@@ -492,6 +570,10 @@ out:
     for (size_t i = 0; i < ps.n; i++)
         tf_profile_free(&ps.v[i]);
     free(ps.v);
+    json_object_put(co.pools);
+    json_object_put(co.quotas);
+    json_object_put(co.providers);
+    tf_defaults_native_free(co.native, co.nnative);
     for (size_t i = 0; i < MAX_FILES; i++) {
         json_object_put(pdocs[i]);
         json_object_put(fdocs[i]);

@@ -29,7 +29,8 @@ struct ctl {
     struct tf_k8s_client *c;
     const struct tf_controller_opts *o;
     struct tf_informer *pods, *namespaces, *profiles, *pools, *replicasets, *clusters, *gpus,
-        *gpunodes, *workloads, *connections, *quotas, *templates, *nodes, *pdbs, *priorities;
+        *gpunodes, *workloads, *connections, *quotas, *templates, *nodes, *pdbs, *priorities,
+        *providers;
     struct tf_extender *ext;
     struct tf_efficiency *eff;
     struct tf_informer_handlers ext_inventory; /* chained behind the pool informer's handlers */
@@ -88,7 +89,52 @@ static json_object *env_owner(void *arg, const char *ns, const char *kind, const
     if (strcmp(kind, "ReplicaSet") == 0) {
         return cached_or_live(x, x->replicasets, &tf_k8s_replicasets, ns, name);
     }
-    return NULL;
+    /* A gang's size: StatefulSet replicas, Job parallelism (no informer: read live). */
+    const struct tf_k8s_resource *res = !strcmp(kind, "StatefulSet") ? &tf_k8s_statefulsets
+                                        : !strcmp(kind, "Job")       ? &tf_k8s_jobs
+                                                                     : NULL;
+    json_object *o = NULL;
+    char err[256];
+    if (res && tf_k8s_get(x->c, res, ns, name, &o, err, sizeof(err)) != 0)
+        o = NULL;
+    return o;
+}
+
+struct collect {
+    const char *ns; /* NULL: every object */
+    json_object *arr;
+};
+
+static int collect_one(json_object *obj, void *arg)
+{
+    struct collect *cl = arg;
+    const char *ns = tf_json_str(obj, "metadata", "namespace", NULL);
+    if (!cl->ns || (ns && strcmp(ns, cl->ns) == 0))
+        json_object_array_add(cl->arr, json_object_get(obj));
+    return 0;
+}
+
+static json_object *collect(struct tf_informer *inf, const char *ns)
+{
+    struct collect cl = {ns, json_object_new_array()};
+    if (inf)
+        tf_informer_foreach(inf, collect_one, &cl);
+    return cl.arr;
+}
+
+static json_object *env_list_pools(void *arg)
+{
+    return collect(((struct ctl *)arg)->pools, NULL);
+}
+
+static json_object *env_list_quotas(void *arg, const char *ns)
+{
+    return collect(((struct ctl *)arg)->quotas, ns);
+}
+
+static json_object *env_list_providers(void *arg)
+{
+    return collect(((struct ctl *)arg)->providers, NULL);
 }
 
 struct owner_count {
@@ -538,14 +584,24 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     x.workloads = informer(&x, &tf_k8s_tfworkloads);
     x.connections = informer(&x, &tf_k8s_tfconnections);
     x.quotas = informer_h(&x, &tf_k8s_gpuresourcequotas, &ih);
+    x.providers = informer(&x, &tf_k8s_providerconfigs);
     struct tf_extender_sources es = {x.pods, x.gpus, x.pools, x.templates, x.quotas};
     tf_extender_set_sources(x.ext, &es);
     struct tf_efficiency_sources efs = {x.pods,      x.nodes, x.gpunodes,  x.gpus,    x.pools,
                                         x.templates, x.pdbs,  x.workloads, x.profiles};
     tf_efficiency_set_sources(x.eff, &efs);
-    struct tf_webhook_env env = {env_profile, env_namespace, env_pool,
-                                 env_owner,   env_count,     env_ensure_workload,
-                                 &x,          env_event,     env_priority_class};
+    struct tf_webhook_env env = {env_profile,
+                                 env_namespace,
+                                 env_pool,
+                                 env_owner,
+                                 env_count,
+                                 env_ensure_workload,
+                                 &x,
+                                 env_event,
+                                 env_priority_class,
+                                 env_list_pools,
+                                 env_list_quotas,
+                                 env_list_providers};
     if ((rc = tf_webhook_init(&x.wh, &wc, &env)))
         goto out;
     x.wh_ready = true;
@@ -599,6 +655,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
         if (tf_leader_is_leader(x.leader) && x.rec) {
             tf_reconcile_once(x.rec);
             tf_efficiency_once(x.eff);
+            tf_extender_gang_expire(x.ext); /* gang waits past their timeout */
         }
         for (int t = 0; t < resync && !atomic_load(stop); t += 50)
             sleep_ms(50);
@@ -608,9 +665,10 @@ out:
     tf_https_destroy(x.https);
     tf_https_destroy(x.http);
     tf_reconciler_destroy(x.rec);
-    struct tf_informer *all[] = {x.pods,     x.namespaces, x.profiles, x.pools,     x.replicasets,
-                                 x.clusters, x.gpus,       x.gpunodes, x.workloads, x.connections,
-                                 x.quotas,   x.templates,  x.nodes,    x.pdbs,      x.priorities};
+    struct tf_informer *all[] = {x.pods,        x.namespaces,  x.profiles,   x.pools,
+                                 x.replicasets, x.clusters,    x.gpus,       x.gpunodes,
+                                 x.workloads,   x.connections, x.quotas,     x.templates,
+                                 x.nodes,       x.pdbs,        x.priorities, x.providers};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         tf_informer_destroy(all[i]);
     tf_efficiency_destroy(x.eff);

@@ -36,7 +36,8 @@ struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default
     x->ledger = tf__ledger_new();
     x->gpus = tf__gpus_new();
     atomic_init(&x->dirty, true);
-    if (!x->default_pool || !x->inflight || !x->preempting || !x->ledger || !x->gpus) {
+    x->gangs = tf__ext_gangs_new(x);
+    if (!x->default_pool || !x->inflight || !x->preempting || !x->ledger || !x->gpus || !x->gangs) {
         tf_extender_destroy(x);
         return NULL;
     }
@@ -65,6 +66,7 @@ void tf_extender_destroy(struct tf_extender *x)
         json_object_put(x->loaded[i]);
     pthread_rwlock_destroy(&x->lock);
     pthread_mutex_destroy(&x->inflight_lock);
+    tf_ext_gangs_destroy(x->gangs);
     pthread_mutex_destroy(&x->index_lock);
     pthread_mutex_destroy(&x->scratch_lock);
     for (int i = 0; i < 4; i++)
@@ -448,6 +450,7 @@ static void on_pod_delete(json_object *pod, void *arg)
     if (ns && name)
         tf__ledger_del(x->ledger, ns, name);
     tf__ext_release_pod(x, pod);
+    tf_ext_gangs_forget(x->gangs, pod);
 }
 
 static void on_inventory_add(json_object *o, void *arg)

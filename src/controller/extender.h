@@ -59,6 +59,15 @@ void tf_extender_destroy(struct tf_extender *x);
 struct tf_informer_handlers tf_extender_pod_handlers(struct tf_extender *x);
 struct tf_informer_handlers tf_extender_gpu_handlers(struct tf_extender *x);
 struct tf_informer_handlers tf_extender_inventory_handlers(struct tf_extender *x);
+/* Gang scheduling (core/gang.h): a bound pod of a gang (tensor-fusion.ai/gang-group-key and
+ * gang-required-members, written by the webhook) keeps its reserved GPUs without being bound
+ * (the bind fails with "waiting for gang", kube-scheduler retries) until the group's quorum
+ * holds GPUs; then every waiting member is annotated and bound, none before. A group whose
+ * members waited longer than its gang-timeout has their reservations released (and is refused
+ * for TF_GANG_BACKOFF_MS): tf_extender_gang_expire, called on every bind and periodically by
+ * the controller. Thread-safe. */
+void tf_extender_gang_expire(struct tf_extender *x);
+
 /* Forces a rebuild on the next request (e.g. after winning the leader election). */
 void tf_extender_invalidate(struct tf_extender *x);
 

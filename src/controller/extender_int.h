@@ -13,6 +13,7 @@
 #define TF_CONTROLLER_EXTENDER_INT_H
 
 #include "controller/extender.h"
+#include "controller/extender_gang.h"
 
 #include "controller/podreq.h"
 #include "core/alloc.h"
@@ -42,7 +43,7 @@ struct tf_extender {
     pthread_mutex_t index_lock;   /* serialises index calls (under the read lock) */
     atomic_bool dirty;
     pthread_mutex_t inflight_lock; /* guards inflight */
-    json_object *inflight;         /* "ns/name" -> {"node": n, "ids": i, "pod": p, "at": s}:
+    json_object *inflight;         /* "ns/name" -> {"node", "ids", "pod", "at", "anns"}:
                                       reserved by a bind, not yet seen with gpu-ids in the pod
                                       cache (guarded by inflight_lock, as the next three) */
     double sweep_next;             /* when unconfirmed binds are checked again */
@@ -52,6 +53,7 @@ struct tf_extender {
                                       for that pod (guarded by inflight_lock) */
     struct tf__ledger *ledger;     /* the pods holding GPUs per the API (own lock) */
     struct tf__gpus *gpus;         /* the GPUs per the API (own lock) */
+    struct tf_ext_gangs *gangs;    /* gang groups with members waiting (extender_gang.h) */
     pthread_mutex_t scratch_lock;  /* guards scratch: request buffers kept for the next one */
     struct {
         void *p;
@@ -168,5 +170,7 @@ void tf__ext_scratch_put(struct tf_extender *x, void *p, size_t size);
 char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *status);
 char *tf__ext_prioritize(struct tf_extender *x, const char *body, size_t len, int *status);
 char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *status);
+/* The gang book over this extender's reservations and pod patches (extender_verbs.c). */
+struct tf_ext_gangs *tf__ext_gangs_new(struct tf_extender *x);
 
 #endif

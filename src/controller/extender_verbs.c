@@ -345,6 +345,44 @@ static void annotate(struct tf_extender *x, const char *ns, const char *name, js
     json_object_put(p);
 }
 
+/* ---- gang scheduling: a thin hook over extender_gang.h -------------------------------------- */
+
+/* The in-flight bind of MEMBER ("ns/name"), a new reference, or NULL. */
+static json_object *gang_inflight(void *arg, const char *member)
+{
+    struct tf_extender *x = arg;
+    json_object *e = NULL;
+    pthread_mutex_lock(&x->inflight_lock);
+    if (json_object_object_get_ex(x->inflight, member, &e))
+        json_object_get(e);
+    pthread_mutex_unlock(&x->inflight_lock);
+    return e;
+}
+
+static void gang_release(void *arg, json_object *pod)
+{
+    tf__ext_release_pod(arg, pod);
+}
+
+static int gang_annotate(void *arg, const char *ns, const char *name, json_object *anns, char *err,
+                         size_t errlen)
+{
+    int rc;
+    annotate(arg, ns, name, anns, false, err, errlen, &rc);
+    return rc;
+}
+
+struct tf_ext_gangs *tf__ext_gangs_new(struct tf_extender *x)
+{
+    struct tf_ext_gang_ops gops = {x, x->c, gang_inflight, gang_release, gang_annotate};
+    return tf_ext_gangs_new(&gops);
+}
+
+void tf_extender_gang_expire(struct tf_extender *x)
+{
+    tf_ext_gangs_expire(x->gangs);
+}
+
 char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *status)
 {
     struct tf_ext_binding ba;
@@ -355,6 +393,7 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
     }
     char *out = NULL;
     json_object *anns = NULL, *pending = NULL;
+    tf_extender_gang_expire(x);
     json_object *pod = get_pod(x, ba.pod_namespace, ba.pod_name);
     struct req_buf b;
     int rc = 0;
@@ -391,6 +430,7 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
             json_object_object_add(e, "ids", json_object_new_string(ids));
             json_object_object_add(e, "pod", json_object_get(pod));
             json_object_object_add(e, "at", json_object_new_double(tf__ext_now()));
+            json_object_object_add(e, "anns", json_object_get(anns));
             pthread_mutex_lock(&x->inflight_lock);
             json_object_object_add(x->inflight, key, e);
             pending = json_object_get(e); /* marked done once the Binding is in */
@@ -403,6 +443,8 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
             out = tf_ext_encode_binding_result(msg);
             goto out;
         }
+        if (b.pr.gang && (out = tf_ext_gangs_bind(x->gangs, &b.pr, pod, ba.node)))
+            goto out; /* waiting for the rest of the gang, or refused */
         annotate(x, b.pr.ns, b.pr.name, anns, false, err, sizeof(err), &rc);
         if (rc) {
             snprintf(msg, sizeof(msg), "cannot record GPU allocation on pod: %s", err);

@@ -9,6 +9,7 @@
 #include "common/yamljson.h"
 #include "core/spec.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 _Static_assert(sizeof(((struct tf_podreq *)0)->gpu_ids_key[0]) >= TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX,
@@ -92,6 +93,18 @@ int tf_podreq_from_pod(json_object *pod, struct tf_podreq *out, char *err, size_
         out->ngpu_containers++;
     }
     out->split = tf_spec_split(&s);
+    const char *gkey = tf_json_str(pod, "metadata", "annotations", TF_ANN_GANG_GROUP_KEY, NULL);
+    const char *greq =
+        tf_json_str(pod, "metadata", "annotations", TF_ANN_GANG_REQUIRED_MEMBERS, NULL);
+    char *end = NULL;
+    long long required = greq ? strtoll(greq, &end, 10) : 0;
+    if (s.gang && gkey && greq && end != greq && *end == '\0' &&
+        strlen(gkey) < sizeof(out->gang_key) && required >= 2 && required <= INT32_MAX) {
+        out->gang = true;
+        out->gang_required = (int32_t)required;
+        out->gang_timeout_ms = s.gang_timeout_ms;
+        tf_strlcpy(out->gang_key, gkey, sizeof(out->gang_key));
+    }
     if (s.ncontainers > 1 && sum == s.gpu_count && s.ncontainers <= TF_PODREQ_MAX_CONTAINERS) {
         for (size_t i = 0; i < s.ncontainers; i++) {
             tf_strlcpy(out->containers[i].name, s.containers[i].name,

@@ -48,6 +48,12 @@ struct tf_podreq {
      * tensor-fusion.ai/gpu-ids-<container> annotation, keyed as in gpu_ids_key. */
     bool split;
     char gpu_ids_key[TF_PODREQ_MAX_CONTAINERS][96];
+    /* Gang scheduling, as the webhook stamped it: on only with a group key and a quorum of 2
+     * or more (tensor-fusion.ai/gang-group-key, gang-required-members). */
+    bool gang;
+    int32_t gang_required;
+    int64_t gang_timeout_ms; /* 0 = wait indefinitely */
+    char gang_key[320];
 };
 
 /* Reads POD. Returns 0 with OUT->managed false for pods TensorFusion does not manage, 0 with

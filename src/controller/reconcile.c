@@ -10,6 +10,7 @@
 #include "common/yamljson.h"
 #include "controller/base64.h"
 #include "controller/webhook.h"
+#include "core/defaults.h"
 #include "core/quantity.h"
 
 #include <stdarg.h>
@@ -357,6 +358,20 @@ static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
     }
 }
 
+/* The GPUPool of cluster CNAME's pool ENAME: "<cluster>-<pool>" as upstream names it, unless
+ * a pool named ENAME of that cluster already exists (made by an earlier release: it is kept). */
+static void pool_name(struct tf_reconciler *r, const char *cname, const char *ename, char *out,
+                      size_t len)
+{
+    json_object *legacy = tf_informer_get(r->src.pools, NULL, ename);
+    const char *owner = tf_json_str(legacy, "metadata", "labels", "tensor-fusion.ai/cluster", NULL);
+    if (owner && !strcmp(owner, cname))
+        snprintf(out, len, "%s", ename);
+    else
+        snprintf(out, len, "%s-%s", cname, ename);
+    json_object_put(legacy);
+}
+
 static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
 {
     /* Cluster -> pools. */
@@ -369,10 +384,13 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
         int total_gpus = 0, npools = 0;
         for (size_t j = 0; gp && json_object_array_length(gp) > j; j++) {
             json_object *entry = json_object_array_get_idx(gp, j);
-            const char *pname = tf_json_str(entry, "name", NULL);
-            if (!pname)
+            const char *ename = tf_json_str(entry, "name", NULL);
+            if (!ename)
                 continue;
-            npools++;
+            char pname[254];
+            pool_name(r, cname, ename, pname, sizeof(pname));
+            json_object *isdef = tf_json_path(entry, "isDefault", NULL);
+            bool is_default = isdef && json_object_get_boolean(isdef);
             json_object *tpl = tf_json_path(entry, "specTemplate", NULL);
             json_object *want = NULL;
             if (tpl)
@@ -390,7 +408,15 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
                 json_object_object_add(meta, "name", json_object_new_string(pname));
                 json_object_object_add(labels, "tensor-fusion.ai/cluster",
                                        json_object_new_string(cname));
+                json_object_object_add(labels, "tensor-fusion.ai/managed-by",
+                                       json_object_new_string(cname));
                 json_object_object_add(meta, "labels", labels);
+                if (is_default) {
+                    json_object *ann = json_object_new_object();
+                    json_object_object_add(ann, TF_ANN_DEFAULT_POOL,
+                                           json_object_new_string("true"));
+                    json_object_object_add(meta, "annotations", ann);
+                }
                 json_object_object_add(obj, "metadata", meta);
                 json_object_object_add(obj, "spec", json_object_get(want));
                 if (tf_k8s_create(r->c, &tf_k8s_gpupools, NULL, obj, NULL, err, sizeof(err)) == 0) {
@@ -412,6 +438,21 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
                 } else {
                     tf_log(TF_LOG_WARN, "reconcile", "cannot update GPUPool %s: %s", pname, err);
                 }
+            }
+            if (pool && is_default != tf_pool_is_default(pool)) {
+                /* The cluster's isDefault is the pool's is-default-pool annotation. */
+                json_object *p = json_object_new_object(), *m = json_object_new_object(),
+                            *ann = json_object_new_object();
+                json_object_object_add(ann, TF_ANN_DEFAULT_POOL,
+                                       is_default ? json_object_new_string("true") : NULL);
+                json_object_object_add(m, "annotations", ann);
+                json_object_object_add(p, "metadata", m);
+                if (tf_k8s_merge_patch(r->c, &tf_k8s_gpupools, NULL, pname, NULL, p, NULL, err,
+                                       sizeof(err)) == 0)
+                    r->writes++;
+                else
+                    tf_log(TF_LOG_WARN, "reconcile", "cannot annotate GPUPool %s: %s", pname, err);
+                json_object_put(p);
             }
             json_object_put(pool);
             json_object_put(want);

@@ -11,8 +11,10 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "controller/jsonpatch.h"
-#include "core/selector.h"
+#include "controller/webhook_int.h"
+#include "core/defaults.h"
 #include "core/quantity.h"
+#include "core/selector.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -381,14 +383,17 @@ static void set_limit(json_object *c, const char *res, int n)
     set_str(child_obj(r, "requests"), res, v);
 }
 
-static void drop_native_gpu(json_object *c)
+/* Removes the native GPU resources (nvidia.com/gpu, ...) container CT takes over. */
+static void drop_native_gpu(json_object *c, const struct tf_spec_container *ct)
 {
     json_object *r = tf_json_path(c, "resources", NULL);
     json_object *lim = tf_json_path(r, "limits", NULL), *req = tf_json_path(r, "requests", NULL);
-    if (lim)
-        json_object_object_del(lim, TF_RES_NVIDIA_GPU);
-    if (req)
-        json_object_object_del(req, TF_RES_NVIDIA_GPU);
+    for (size_t i = 0; i < ct->nnative_names; i++) {
+        if (lim)
+            json_object_object_del(lim, ct->native_names[i]);
+        if (req)
+            json_object_object_del(req, ct->native_names[i]);
+    }
 }
 
 /* ---- spec resolution ---------------------------------------------------------------------- */
@@ -420,37 +425,6 @@ static void res_annotations(json_object *ann, const struct tf_spec_res *r, const
         tf_quantity_format_bytes(r->vram_bytes, buf, sizeof(buf));
         set_str(ann, vram, buf);
     }
-}
-
-static void pool_defaults_from(json_object *pool, struct tf_pool_defaults *d)
-{
-    const char *qos = tf_json_str(pool, "spec", "qosConfig", "defaultQoS", NULL);
-    if (qos)
-        tf_qos_parse(qos, &d->qos);
-    const char *iso = tf_json_str(pool, "spec", "nodeManagerConfig", "defaultIsolationMode", NULL);
-    if (iso)
-        tf_isolation_parse(iso, &d->isolation);
-    json_object *local = tf_json_path(pool, "spec", "defaultUsingLocalGPU", NULL);
-    if (local && json_object_is_type(local, json_type_boolean)) {
-        d->is_local_gpu_set = true;
-        d->is_local_gpu = json_object_get_boolean(local);
-    }
-}
-
-static bool has_native_gpus(json_object *pod)
-{
-    json_object *cs = tf_json_path(pod, "spec", "containers", NULL);
-    for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
-        json_object *c = json_object_array_get_idx(cs, i);
-        json_object *lim = tf_json_path(c, "resources", "limits", NULL);
-        json_object *v = NULL;
-        if (lim && json_object_object_get_ex(lim, TF_RES_NVIDIA_GPU, &v)) {
-            const char *s = json_object_get_string(v);
-            if (s && strcmp(s, "0") != 0)
-                return true;
-        }
-    }
-    return false;
 }
 
 /* "Kind/name" of the pod's controlling owner, following a ReplicaSet up to its Deployment. */
@@ -862,14 +836,32 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
     bool enabled = label && strcmp(label, "true") == 0;
     struct tf_pool_defaults pd;
     memset(&pd, 0, sizeof(pd));
+    /* The ProviderConfigs' native GPU resources (default: NVIDIA's). */
+    json_object *providers = wh->env.list_providers ? wh->env.list_providers(wh->env.arg) : NULL;
+    struct tf_native_resource *native = NULL;
+    size_t nnative = 0;
+    if (tf_defaults_native(providers, &native, &nnative)) {
+        json_object_put(providers);
+        deny(out, 500, "out of memory");
+        return;
+    }
+    json_object_put(providers);
+    pd.native = native;
+    pd.nnative = nnative;
     if (!enabled) {
-        if (!wh->cfg.auto_migration.enable || !has_native_gpus(pod))
+        if (!wh->cfg.auto_migration.enable ||
+            !tf__wh_has_native_gpus(pod, native ? native : tf_native_resources_default,
+                                    native ? nnative : 2)) {
+            tf_defaults_native_free(native, nnative);
             return;
+        }
         json_object *nso = wh->env.get_namespace ? wh->env.get_namespace(wh->env.arg, ns) : NULL;
         bool in = tf_automigration_in_scope(&wh->cfg.auto_migration, ns, nso, pod);
         json_object_put(nso);
-        if (!in)
+        if (!in) {
+            tf_defaults_native_free(native, nnative);
             return;
+        }
         pd.auto_migration = true;
     }
 
@@ -878,7 +870,7 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
     bool have_prof = false;
     struct tf_spec s;
     tf_spec_init(&s);
-    json_object *mut = NULL, *pool_obj = NULL;
+    json_object *mut = NULL, *pool_obj = NULL, *quotas = NULL;
     const char *prof_name =
         tf_json_str(pod, "metadata", "annotations", TF_ANN_WORKLOAD_PROFILE, NULL);
     memset(&prof, 0, sizeof(prof));
@@ -901,15 +893,23 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
     const char *pool = tf_json_str(pod, "metadata", "annotations", TF_ANN_GPUPOOL, NULL);
     if (!pool && have_prof && prof.pool)
         pool = prof.pool;
-    if (!pool)
-        pool = wh->cfg.default_pool;
-    pool_obj = wh->env.get_pool ? wh->env.get_pool(wh->env.arg, pool) : NULL;
+    if (pool)
+        pool_obj = wh->env.get_pool ? wh->env.get_pool(wh->env.arg, pool) : NULL;
+    else
+        pool_obj = tf__wh_default_pool(wh, &pool);
     if (!pool_obj) {
         deny(out, 400, "%s: GPUPool \"%s\" does not exist", TF_ANN_GPUPOOL, pool);
         goto done;
     }
+    tf_defaults_from_pool(pool_obj, &pd);
     pd.pool_name = pool;
-    pool_defaults_from(pool_obj, &pd);
+    /* The namespace's first GPUResourceQuota fills the defaults (upstream's order). */
+    quotas = wh->env.list_quotas ? wh->env.list_quotas(wh->env.arg, ns) : NULL;
+    if (json_object_is_type(quotas, json_type_array) && json_object_array_length(quotas) &&
+        tf_defaults_from_quota(json_object_array_get_idx(quotas, 0), &pd, err, sizeof(err))) {
+        deny(out, 400, "%s", err);
+        goto done;
+    }
     int rc = tf_spec_parse(pod, have_prof ? &prof : NULL, &pd, &s, err, sizeof(err));
     if (rc) {
         deny(out, rc == TF_ENOMEM ? 500 : 400, "%s", err);
@@ -919,13 +919,6 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
         warn(out, "%s", s.warnings[i]);
     if (!s.enabled)
         goto done;
-    if (s.isolation == TF_ISOLATION_SOFT && s.vendor && strcmp(s.vendor, "NVIDIA") != 0) {
-        deny(out, 400,
-             "%s: soft isolation needs a limiter and vendor %s has none; use hard or "
-             "shared",
-             TF_ANN_ISOLATION, s.vendor);
-        goto done;
-    }
     char owner[600] = "";
     bool has_owner = owner_key(wh, pod, ns, owner, sizeof(owner));
     if (s.has_enabled_replicas && has_owner) {
@@ -990,6 +983,9 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
                 json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN));
         json_object_put(m);
     }
+    if (s.gang &&
+        !tf__wh_gang_annotations(wh, &s, have_prof ? &prof : NULL, pod, ns, wname, ann, out))
+        goto done;
     set_str(spec, "schedulerName", TF_SCHEDULER_NAME);
     qos_priority(wh, s.qos, spec, out);
 
@@ -1001,7 +997,7 @@ void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req
         if (!c)
             continue;
         if (s.containers[i].migrated)
-            drop_native_gpu(c);
+            drop_native_gpu(c, &s.containers[i]);
         if (!remote && !hard_local)
             set_limit(c, TF_RESOURCE_VGPU, s.containers[i].gpu_count);
         if (!remote && !hard_local)
@@ -1044,7 +1040,9 @@ done:
     }
     json_object_put(mut);
     json_object_put(pool_obj);
+    json_object_put(quotas);
     tf_spec_free(&s);
+    tf_defaults_native_free(native, nnative);
     if (have_prof)
         tf_profile_free(&prof);
 }

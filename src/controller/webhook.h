@@ -12,7 +12,12 @@
  * normalised values back as annotations, labels the pod tensor-fusion.ai/component: client,
  * removes migrated nvidia.com/gpu limits, adds the device request, injects per mode and
  * creates/updates the TensorFusionWorkload (or joins the one the pod names). The answer is a
- * JSONPatch from the original pod to the mutated one. Invalid input is denied (allowed:
+ * JSONPatch from the original pod to the mutated one. The pod's spec gets, as upstream's
+ * webhook gives it, the defaults of its GPUPool (named, else the one annotated
+ * tensor-fusion.ai/is-default-pool, else the configured default), of its namespace's
+ * GPUResourceQuota and the ProviderConfigs' native GPU resources (core/defaults.h). Gang pods
+ * get their group's size and key (gang-desired-members, gang-required-members, gang-group-key)
+ * from the owner's replicas. Invalid input is denied (allowed:
  * false, code 400, the spec's message naming the key); internal failures are denied with
  * code 500 and a message; the handler itself never fails the HTTP request.
  *
@@ -83,6 +88,16 @@ struct tf_webhook_env {
     /* Optional: PriorityClass NAME (scheduling.k8s.io/v1), or NULL. Without it no pod gets
      * a QoS priority class. */
     json_object *(*get_priority_class)(void *arg, const char *name);
+    /* Optional: every GPUPool (a JSON array), for the one annotated
+     * tensor-fusion.ai/is-default-pool: "true"; without it, or without such a pool, the
+     * configured default_pool is the default. */
+    json_object *(*list_pools)(void *arg);
+    /* Optional: the GPUResourceQuotas of namespace NS (a JSON array); the first one's
+     * spec.single.defaultRequests/defaultLimits fill what the pod leaves unset. */
+    json_object *(*list_quotas)(void *arg, const char *ns);
+    /* Optional: every ProviderConfig (a JSON array): the native GPU resources taken over and
+     * their vendors; without it (or none) NVIDIA's nvidia.com/gpu and nvidia.com/mig-*. */
+    json_object *(*list_providers)(void *arg);
 };
 
 struct tf_automigration {

@@ -72,24 +72,52 @@ static bool name_eq(const char *a, const char *b)
     }
 }
 
+/* Upstream TensorFusion's model names (its public GPU info list: GPUModel_BoardSlotType) for
+ * the boards of the table, each naming the table entry it is. Form factors the table does not
+ * tell apart (A100 SXM and PCIe) name the same entry. */
+static const struct {
+    const char *upstream, *name;
+} aliases[] = {
+    {"A100_SXM_40G", "A100-40GB"}, {"A100_PCIe_40G", "A100-40GB"}, {"A100_PCIe_40GB", "A100-40GB"},
+    {"A100_SXM_80G", "A100-80GB"}, {"A100_PCIe_80G", "A100-80GB"}, {"A100_PCIe_80GB", "A100-80GB"},
+    {"A800_SXM_80G", "A800-80GB"}, {"A800_PCIe_80G", "A800-80GB"}, {"H100_SXM", "H100"},
+    {"H100_PCIe", "H100-PCIe"},    {"H800_SXM", "H800"},           {"B200_SXM", "B200"},
+    {"RTX_5090", "RTX5090"},
+};
+
+#define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
+
+/* The entry named NAME exactly (canonical name, upstream alias or NVML name), else NULL. */
+static const struct tf_gpu_model *find_exact(const char *name)
+{
+    for (size_t i = 0; i < NMODELS; i++)
+        if (name_eq(models[i].name, name))
+            return &models[i];
+    for (size_t i = 0; i < NALIASES; i++)
+        if (name_eq(aliases[i].upstream, name))
+            return find_exact(aliases[i].name);
+    for (size_t i = 0; i < NMODELS; i++)
+        if (name_eq(models[i].nvml_name, name))
+            return &models[i];
+    return NULL;
+}
+
 const struct tf_gpu_model *tf_gpu_model_find(const char *name)
 {
     if (!name)
         return NULL;
-    for (size_t i = 0; i < NMODELS; i++)
-        if (name_eq(models[i].name, name))
-            return &models[i];
-    for (size_t i = 0; i < NMODELS; i++)
+    const struct tf_gpu_model *m = find_exact(name);
+    for (size_t i = 0; !m && i < NMODELS; i++)
         if (name_eq(models[i].family, name))
-            return &models[i];
-    return NULL;
+            m = &models[i];
+    return m;
 }
 
 bool tf_gpu_model_matches(const struct tf_gpu_model *gpu, const char *requested)
 {
     if (!gpu || !requested)
         return false;
-    return name_eq(gpu->name, requested) || name_eq(gpu->family, requested);
+    return name_eq(gpu->family, requested) || find_exact(requested) == gpu;
 }
 
 /* Splits an NVML name into upper-case alphanumeric tokens, dropping vendor/brand words, and
@@ -178,8 +206,29 @@ int32_t tf_tflops_to_percent(int64_t milli, int64_t tflops_milli)
 
 const char *tf_vendor_canonical(const char *s)
 {
-    for (int i = 0; i < 13; i++)
+    if (s && tf_streq_ci(s, "MooreThreads"))
+        return "MThreads"; /* upstream TensorFusion's spelling */
+    for (int i = 0; s && i < 13; i++)
         if (tf_streq_ci(tf_vendors[i], s))
             return tf_vendors[i];
     return NULL;
+}
+
+/* Upstream TensorFusion's vendors (pkg/constants/vendors.go) beyond the seed's 13. */
+static const char *const more_vendors[] = {"Biren",   "THead", "PPU",     "KunlunXin",
+                                           "Horizon", "Moore", "Example", "Apple"};
+
+const char *tf_vendor_known(const char *s)
+{
+    const char *v = tf_vendor_canonical(s);
+    for (size_t i = 0; !v && s && i < sizeof(more_vendors) / sizeof(more_vendors[0]); i++)
+        if (tf_streq_ci(more_vendors[i], s))
+            v = more_vendors[i];
+    return v;
+}
+
+bool tf_vendor_soft_isolation(const char *vendor)
+{
+    const char *v = tf_vendor_known(vendor);
+    return !v || !strcmp(v, "NVIDIA") || !strcmp(v, "PPU");
 }

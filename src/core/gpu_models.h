@@ -31,12 +31,13 @@ struct tf_gpu_model {
 size_t tf_gpu_model_count(void);
 const struct tf_gpu_model *tf_gpu_model_at(size_t i);
 
-/* Exact (case-insensitive) canonical name or family; for a family, the first (smallest VRAM)
- * variant. NULL when unknown. */
+/* The entry NAME names (case, spaces, '-' and '_' ignored): its canonical name, upstream
+ * TensorFusion's model name ("A100_SXM_80G", "H100_SXM"), its NVML name ("NVIDIA A100-SXM4-80GB")
+ * or its family; for a family, the first (smallest VRAM) variant. NULL when unknown. */
 const struct tf_gpu_model *tf_gpu_model_find(const char *name);
 
-/* True when a GPU of model GPU satisfies a request for REQUESTED (canonical name or family,
- * case-insensitive). */
+/* True when a GPU of model GPU satisfies a request for REQUESTED: its family, or a name that
+ * tf_gpu_model_find resolves to GPU exactly. */
 bool tf_gpu_model_matches(const struct tf_gpu_model *gpu, const char *requested);
 
 /* Maps an NVML device name to a table entry; MEM_BYTES (0 if unknown) picks among memory
@@ -50,7 +51,15 @@ int32_t tf_tflops_to_percent(int64_t milli, int64_t tflops_milli);
 
 /* The 13 vendors of seed 001, canonical spelling. */
 extern const char *const tf_vendors[13];
-/* Canonical spelling of vendor S (case-insensitive), or NULL if S is not a known vendor. */
+/* Canonical spelling of vendor S among the 13 (case-insensitive; upstream's "MooreThreads" is
+ * "MThreads"), or NULL. */
 const char *tf_vendor_canonical(const char *s);
+/* Like tf_vendor_canonical, also knowing upstream TensorFusion's other vendors (PPU, Biren,
+ * THead, KunlunXin, Horizon, Moore, Example, Apple). NULL for a name nobody knows. */
+const char *tf_vendor_known(const char *s);
+/* True when soft isolation can be enforced on VENDOR's GPUs: our limiter interposes the CUDA
+ * driver API, so NVIDIA and the CUDA-compatible PPU; also a vendor nobody knows (upstream lets
+ * those through) or none. False for every other known vendor. */
+bool tf_vendor_soft_isolation(const char *vendor);
 
 #endif

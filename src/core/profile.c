@@ -65,7 +65,7 @@ static int parse_side(struct pctx *c, json_object *side, const char *name, struc
                 (rc = tf_quantity_bytes(txt, &r->vram_bytes, field(c, path), c->err, c->errlen)))
                 return rc;
             r->vram_set = true;
-        } else if (!strcmp(k, "computePercent")) {
+        } else if (!strcmp(k, "computePercent") || !strcmp(k, "compute")) {
             if ((rc = qty_text(c, v, path, &txt)) ||
                 (rc = tf_percent_parse(txt, &r->percent_bp, field(c, path), c->err, c->errlen)))
                 return rc;
@@ -80,7 +80,7 @@ static int parse_side(struct pctx *c, json_object *side, const char *name, struc
     if (r->tflops_set && r->percent_set) {
         snprintf(path, sizeof(path), "resources.%s", name);
         tf_errf(c->err, c->errlen,
-                "%s: tflops and computePercent are mutually exclusive, set only one",
+                "%s: tflops and compute (computePercent) are mutually exclusive, set only one",
                 field(c, path));
         return TF_EINVAL;
     }
@@ -211,6 +211,44 @@ static int parse_indices(struct pctx *c, json_object *v)
     return 0;
 }
 
+/* spec.gangScheduling {minMembers, timeout}: present = gang scheduling on (upstream). */
+static int parse_gang(struct pctx *c, json_object *g)
+{
+    if (!json_object_is_type(g, json_type_object)) {
+        tf_errf(c->err, c->errlen, "%s: must be a map", field(c, "gangScheduling"));
+        return TF_EINVAL;
+    }
+    c->p->gang = true;
+    int rc;
+    json_object_object_foreach(g, k, v)
+    {
+        if (!v)
+            continue;
+        if (!strcmp(k, "minMembers")) {
+            int64_t x;
+            if ((rc = want_int(c, v, "gangScheduling.minMembers", 0, INT32_MAX, &x)))
+                return rc;
+            if (x == 1) {
+                tf_errf(c->err, c->errlen, "%s: 1: a gang needs at least 2 members (0 = all)",
+                        field(c, "gangScheduling.minMembers"));
+                return TF_EINVAL;
+            }
+            c->p->gang_min_members = (int32_t)x;
+        } else if (!strcmp(k, "timeout")) {
+            const char *s;
+            if ((rc = want_string(c, v, "gangScheduling.timeout", &s)) ||
+                (rc = tf_go_duration_ms(s, &c->p->gang_timeout_ms,
+                                        field(c, "gangScheduling.timeout"), c->err, c->errlen)))
+                return rc;
+        } else if ((rc =
+                        tf__warn(&c->p->warnings, &c->p->nwarnings, "%s.%s: unknown field, ignored",
+                                 field(c, "gangScheduling"), k))) {
+            return rc;
+        }
+    }
+    return 0;
+}
+
 static int parse_spec_field(struct pctx *c, const char *k, json_object *v)
 {
     struct tf_profile *p = c->p;
@@ -275,16 +313,11 @@ static int parse_spec_field(struct pctx *c, const char *k, json_object *v)
     if (!strcmp(k, "vendor")) {
         if ((rc = want_string(c, v, k, &s)))
             return rc;
-        if (!(p->vendor = tf_vendor_canonical(s))) {
-            tf_errf(c->err, c->errlen,
-                    "%s: \"%s\" is not a known vendor (NVIDIA, AMD, Ascend, "
-                    "Intel, Hygon, MetaX, MThreads, Cambricon, Enflame, Qualcomm, Cerebras, "
-                    "AWSNeuron, Google)",
-                    field(c, k), s);
-            return TF_EINVAL;
-        }
-        return 0;
+        const char *known = tf_vendor_known(s);
+        return (p->vendor = strdup(known ? known : s)) ? 0 : TF_ENOMEM;
     }
+    if (!strcmp(k, "gangScheduling"))
+        return parse_gang(c, v);
     if (!strcmp(k, "gpuIndices"))
         return parse_indices(c, v);
     if (!strcmp(k, "autoScalingConfig"))
@@ -360,6 +393,7 @@ void tf_profile_free(struct tf_profile *p)
     free(p->ns);
     free(p->pool);
     free(p->gpu_model);
+    free(p->vendor);
     tf__strv_free(&p->warnings, &p->nwarnings);
     memset(p, 0, sizeof(*p));
 }

@@ -8,6 +8,7 @@
 #include "common/strutil.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -222,4 +223,79 @@ int tf_quantity_format_milli(int64_t milli, char *buf, size_t len)
     for (int i = 2; i > 0 && frac[i] == '0'; i--)
         frac[i] = 0;
     return snprintf(buf, len, "%s%" PRIu64 ".%s", sign, ip, frac);
+}
+
+/* ---- Go durations -------------------------------------------------------------------------- */
+
+int tf_go_duration_ms(const char *s, int64_t *out_ms, const char *key, char *err, size_t errlen)
+{
+    static const struct {
+        const char *unit;
+        int64_t ns;
+    } units[] = {
+        {"ns", 1},       {"us", 1000},      {"\xc2\xb5s", 1000},  {"\xce\xbcs", 1000},
+        {"ms", 1000000}, {"s", 1000000000}, {"m", 60000000000LL}, {"h", 3600000000000LL},
+    };
+    const char *p = s ? s : "";
+    const char *why = NULL;
+    __int128 total = 0;
+    if (*p == '+')
+        p++;
+    else if (*p == '-')
+        why = "a timeout cannot be negative";
+    if (!why && !strcmp(p, "0")) {
+        *out_ms = 0;
+        return 0;
+    }
+    if (!why && !*p)
+        why = "empty";
+    while (!why && *p) {
+        int64_t whole = 0, frac = 0, scale = 1;
+        bool digits = false;
+        while (*p >= '0' && *p <= '9') {
+            if (whole > INT64_MAX / 10 - 9) {
+                why = "too large";
+                break;
+            }
+            whole = whole * 10 + (*p++ - '0');
+            digits = true;
+        }
+        if (!why && *p == '.') {
+            for (p++; *p >= '0' && *p <= '9'; p++, digits = true)
+                if (scale < 1000000000000LL) {
+                    frac = frac * 10 + (*p - '0');
+                    scale *= 10;
+                }
+        }
+        if (why)
+            break;
+        if (!digits) {
+            why = "expected a number such as 30s, 5m or 1h30m";
+            break;
+        }
+        size_t best = 0;
+        int64_t ns = 0;
+        for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+            size_t l = strlen(units[i].unit);
+            if (l > best && !strncmp(p, units[i].unit, l)) {
+                best = l;
+                ns = units[i].ns;
+            }
+        }
+        if (!best) {
+            why = *p ? "unknown unit (ns, us, ms, s, m, h)" : "missing unit (ns, us, ms, s, m, h)";
+            break;
+        }
+        p += best;
+        total += (__int128)whole * ns + (__int128)frac * ns / scale;
+        if (total > (__int128)INT64_MAX)
+            why = "too large";
+    }
+    if (why) {
+        tf_errf(err, errlen, "%s: \"%s\" is not a valid duration: %s", key ? key : "value",
+                s ? s : "", why);
+        return TF_EINVAL;
+    }
+    *out_ms = (int64_t)((total + 999999) / 1000000);
+    return 0;
 }

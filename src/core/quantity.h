@@ -40,6 +40,10 @@ int tf_quantity_milli(const char *s, int64_t *out, const char *key, char *err, s
 /* A compute percentage 0..100 with at most two decimals, as basis points (0..10000). */
 int tf_percent_parse(const char *s, int32_t *bp, const char *key, char *err, size_t errlen);
 
+/* A Go duration (time.ParseDuration: "30s", "1.5h", "1h30m", "500ms", "0") as milliseconds,
+ * rounded up so that a non-zero duration stays non-zero. Negative durations are errors. */
+int tf_go_duration_ms(const char *s, int64_t *out_ms, const char *key, char *err, size_t errlen);
+
 /* Formats BYTES compactly and exactly: the largest binary suffix that divides it ("4Gi",
  * "1536Mi"), else plain bytes. Returns the snprintf result. */
 int tf_quantity_format_bytes(int64_t bytes, char *buf, size_t len);

@@ -71,6 +71,20 @@
 #define TF_ANN_AUTOSCALE_TARGET TF_KEY_PREFIX "autoscale-target"
 #define TF_ANN_STANDALONE_WORKER_MODE TF_KEY_PREFIX "standalone-worker-mode"
 #define TF_ANN_DISABLE_FEATURES TF_KEY_PREFIX "disable-features"
+/* Gang scheduling (upstream TensorFusion): the workload's pods are placed all together or not
+ * at all. */
+#define TF_ANN_GANG_ENABLED TF_KEY_PREFIX "gang-enabled"
+#define TF_ANN_GANG_MIN_MEMBERS TF_KEY_PREFIX "gang-min-members"
+#define TF_ANN_GANG_TIMEOUT TF_KEY_PREFIX "gang-timeout"
+/* Upstream's worker placement keys: sidecar-worker (a local tf-worker sidecar; implies
+ * is-local-gpu) and worker-pod-template (remote workers' pod template). */
+#define TF_ANN_SIDECAR_WORKER TF_KEY_PREFIX "sidecar-worker"
+#define TF_ANN_WORKER_POD_TEMPLATE TF_KEY_PREFIX "worker-pod-template"
+/* Written by the webhook on gang pods (from the annotations above and the owner's replicas):
+ * the group's size, how many must fit together, and the group's key "<namespace>/<workload>". */
+#define TF_ANN_GANG_DESIRED_MEMBERS TF_KEY_PREFIX "gang-desired-members"
+#define TF_ANN_GANG_REQUIRED_MEMBERS TF_KEY_PREFIX "gang-required-members"
+#define TF_ANN_GANG_GROUP_KEY TF_KEY_PREFIX "gang-group-key"
 /* tensor-fusion.ai/gpu-ids-<container>: written by the scheduler extender with gpu-ids on pods
  * whose GPUs are split per container (tf_spec_split), one per GPU container: the comma list of
  * that container's GPUs (its entry in container-gpus). The webhook points the container's
@@ -141,6 +155,23 @@ struct tf_spec_res {
  * given, or percent converted (rounded down); 0 when neither is set. */
 int64_t tf_spec_res_tflops_on(const struct tf_spec_res *r, int64_t gpu_tflops_milli);
 
+/* A native GPU resource name a vendor's device plugin advertises (ProviderConfig
+ * spec.inUseResourceNames / devicePluginDetection.resourceNamePrefixes): pods asking for it are
+ * taken over (seed 004) and the webhook removes it. */
+struct tf_native_resource {
+    const char *name;   /* "nvidia.com/gpu", or a prefix ("nvidia.com/mig-") */
+    bool prefix;        /* NAME is a prefix of the resource names */
+    const char *vendor; /* "NVIDIA" */
+};
+
+/* What the Helm chart's ProviderConfig installs, and the fallback when the cluster has none:
+ * NVIDIA's nvidia.com/gpu and nvidia.com/mig-*. */
+extern const struct tf_native_resource tf_native_resources_default[2];
+
+/* The entry of LIST[0..N) resource RES matches (exact name or prefix), or NULL. */
+const struct tf_native_resource *tf_native_resource_find(const struct tf_native_resource *list,
+                                                         size_t n, const char *res);
+
 /* Pool-level defaults supplied by the caller (the GPUPool / GPUResourceQuota the webhook
  * resolved). Zero-initialise and set what is known; NULL is the same as all-unset. */
 struct tf_pool_defaults {
@@ -154,6 +185,11 @@ struct tf_pool_defaults {
     bool auto_migration;
     struct tf_spec_res requests; /* GPUResourceQuota single.defaultRequests */
     struct tf_spec_res limits;   /* GPUResourceQuota single.defaultLimits */
+    const char *vendor;          /* pool.spec.nodeManagerConfig.defaultVendor, or NULL */
+    /* The native GPU resources of the cluster's ProviderConfigs (borrowed); NULL (NNATIVE 0)
+     * means tf_native_resources_default. */
+    const struct tf_native_resource *native;
+    size_t nnative;
 };
 
 /* A parsed WorkloadProfile (kind WorkloadProfile, apiVersion tensor-fusion.ai/v1). Every
@@ -168,13 +204,16 @@ struct tf_profile {
     bool is_local_gpu_set, is_local_gpu; /* spec.isLocalGPU */
     int gpu_count;                       /* spec.gpuCount, 0 = unset */
     char *gpu_model;                     /* spec.gpuModel */
-    const char *vendor;                  /* spec.vendor, canonical (static) */
+    char *vendor;                        /* spec.vendor, canonical when known */
     int gpu_indices[TF_SPEC_MAX_GPUS];   /* spec.gpuIndices */
     int ngpu_indices;
     bool replicas_set;
     int32_t replicas; /* spec.replicas */
     bool autoscale_set, autoscale;
     enum tf_autoscale_target autoscale_target; /* spec.autoScalingConfig.autoSetResources */
+    bool gang;                                 /* spec.gangScheduling present */
+    int32_t gang_min_members;                  /* spec.gangScheduling.minMembers, 0 = unset */
+    int64_t gang_timeout_ms;                   /* spec.gangScheduling.timeout, 0 = none */
     char **warnings;                           /* unknown fields etc. */
     size_t nwarnings;
 };
@@ -182,10 +221,12 @@ struct tf_profile {
 /* One container the workload's GPUs go to (only GPU-using containers are listed). */
 struct tf_spec_container {
     char *name;
-    int gpu_count;   /* GPUs this container sees */
-    int native_gpus; /* its resources.limits["nvidia.com/gpu"] (seed 004), 0 if none */
-    bool migrated;   /* native_gpus > 0: the webhook removes the limit and takes it over */
-    char **gpu_ids;  /* from tensor-fusion.ai/container-gpus (system-written), or NULL */
+    int gpu_count;       /* GPUs this container sees */
+    int native_gpus;     /* its native GPU limits (seed 004: nvidia.com/gpu, ...), 0 if none */
+    bool migrated;       /* native_gpus > 0: the webhook removes the limits and takes them over */
+    char **native_names; /* the native resource names of its limits (owned), for the webhook */
+    size_t nnative_names;
+    char **gpu_ids; /* from tensor-fusion.ai/container-gpus (system-written), or NULL */
     size_t ngpu_ids;
 };
 
@@ -214,7 +255,8 @@ struct tf_spec {
     int ngpu_indices;                  /* 0 = any device; else >= gpu_count */
     char *gpu_model;                   /* as written (e.g. "A100"), or NULL */
     const struct tf_gpu_model *model;  /* table entry for gpu_model, NULL if not in the table */
-    const char *vendor;                /* canonical vendor, from the key or the model; or NULL */
+    char *vendor; /* canonical when known (else as written): the key, the profile, the model, the
+                     native resource's, the pool's default; or NULL */
     bool dedicated_gpu;
     /* Whole-GPU allocation (isolation shared, dedicated-gpu): the allocator takes entire
      * devices whatever the numbers below say. */
@@ -236,6 +278,14 @@ struct tf_spec {
     size_t ninject_containers;            /* */
     struct tf_spec_container *containers; /* GPU-using containers */
     size_t ncontainers;
+
+    /* Gang scheduling: gang-enabled "true" (or gang-min-members of 2 or more). */
+    bool gang;
+    int32_t gang_min_members; /* 0 = all the workload's replicas */
+    int64_t gang_timeout_ms;  /* 0 = wait indefinitely */
+    /* The group's size and quorum (tf_gang_quorum) where the replicas are known:
+     * tf_spec_parse_object from the manifest; 0 = not known here (tf_spec_parse). */
+    int32_t gang_desired, gang_required;
 
     char **warnings; /* human-readable, each naming its key */
     size_t nwarnings;

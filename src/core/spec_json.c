@@ -132,6 +132,15 @@ json_object *tf_spec_to_json(const struct tf_spec *s)
             strv(s->containers[i].gpu_ids, s->containers[i].ngpu_ids, bad));
     }
     ADD(o, "containerGPUs", ids);
+    json_object *gang = NULL;
+    if (on && s->gang && (gang = NN(json_object_new_object()))) {
+        ADD(gang, "minMembers", s->gang_min_members ? INT(s->gang_min_members) : NULL);
+        ADD(gang, "timeoutMs",
+            s->gang_timeout_ms ? NN(json_object_new_int64(s->gang_timeout_ms)) : NULL);
+        ADD(gang, "desiredMembers", s->gang_desired ? INT(s->gang_desired) : NULL);
+        ADD(gang, "requiredMembers", s->gang_required ? INT(s->gang_required) : NULL);
+    }
+    ADD(o, "gang", gang);
 #undef ADD
 #undef BOOL
 #undef INT

@@ -289,7 +289,8 @@ class InvalidInput(unittest.TestCase):
         cases = [
             (pod("x", vram_limit="4Gb"), "default/x",
              "document 0: tensor-fusion.ai/vram-limit: \"4Gb\" is not a valid quantity"),
-            (pod("x", tflops_request="20", tflops_limit="10"), "default/x", "document 0: "),
+            (pod("x", tflops_request="20", gpu_indices="1,1"), "default/x",
+             "document 0: tensor-fusion.ai/gpu-indices"),
             ("kind: Service\nmetadata: {name: s}\n", "default/s",
              "document 0: kind: \"Service\" is not a pod"),
             ("kind: Delete\nmetadata: {}\n", "document 0",

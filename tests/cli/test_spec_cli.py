@@ -45,6 +45,7 @@ SEED_001 = {
                  "not in the given files (--profile or -f): not applied"],
     "kind": "Deployment", "optedOut": False, "autoMigrated": False, "wholeGPU": False,
     "injectContainers": ["python"], "migratedContainers": [], "containerGPUs": None,
+    "gang": None,
 }
 
 
@@ -130,18 +131,13 @@ class SpecCli(unittest.TestCase):
 
     def test_invalid_examples_exit_2_naming_the_key_with_nothing_on_stdout(self):
         expect = {
-            "request-above-limit.yaml": ["tensor-fusion.ai/tflops-request",
-                                         "tensor-fusion.ai/tflops-limit"],
-            "tflops-and-percent.yaml": ["tensor-fusion.ai/tflops-limit",
-                                        "tensor-fusion.ai/compute-percent-limit"],
             "bad-vram.yaml": ["tensor-fusion.ai/vram-limit", "4GB"],
             "gpu-count-too-large.yaml": ["tensor-fusion.ai/gpu-count", "200"],
-            "unknown-vendor.yaml": ["tensor-fusion.ai/vendor", "Voodoo"],
+            "soft-isolation-without-limiter.yaml": ["soft isolation", "AMD"],
             "dedicated-without-model.yaml": ["tensor-fusion.ai/dedicated-gpu",
                                              "tensor-fusion.ai/gpu-model"],
             "bad-isolation.yaml": ["tensor-fusion.ai/isolation", "strict"],
-            "too-few-gpu-indices.yaml": ["tensor-fusion.ai/gpu-indices",
-                                         "tensor-fusion.ai/gpu-count"],
+            "duplicate-gpu-indices.yaml": ["tensor-fusion.ai/gpu-indices", "twice"],
         }
         shipped = sorted(os.listdir(os.path.join(EX, "invalid")))
         self.assertEqual(sorted(expect), shipped)

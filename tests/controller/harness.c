@@ -4,6 +4,8 @@
  */
 #include "harness.h"
 
+#include "common/yamljson.h"
+
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
@@ -160,4 +162,20 @@ json_object *py_apply_patch(json_object *doc, json_object *ops)
     unlink(out);
     rmdir(dir);
     return res;
+}
+
+char *admission_review(json_object *pod, const char *ns, bool dry_run)
+{
+    json_object *rev = jparse("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
+                              "\"AdmissionReview\",\"request\":{\"uid\":\"uid-1\",\"kind\":{"
+                              "\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},\"resource\":{"
+                              "\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
+                              "\"operation\":\"CREATE\",\"userInfo\":{\"username\":\"rs\"}}}");
+    json_object *r = tf_json_path(rev, "request", NULL);
+    json_object_object_add(r, "namespace", json_object_new_string(ns));
+    json_object_object_add(r, "object", json_object_get(pod));
+    json_object_object_add(r, "dryRun", json_object_new_boolean(dry_run));
+    char *s = strdup(json_object_to_json_string_ext(rev, JSON_C_TO_STRING_PLAIN));
+    json_object_put(rev);
+    return s;
 }

@@ -8,6 +8,7 @@
 
 #include "controller/k8s/client.h"
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 struct fake_api {
@@ -35,6 +36,9 @@ json_object *jparse(const char *text);
  * and returns the result (caller owns), or NULL when python3/jsonpatch is missing or the
  * patch does not apply (the message is on stderr). */
 json_object *py_apply_patch(json_object *doc, json_object *ops);
+/* The AdmissionReview (JSON text, caller frees) kube-apiserver sends for creating POD in NS,
+ * uid "uid-1". */
+char *admission_review(json_object *pod, const char *ns, bool dry_run);
 /* Path of a file in the source tree (TF_SRCDIR), in a static buffer. */
 const char *src_path(const char *rel);
 

@@ -236,7 +236,8 @@ def main():
                             "nodeSelector": {"kubernetes.io/hostname": "gpu-node-1"}}}))
         cfgfile = os.path.join(tmp, "config.yaml")
         with open(cfgfile, "w") as f:
-            f.write("defaultPool: default-pool\nautoMigration: {enable: false}\n")
+            f.write("defaultPool: tensor-fusion-cluster-default-pool\n"
+                    "autoMigration: {enable: false}\n")
         ports = os.path.join(tmp, "ctl.ports")
         log = open(os.path.join(tmp, "controller.log"), "w")
         ctl = subprocess.Popen([BIN, "--kubeconfig", env.kubeconfig, "--namespace",
@@ -267,10 +268,14 @@ def main():
         check("leader is ready", bool(ready))
 
         # Cluster -> pool.
-        pool = wait_for("GPUPool from the cluster", lambda: env.get("gpupool", "default-pool"))
+        # Named <cluster>-<pool> and marked default, as upstream does.
+        pool = wait_for("GPUPool from the cluster", lambda: env.get(
+            "gpupool", "tensor-fusion-cluster-default-pool"))
         if pool:
             check("pool spec is the specTemplate", pool["spec"]["capacityConfig"][
                 "oversubscription"]["tflopsOversellRatio"] == 500)
+            check("pool is the default one", pool["metadata"].get("annotations", {}).get(
+                "tensor-fusion.ai/is-default-pool") == "true", pool["metadata"])
         ev = wait_for("GPUPoolCreated event", lambda: [e for e in (env.get(
             "events", "-n", "default") or {"items": []})["items"] if e["reason"] ==
             "GPUPoolCreated"])
@@ -291,7 +296,8 @@ def main():
         if check("pod exists", bool(got)):
             check("schedulerName", got["spec"]["schedulerName"] == "tensor-fusion-scheduler")
             a = got["metadata"]["annotations"]
-            check("normalised annotations", a.get("tensor-fusion.ai/gpupool") == "default-pool"
+            check("normalised annotations", a.get("tensor-fusion.ai/gpupool") ==
+                  "tensor-fusion-cluster-default-pool"
                   and a.get("tensor-fusion.ai/qos") == "medium" and
                   a.get("tensor-fusion.ai/workload") == "trainer", a)
             envs = {e["name"]: e.get("value") for e in got["spec"]["containers"][0]["env"]}
@@ -368,7 +374,8 @@ def main():
             check("GPUNode allocatedPods", gn["status"]["allocatedPods"].get(ids) == ["ml/trainer"],
                   gn["status"]["allocatedPods"])
         pst = wait_for("pool status", lambda: (lambda p: p if p and p.get("status", {}).get(
-            "availableTFlops") == "524" else None)(env.get("gpupool", "default-pool")))
+            "availableTFlops") == "524" else None)(env.get("gpupool",
+                                                 "tensor-fusion-cluster-default-pool")))
         if pst:
             check("pool availability", pst["status"]["totalGPUs"] == 2 and
                   pst["status"]["availableVRAM"] == "120Gi" and

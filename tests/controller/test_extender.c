@@ -5,7 +5,8 @@
  * Binding, rollback when the Binding fails, many concurrent binds never over-allocating,
  * allocations rebuilt from pod annotations after a restart, release on delete; QoS preemption
  * (a critical pod that fits nowhere evicts the fewest lower-QoS pods, once); the autoscaler's
- * resize and room, and the cluster the planners build the extender's way.
+ * resize and room, and the cluster the planners build the extender's way; gang scheduling (no
+ * member bound before the quorum holds GPUs, a timeout releases them).
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -576,6 +577,108 @@ static void planners_get_the_extenders_cluster_without_allocations(void **state)
     rig_down(&r);
 }
 
+/* ---- gang scheduling ---------------------------------------------------------------------- */
+
+/* A gang pod as the webhook leaves it: group ml/GROUP of REQUIRED members. */
+static void gang_pod(const char *name, const char *group, int required, const char *timeout)
+{
+    char ann[512];
+    snprintf(ann, sizeof(ann),
+             ",\"tensor-fusion.ai/gang-enabled\":\"true\","
+             "\"tensor-fusion.ai/gang-group-key\":\"ml/%s\","
+             "\"tensor-fusion.ai/gang-required-members\":\"%d\","
+             "\"tensor-fusion.ai/gang-desired-members\":\"%d\"%s%s%s",
+             group, required, required, timeout ? ",\"tensor-fusion.ai/gang-timeout\":\"" : "",
+             timeout ? timeout : "", timeout ? "\"" : "");
+    pod(name, "70Gi", ann);
+}
+
+static bool bound(const char *name)
+{
+    json_object *p = get_pod(name);
+    bool b = tf_json_str(p, "spec", "nodeName", NULL) != NULL;
+    json_object_put(p);
+    return b;
+}
+
+static void gang_members_are_bound_all_together_once_the_quorum_holds_gpus(void **state)
+{
+    gpu("node-g", 0, "80Gi");
+    gpu("node-g", 1, "80Gi");
+    gpu("node-g", 2, "80Gi");
+    struct rig r;
+    rig_up(&r);
+    int before = tf_extender_allocations(r.x);
+    gang_pod("g-1", "train", 3, NULL);
+    gang_pod("g-2", "train", 3, NULL);
+    gang_pod("g-3", "train", 3, NULL);
+    const char *e = bind_err(&r, "g-1", "node-g");
+    assert_non_null(strstr(e, "waiting for gang ml/train: 1/3"));
+    e = bind_err(&r, "g-2", "node-g");
+    assert_non_null(strstr(e, "2/3"));
+    /* Reserved, not bound: the GPUs are held for the gang. */
+    assert_int_equal(tf_extender_allocations(r.x), before + 2);
+    assert_false(bound("g-1"));
+    assert_false(bound("g-2"));
+    assert_string_equal(bind_err(&r, "g-3", "node-g"), "");
+    for (int i = 1; i <= 3; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "g-%d", i);
+        json_object *p = get_pod(name);
+        assert_string_equal(tf_json_str(p, "spec", "nodeName", NULL), "node-g");
+        assert_non_null(
+            tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/gpu-ids", NULL));
+        json_object_put(p);
+    }
+    assert_int_equal(tf_extender_allocations(r.x), before + 3);
+    rig_down(&r);
+}
+
+static void no_gang_member_is_bound_while_the_quorum_does_not_fit(void **state)
+{
+    gpu("node-h", 0, "80Gi");
+    gpu("node-h", 1, "80Gi");
+    struct rig r;
+    rig_up(&r);
+    gang_pod("h-1", "big", 3, NULL);
+    gang_pod("h-2", "big", 3, NULL);
+    gang_pod("h-3", "big", 3, NULL);
+    assert_non_null(strstr(bind_err(&r, "h-1", "node-h"), "waiting for gang"));
+    assert_non_null(strstr(bind_err(&r, "h-2", "node-h"), "waiting for gang"));
+    assert_non_null(strstr(bind_err(&r, "h-3", "node-h"), "cannot reserve GPUs"));
+    assert_false(bound("h-1"));
+    assert_false(bound("h-2"));
+    assert_false(bound("h-3"));
+    rig_down(&r);
+}
+
+static void a_gang_timeout_releases_the_held_gpus_and_backs_the_group_off(void **state)
+{
+    gpu("node-t", 0, "80Gi");
+    gpu("node-t", 1, "80Gi");
+    struct rig r;
+    rig_up(&r);
+    int before = tf_extender_allocations(r.x);
+    gang_pod("t-1", "late", 3, "300ms");
+    gang_pod("t-2", "late", 3, "300ms");
+    gang_pod("t-3", "late", 3, "300ms");
+    assert_non_null(strstr(bind_err(&r, "t-1", "node-t"), "waiting for gang"));
+    assert_non_null(strstr(bind_err(&r, "t-2", "node-t"), "waiting for gang"));
+    assert_int_equal(tf_extender_allocations(r.x), before + 2);
+    tf_extender_gang_expire(r.x); /* not yet */
+    assert_int_equal(tf_extender_allocations(r.x), before + 2);
+    usleep(450 * 1000);
+    tf_extender_gang_expire(r.x);
+    assert_int_equal(tf_extender_allocations(r.x), before);
+    assert_true(fake_count_requests(&fake, "POST /api/v1/namespaces/ml/events") >= 2);
+    /* Backed off for a while: the third member does not restart the wait. */
+    assert_non_null(strstr(bind_err(&r, "t-3", "node-t"), "backed off"));
+    assert_int_equal(tf_extender_allocations(r.x), before);
+    assert_false(bound("t-1"));
+    assert_false(bound("t-3"));
+    rig_down(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -589,6 +692,9 @@ int main(void)
         cmocka_unit_test(critical_pod_preempts_the_fewest_lower_qos_pods_once),
         cmocka_unit_test(autoscaler_resize_moves_the_reservation_within_the_gpus_room),
         cmocka_unit_test(planners_get_the_extenders_cluster_without_allocations),
+        cmocka_unit_test(gang_members_are_bound_all_together_once_the_quorum_holds_gpus),
+        cmocka_unit_test(no_gang_member_is_bound_while_the_quorum_does_not_fit),
+        cmocka_unit_test(a_gang_timeout_releases_the_held_gpus_and_backs_the_group_off),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

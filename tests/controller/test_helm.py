@@ -214,7 +214,7 @@ def test_chart():
               ("ConfigMap", "tensor-fusion-scheduler-config"),
               ("MutatingWebhookConfiguration", "tensor-fusion-webhook"),
               ("DaemonSet", "tensor-fusion-hypervisor"),
-              ("TensorFusionCluster", "tensor-fusion-cluster"), ("GPUPool", "default-pool"),
+              ("TensorFusionCluster", "tensor-fusion-cluster"), ("GPUPool", "tensor-fusion-cluster-default-pool"),
               ("SchedulingConfigTemplate", "tf-scheduling-config")]:
         check("renders %s/%s" % k, k in kinds)
     check("webhook shape", not webhook_problems(docs), webhook_problems(docs))
@@ -339,7 +339,7 @@ def test_kubectl_accepts_defaults(docs):
                   r.stdout, r.stdout + r.stderr)
             r = subprocess.run(["kubectl", "--server=http://127.0.0.1:" + port,
                                 "--cache-dir=" + os.path.join(tmp, "cache"), "get", "gpupool",
-                                "default-pool", "-o",
+                                "tensor-fusion-cluster-default-pool", "-o",
                                 "jsonpath={.spec.capacityConfig.oversubscription."
                                 "tflopsOversellRatio}"], capture_output=True, text=True, env=env)
             check("default pool oversubscription", r.stdout == "500", r.stdout + r.stderr)

@@ -148,8 +148,9 @@ static int setup(void **state)
     memset(&fx, 0, sizeof(fx));
     struct tf_webhook_config cfg;
     assert_int_equal(tf_webhook_config_init(&cfg), 0);
-    struct tf_webhook_env env = {fx_profile, fx_namespace, fx_pool,  fx_owner,   fx_count,
-                                 fx_ensure,  &fx,          fx_event, fx_priority};
+    struct tf_webhook_env env = {fx_profile,  fx_namespace, fx_pool, fx_owner,
+                                 fx_count,    fx_ensure,    &fx,     fx_event,
+                                 fx_priority, NULL,         NULL,    NULL};
     json_object *am = jparse("{\"enable\":true,\"scope\":{\"includes\":{\"namespaceNames\":"
                              "[\"ml-team-a\"]},\"excludes\":{\"podSelector\":{\"matchLabels\":"
                              "{\"gpu-migration\":\"skip\"}}}}}");
@@ -189,27 +190,11 @@ static json_object *pod_from_template(json_object *doc, const char *ns, const ch
     return pod;
 }
 
-static char *review_for(json_object *pod, const char *ns, bool dry_run)
-{
-    json_object *rev = jparse("{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
-                              "\"AdmissionReview\",\"request\":{\"uid\":\"uid-1\",\"kind\":{"
-                              "\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},\"resource\":{"
-                              "\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
-                              "\"operation\":\"CREATE\",\"userInfo\":{\"username\":\"rs\"}}}");
-    json_object *r = tf_json_path(rev, "request", NULL);
-    json_object_object_add(r, "namespace", json_object_new_string(ns));
-    json_object_object_add(r, "object", json_object_get(pod));
-    json_object_object_add(r, "dryRun", json_object_new_boolean(dry_run));
-    char *s = strdup(json_object_to_json_string_ext(rev, JSON_C_TO_STRING_PLAIN));
-    json_object_put(rev);
-    return s;
-}
-
 /* Runs the review through the HTTP handler and returns the pod after applying the patch
  * (python3-jsonpatch), or NULL when denied (RESPONSE kept for inspection). */
 static json_object *admit(json_object *pod, const char *ns, json_object **response)
 {
-    char *body = review_for(pod, ns, false);
+    char *body = admission_review(pod, ns, false);
     int status = 0;
     char *out = tf_webhook_handle(&wh, body, strlen(body), &status);
     free(body);
@@ -744,7 +729,7 @@ static void dry_run_does_not_create_workloads_and_garbage_is_400(void **state)
                               "\"tensor-fusion.ai/isolation\":\"shared\"}},\"spec\":{"
                               "\"containers\":[{\"name\":\"c\"}]}}");
     fx.workloads_created = 0;
-    char *body = review_for(pod, "default", true);
+    char *body = admission_review(pod, "default", true);
     int status;
     char *out = tf_webhook_handle(&wh, body, strlen(body), &status);
     assert_int_equal(status, 200);

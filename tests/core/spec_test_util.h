@@ -38,6 +38,14 @@ void assert_warning(const struct tf_spec *s, ...) __attribute__((sentinel));
 void assert_no_warning(const struct tf_spec *s, const char *needle);
 
 #define GiB (INT64_C(1) << 30)
+
+/* Expects tf_pod(LINES) to be rejected with a message containing every needle. */
+#define ERR_CASE(lines, ...)                                                                       \
+    do {                                                                                           \
+        char e_[512];                                                                              \
+        spec_err(tf_pod(lines), NULL, NULL, e_);                                                   \
+        assert_contains(e_, __VA_ARGS__, NULL);                                                    \
+    } while (0)
 #define MiB (INT64_C(1) << 20)
 
 #endif

@@ -281,6 +281,26 @@ static void wrong_model_and_vendor_are_named(void **state)
     env_free(&e);
 }
 
+/* Upstream's model names (tensor-fusion.ai/gpu-model: A100_SXM_80G) match the GPUs of that
+ * board, whatever name their GPU objects use (table, upstream, NVML). */
+static void upstream_model_names_match_the_gpus_of_that_board(void **state)
+{
+    struct env e = env_new(TF_ISOPOL_DYNAMIC);
+    fx_node(e.c, 0, "n1", "A100_SXM_80G", 1);
+    fx_node(e.c, 0, "n2", "NVIDIA A100-SXM4-40GB", 1);
+    struct tf_alloc_request r = fx_req("ns", "p", 10, GiB);
+    r.model = "A100_SXM_40G";
+    assert_string_equal(fx_place(e.a, &r, NULL), "n2");
+    r.name = "q";
+    r.model = "A100-80GB";
+    assert_string_equal(fx_place(e.a, &r, NULL), "n1");
+    r.name = "s";
+    r.model = "H100_SXM";
+    assert_string_equal(fx_reason(e.a, &r, TF_ENOSPC),
+                        "node n1: gpu 1/1 eligible, none of model H100_SXM (node has A100-80GB)");
+    env_free(&e);
+}
+
 static void multi_gpu_pods_need_enough_gpus_on_one_node(void **state)
 {
     struct env e = env_new(TF_ISOPOL_DYNAMIC);
@@ -405,6 +425,7 @@ int main(void)
         cmocka_unit_test(tflops_and_vram_free_on_different_gpus_do_not_add_up),
         cmocka_unit_test(limits_beyond_the_oversell_ratio_are_refused),
         cmocka_unit_test(wrong_model_and_vendor_are_named),
+        cmocka_unit_test(upstream_model_names_match_the_gpus_of_that_board),
         cmocka_unit_test(multi_gpu_pods_need_enough_gpus_on_one_node),
         cmocka_unit_test(max_workers_per_node_caps_the_pods),
         cmocka_unit_test(filters_run_in_the_issue_order),

@@ -102,7 +102,7 @@ static void seed_001_deployment_gives_the_expected_json(void **state)
                          " \"kind\": \"Deployment\", \"optedOut\": false,"
                          " \"autoMigrated\": false, \"wholeGPU\": false,"
                          " \"injectContainers\": [\"python\"], \"migratedContainers\": [],"
-                         " \"containerGPUs\": null}");
+                         " \"containerGPUs\": null, \"gang\": null}");
     /* Key order is part of the contract's readability: the keys come first. */
     size_t i = 0;
     json_object_object_foreach(j, k, v)
@@ -175,7 +175,7 @@ static void full_statefulset_json_has_every_field(void **state)
                  "spec:\n  replicas: 3\n  template:\n    metadata:\n      labels: "
                  "{tensor-fusion.ai/enabled: 'true'}\n      annotations:\n"
                  "        tensor-fusion.ai/gpu-count: '2'\n"
-                 "        tensor-fusion.ai/gpu-indices: '0,1,2'\n"
+                 "        tensor-fusion.ai/gpu-indices: '0,1'\n"
                  "        tensor-fusion.ai/tflops-request: '100'\n"
                  "        tensor-fusion.ai/tflops-limit: '200'\n"
                  "        tensor-fusion.ai/vram-request: 20Gi\n"
@@ -201,7 +201,7 @@ static void full_statefulset_json_has_every_field(void **state)
                          " \"limits\": {\"tflops\": 200, \"computePercent\": null,"
                          "   \"vramBytes\": 25769803776},"
                          " \"gpuModel\": \"H100\", \"vendor\": \"NVIDIA\","
-                         " \"gpuIndices\": [0, 1, 2], \"dedicatedGPU\": false,"
+                         " \"gpuIndices\": [0, 1], \"dedicatedGPU\": false,"
                          " \"workloadProfile\": null, \"workload\": \"llm\","
                          " \"enabledReplicas\": 2,"
                          " \"autoscale\": {\"enabled\": true, \"target\": \"vram\"},"
@@ -212,7 +212,7 @@ static void full_statefulset_json_has_every_field(void **state)
                          " \"kind\": \"StatefulSet\", \"optedOut\": false,"
                          " \"autoMigrated\": false, \"wholeGPU\": false,"
                          " \"injectContainers\": [\"server\"], \"migratedContainers\": [],"
-                         " \"containerGPUs\": {\"server\": [\"g1\", \"g2\"]}}");
+                         " \"containerGPUs\": {\"server\": [\"g1\", \"g2\"]}, \"gang\": null}");
     json_object_put(j);
 }
 

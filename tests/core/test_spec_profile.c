@@ -147,7 +147,7 @@ static void profile_errors_name_the_field(void **state)
         {"  isolation: strict\n", "spec.isolation"},
         {"  isLocalGPU: 'yes'\n", "spec.isLocalGPU"},
         {"  poolName: Bad_Pool\n", "spec.poolName"},
-        {"  vendor: Voodoo\n", "spec.vendor"},
+        {"  vendor: ''\n", "spec.vendor"},
         {"  gpuModel: ''\n", "spec.gpuModel"},
         {"  gpuIndices: [0, 0]\n", "twice"},
         {"  gpuIndices: [200]\n", "spec.gpuIndices"},
@@ -266,11 +266,11 @@ static void annotation_percent_replaces_profile_tflops_per_side(void **state)
     assert_int_equal(s.limits.vram_bytes, 4 * GiB);
     assert_int_equal(s.requests.vram_bytes, 3 * GiB);
     tf_spec_free(&s);
-    /* Merged values are still checked: 3Gi request vs a 2Gi annotation limit. */
-    char e[512];
-    spec_err(tf_pod("vram-limit: 2Gi"), &p, NULL, e);
-    assert_contains(e, "WorkloadProfile spec.resources.requests.vram",
-                    "tensor-fusion.ai/vram-limit", NULL);
+    /* Merged values are still compared: 3Gi request vs a 2Gi annotation limit. */
+    spec_ok(tf_pod("vram-limit: 2Gi"), &p, NULL, &s);
+    assert_warning(&s, "WorkloadProfile spec.resources.requests.vram",
+                   "tensor-fusion.ai/vram-limit", "above", NULL);
+    tf_spec_free(&s);
     tf_profile_free(&p);
 }
 
@@ -312,23 +312,47 @@ static void profile_values_yield_to_annotations_for_every_field(void **state)
     tf_profile_free(&p);
 }
 
-static void profile_gpu_indices_fewer_than_count_are_rejected(void **state)
+static void profile_gpu_indices_override_the_count(void **state)
 {
     struct tf_profile p;
     profile_ok("apiVersion: tensor-fusion.ai/v1\nkind: WorkloadProfile\nmetadata: {name: p}\n"
                "spec: {gpuIndices: [0], resources: {limits: {tflops: '1'}}}\n",
                &p);
-    char e[512];
-    spec_err(tf_pod("gpu-count: '2'"), &p, NULL, e);
-    assert_contains(e, "WorkloadProfile spec.gpuIndices", "tensor-fusion.ai/gpu-count", NULL);
+    struct tf_spec s;
+    spec_ok(tf_pod("gpu-count: '2'"), &p, NULL, &s);
+    assert_int_equal(s.gpu_count, 1);
+    assert_warning(&s, "WorkloadProfile spec.gpuIndices", "1 GPUs", NULL);
+    tf_spec_free(&s);
     tf_profile_free(&p);
+}
+
+static void profile_upstream_spellings_are_read(void **state)
+{
+    struct tf_profile p;
+    profile_ok("apiVersion: tensor-fusion.ai/v1\nkind: WorkloadProfile\nmetadata: {name: p}\n"
+               "spec:\n  vendor: MooreThreads\n  isolation: hard\n"
+               "  resources: {requests: {compute: '20'}, limits: {compute: '40'}}\n"
+               "  gangScheduling: {minMembers: 3, timeout: 5m}\n",
+               &p);
+    assert_string_equal(p.vendor, "MThreads");
+    assert_true(p.requests.percent_set);
+    assert_int_equal(p.limits.percent_bp, 4000);
+    assert_true(p.gang);
+    assert_int_equal(p.gang_min_members, 3);
+    assert_int_equal(p.gang_timeout_ms, 300000);
+    tf_profile_free(&p);
+    char e[512];
+    profile_spec_err("  gangScheduling: {minMembers: 1}\n", e);
+    assert_contains(e, "spec.gangScheduling.minMembers", "2", NULL);
+    profile_spec_err("  gangScheduling: {timeout: soon}\n", e);
+    assert_contains(e, "spec.gangScheduling.timeout", "\"soon\"", NULL);
 }
 
 static void profile_vendor_must_match_the_model(void **state)
 {
     struct tf_profile p;
     profile_ok("apiVersion: tensor-fusion.ai/v1\nkind: WorkloadProfile\nmetadata: {name: p}\n"
-               "spec: {vendor: AMD, resources: {limits: {tflops: '1'}}}\n",
+               "spec: {vendor: AMD, isolation: hard, resources: {limits: {tflops: '1'}}}\n",
                &p);
     char e[512];
     spec_err(tf_pod("gpu-model: H100"), &p, NULL, e);
@@ -356,7 +380,7 @@ static void pool_defaults_come_last(void **state)
     assert_int_equal(s.qos, TF_QOS_CRITICAL); /* requests != limits: pool QoS */
     assert_int_equal(s.requests.tflops_milli, 1000);
     assert_int_equal(s.limits.tflops_milli, 2000);
-    assert_int_equal(s.limits.vram_bytes, GiB);
+    assert_false(s.limits.vram_set); /* no limit is derived from a request */
     tf_spec_free(&s);
     /* Profile beats pool for the pool name and resources. */
     struct tf_profile p;
@@ -390,7 +414,8 @@ int main(void)
         cmocka_unit_test(profile_supplies_what_annotations_do_not_say),
         cmocka_unit_test(annotation_percent_replaces_profile_tflops_per_side),
         cmocka_unit_test(profile_values_yield_to_annotations_for_every_field),
-        cmocka_unit_test(profile_gpu_indices_fewer_than_count_are_rejected),
+        cmocka_unit_test(profile_gpu_indices_override_the_count),
+        cmocka_unit_test(profile_upstream_spellings_are_read),
         cmocka_unit_test(profile_vendor_must_match_the_model),
         cmocka_unit_test(pool_defaults_come_last),
     };

@@ -192,11 +192,11 @@ static void tflops_limits_convert_per_gpu_in_gpu_ids_order(void **state)
         1);
     assert_int_equal(p.cfg.dev[0].flags, TF_SHM_DEV_PRESENT | TF_SHM_DEV_VRAM_LIMIT);
     assert_int_equal(p.cfg.dev[0].vram_limit, 512 << 20);
-    /* A request alone is the limit too (the spec's inheritance). */
+    /* A request alone caps nothing (no limit is derived from it, as upstream). */
     assert_int_equal(plan(pod("n1", A100, "\"tensor-fusion.ai/compute-percent-request\":\"25\""),
                           &p, err, sizeof(err)),
                      1);
-    assert_int_equal(p.cfg.dev[0].compute_limit_bp, 2500);
+    assert_int_equal(p.cfg.dev[0].flags, TF_SHM_DEV_PRESENT);
 }
 
 /* Hard isolation and remote workers: the pod's tf-worker enforces the limits, reading them
