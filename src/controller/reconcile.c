@@ -343,13 +343,17 @@ static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
                      "{\"name\":\"%s\"},\"spec\":{\"manageMode\":\"Auto\"}}",
                      node);
             json_object *obj = json_tokener_parse(buf);
-            if (tf_k8s_create(r->c, &tf_k8s_gpunodes, NULL, obj, &gn, err, sizeof(err))) {
+            int rc = tf_k8s_create(r->c, &tf_k8s_gpunodes, NULL, obj, &gn, err, sizeof(err));
+            json_object_put(obj);
+            /* Made already (our informer has not seen it yet): use the stored one. */
+            if (rc == TF_EEXIST)
+                rc = tf_k8s_get(r->c, &tf_k8s_gpunodes, NULL, node, &gn, err, sizeof(err));
+            else if (rc == 0)
+                r->writes++;
+            if (rc) {
                 tf_log(TF_LOG_WARN, "reconcile", "cannot create GPUNode %s: %s", node, err);
-                json_object_put(obj);
                 continue;
             }
-            r->writes++;
-            json_object_put(obj);
         }
         json_object *st = json_object_new_object();
         char buf[48];

@@ -300,6 +300,12 @@ def main():
             e for e in events(env, "pool-k") if e["reason"] == "ManualCompactionIgnored"], 20)
         check("stale manual compaction explained", bool(ign) and "3" in ign[0]["message"], ign)
 
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import fakeapi
+        log.flush()
+        probs = fakeapi.write_problems(api, open(os.path.join(tmp, "controller.log")).read())
+        check("controller writes are schema-clean", not probs, "\n".join(probs[:10]))
+
         ctl.terminate()
         check("controller exits cleanly", ctl.wait(timeout=20) == 0)
         ctl = None
