@@ -383,6 +383,17 @@ int tf_reconcile_connection_url(struct tf_informer *connections, const char *ns,
 
 /* ---- quotas ------------------------------------------------------------------------------- */
 
+/* status.availablePercent KEY: whole percent of TOTAL not USED (none without a total). */
+static void avail_pct(json_object *avail, const char *key, int64_t used, int64_t total)
+{
+    char buf[32];
+    if (total <= 0)
+        return;
+    snprintf(buf, sizeof(buf), "%lld",
+             (long long)(used >= total ? 0 : (total - used) * 100 / total));
+    json_object_object_add(avail, key, json_object_new_string(buf));
+}
+
 void tf__rc_quotas(struct tf_reconciler *r, json_object *pods)
 {
     json_object *qs = tf__rc_snapshot(r->src.quotas);
@@ -421,15 +432,13 @@ void tf__rc_quotas(struct tf_reconciler *r, json_object *pods)
         int64_t tv = tf__rc_q_bytes(tf_json_str(q, "spec", "total", "requests", "vram", NULL));
         json_object *maxw = tf_json_path(q, "spec", "total", "maxWorkers", NULL);
         json_object *avail = json_object_new_object();
-        char buf[32];
-        if (tt) {
-            snprintf(buf, sizeof(buf), "%lld", (long long)(rt >= tt ? 0 : (tt - rt) * 100 / tt));
-            json_object_object_add(avail, "requestsTFlops", json_object_new_string(buf));
-        }
-        if (tv) {
-            snprintf(buf, sizeof(buf), "%lld", (long long)(rv >= tv ? 0 : (tv - rv) * 100 / tv));
-            json_object_object_add(avail, "requestsVRAM", json_object_new_string(buf));
-        }
+        avail_pct(avail, "requests.tflops", rt, tt);
+        avail_pct(avail, "requests.vram", rv, tv);
+        avail_pct(avail, "limits.tflops", lt,
+                  tf__rc_q_milli(tf_json_str(q, "spec", "total", "limits", "tflops", NULL)));
+        avail_pct(avail, "limits.vram", lv,
+                  tf__rc_q_bytes(tf_json_str(q, "spec", "total", "limits", "vram", NULL)));
+        avail_pct(avail, "workers", workers, maxw ? json_object_get_int64(maxw) : 0);
         if ((tt && rt > tt) || (tv && rv > tv) || (maxw && workers > json_object_get_int(maxw))) {
             const char *prev = tf_json_str(q, "status", "used", "requests", "tflops", NULL);
             char now[48];

@@ -52,10 +52,100 @@ static struct agg agg_get(json_object *map, const char *key)
     return a;
 }
 
+/* The pool spec's tflopsOversellRatio (percent), 500 when unset as the CRD defaults it. */
+static int64_t oversell_pct(json_object *spec)
+{
+    json_object *v =
+        tf_json_path(spec, "capacityConfig", "oversubscription", "tflopsOversellRatio", NULL);
+    return v && json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 100
+               ? json_object_get_int64(v)
+               : 500;
+}
+
+static void put_q(json_object *st, const char *key, int64_t x, bool bytes)
+{
+    char buf[48];
+    if (bytes)
+        tf_quantity_format_bytes(x, buf, sizeof(buf));
+    else
+        tf_quantity_format_milli(x, buf, sizeof(buf));
+    json_object_object_add(st, key, json_object_new_string(buf));
+}
+
+/* Totals and availability of A into status ST; with RATIO_PCT also the virtual capacity
+ * (TFLOPS after oversubscription; VRAM as physical: host-memory expansion depends on each
+ * node's memory, which is not known here). */
+static void put_totals(json_object *st, const struct agg *a, int64_t ratio_pct)
+{
+    put_q(st, "totalTFlops", a->tt, false);
+    put_q(st, "totalVRAM", a->tv, true);
+    put_q(st, "availableTFlops", a->at, false);
+    put_q(st, "availableVRAM", a->av, true);
+    if (ratio_pct) {
+        put_q(st, "virtualTFlops", a->tt * ratio_pct / 100, false);
+        put_q(st, "virtualVRAM", a->tv, true);
+    }
+}
+
 static const char *gpu_node(json_object *gpu)
 {
     const char *n = tf_json_str(gpu, "status", "nodeSelector", "kubernetes.io/hostname", NULL);
     return n ? n : tf__rc_lbl(gpu, "tensor-fusion.ai/node");
+}
+
+/* Upstream's PodGPUInfo of POD on a GPU of capacity CT/CV: its share of the GPU (T/V) as
+ * requests, its limits from the normalised annotations (the request where it sets none). */
+static json_object *pod_gpu_info(json_object *pod, int64_t ct, int64_t cv, int64_t t, int64_t v)
+{
+    const char *iso = tf__rc_ann(pod, TF_ANN_ISOLATION);
+    bool whole = iso && strcmp(iso, "shared") == 0;
+    int64_t lt = whole ? ct : tf__rc_q_milli(tf__rc_ann(pod, TF_ANN_TFLOPS_LIMIT));
+    const char *pct = tf__rc_ann(pod, TF_ANN_PERCENT_LIMIT);
+    int32_t bp = 0;
+    if (!lt && pct && tf_percent_parse(pct, &bp, "", NULL, 0) == 0)
+        lt = ct * bp / 10000;
+    int64_t lv = whole ? cv : tf__rc_q_bytes(tf__rc_ann(pod, TF_ANN_VRAM_LIMIT));
+    const char *qos = tf__rc_ann(pod, TF_ANN_QOS);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "name",
+                           json_object_new_string(tf_json_str(pod, "metadata", "name", NULL)
+                                                      ? tf_json_str(pod, "metadata", "name", NULL)
+                                                      : ""));
+    const char *ns = tf_json_str(pod, "metadata", "namespace", NULL);
+    json_object_object_add(o, "namespace", json_object_new_string(ns ? ns : ""));
+    json_object_object_add(o, "uid", json_object_new_string(tf__rc_pod_uid(pod)));
+    if (qos && tf_qos_parse(qos, &(enum tf_qos){0}) == 0)
+        json_object_object_add(o, "qos", json_object_new_string(qos));
+    json_object_object_add(o, "requests", tf__rc_q_obj(t, v));
+    json_object_object_add(o, "limits", tf__rc_q_obj(lt ? lt : t, lv ? lv : v));
+    return o;
+}
+
+/* Adds POD's INFO to the runningApps entry of its workload (the workload annotation, else the
+ * pod itself), creating the entry: {name, namespace, count, pods[]}. */
+static void add_running_app(json_object *apps, json_object *pod, json_object *info)
+{
+    const char *wl = tf__rc_ann(pod, TF_ANN_WORKLOAD);
+    const char *name = wl ? wl : tf_json_str(info, "name", NULL);
+    const char *ns = tf_json_str(info, "namespace", NULL);
+    json_object *app = NULL;
+    for (size_t i = 0; i < json_object_array_length(apps) && !app; i++) {
+        json_object *a = json_object_array_get_idx(apps, i);
+        if (strcmp(tf_json_str(a, "name", NULL), name) == 0 &&
+            strcmp(tf_json_str(a, "namespace", NULL), ns) == 0)
+            app = a;
+    }
+    if (!app) {
+        app = json_object_new_object();
+        json_object_object_add(app, "name", json_object_new_string(name));
+        json_object_object_add(app, "namespace", json_object_new_string(ns));
+        json_object_object_add(app, "count", json_object_new_int(0));
+        json_object_object_add(app, "pods", json_object_new_array());
+        json_object_array_add(apps, app);
+    }
+    json_object *count = tf_json_path(app, "count", NULL);
+    json_object_set_int(count, json_object_get_int(count) + 1);
+    json_object_array_add(tf_json_path(app, "pods", NULL), json_object_get(info));
 }
 
 static void reconcile_gpus(struct tf_reconciler *r, json_object *pods, json_object *nodes_agg,
@@ -85,16 +175,9 @@ static void reconcile_gpus(struct tf_reconciler *r, json_object *pods, json_obje
             tf__rc_pod_share(pod, ct, cv, &t, &v);
             ut += t;
             uv += v;
-            const char *pns = tf_json_str(pod, "metadata", "namespace", NULL);
-            const char *pn = tf_json_str(pod, "metadata", "name", NULL);
-            json_object *app = json_object_new_object();
-            json_object_object_add(app, "name", json_object_new_string(pn ? pn : ""));
-            json_object_object_add(app, "namespace", json_object_new_string(pns ? pns : ""));
-            json_object_object_add(app, "count", json_object_new_int(1));
-            json_object_array_add(apps, app);
-            char key[400];
-            snprintf(key, sizeof(key), "%s/%s", pns ? pns : "", pn ? pn : "");
-            json_object_array_add(holders, json_object_new_string(key));
+            json_object *info = pod_gpu_info(pod, ct, cv, t, v);
+            add_running_app(apps, pod, info);
+            json_object_array_add(holders, info);
         }
         int64_t at = ct > ut ? ct - ut : 0, av = cv > uv ? cv - uv : 0;
         json_object *st = json_object_new_object();
@@ -136,7 +219,7 @@ static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
             char buf[512], err[256];
             snprintf(buf, sizeof(buf),
                      "{\"apiVersion\":\"tensor-fusion.ai/v1\",\"kind\":\"GPUNode\",\"metadata\":"
-                     "{\"name\":\"%s\"},\"spec\":{\"manageMode\":\"Auto\"}}",
+                     "{\"name\":\"%s\"},\"spec\":{\"manageMode\":\"AutoSelect\"}}",
                      node);
             json_object *obj = json_tokener_parse(buf);
             int rc = tf_k8s_create(r->c, &tf_k8s_gpunodes, NULL, obj, &gn, err, sizeof(err));
@@ -152,25 +235,40 @@ static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
             }
         }
         json_object *st = json_object_new_object();
-        char buf[48];
         json_object_object_add(st, "phase", json_object_new_string("Running"));
         json_object_object_add(st, "totalGPUs", json_object_new_int(a.gpus));
         json_object_object_add(st, "managedGPUs", json_object_new_int(a.gpus));
-        tf_quantity_format_milli(a.tt, buf, sizeof(buf));
-        json_object_object_add(st, "totalTFlops", json_object_new_string(buf));
-        tf_quantity_format_bytes(a.tv, buf, sizeof(buf));
-        json_object_object_add(st, "totalVRAM", json_object_new_string(buf));
-        tf_quantity_format_milli(a.at, buf, sizeof(buf));
-        json_object_object_add(st, "availableTFlops", json_object_new_string(buf));
-        tf_quantity_format_bytes(a.av, buf, sizeof(buf));
-        json_object_object_add(st, "availableVRAM", json_object_new_string(buf));
+        put_totals(st, &a, 0);
         json_object *np = NULL;
         json_object_object_get_ex(node_pods, node, &np);
+        int npods = 0;
+        if (np) {
+            json_object_object_foreach(np, uuid, held)
+            {
+                (void)uuid;
+                npods += (int)json_object_array_length(held);
+            }
+        }
+        json_object_object_add(st, "totalGPUPods", json_object_new_int(npods));
         json_object_object_add(st, "allocatedPods",
                                np ? json_object_get(np) : json_object_new_object());
         tf__rc_put_status(r, &tf_k8s_gpunodes, gn, st);
         json_object_put(gn);
     }
+}
+
+/* Nodes with GPUs of pool PNAME (the "pool\nnode" keys of POOLS_AGG). */
+static int pool_nodes(json_object *pools_agg, const char *pname)
+{
+    int nodes = 0;
+    size_t plen = strlen(pname);
+    json_object_object_foreach(pools_agg, k, v)
+    {
+        (void)v;
+        if (strncmp(k, pname, plen) == 0 && k[plen] == '\n')
+            nodes++;
+    }
+    return nodes;
 }
 
 static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
@@ -181,8 +279,10 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
         json_object *cl = json_object_array_get_idx(clusters, i);
         const char *cname = tf_json_str(cl, "metadata", "name", NULL);
         json_object *gp = tf_json_path(cl, "spec", "gpuPools", NULL);
-        json_object *ready = json_object_new_array();
-        int total_gpus = 0, npools = 0;
+        json_object *ready = json_object_new_array(), *not_ready = json_object_new_array();
+        int total_gpus = 0, total_nodes = 0, npools = 0;
+        struct agg sum = {0};
+        int64_t virt_tflops = 0;
         for (size_t j = 0; gp && json_object_array_length(gp) > j; j++) {
             json_object *entry = json_object_array_get_idx(gp, j);
             const char *pname = tf_json_str(entry, "name", NULL);
@@ -234,15 +334,25 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
             json_object_put(want);
             struct agg a = agg_get(pools_agg, pname);
             total_gpus += a.gpus;
-            if (a.gpus)
-                json_object_array_add(ready, json_object_new_string(pname));
+            total_nodes += pool_nodes(pools_agg, pname);
+            sum.tt += a.tt;
+            sum.tv += a.tv;
+            sum.at += a.at;
+            sum.av += a.av;
+            virt_tflops += a.tt * oversell_pct(tpl) / 100;
+            json_object_array_add(a.gpus ? ready : not_ready, json_object_new_string(pname));
         }
         json_object *st = json_object_new_object();
         json_object_object_add(st, "phase",
                                json_object_new_string(total_gpus ? "Running" : "Pending"));
         json_object_object_add(st, "totalPools", json_object_new_int(npools));
+        json_object_object_add(st, "totalNodes", json_object_new_int(total_nodes));
         json_object_object_add(st, "totalGPUs", json_object_new_int(total_gpus));
+        put_totals(st, &sum, 0);
+        put_q(st, "virtualTFlops", virt_tflops, false);
+        put_q(st, "virtualVRAM", sum.tv, true);
         json_object_object_add(st, "readyGPUPools", ready);
+        json_object_object_add(st, "notReadyGPUPools", not_ready);
         tf__rc_put_status(r, &tf_k8s_tfclusters, cl, st);
     }
     json_object_put(clusters);
@@ -253,28 +363,16 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
         json_object *pool = json_object_array_get_idx(pools, i);
         const char *pname = tf_json_str(pool, "metadata", "name", NULL);
         struct agg a = agg_get(pools_agg, pname);
-        int nodes = 0;
-        size_t plen = strlen(pname);
-        json_object_object_foreach(pools_agg, k, v)
-        {
-            (void)v;
-            if (strncmp(k, pname, plen) == 0 && k[plen] == '\n')
-                nodes++;
-        }
-        char buf[48];
+        int nodes = pool_nodes(pools_agg, pname);
         json_object *st = json_object_new_object();
         json_object_object_add(st, "phase", json_object_new_string(a.gpus ? "Running" : "Pending"));
         json_object_object_add(st, "totalNodes", json_object_new_int(nodes));
         json_object_object_add(st, "readyNodes", json_object_new_int(nodes));
+        json_object_object_add(st, "notReadyNodes", json_object_new_int(0));
         json_object_object_add(st, "totalGPUs", json_object_new_int(a.gpus));
-        tf_quantity_format_milli(a.tt, buf, sizeof(buf));
-        json_object_object_add(st, "totalTFlops", json_object_new_string(buf));
-        tf_quantity_format_bytes(a.tv, buf, sizeof(buf));
-        json_object_object_add(st, "totalVRAM", json_object_new_string(buf));
-        tf_quantity_format_milli(a.at, buf, sizeof(buf));
-        json_object_object_add(st, "availableTFlops", json_object_new_string(buf));
-        tf_quantity_format_bytes(a.av, buf, sizeof(buf));
-        json_object_object_add(st, "availableVRAM", json_object_new_string(buf));
+        put_totals(st, &a, oversell_pct(tf_json_path(pool, "spec", NULL)));
+        if (!tf_json_path(pool, "status", "componentStatus", NULL))
+            json_object_object_add(st, "componentStatus", json_object_new_object());
         tf__rc_put_status(r, &tf_k8s_gpupools, pool, st);
     }
     json_object_put(pools);

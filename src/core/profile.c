@@ -65,7 +65,7 @@ static int parse_side(struct pctx *c, json_object *side, const char *name, struc
                 (rc = tf_quantity_bytes(txt, &r->vram_bytes, field(c, path), c->err, c->errlen)))
                 return rc;
             r->vram_set = true;
-        } else if (!strcmp(k, "computePercent")) {
+        } else if (!strcmp(k, "computePercent") || !strcmp(k, "compute")) {
             if ((rc = qty_text(c, v, path, &txt)) ||
                 (rc = tf_percent_parse(txt, &r->percent_bp, field(c, path), c->err, c->errlen)))
                 return rc;
@@ -80,7 +80,7 @@ static int parse_side(struct pctx *c, json_object *side, const char *name, struc
     if (r->tflops_set && r->percent_set) {
         snprintf(path, sizeof(path), "resources.%s", name);
         tf_errf(c->err, c->errlen,
-                "%s: tflops and computePercent are mutually exclusive, set only one",
+                "%s: tflops and compute (computePercent) are mutually exclusive, set only one",
                 field(c, path));
         return TF_EINVAL;
     }

@@ -233,6 +233,7 @@ def main():
                         "--type=merge", "-p", json.dumps({"status": {
                             "uuid": "GPU-%d" % i, "gpuModel": "A100-80GB", "phase": "Running",
                             "index": i, "capacity": {"tflops": "312", "vram": "80Gi"},
+                            "available": {"tflops": "312", "vram": "80Gi"}, "message": "",
                             "nodeSelector": {"kubernetes.io/hostname": "gpu-node-1"}}}))
         cfgfile = os.path.join(tmp, "config.yaml")
         with open(cfgfile, "w") as f:
@@ -357,16 +358,22 @@ def main():
             "available", {}).get("vram") == "40Gi" else None)(env.get("gpu", gname)))
         if gpu:
             check("GPU available TFLOPS", gpu["status"]["available"]["tflops"] == "212")
-            check("GPU runningApps", gpu["status"]["runningApps"] == [
-                {"name": "trainer", "namespace": "ml", "count": 1}])
+            apps = gpu["status"]["runningApps"]
+            check("GPU runningApps: the workload with its pods", len(apps) == 1 and
+                  apps[0]["name"] == "trainer" and apps[0]["namespace"] == "ml" and
+                  apps[0]["count"] == 1 and [p["name"] for p in apps[0]["pods"]] == ["trainer"],
+                  apps)
         gn = wait_for("GPUNode", lambda: (lambda n: n if n and n.get("status", {}).get(
             "allocatedPods") else None)(env.get("gpunode", "gpu-node-1")))
         if gn:
             check("GPUNode totals", gn["status"]["totalGPUs"] == 2 and
                   gn["status"]["totalTFlops"] == "624" and
                   gn["status"]["availableVRAM"] == "120Gi", gn["status"])
-            check("GPUNode allocatedPods", gn["status"]["allocatedPods"].get(ids) == ["ml/trainer"],
-                  gn["status"]["allocatedPods"])
+            held = gn["status"]["allocatedPods"].get(ids)
+            check("GPUNode allocatedPods: upstream's pod entries", held == [{
+                "name": "trainer", "namespace": "ml", "uid": got["metadata"]["uid"],
+                "qos": "medium", "requests": {"tflops": "100", "vram": "40Gi"},
+                "limits": {"tflops": "200", "vram": "40Gi"}}], gn["status"]["allocatedPods"])
         pst = wait_for("pool status", lambda: (lambda p: p if p and p.get("status", {}).get(
             "availableTFlops") == "524" else None)(env.get("gpupool", "default-pool")))
         if pst:

@@ -65,6 +65,8 @@ def gpus_for(env, node, pool, n):
                                            "gpuModel": "A100-80GB", "phase": "Running",
                                            "index": i,
                                            "capacity": {"tflops": "312", "vram": "80Gi"},
+                                           "available": {"tflops": "312", "vram": "80Gi"},
+                                           "message": "",
                                            "nodeSelector": {"kubernetes.io/hostname": node}}}))
 
 

@@ -148,7 +148,7 @@ check "cluster-scoped CRD get" "500" \
     "$($K get gpupool default-pool -o jsonpath='{.spec.capacityConfig.oversubscription.tflopsOversellRatio}')"
 check "namespaced CRD get" "3Gi" \
     "$($K get workloadprofile example-workload-profile -o jsonpath='{.spec.resources.limits.vram}')"
-$K patch gpupool default-pool --type=merge --subresource=status -p '{"status":{"phase":"Running"}}' >/dev/null
+$K patch gpupool default-pool --type=merge --subresource=status -p '{"status":{"phase":"Running","readyNodes":0,"notReadyNodes":0,"totalTFlops":"0","totalVRAM":"0","virtualTFlops":"0","virtualVRAM":"0","availableTFlops":"0","availableVRAM":"0","componentStatus":{}}}' >/dev/null
 check "CRD status subresource" "Running" "$($K get gpupool default-pool -o jsonpath='{.status.phase}')"
 check "delete CRD object" 'gpupool.tensor-fusion.ai "default-pool" deleted' \
     "$($K delete gpupool default-pool 2>&1)"
@@ -178,7 +178,9 @@ check "unknown fields are pruned" '{}' "$($K get gpupool p2 -o jsonpath='{.spec}
 $K patch gpupool p2 --type=merge -p '{"spec":{"schedulingConfigTemplate":"t"},"status":{"phase":"Running"}}' >/dev/null
 check "main resource ignores a CR's status" "t|" \
     "$($K get gpupool p2 -o jsonpath='{.spec.schedulingConfigTemplate}|{.status.phase}')"
-$K patch gpupool p2 --subresource=status --type=merge -p '{"spec":{"schedulingConfigTemplate":"u"},"status":{"phase":"Running"}}' >/dev/null
+check "status must hold what the CRD requires" 'status.availableTFlops: Required value' \
+    "$($K patch gpupool p2 --subresource=status --type=merge -p '{"status":{"phase":"Running"}}' 2>&1 | grep -o 'status.availableTFlops: Required value')"
+$K patch gpupool p2 --subresource=status --type=merge -p '{"spec":{"schedulingConfigTemplate":"u"},"status":{"phase":"Running","readyNodes":0,"notReadyNodes":0,"totalTFlops":"0","totalVRAM":"0","virtualTFlops":"0","virtualVRAM":"0","availableTFlops":"0","availableVRAM":"0","componentStatus":{}}}' >/dev/null
 check "status subresource ignores a CR's spec" "t|Running" \
     "$($K get gpupool p2 -o jsonpath='{.spec.schedulingConfigTemplate}|{.status.phase}')"
 printf 'apiVersion: tensor-fusion.ai/v1\nkind: GPUPool\nmetadata: {name: p3}\nstatus: {phase: Running}\n' >"$work/st.yaml"
