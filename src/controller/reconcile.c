@@ -30,7 +30,8 @@ struct tf_reconciler *tf_reconciler_new(struct tf_k8s_client *c,
     r->default_pool = strdup(default_pool ? default_pool : "default-pool");
     r->worker_image = strdup(worker_image ? worker_image : "tensorfusion/tf-worker:latest");
     r->shm_host_dir = strdup(shm_host_dir ? shm_host_dir : "/run/tensor-fusion/shm");
-    if (!r->default_pool || !r->worker_image || !r->shm_host_dir) {
+    r->prov_notes = json_object_new_object();
+    if (!r->default_pool || !r->worker_image || !r->shm_host_dir || !r->prov_notes) {
         tf_reconciler_destroy(r);
         return NULL;
     }
@@ -44,6 +45,7 @@ void tf_reconciler_destroy(struct tf_reconciler *r)
     free(r->default_pool);
     free(r->worker_image);
     free(r->shm_host_dir);
+    json_object_put(r->prov_notes);
     free(r);
 }
 
@@ -211,7 +213,8 @@ int tf_reconcile_once(struct tf_reconciler *r)
 {
     struct tf_informer *all[] = {r->src.pods,        r->src.clusters, r->src.pools,
                                  r->src.gpus,        r->src.gpunodes, r->src.workloads,
-                                 r->src.connections, r->src.quotas};
+                                 r->src.connections, r->src.quotas,   r->src.claims,
+                                 r->src.nodeclasses, r->src.nodes};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         if (all[i] && !tf_informer_synced(all[i]))
             return TF_EBUSY;
@@ -221,6 +224,7 @@ int tf_reconcile_once(struct tf_reconciler *r)
     tf__rc_workloads(r, pods);
     tf__rc_connections(r, pods);
     tf__rc_quotas(r, pods);
+    tf__rc_provision(r);
     json_object_put(pods);
     return r->writes;
 }

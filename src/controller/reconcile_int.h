@@ -2,7 +2,8 @@
  *
  * Private to the reconcilers (reconcile.c: lifecycle, shared helpers and the pass;
  * reconcile_infra.c: GPUs, GPUNodes, GPUPools, TensorFusionClusters; reconcile_apps.c:
- * workloads, remote workers, connections, quotas). See reconcile.h.
+ * workloads, remote workers, connections, quotas; reconcile_provision.c: GPUNodeClaims of
+ * Provisioned pools). See reconcile.h.
  */
 #ifndef TF_CONTROLLER_RECONCILE_INT_H
 #define TF_CONTROLLER_RECONCILE_INT_H
@@ -19,6 +20,7 @@ struct tf_reconciler {
     struct tf_reconcile_sources src;
     char *default_pool, *worker_image, *shm_host_dir; /* owned */
     int writes;                                       /* objects written this pass */
+    json_object *prov_notes; /* pool -> last provisioning Warning (owned), not repeated */
 };
 
 /* Metadata annotation / label KEY of O (borrowed from O), or NULL. */
@@ -51,5 +53,6 @@ void tf__rc_infra(struct tf_reconciler *r, json_object *pods);
 void tf__rc_workloads(struct tf_reconciler *r, json_object *pods);
 void tf__rc_connections(struct tf_reconciler *r, json_object *pods);
 void tf__rc_quotas(struct tf_reconciler *r, json_object *pods);
+void tf__rc_provision(struct tf_reconciler *r);
 
 #endif

@@ -10,6 +10,7 @@
  *   TensorFusionWorkload    the autoscaler's view (controller/effplan.h)
  *   SchedulingConfigTemplate placement mode and each vertical scaling rule's autoscaling
  *   GPUResourceQuota        the quota (core/quota.h, as tfctl simulate reads quotas)
+ *   GPUNodeClaim            the node request (core/provision.h, as tf-controller reads it)
  *
  * A parser's refusal is printed as {"error": "..."}. Usage: crd_meaning FILE.json
  */
@@ -20,6 +21,7 @@
 #include "core/cluster.h"
 #include "core/cluster_yaml.h"
 #include "core/efficiency.h"
+#include "core/provision.h"
 #include "core/quota.h"
 #include "core/spec.h"
 
@@ -210,6 +212,22 @@ static json_object *quota(json_object *obj)
     return o;
 }
 
+static json_object *claim(json_object *obj)
+{
+    struct tf_node_claim c;
+    char err[512];
+    if (tf_node_claim_parse(tf_json_path(obj, "spec", NULL), &c, err, sizeof(err)))
+        return err_obj(err);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "tflopsMilli", json_object_new_int64(c.tflops_milli));
+    json_object_object_add(o, "vramBytes", json_object_new_int64(c.vram_bytes));
+    json_object_object_add(o, "gpus", json_object_new_int(c.gpus));
+    json_object_object_add(o, "nodeName", c.node_name ? json_object_new_string(c.node_name) : NULL);
+    json_object_object_add(o, "nodeClass",
+                           c.node_class ? json_object_new_string(c.node_class) : NULL);
+    return o;
+}
+
 static json_object *meaning(json_object *obj)
 {
     const char *kind = tf_json_str(obj, "kind", NULL);
@@ -236,6 +254,8 @@ static json_object *meaning(json_object *obj)
         return scheduling(obj);
     if (!strcmp(kind, "GPUResourceQuota"))
         return quota(obj);
+    if (!strcmp(kind, "GPUNodeClaim"))
+        return claim(obj);
     return NULL;
 }
 

@@ -233,6 +233,9 @@ def check_meanings(m):
     eq("chart's placement", s.get("placement"), "NodeCompactGPULowLoad")
     eq("vertical scaling rule", [(r.get("enable"), r.get("target"), r.get("margin"))
                                  for r in s.get("rules", [])], [(True, "all", 0.15)])
+    eq("sample node claim", m.get(("GPUNodeClaim", "gpunodeclaim-sample")), {
+        "tflopsMilli": 70000, "vramBytes": 24 * GiB, "gpus": 1, "nodeName": "gpu-node-1",
+        "nodeClass": "gpunodeclass-sample"})
     q = m.get(("GPUResourceQuota", "production-namespace"), {})
     eq("sample quota", (q.get("totalRequests"), q.get("maxWorkers"),
                         q.get("alertThresholdPercent"), q.get("maxGPUCount"),

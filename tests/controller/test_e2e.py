@@ -113,6 +113,55 @@ def remote_client_end_to_end(tmp, hport, tok):
         worker.wait(timeout=20)
 
 
+def provisioned_pool(env):
+    """A Provisioned pool short of its minimum records a node request (GPUNodeClaim) once,
+    which becomes Bound when a node registers for it and goes when that node leaves."""
+    env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUNodeClass",
+               "metadata": {"name": "aws-gpu"}, "spec": {"instanceProfile": "tf-gpu"}})
+    env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool", "metadata": {
+        "name": "burst"}, "spec": {
+        "capacityConfig": {"minResources": {"tflops": "300", "vram": "80Gi"}},
+        "nodeManagerConfig": {"provisioningMode": "Provisioned", "nodeProvisioner": {
+            "nodeClass": "aws-gpu", "gpuRequirements": [
+                {"key": "node.kubernetes.io/instance-type", "values": ["p4d.24xlarge"]},
+                {"key": "karpenter.sh/capacity-type", "values": ["spot"]}]}}}})
+
+    def claims():
+        return (env.get("gpunodeclaims", "-l", "tensor-fusion.ai/owner=burst") or
+                {"items": []})["items"]
+
+    got = wait_for("GPUNodeClaim of the Provisioned pool", lambda: [
+        c for c in claims() if c.get("status", {}).get("phase") == "Pending"])
+    if not check("node request recorded", bool(got)):
+        return
+    c = got[0]
+    name = c["metadata"]["name"]
+    check("claim asks for the pool's gap with its class and requirements", c["spec"] == {
+        "nodeClassRef": {"group": "tensor-fusion.ai", "version": "v1", "kind": "GPUNodeClass",
+                         "name": "aws-gpu"}, "tflopsOffered": "300", "vramOffered": "80Gi",
+        "gpuDeviceOffered": 1, "instanceType": "p4d.24xlarge", "capacityType": "Spot"} and
+          c["metadata"]["ownerReferences"][0]["name"] == "burst", c)
+    check("pending claim says what it waits for", "tensor-fusion.ai/node-provisioner=" + name in
+          c["status"]["message"], c["status"])
+    time.sleep(1.0)
+    check("the request is not repeated while pending", len(claims()) == 1, claims())
+    env.apply({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "burst-node-1", "labels": {"tensor-fusion.ai/node-provisioner": name}},
+        "spec": {"providerID": "aws:///us-east-1a/i-0abc"}})
+    bound = wait_for("claim Bound", lambda: [x for x in claims() if x["metadata"]["name"] == name
+                                             and x["status"].get("phase") == "Bound"])
+    check("claim bound to the node that joined", bool(bound) and bound[0]["status"][
+        "instanceID"] == "aws:///us-east-1a/i-0abc", bound)
+    ev = [e["reason"] for e in (env.get("events", "-n", "default") or {"items": []})["items"]
+          if e.get("involvedObject", {}).get("name") == "burst"]
+    check("pool events", "ManagedNodeRequested" in ev and "GPUNodeClaimBound" in ev, ev)
+    env.kubectl("delete", "node", "burst-node-1")
+    again = wait_for("claim released and asked again", lambda: (lambda cs: cs if cs and all(
+        x["metadata"]["name"] != name for x in cs) else None)(claims()))
+    check("a claim whose node left is deleted; the pool, still short, asks again", bool(again),
+          claims())
+
+
 def wait_for(what, fn, timeout=20.0):
     end = time.time() + timeout
     while time.time() < end:
@@ -472,6 +521,8 @@ def main():
             cmd = ww[0]["spec"]["containers"][0]["command"]
             check("whole-GPU worker waits for no region", "--limits-region" not in cmd and
                   "--token-file" in cmd, cmd)
+
+        provisioned_pool(env)
 
         # Every write the controller made is one kube-apiserver accepts as it is: nothing
         # refused, nothing pruned by the CRDs' schemas.

@@ -2,8 +2,8 @@
  *
  * The seed 002 YAML blocks (src/core/efficiency.h): capacityConfig.minResources /
  * warmResources, nodeManagerConfig.nodeCompaction.period and .defrag with the seed's
- * defaults, timezone-required and path-naming errors; and the duration / RFC 3339 helpers
- * they rely on (src/core/timeutil.h).
+ * defaults (no timezone: UTC), upstream's marker TTLs and path-naming errors; and the
+ * duration / RFC 3339 helpers they rely on (src/core/timeutil.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
