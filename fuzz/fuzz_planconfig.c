@@ -2,12 +2,15 @@
  *
  * libFuzzer target: the planners' configuration parsers on YAML input: a pool spec's
  * efficiency blocks (tf_pool_efficiency_parse) and an autoScalingConfig
- * (tf_autoscale_config_parse, then resolve with the document as verticalScalingRules). What
- * they accept must satisfy the documented ranges.
+ * (tf_autoscale_config_parse, then resolve with the document as verticalScalingRules), and
+ * the node requests of Provisioned pools (tf_provision_plan on the parsed pool,
+ * tf_node_claim_parse on the document as a GPUNodeClaim spec). What they accept must satisfy
+ * the documented ranges.
  */
 #include "common/yamljson.h"
 #include "core/autoscale.h"
 #include "core/efficiency.h"
+#include "core/provision.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -30,9 +33,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             e.defrag.utilization_threshold_pct < 0 || e.defrag.utilization_threshold_pct > 100 ||
             (e.defrag.enabled && !e.defrag.timezone[0]))
             abort();
+        struct tf_provision_pool p = {
+            .eff = e, .running = size & 1, .nodes = (int)(size % 5), .gpus = (int)(size % 17)};
+        struct tf_provision_decision pd;
+        tf_provision_plan(&p, &pd);
+        if (pd.request && (pd.tflops_milli < 0 || pd.vram_bytes < 0 || pd.gpus < 1 ||
+                           (!pd.tflops_milli && !pd.vram_bytes)))
+            abort();
     } else if (!err[0]) {
         abort();
     }
+    struct tf_node_claim nc;
+    if (tf_node_claim_parse(d, &nc, err, sizeof(err)) == 0 && (nc.gpus < 0 || nc.gpus > 1024))
+        abort();
     struct tf_autoscale_config c;
     if (tf_autoscale_config_parse(d, "spec.autoScalingConfig", &c, err, sizeof(err)) == 0) {
         if (c.nrules > TF_AUTOSCALE_MAX_RULES ||

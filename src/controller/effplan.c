@@ -44,7 +44,8 @@ static bool gpu_pod_of(json_object *pod, const char *ns, const char *name)
            !str_eq(local, "false");
 }
 
-/* spec.resources.SIDE of the workload into *T / *V; *PCT when computePercent is set. */
+/* spec.resources.SIDE of the workload into *T / *V; *PCT when a percent is set (compute, or
+ * our former spelling computePercent). */
 static int res_side(json_object *res, const char *side, int64_t *t, int64_t *v, bool *pct,
                     char *err, size_t errlen)
 {
@@ -62,7 +63,8 @@ static int res_side(json_object *res, const char *side, int64_t *t, int64_t *v, 
         if (tf_json_quantity_bytes(x, v, key, err, errlen))
             return TF_EINVAL;
     }
-    if (json_object_object_get_ex(o, "computePercent", &x) && x)
+    if ((json_object_object_get_ex(o, "compute", &x) && x) ||
+        (json_object_object_get_ex(o, "computePercent", &x) && x))
         *pct = true;
     return 0;
 }

@@ -15,8 +15,12 @@
  *   - TensorFusionConnection per remote client pod, paired with the least-loaded running
  *     worker of its workload (status.workerName, status.connectionURL); removed with the pod.
  *   - GPUResourceQuota status.used and availablePercent from the namespace's pods.
+ *   - Provisioned pools (reconcile_provision.c): a GPUNodeClaim recording each node the pool
+ *     needs (core/provision.h decides), Bound to the Node that joins for it, deleted when
+ *     that node is gone.
  * Every decision a user would look for is recorded as an Event (GPUPoolCreated, GPUPoolUpdated,
- * WorkerCreated, WorkersScaledDown, WorkerAssigned, QuotaExceeded).
+ * WorkerCreated, WorkersScaledDown, WorkerAssigned, QuotaExceeded, ManagedNodeRequested,
+ * GPUNodeClaimBound, GPUNodeClaimReleased, MaxResourceConstraintReached, ProvisioningBlocked).
  *
  * Threads: a reconciler is used by one thread at a time (the leader's loop).
  */
@@ -28,6 +32,7 @@
 struct tf_reconcile_sources {
     struct tf_informer *pods, *clusters, *pools, *gpus, *gpunodes, *workloads, *connections,
         *quotas;
+    struct tf_informer *claims, *nodeclasses, *nodes; /* Provisioned pools; NULL: off */
 };
 
 struct tf_reconciler;

@@ -80,11 +80,12 @@ int tf_placement_parse(const char *s, enum tf_placement_mode *out);
 const char *tf_gpu_phase_name(enum tf_gpu_phase p);
 int tf_gpu_phase_parse(const char *s, enum tf_gpu_phase *out);
 
-/* Price of one QoS level (seed 000: each level has its own rate). Micro-units of currency. */
+/* Price of one QoS level (seed 000: each level has its own rate). Nano-units of currency
+ * (upstream's default "$0.0069228" per TFLOPS-hour is 6922800). */
 struct tf_qos_price {
     bool set;
-    int64_t tflops_hour_micro;        /* per FP16 TFLOPS per hour */
-    int64_t vram_gib_hour_micro;      /* per GiB of VRAM per hour */
+    int64_t tflops_hour_nano;         /* per FP16 TFLOPS per hour */
+    int64_t vram_gib_hour_nano;       /* per GiB of VRAM per hour */
     int32_t limits_over_requests_pct; /* charge for limits above requests, percent */
 };
 

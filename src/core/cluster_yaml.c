@@ -191,8 +191,8 @@ static int bytes(struct px *x, json_object *o, const char *path, const char *key
     return quantity(x, o, path, key, tf_quantity_bytes, out, present);
 }
 
-/* A price ("0.0069") in micro-units, exactly. */
-static int micro(struct px *x, json_object *o, const char *path, const char *key, int64_t *out)
+/* A price ("0.0069", or "$0.0069228" as upstream writes it) in nano-units, exactly. */
+static int nano(struct px *x, json_object *o, const char *path, const char *key, int64_t *out)
 {
     char p[PATHLEN], msg[256];
     join(p, path, key);
@@ -203,12 +203,14 @@ static int micro(struct px *x, json_object *o, const char *path, const char *key
     int rc = qtext(x, v, p, &t);
     if (rc)
         return rc;
+    if (*t == '$')
+        t++;
     struct tf_quantity q;
     if ((rc = tf_quantity_parse(t, &q, p, msg, sizeof(msg)))) {
         tf_errf(x->err, x->errlen, "%s", msg);
         return rc;
     }
-    int e = q.e10 + 6;
+    int e = q.e10 + 9;
     int64_t m = q.mant;
     if (q.e2 != 0)
         return bad(x, TF_EINVAL, p, "\"%s\": a price cannot have a binary suffix", t);
@@ -219,7 +221,7 @@ static int micro(struct px *x, json_object *o, const char *path, const char *key
     }
     for (; e < 0; e++) {
         if (m % 10)
-            return bad(x, TF_EINVAL, p, "\"%s\" is finer than one millionth", t);
+            return bad(x, TF_EINVAL, p, "\"%s\" is finer than one billionth", t);
         m /= 10;
     }
     *out = m;
@@ -338,15 +340,18 @@ static int parse_profiles(struct px *x, json_object *doc, struct tf_cluster *c)
 static int resources(struct px *x, json_object *o, const char *path, const char *key,
                      int64_t *tflops, int64_t *vram)
 {
-    static const char *const rkeys[] = {"tflops", "vram", NULL};
+    /* cpu/memory (upstream: cloud-vendor provisioning only) are checked, not used here. */
+    static const char *const rkeys[] = {"tflops", "vram", "cpu", "memory", NULL};
     char p[PATHLEN];
     join(p, path, key);
     json_object *r = get(o, key);
     if (!r)
         return 0;
     int rc;
+    int64_t ignored;
     if ((rc = keys(x, r, p, rkeys)) || (rc = milli(x, r, p, "tflops", tflops, NULL)) ||
-        (rc = bytes(x, r, p, "vram", vram, NULL)))
+        (rc = bytes(x, r, p, "vram", vram, NULL)) || (rc = milli(x, r, p, "cpu", &ignored, NULL)) ||
+        (rc = bytes(x, r, p, "memory", &ignored, NULL)))
         return rc;
     return 0;
 }
@@ -354,7 +359,8 @@ static int resources(struct px *x, json_object *o, const char *path, const char 
 static int parse_pricing(struct px *x, json_object *qc, const char *path,
                          struct tf_pool_config *cfg)
 {
-    static const char *const ekeys[] = {"qos", "requests", "limitsOverRequestsChargingRatio", NULL};
+    static const char *const ekeys[] = {"qos", "requests", "limitsOverRequests",
+                                        "limitsOverRequestsChargingRatio", NULL};
     static const char *const rkeys[] = {"perFP16TFlopsPerHour", "perGBOfVRAMPerHour", NULL};
     json_object *arr;
     int rc = list(x, qc, path, "pricing", &arr, false);
@@ -380,13 +386,24 @@ static int parse_pricing(struct px *x, json_object *qc, const char *path,
         json_object *r = get(e, "requests");
         join(q, p, "requests");
         if (r && ((rc = keys(x, r, q, rkeys)) ||
-                  (rc = micro(x, r, q, "perFP16TFlopsPerHour", &pr->tflops_hour_micro)) ||
-                  (rc = micro(x, r, q, "perGBOfVRAMPerHour", &pr->vram_gib_hour_micro))))
+                  (rc = nano(x, r, q, "perFP16TFlopsPerHour", &pr->tflops_hour_nano)) ||
+                  (rc = nano(x, r, q, "perGBOfVRAMPerHour", &pr->vram_gib_hour_nano))))
             return rc;
-        int64_t ratio = 0;
-        if ((rc = integer(x, e, p, "limitsOverRequestsChargingRatio", 0, 100000, &ratio, NULL)))
+        /* Upstream's limitsOverRequests is a ratio as a string ("0.3"); ours was a percent. */
+        int64_t ratio = 0, milli_ratio = 0;
+        bool has_pct, has_ratio;
+        if ((rc = integer(x, e, p, "limitsOverRequestsChargingRatio", 0, 100000, &ratio,
+                          &has_pct)) ||
+            (rc = milli(x, e, p, "limitsOverRequests", &milli_ratio, &has_ratio)))
             return rc;
-        pr->limits_over_requests_pct = (int32_t)ratio;
+        join(q, p, "limitsOverRequests");
+        if (has_pct && has_ratio)
+            return bad(x, TF_EINVAL, q,
+                       "set only one of limitsOverRequests (a ratio) and "
+                       "limitsOverRequestsChargingRatio (a percent)");
+        if (has_ratio && (milli_ratio < 0 || milli_ratio > 1000000))
+            return bad(x, TF_ERANGE, q, "ratio must be between 0 and 1000");
+        pr->limits_over_requests_pct = (int32_t)(has_ratio ? milli_ratio / 10 : ratio);
     }
     return 0;
 }
@@ -501,11 +518,13 @@ static int check_rules(struct px *x, json_object *nmc, const char *path)
 static int parse_pool_config(struct px *x, json_object *o, const char *p,
                              struct tf_pool_config *cfg)
 {
-    static const char *const okeys[] = {"tflopsOversellRatio", "vramExpandToHostMem", NULL};
+    static const char *const okeys[] = {"tflopsOversellRatio", "vramExpandToHostMem",
+                                        "vramExpandToHostDisk", NULL};
     static const char *const skeys[] = {"vramWeight", "tflopsWeight", NULL};
     /* warmResources, provisioningMode and nodeCompaction are read by the efficiency planners
      * (core/efficiency.h), not by the cluster model. */
-    static const char *const ckeys[] = {"minResources", "maxResources", "warmResources", NULL};
+    static const char *const ckeys[] = {"minResources", "maxResources", "warmResources",
+                                        "oversubscription", NULL};
     static const char *const qkeys[] = {"defaultQoS", "pricing", NULL};
     static const char *const nkeys[] = {"defaultIsolationMode", "isolationModeRules",
                                         "provisioningMode", "nodeCompaction", NULL};
@@ -523,8 +542,14 @@ static int parse_pool_config(struct px *x, json_object *o, const char *p,
                    "unknown placement mode \"%s\" (CompactFirst, LowLoadFirst, "
                    "NodeCompactGPULowLoad)",
                    pl);
-    json_object *os = get(o, "oversubscription");
-    join(q, p, "oversubscription");
+    /* Upstream keeps oversubscription in capacityConfig; ours had it on the pool: either. */
+    json_object *os = get(o, "oversubscription"),
+                *cos = get(get(o, "capacityConfig"), "oversubscription");
+    join(q, p, os ? "oversubscription" : "capacityConfig.oversubscription");
+    if (os && cos)
+        return bad(x, TF_EINVAL, q, "also set in capacityConfig.oversubscription: set it once");
+    if (!os)
+        os = cos;
     int64_t v;
     bool has;
     if (os) {
@@ -537,6 +562,9 @@ static int parse_pool_config(struct px *x, json_object *o, const char *p,
             return rc;
         if (has)
             cfg->vram_expand_host_mem_pct = (int32_t)v;
+        /* Checked; VRAM is not tiered to host disk here (docs/spec.md). */
+        if ((rc = integer(x, os, q, "vramExpandToHostDisk", 0, 100, &v, &has)))
+            return rc;
     }
     json_object *sc = get(o, "scoring");
     join(q, p, "scoring");

@@ -21,12 +21,17 @@
  *     - name: default                              # required
  *       isDefault: true
  *       placement: CompactFirst | LowLoadFirst | NodeCompactGPULowLoad
- *       oversubscription: {tflopsOversellRatio: 500, vramExpandToHostMem: 50}
+ *       oversubscription: {tflopsOversellRatio: 500, vramExpandToHostMem: 50,
+ *                          vramExpandToHostDisk: 70}  # or in capacityConfig, as upstream;
+ *                                                     # host disk: checked, not modelled
  *       scoring: {vramWeight: 0.7, tflopsWeight: 0.3}
  *       maxWorkersPerNode: 0
- *       capacityConfig: {minResources: {tflops, vram}, maxResources: {tflops, vram}}
+ *       capacityConfig: {minResources: {tflops, vram, cpu, memory}, maxResources: {...},
+ *                        warmResources: {...}, oversubscription}  # cpu/memory: checked only
  *       qosConfig: {defaultQoS: medium, pricing: [{qos, requests: {perFP16TFlopsPerHour,
- *                   perGBOfVRAMPerHour}, limitsOverRequestsChargingRatio}]}
+ *                   perGBOfVRAMPerHour}, limitsOverRequests: "0.3"}]}
+ *                   # upstream's ratio string; limitsOverRequestsChargingRatio: 30 (percent,
+ *                   # our former spelling) is still read
  *       nodeManagerConfig: {defaultIsolationMode: soft,
  *                           isolationModeRules: [{mode: hard, selector: LabelSelector}]}
  *       nodes:                                     # required

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define PATH_MAX_LEN 256
 
@@ -196,8 +197,14 @@ static int parse_duration(json_object *v, const char *path, int64_t *out, char *
 static int parse_defrag(json_object *obj, const char *path, struct tf_defrag_config *d, char *err,
                         size_t errlen)
 {
-    static const char *const keys[] = {
-        "enabled", "schedule", "timezone", "maxDuration", "utilizationThresholdPercent", NULL};
+    static const char *const keys[] = {"enabled",
+                                       "schedule",
+                                       "timezone",
+                                       "maxDuration",
+                                       "utilizationThresholdPercent",
+                                       "evictedPodMarkerTTL",
+                                       "sourceNodeMarkerTTL",
+                                       NULL};
     int rc = want_object(obj, path, err, errlen);
     if (rc || (rc = only_keys(obj, path, keys, err, errlen)))
         return rc;
@@ -251,13 +258,21 @@ static int parse_defrag(json_object *obj, const char *path, struct tf_defrag_con
         }
         d->utilization_threshold_pct = (int32_t)pct;
     }
-    if (d->enabled && !d->timezone[0]) {
-        tf_errf(err, errlen,
-                "%s: required when defrag is enabled (an IANA name such as UTC or "
-                "Asia/Shanghai)",
-                join(p, path, "timezone"));
-        return TF_EINVAL;
+    /* Upstream's marker TTLs: durations or "never". Checked; our runs keep no markers. */
+    static const char *const ttls[] = {"evictedPodMarkerTTL", "sourceNodeMarkerTTL"};
+    for (size_t i = 0; i < 2; i++) {
+        if (!json_object_object_get_ex(obj, ttls[i], &v) || !v)
+            continue;
+        join(p, path, ttls[i]);
+        int64_t ms;
+        if ((rc = parse_string(v, p, &s, err, errlen)))
+            return rc;
+        if (strcasecmp(s, "never") != 0 && (rc = tf_duration_parse(s, &ms, p, err, errlen)))
+            return rc;
     }
+    /* Upstream evaluates the schedule in the controller's local time, UTC in its image. */
+    if (!d->timezone[0])
+        tf_strlcpy(d->timezone, "UTC", sizeof(d->timezone));
     return 0;
 }
 

@@ -14,11 +14,14 @@
  *       defrag:
  *         enabled: true                           # default false
  *         schedule: "0 3 * * *"                   # default; 5-field cron, no TZ= prefix
- *         timezone: "UTC"                         # required when enabled (IANA name)
+ *         timezone: "Asia/Shanghai"               # IANA name; default UTC
+ *         evictedPodMarkerTTL: never              # upstream's; checked (duration or never),
+ *         sourceNodeMarkerTTL: 30m                #   no effect: our runs keep no markers
  *         maxDuration: 2h                         # default 2h
  *         utilizationThresholdPercent: 40         # default 40, 0..100
  *
- * Every block and field is optional except defrag.timezone when defrag is enabled. Quantities
+ * Every block and field is optional (upstream TensorFusion has no timezone and evaluates the
+ * schedule in the controller's local time, which is UTC in its image). Quantities
  * are Kubernetes quantities as strings or YAML numbers ("20", 20, 0.5, "10Gi"); durations are
  * Go durations ("30m", "2h", "1h30m"; "1d" too). Unknown keys inside capacityConfig's
  * resource blocks, nodeCompaction and defrag are errors (typos would otherwise silently keep a
@@ -26,8 +29,8 @@
  * the resource blocks are accepted and ignored (cloud-vendor provisioning only).
  *
  * Errors name the full path and value, e.g.
- *   gpuPools[0].specTemplate.nodeManagerConfig.nodeCompaction.defrag.timezone: required when
- *   defrag is enabled (an IANA name such as UTC or Asia/Shanghai)
+ *   gpuPools[0].specTemplate.nodeManagerConfig.nodeCompaction.period: "0s": must be longer
+ *   than zero
  * Whether the zone exists is checked where zones are loaded (tzload.h), not here.
  *
  * Pure; the parsed struct is a plain value (no pointers), thread-safe to share.
@@ -65,7 +68,7 @@ struct tf_defrag_config {
     bool enabled;
     char schedule[TF_CRON_EXPR_MAX + 1];
     struct tf_cron cron;               /* parsed schedule */
-    char timezone[TF_TZ_NAME_MAX + 1]; /* "" when not given */
+    char timezone[TF_TZ_NAME_MAX + 1]; /* "UTC" when not given */
     int64_t max_duration_ms;           /* > 0 */
     int32_t utilization_threshold_pct; /* 0..100 */
 };

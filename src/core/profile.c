@@ -59,7 +59,9 @@ static int parse_side(struct pctx *c, json_object *side, const char *name, struc
             if ((rc = qty_text(c, v, path, &txt)) ||
                 (rc = tf_quantity_milli(txt, &r->tflops_milli, field(c, path), c->err, c->errlen)))
                 return rc;
-            r->tflops_set = true;
+            /* Upstream's CRD requires tflops in every side: next to a percent, "0" means unset. */
+            r->tflops_set = r->tflops_milli != 0 ||
+                            !(tf__get(side, "compute") || tf__get(side, "computePercent"));
         } else if (!strcmp(k, "vram")) {
             if ((rc = qty_text(c, v, path, &txt)) ||
                 (rc = tf_quantity_bytes(txt, &r->vram_bytes, field(c, path), c->err, c->errlen)))

@@ -50,12 +50,25 @@ static json_object *build_labels(json_object *obj, void *arg)
     return p;
 }
 
+/* The GPU CRD requires available and message as upstream's does: a new object starts with
+ * available = capacity and an empty message; later the reconciler owns available. */
 static json_object *build_status(json_object *obj, void *arg)
 {
-    if (!tf_hv_k8s_differs(tf_json_path(obj, "status", NULL), arg))
+    json_object *have = tf_json_path(obj, "status", NULL);
+    if (!tf_hv_k8s_differs(have, arg))
         return NULL;
+    json_object *st = NULL;
+    if (json_object_deep_copy(arg, &st, NULL))
+        return NULL;
+    json_object *cap = tf_json_path(arg, "capacity", NULL), *avail = NULL;
+    if (cap && !tf_json_path(have, "available", NULL) && json_object_deep_copy(cap, &avail, NULL))
+        avail = NULL;
+    if (avail)
+        json_object_object_add(st, "available", avail);
+    if (!tf_json_path(have, "message", NULL))
+        json_object_object_add(st, "message", json_object_new_string(""));
     json_object *p = json_object_new_object();
-    json_object_object_add(p, "status", json_object_get(arg));
+    json_object_object_add(p, "status", st);
     return p;
 }
 
@@ -99,12 +112,41 @@ struct stale_ctx {
     int rc;
 };
 
+/* Sets KEY of ST to V (consumed) unless the stored status HAVE has it. */
+static void fill(json_object *st, json_object *have, const char *key, json_object *v)
+{
+    if (tf_json_path(have, key, NULL))
+        json_object_put(v);
+    else
+        json_object_object_add(st, key, v);
+}
+
+/* phase Unknown with a message saying why; an object that never got a status from us also
+ * gets the members the GPU CRD requires (capacity 0, this node). ARG: the node name. */
 static json_object *build_unknown(json_object *obj, void *arg)
 {
     const char *phase = tf_json_str(obj, "status", "phase", NULL);
     if (phase && strcmp(phase, "Unknown") == 0)
         return NULL;
-    return json_tokener_parse("{\"status\":{\"phase\":\"Unknown\"}}");
+    json_object *have = tf_json_path(obj, "status", NULL), *st = json_object_new_object();
+    char msg[400];
+    snprintf(msg, sizeof(msg),
+             "not found on node %s (gone, or reported while the hypervisor "
+             "was down)",
+             (const char *)arg);
+    json_object_object_add(st, "phase", json_object_new_string("Unknown"));
+    json_object_object_add(st, "message", json_object_new_string(msg));
+    const char *name = tf_json_str(obj, "metadata", "name", NULL);
+    fill(st, have, "uuid", json_object_new_string(name ? name : ""));
+    fill(st, have, "gpuModel", json_object_new_string(""));
+    json_object *sel = json_object_new_object();
+    json_object_object_add(sel, "kubernetes.io/hostname", json_object_new_string(arg));
+    fill(st, have, "nodeSelector", sel);
+    fill(st, have, "capacity", json_tokener_parse("{\"tflops\":\"0\",\"vram\":\"0\"}"));
+    fill(st, have, "available", json_tokener_parse("{\"tflops\":\"0\",\"vram\":\"0\"}"));
+    json_object *p = json_object_new_object();
+    json_object_object_add(p, "status", st);
+    return p;
 }
 
 /* A GPU object of this node: Unknown unless one of ours. */
@@ -118,7 +160,7 @@ static int mark_stale(json_object *item, void *arg)
         return 0;
     char err[512];
     int rc = tf_k8s_merge_patch_retry(x->g->c, &tf_k8s_gpus, NULL, name, "status", build_unknown,
-                                      NULL, NULL, err, sizeof(err));
+                                      (void *)x->g->node, NULL, err, sizeof(err));
     if (rc == 0)
         tf_log(TF_LOG_WARN, "k8s", "GPU %s is no longer on node %s: phase Unknown", name,
                x->g->node);

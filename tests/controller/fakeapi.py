@@ -9,8 +9,13 @@ real kubectl binary:
   * resources: core/v1 pods (status, binding, eviction), nodes (status), namespaces, events,
     services; coordination.k8s.io/v1 leases; apps/v1 deployments, replicasets, statefulsets;
     admissionregistration.k8s.io/v1 mutatingwebhookconfigurations; events.k8s.io/v1 events;
-    policy/v1 poddisruptionbudgets; karpenter.sh/v1 nodeclaims; every tensor-fusion.ai/v1
-    kind (cluster-scoped or namespaced as in deploy/crds).
+    policy/v1 poddisruptionbudgets; karpenter.sh/v1 nodeclaims; apiextensions.k8s.io/v1
+    customresourcedefinitions, and the kinds they define: the chart's CRDs are loaded at start
+    (--crds), others can be applied. Custom resources get kube-apiserver's structural-schema
+    treatment (fakecrd.py, fakeschema.py): status subresource rules, pruning of unknown fields
+    (Warning headers, fieldValidation=Strict refuses, Ignore drops silently), defaults,
+    validation with 422 Invalid and field paths, and `kubectl get` tables (Accept
+    as=Table) from additionalPrinterColumns.
   * pods/eviction (policy/v1 Eviction) as kube-apiserver does it: the pod's namespace's
     PodDisruptionBudgets whose spec.selector matches it (an empty selector matches all, none
     matches nothing) are checked, unless the pod is Pending, terminal or terminating; more than one is a 500, a budget allowing no disruption a 429
@@ -36,9 +41,11 @@ real kubectl binary:
     delivery until the next compact (together: a watch that was down while history moved on);
     POST /_fake/auth {"token": T}
     makes every request need that bearer token (401 otherwise); GET /_fake/requests lists the
-    recorded request lines (with the bearer token seen).
+    recorded request lines (with the bearer token seen); GET /_fake/warnings lists every
+    Warning sent (unknown fields written), so tests can assert that our code writes none.
 
 Binds 127.0.0.1 only. Usage: fakeapi.py [--port N] [--port-file FILE] [--history N]
+                                        [--crds FILE|DIR]...
 """
 import argparse
 import base64
@@ -57,13 +64,16 @@ import urllib.request
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import fakecrd
+import fakeschema
+
 try:
     import jsonpatch  # python3-jsonpatch (Debian)
 except ImportError:  # pragma: no cover
     jsonpatch = None
 
-# (group, version, plural) -> (kind, namespaced, has_status)
-TF = "tensor-fusion.ai"
+# (group, version, plural) -> (kind, namespaced, has_status). Custom resources are added by
+# their CRDs (fakecrd.py): the chart's CRDs are loaded at start-up (--crds).
 RESOURCES = {
     ("", "v1", "pods"): ("Pod", True, True),
     ("", "v1", "nodes"): ("Node", False, True),
@@ -79,22 +89,17 @@ RESOURCES = {
     ("apps", "v1", "statefulsets"): ("StatefulSet", True, True),
     ("admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations"):
         ("MutatingWebhookConfiguration", False, False),
-    (TF, "v1", "tensorfusionclusters"): ("TensorFusionCluster", False, True),
-    (TF, "v1", "gpupools"): ("GPUPool", False, True),
-    (TF, "v1", "gpunodes"): ("GPUNode", False, True),
-    (TF, "v1", "gpus"): ("GPU", False, True),
-    (TF, "v1", "schedulingconfigtemplates"): ("SchedulingConfigTemplate", False, False),
-    (TF, "v1", "tensorfusionworkloads"): ("TensorFusionWorkload", True, True),
-    (TF, "v1", "tensorfusionconnections"): ("TensorFusionConnection", True, True),
-    (TF, "v1", "workloadprofiles"): ("WorkloadProfile", True, False),
-    (TF, "v1", "gpuresourcequotas"): ("GPUResourceQuota", True, True),
+    fakecrd.CRD_KEY: ("CustomResourceDefinition", False, True),
     ("policy", "v1", "poddisruptionbudgets"): ("PodDisruptionBudget", True, True),
     ("scheduling.k8s.io", "v1", "priorityclasses"): ("PriorityClass", False, False),
     ("karpenter.sh", "v1", "nodeclaims"): ("NodeClaim", False, True),
 }
+DEFAULT_CRDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy",
+                            "helm", "tensor-fusion", "crds")
 SHORT = {"pods": ["po"], "nodes": ["no"], "namespaces": ["ns"], "events": ["ev"],
          "services": ["svc"], "deployments": ["deploy"], "replicasets": ["rs"],
-         "statefulsets": ["sts"], "configmaps": ["cm"], "poddisruptionbudgets": ["pdb"]}
+         "statefulsets": ["sts"], "configmaps": ["cm"], "poddisruptionbudgets": ["pdb"],
+         "customresourcedefinitions": ["crd", "crds"]}
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 BOOKMARK_INTERVAL = 1.0
 
@@ -108,13 +113,16 @@ def api_version(group, version):
 
 
 class ApiError(Exception):
-    def __init__(self, code, reason, message):
+    def __init__(self, code, reason, message, details=None):
         super().__init__(message)
-        self.code, self.reason, self.message = code, reason, message
+        self.code, self.reason, self.message, self.details = code, reason, message, details
 
     def status(self):
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": self.message, "reason": self.reason, "code": self.code}
+        st = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+              "message": self.message, "reason": self.reason, "code": self.code}
+        if self.details:
+            st["details"] = self.details
+        return st
 
 
 def merge_patch(target, patch):
@@ -245,8 +253,10 @@ def fields_match(sel, obj):
 
 
 class Store:
-    def __init__(self, history):
+    def __init__(self, history, crd_paths=()):
         self.lock = threading.Condition()
+        self.crds = fakecrd.Registry(RESOURCES, SHORT)
+        self.warnings = []  # (request line, warning) for every warning sent
         self.rv = 0
         self.objects = {}  # (group, plural, ns, name) -> obj
         self.history = []  # (rv, type, group, plural, obj)
@@ -262,6 +272,8 @@ class Store:
                 self.create("", "v1", "namespaces", None,
                             {"apiVersion": "v1", "kind": "Namespace",
                              "metadata": {"name": ns}})
+            for crd in self.crds.load_files(crd_paths):
+                self.create(*fakecrd.CRD_KEY, None, crd)
 
     def next_rv(self):
         self.rv += 1
@@ -296,7 +308,8 @@ class Store:
                 return (g, v, p)
         raise ApiError(404, "NotFound", "the server could not find the requested resource")
 
-    def create(self, group, version, plural, ns, obj):
+    def create(self, group, version, plural, ns, obj, ctx=None):
+        """Stores OBJ. CTX: {"validation": fieldValidation, "warnings": [...]} (CRs only)."""
         kind, namespaced, _ = RESOURCES[(group, version, plural)]
         if not isinstance(obj, dict):
             raise ApiError(400, "BadRequest", "request body is not an object")
@@ -325,6 +338,9 @@ class Store:
             raise ApiError(409, "AlreadyExists", '%s "%s" already exists' % (
                 plural_display(group, plural, kind), meta["name"]))
         obj["apiVersion"], obj["kind"] = api_version(group, version), kind
+        self.admit(group, version, plural, obj, None, None, ctx)
+        if (group, version, plural) == fakecrd.CRD_KEY:
+            self.register_crd(obj)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_ts()
         meta["generation"] = 1
@@ -340,7 +356,29 @@ class Store:
         self.record("ADDED", group, plural, obj)
         return obj
 
-    def replace(self, group, version, plural, ns, name, new, subresource=None, patch_rv=None):
+    def admit(self, group, version, plural, obj, old, subresource, ctx):
+        """Custom resources: status rules, pruning, defaults, validation (fakecrd.py)."""
+        info = self.crds.info(group, version, plural)
+        if info is None:
+            return
+        ctx = ctx if ctx is not None else {}
+        try:
+            self.crds.admit(info, obj, old, subresource, ctx.get("validation"),
+                            ctx.setdefault("warnings", []))
+        except fakecrd.Invalid as e:
+            raise ApiError(422, "Invalid", str(e), e.details())
+        except fakecrd.StrictError as e:
+            raise ApiError(400, "BadRequest", str(e))
+
+    def register_crd(self, crd):
+        try:
+            self.crds.register(crd)
+        except ValueError as e:
+            raise ApiError(422, "Invalid", str(e))
+        crd["status"] = fakecrd.crd_status(crd)
+
+    def replace(self, group, version, plural, ns, name, new, subresource=None, patch_rv=None,
+                ctx=None):
         """Stores NEW in place of the object (update or patch result)."""
         kind, _, has_status = RESOURCES[(group, version, plural)]
         old = self.get(group, plural, ns, name)
@@ -360,7 +398,9 @@ class Store:
             if k in old["metadata"]:
                 meta[k] = old["metadata"][k]
         new["apiVersion"], new["kind"] = old["apiVersion"], old["kind"]
-        if subresource == "status":
+        if self.crds.info(group, version, plural):
+            self.admit(group, version, plural, new, old, subresource, ctx)
+        elif subresource == "status":
             merged = copy.deepcopy(old)
             if "status" in new:
                 merged["status"] = new["status"]
@@ -382,6 +422,8 @@ class Store:
         if new.get("spec") != old.get("spec"):
             gen += 1
         new["metadata"]["generation"] = gen
+        if (group, version, plural) == fakecrd.CRD_KEY:
+            self.register_crd(new)
         if strip_rv(new) == strip_rv(old):
             return old  # no-op writes do not bump the resourceVersion, as in kube-apiserver
         new["metadata"]["resourceVersion"] = self.next_rv()
@@ -398,6 +440,13 @@ class Store:
         if plural == "namespaces":
             for key in [k for k in self.objects if k[2] == name]:
                 self.delete(key[0], key[1], key[2], key[3])
+        if (group, plural) == (fakecrd.CRD_KEY[0], fakecrd.CRD_KEY[2]):
+            spec = obj.get("spec") or {}
+            gone = self.crds.unregister_plural(spec.get("group"),
+                                              (spec.get("names") or {}).get("plural"))
+            for key in [k for k in self.objects if gone and k[0] == gone[0] and
+                        k[1] == gone[2]]:
+                self.delete(key[0], key[1], key[2], key[3])
         return obj
 
 
@@ -411,14 +460,16 @@ def plural_display(group, plural, kind):
     return plural if group == "" else plural + "." + group
 
 
-def discovery_resources(group, version):
+def discovery_resources(group, version, crds):
     out = []
     for (g, v, p), (kind, namespaced, has_status) in RESOURCES.items():
         if g != group or v != version:
             continue
-        out.append({"name": p, "singularName": kind.lower(), "namespaced": namespaced,
-                    "kind": kind, "verbs": VERBS + (["deletecollection"] if p != "nodes" else []),
-                    "shortNames": SHORT.get(p, [])})
+        res = {"name": p, "singularName": kind.lower(), "namespaced": namespaced,
+               "kind": kind, "verbs": VERBS + (["deletecollection"] if p != "nodes" else []),
+               "shortNames": SHORT.get(p, [])}
+        res.update(crds.discovery((g, v, p)))
+        out.append(res)
         if has_status:
             out.append({"name": p + "/status", "singularName": "", "namespaced": namespaced,
                         "kind": kind, "verbs": ["get", "patch", "update"]})
@@ -444,10 +495,18 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
+        for k, v in (headers.items() if isinstance(headers, dict) else headers or []):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(body)
+
+    def reply(self, code, obj, ctx):
+        """send_json with a Warning header per warning of CTX (recorded for /_fake/warnings)."""
+        warns = ctx.get("warnings") or []
+        store = self.server.store
+        for w in warns:
+            store.warnings.append({"request": "%s %s" % (self.command, self.path), "warning": w})
+        self.send_json(code, obj, [("Warning", '299 - %s' % json.dumps(w)) for w in warns])
 
     def read_body(self):
         limit = 3 * 1024 * 1024
@@ -544,6 +603,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_json(200, {})
             if parts == ["requests"]:
                 return self.send_json(200, {"requests": store.requests})
+            if parts == ["warnings"]:
+                return self.send_json(200, {"warnings": store.warnings})
         raise ApiError(404, "NotFound", "unknown control endpoint")
 
     # ---- routing --------------------------------------------------------------------------
@@ -558,6 +619,15 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", "2")
             self.end_headers()
             return self.wfile.write(body)
+        if method == "GET" and parts[:2] == ["openapi", "v3"]:
+            with store.lock:
+                doc = fakecrd.openapi_root(store.crds) if len(parts) == 2 else \
+                    fakecrd.openapi_gv(store.crds, *parts[3:5]) if len(parts) == 5 and \
+                    parts[2] == "apis" else None
+            if doc is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested "
+                               "resource")
+            return self.send_json(200, doc)
         if method == "GET" and parts == ["api"]:
             return self.send_json(200, {"kind": "APIVersions", "versions": ["v1"],
                                         "serverAddressByClientCIDRs": []})
@@ -576,7 +646,7 @@ class Handler(BaseHTTPRequestHandler):
         if not rest:
             if method != "GET":
                 raise ApiError(405, "MethodNotAllowed", "method not allowed")
-            res = discovery_resources(group, version)
+            res = discovery_resources(group, version, store.crds)
             if not res:
                 raise ApiError(404, "NotFound", "the server could not find the requested "
                                "resource")
@@ -607,7 +677,12 @@ class Handler(BaseHTTPRequestHandler):
             return self.list(group, version, plural, ns, query)
         if method == "GET":
             with store.lock:
-                return self.send_json(200, store.get(group, plural, ns, name))
+                obj = store.get(group, plural, ns, name)
+                info = store.crds.info(group, version, plural)
+                if info and fakeschema.wants_table(self.headers.get("Accept")):
+                    obj = fakeschema.table(info["version"], [obj], store.rv,
+                                           query.get("includeObject", "Metadata"))
+                return self.send_json(200, obj)
         if method == "POST" and sub == "binding":
             return self.bind(ns, name, self.read_body())
         if method == "POST" and sub == "eviction":
@@ -618,17 +693,21 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(405, "MethodNotAllowed", "namespace required")
             if isinstance(body, dict) and kind == "Pod":
                 body = self.admit(ns, body, query)
+            ctx = {"validation": query.get("fieldValidation"), "warnings": []}
             with store.lock:
                 if query.get("dryRun") == "All":
-                    return self.send_json(201, body)
-                return self.send_json(201, store.create(group, version, plural, ns, body))
+                    if isinstance(body, dict):
+                        store.admit(group, version, plural, body, None, None, ctx)
+                    return self.reply(201, body, ctx)
+                return self.reply(201, store.create(group, version, plural, ns, body, ctx), ctx)
         if name is None:
             raise ApiError(405, "MethodNotAllowed", "method not allowed on a collection")
+        ctx = {"validation": query.get("fieldValidation"), "warnings": []}
         if method == "PUT":
             body = self.read_body()
             with store.lock:
-                return self.send_json(200, store.replace(group, version, plural, ns, name, body,
-                                                         sub))
+                return self.reply(200, store.replace(group, version, plural, ns, name, body, sub,
+                                                     None, ctx), ctx)
         if method == "PATCH":
             body = self.read_body()
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
@@ -661,8 +740,8 @@ class Handler(BaseHTTPRequestHandler):
                                    "application/strategic-merge-patch+json")
                 new.setdefault("metadata", {})["resourceVersion"] = cur["metadata"][
                     "resourceVersion"]
-                return self.send_json(200, store.replace(group, version, plural, ns, name, new,
-                                                         sub, patch_rv))
+                return self.reply(200, store.replace(group, version, plural, ns, name, new, sub,
+                                                     patch_rv, ctx), ctx)
         if method == "DELETE":
             self.read_body()
             with store.lock:
@@ -710,6 +789,12 @@ class Handler(BaseHTTPRequestHandler):
                     {"after": more, "rv": list_rv}).encode()).decode()
                 meta["remainingItemCount"] = max(0, len(keys) - len(items))
             kind = RESOURCES[(group, version, plural)][0]
+            info = store.crds.info(group, version, plural)
+            if info and fakeschema.wants_table(self.headers.get("Accept")):
+                tab = fakeschema.table(info["version"], items, list_rv,
+                                       query.get("includeObject", "Metadata"))
+                tab["metadata"] = meta
+                return self.send_json(200, tab)
             return self.send_json(200, {"kind": kind + "List",
                                         "apiVersion": api_version(group, version),
                                         "metadata": meta, "items": items})
@@ -726,7 +811,14 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
 
+        info = store.crds.info(group, version, plural)
+        as_table = bool(info) and fakeschema.wants_table(self.headers.get("Accept"))
+
         def emit(typ, obj):
+            if as_table and typ in ("ADDED", "MODIFIED", "DELETED"):
+                obj = fakeschema.table(info["version"], [obj],
+                                       obj["metadata"].get("resourceVersion", ""),
+                                       query.get("includeObject", "Metadata"))
             data = json.dumps({"type": typ, "object": obj}).encode() + b"\n"
             self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
             self.wfile.flush()
@@ -969,15 +1061,32 @@ def call_webhook(hook, ns, pod, dry_run):
                        '"%s": %s' % (hook.get("name"), e))
 
 
+def write_problems(api, log_text):
+    """For the end-to-end tests: what a real API server would have refused or pruned of the
+    writes of the component whose log is LOG_TEXT (warnings recorded by the fake API server at
+    API, and the component's own failed-write log lines). Empty when all writes were clean."""
+    with urllib.request.urlopen(api + "/_fake/warnings", timeout=5) as r:
+        out = ["%s: %s" % (w["request"], w["warning"]) for w in json.loads(r.read())["warnings"]]
+    for line in log_text.splitlines():
+        if any(s in line for s in ("update failed", "cannot create", "cannot update",
+                                   "patch failed", "is invalid")):
+            out.append(line)
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--port-file")
     ap.add_argument("--history", type=int, default=10000)
+    ap.add_argument("--crds", action="append",
+                    help="CRD file or directory to serve (repeatable; default the chart's "
+                    "deploy/helm/tensor-fusion/crds; --crds= serves none)")
     args = ap.parse_args()
+    crds = [c for c in (args.crds if args.crds is not None else [DEFAULT_CRDS]) if c]
     srv = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
     srv.daemon_threads = True
-    srv.store = Store(args.history)
+    srv.store = Store(args.history, crds)
     srv.stopping = False
     port = srv.server_address[1]
     if args.port_file:

@@ -113,6 +113,55 @@ def remote_client_end_to_end(tmp, hport, tok):
         worker.wait(timeout=20)
 
 
+def provisioned_pool(env):
+    """A Provisioned pool short of its minimum records a node request (GPUNodeClaim) once,
+    which becomes Bound when a node registers for it and goes when that node leaves."""
+    env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUNodeClass",
+               "metadata": {"name": "aws-gpu"}, "spec": {"instanceProfile": "tf-gpu"}})
+    env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool", "metadata": {
+        "name": "burst"}, "spec": {
+        "capacityConfig": {"minResources": {"tflops": "300", "vram": "80Gi"}},
+        "nodeManagerConfig": {"provisioningMode": "Provisioned", "nodeProvisioner": {
+            "nodeClass": "aws-gpu", "gpuRequirements": [
+                {"key": "node.kubernetes.io/instance-type", "values": ["p4d.24xlarge"]},
+                {"key": "karpenter.sh/capacity-type", "values": ["spot"]}]}}}})
+
+    def claims():
+        return (env.get("gpunodeclaims", "-l", "tensor-fusion.ai/owner=burst") or
+                {"items": []})["items"]
+
+    got = wait_for("GPUNodeClaim of the Provisioned pool", lambda: [
+        c for c in claims() if c.get("status", {}).get("phase") == "Pending"])
+    if not check("node request recorded", bool(got)):
+        return
+    c = got[0]
+    name = c["metadata"]["name"]
+    check("claim asks for the pool's gap with its class and requirements", c["spec"] == {
+        "nodeClassRef": {"group": "tensor-fusion.ai", "version": "v1", "kind": "GPUNodeClass",
+                         "name": "aws-gpu"}, "tflopsOffered": "300", "vramOffered": "80Gi",
+        "gpuDeviceOffered": 1, "instanceType": "p4d.24xlarge", "capacityType": "Spot"} and
+          c["metadata"]["ownerReferences"][0]["name"] == "burst", c)
+    check("pending claim says what it waits for", "tensor-fusion.ai/node-provisioner=" + name in
+          c["status"]["message"], c["status"])
+    time.sleep(1.0)
+    check("the request is not repeated while pending", len(claims()) == 1, claims())
+    env.apply({"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": "burst-node-1", "labels": {"tensor-fusion.ai/node-provisioner": name}},
+        "spec": {"providerID": "aws:///us-east-1a/i-0abc"}})
+    bound = wait_for("claim Bound", lambda: [x for x in claims() if x["metadata"]["name"] == name
+                                             and x["status"].get("phase") == "Bound"])
+    check("claim bound to the node that joined", bool(bound) and bound[0]["status"][
+        "instanceID"] == "aws:///us-east-1a/i-0abc", bound)
+    ev = [e["reason"] for e in (env.get("events", "-n", "default") or {"items": []})["items"]
+          if e.get("involvedObject", {}).get("name") == "burst"]
+    check("pool events", "ManagedNodeRequested" in ev and "GPUNodeClaimBound" in ev, ev)
+    env.kubectl("delete", "node", "burst-node-1")
+    again = wait_for("claim released and asked again", lambda: (lambda cs: cs if cs and all(
+        x["metadata"]["name"] != name for x in cs) else None)(claims()))
+    check("a claim whose node left is deleted; the pool, still short, asks again", bool(again),
+          claims())
+
+
 def wait_for(what, fn, timeout=20.0):
     end = time.time() + timeout
     while time.time() < end:
@@ -233,6 +282,7 @@ def main():
                         "--type=merge", "-p", json.dumps({"status": {
                             "uuid": "GPU-%d" % i, "gpuModel": "A100-80GB", "phase": "Running",
                             "index": i, "capacity": {"tflops": "312", "vram": "80Gi"},
+                            "available": {"tflops": "312", "vram": "80Gi"}, "message": "",
                             "nodeSelector": {"kubernetes.io/hostname": "gpu-node-1"}}}))
         cfgfile = os.path.join(tmp, "config.yaml")
         with open(cfgfile, "w") as f:
@@ -363,16 +413,22 @@ def main():
             "available", {}).get("vram") == "40Gi" else None)(env.get("gpu", gname)))
         if gpu:
             check("GPU available TFLOPS", gpu["status"]["available"]["tflops"] == "212")
-            check("GPU runningApps", gpu["status"]["runningApps"] == [
-                {"name": "trainer", "namespace": "ml", "count": 1}])
+            apps = gpu["status"]["runningApps"]
+            check("GPU runningApps: the workload with its pods", len(apps) == 1 and
+                  apps[0]["name"] == "trainer" and apps[0]["namespace"] == "ml" and
+                  apps[0]["count"] == 1 and [p["name"] for p in apps[0]["pods"]] == ["trainer"],
+                  apps)
         gn = wait_for("GPUNode", lambda: (lambda n: n if n and n.get("status", {}).get(
             "allocatedPods") else None)(env.get("gpunode", "gpu-node-1")))
         if gn:
             check("GPUNode totals", gn["status"]["totalGPUs"] == 2 and
                   gn["status"]["totalTFlops"] == "624" and
                   gn["status"]["availableVRAM"] == "120Gi", gn["status"])
-            check("GPUNode allocatedPods", gn["status"]["allocatedPods"].get(ids) == ["ml/trainer"],
-                  gn["status"]["allocatedPods"])
+            held = gn["status"]["allocatedPods"].get(ids)
+            check("GPUNode allocatedPods: upstream's pod entries", held == [{
+                "name": "trainer", "namespace": "ml", "uid": got["metadata"]["uid"],
+                "qos": "medium", "requests": {"tflops": "100", "vram": "40Gi"},
+                "limits": {"tflops": "200", "vram": "40Gi"}}], gn["status"]["allocatedPods"])
         pst = wait_for("pool status", lambda: (lambda p: p if p and p.get("status", {}).get(
             "availableTFlops") == "524" else None)(env.get("gpupool",
                                                  "tensor-fusion-cluster-default-pool")))
@@ -472,6 +528,15 @@ def main():
             cmd = ww[0]["spec"]["containers"][0]["command"]
             check("whole-GPU worker waits for no region", "--limits-region" not in cmd and
                   "--token-file" in cmd, cmd)
+
+        provisioned_pool(env)
+
+        # Every write the controller made is one kube-apiserver accepts as it is: nothing
+        # refused, nothing pruned by the CRDs' schemas.
+        import fakeapi
+        log.flush()
+        probs = fakeapi.write_problems(api, open(os.path.join(tmp, "controller.log")).read())
+        check("controller writes are schema-clean", not probs, "\n".join(probs[:10]))
 
         # Clean shutdown releases the lease for a standby.
         ctl.send_signal(signal.SIGTERM)

@@ -65,6 +65,8 @@ def gpus_for(env, node, pool, n):
                                            "gpuModel": "A100-80GB", "phase": "Running",
                                            "index": i,
                                            "capacity": {"tflops": "312", "vram": "80Gi"},
+                                           "available": {"tflops": "312", "vram": "80Gi"},
+                                           "message": "",
                                            "nodeSelector": {"kubernetes.io/hostname": node}}}))
 
 
@@ -299,6 +301,12 @@ def main():
         ign = wait_for("ManualCompactionIgnored", lambda: [
             e for e in events(env, "pool-k") if e["reason"] == "ManualCompactionIgnored"], 20)
         check("stale manual compaction explained", bool(ign) and "3" in ign[0]["message"], ign)
+
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import fakeapi
+        log.flush()
+        probs = fakeapi.write_problems(api, open(os.path.join(tmp, "controller.log")).read())
+        check("controller writes are schema-clean", not probs, "\n".join(probs[:10]))
 
         ctl.terminate()
         check("controller exits cleanly", ctl.wait(timeout=20) == 0)

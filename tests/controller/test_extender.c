@@ -36,8 +36,9 @@ static void gpu(const char *node, int idx, const char *vram)
     snprintf(buf, sizeof(buf),
              "{\"status\":{\"uuid\":\"GPU-%s-%d\",\"gpuModel\":\"A100-80GB\",\"index\":%d,"
              "\"phase\":\"Running\",\"capacity\":{\"tflops\":\"312\",\"vram\":\"%s\"},"
+             "\"available\":{\"tflops\":\"312\",\"vram\":\"%s\"},\"message\":\"\","
              "\"nodeSelector\":{\"kubernetes.io/hostname\":\"%s\"}}}",
-             node, idx, idx, vram, node);
+             node, idx, idx, vram, vram, node);
     json_object *p = jparse(buf);
     snprintf(buf, sizeof(buf), "%s-gpu-%d", node, idx);
     if (tf_k8s_merge_patch(fake.client, &tf_k8s_gpus, NULL, buf, "status", p, NULL, err,

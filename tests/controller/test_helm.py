@@ -4,9 +4,11 @@
 (tests/controller/helm_render.py, the template subset it uses) into valid YAML with the
 objects the issue asks for; the webhook is v1-only with a configurable failurePolicy and a
 timeout <= 10 s; the kube-scheduler profile carries the extender; the default
-TensorFusionCluster/GPUPool/SchedulingConfigTemplate validate against their CRD schemas and
-are accepted by kubectl against the in-memory API server. Exit 77 (skip) without python3-yaml.
+TensorFusionCluster/GPUPool/SchedulingConfigTemplate/ProviderConfig validate against their CRD
+schemas (fakeschema.py: nothing pruned, nothing invalid) and are accepted by kubectl's strict
+validation against the in-memory API server. Exit 77 (skip) without python3-yaml.
 """
+import copy
 import os
 import subprocess
 import sys
@@ -22,6 +24,7 @@ except ImportError:
 SRC = os.environ.get("TF_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__),
                                                                   "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "controller"))
+import fakeschema  # noqa: E402
 import helm_render  # noqa: E402
 
 CHART = os.path.join(SRC, "deploy", "helm", "tensor-fusion")
@@ -68,34 +71,15 @@ def load_crds():
     return out
 
 
-def validate(obj, schema, path="", errors=None):
-    """Structural validation against an openAPIV3Schema subset (type, properties, enum,
-    additionalProperties, items, int-or-string, preserve-unknown-fields)."""
-    errors = [] if errors is None else errors
-    if schema.get("x-kubernetes-int-or-string"):
-        if not isinstance(obj, (int, str)) or isinstance(obj, bool):
-            errors.append("%s: want int or string" % path)
-        return errors
-    t = schema.get("type")
-    types = {"object": dict, "array": list, "string": str, "integer": int, "boolean": bool}
-    if t in types and not isinstance(obj, types[t]) or (t == "integer" and isinstance(obj, bool)):
-        errors.append("%s: want %s, got %r" % (path, t, obj))
-        return errors
-    if "enum" in schema and obj not in schema["enum"]:
-        errors.append("%s: %r not in %s" % (path, obj, schema["enum"]))
-    if t == "object":
-        props = schema.get("properties")
-        for k, v in obj.items():
-            if props is not None and k in props:
-                validate(v, props[k], path + "." + k, errors)
-            elif "additionalProperties" in schema:
-                validate(v, schema["additionalProperties"], path + "." + k, errors)
-            elif props is not None and not schema.get("x-kubernetes-preserve-unknown-fields"):
-                errors.append("%s: unknown field %s" % (path, k))
-    if t == "array":
-        for n, e in enumerate(obj):
-            validate(e, schema["items"], "%s[%d]" % (path, n), errors)
-    return errors
+def validate(obj, schema):
+    """What kube-apiserver would say of OBJ: fields it would prune, then invalid fields
+    (fakeschema.py, the in-memory API server's structural-schema rules)."""
+    o = copy.deepcopy(obj)
+    pruned = []
+    fakeschema.prune(o, schema, pruned)
+    fakeschema.default(o, schema)
+    return ["unknown field %s" % p for p in pruned] + [c.text() for c in
+                                                       fakeschema.validate(o, schema)]
 
 
 def test_crds():
@@ -106,8 +90,9 @@ def test_crds():
     want = {"TensorFusionCluster": "Cluster", "GPUPool": "Cluster", "GPUNode": "Cluster",
             "GPU": "Cluster", "TensorFusionWorkload": "Namespaced",
             "TensorFusionConnection": "Namespaced", "WorkloadProfile": "Namespaced",
-            "SchedulingConfigTemplate": "Cluster", "GPUResourceQuota": "Namespaced"}
-    check("nine CRDs", set(crds) == set(want), sorted(crds))
+            "SchedulingConfigTemplate": "Cluster", "GPUResourceQuota": "Namespaced",
+            "ProviderConfig": "Cluster", "GPUNodeClaim": "Cluster", "GPUNodeClass": "Cluster"}
+    check("twelve CRDs", set(crds) == set(want), sorted(crds))
     for kind, scope in want.items():
         d = crds.get(kind)
         if not d:
@@ -118,8 +103,9 @@ def test_crds():
         v = spec["versions"][0]
         check(kind + " v1 served+storage", v["name"] == "v1" and v["served"] and v["storage"])
         props = v["schema"]["openAPIV3Schema"]["properties"]
-        check(kind + " status subresource iff status",
-              ("status" in props) == ("status" in v.get("subresources", {})))
+        # As upstream: every kind has a status subresource but ProviderConfig.
+        check(kind + " status subresource as upstream",
+              ("status" in v.get("subresources", {})) == (kind != "ProviderConfig"))
         check(kind + " name", d["metadata"]["name"] == spec["names"]["plural"] +
               ".tensor-fusion.ai")
     # Fields users read (seed 004: kubectl get gpu -o custom-columns ...).
@@ -215,8 +201,17 @@ def test_chart():
               ("MutatingWebhookConfiguration", "tensor-fusion-webhook"),
               ("DaemonSet", "tensor-fusion-hypervisor"),
               ("TensorFusionCluster", "tensor-fusion-cluster"), ("GPUPool", "tensor-fusion-cluster-default-pool"),
-              ("SchedulingConfigTemplate", "tf-scheduling-config")]:
+              ("SchedulingConfigTemplate", "tf-scheduling-config"),
+              ("ProviderConfig", "nvidia-provider")]:
         check("renders %s/%s" % k, k in kinds)
+    pc = find(docs, "ProviderConfig")["spec"]
+    check("NVIDIA ProviderConfig takes over nvidia.com/gpu and MIG resources",
+          pc["vendor"] == "NVIDIA" and "nvidia.com/gpu" in pc["inUseResourceNames"] and
+          "nvidia.com/mig-1g.10gb" in pc["inUseResourceNames"] and
+          pc["devicePluginDetection"]["resourceNamePrefixes"] == ["nvidia.com/gpu",
+                                                                   "nvidia.com/mig"], pc)
+    check("the ProviderConfig can be left out", find(render(
+        "providerConfigs.nvidia.enabled=false"), "ProviderConfig") is None)
     check("webhook shape", not webhook_problems(docs), webhook_problems(docs))
     check("timeout over 10 s is caught",
           webhook_problems(render("webhook.timeoutSeconds=30")) == ["timeoutSeconds 30"])
@@ -298,7 +293,7 @@ def test_chart():
           not any(d["kind"] == "PriorityClass" for d in off) and
           cfg["priorityClassHigh"] == cfg["priorityClassCritical"] == "", cfg)
     crds = load_crds()
-    for kind in ("TensorFusionCluster", "GPUPool", "SchedulingConfigTemplate"):
+    for kind in ("TensorFusionCluster", "GPUPool", "SchedulingConfigTemplate", "ProviderConfig"):
         obj = find(docs, kind)
         errs = validate(obj, crds[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
         check("default %s validates" % kind, not errs, errs)
@@ -328,11 +323,12 @@ def test_kubectl_accepts_defaults(docs):
             path = os.path.join(tmp, "defaults.yaml")
             with open(path, "w") as f:
                 yaml.safe_dump_all([find(docs, k) for k in ("TensorFusionCluster", "GPUPool",
-                                                             "SchedulingConfigTemplate")], f)
+                                                             "SchedulingConfigTemplate",
+                                                             "ProviderConfig")], f)
             env = dict(os.environ, KUBECONFIG=os.path.join(tmp, "none"))
             r = subprocess.run(["kubectl", "--server=http://127.0.0.1:" + port,
                                 "--cache-dir=" + os.path.join(tmp, "cache"), "apply",
-                                "--validate=false", "-f", path], capture_output=True, text=True,
+                                "-f", path], capture_output=True, text=True,
                                env=env)
             check("kubectl applies the default CRs", r.returncode == 0 and
                   "tensorfusioncluster.tensor-fusion.ai/tensor-fusion-cluster created" in

@@ -4,7 +4,9 @@
 # apply (create, then update through kubectl's patch), get -o json, merge/JSON/strategic patch,
 # optimistic locking (409), status subresource, pods/binding, pods/eviction against a
 # PodDisruptionBudget, chunked list (limit/continue),
-# watch events, CRD objects of tensor-fusion.ai/v1, delete and NotFound. The controller tests
+# watch events, CRD objects of tensor-fusion.ai/v1 with the CRDs' schemas (422 Invalid with
+# field paths, pruning, strict field validation and warnings, status subresource, printer
+# columns, CRDs applied and deleted), delete and NotFound. The controller tests
 # rely on these semantics, so if kubectl disagrees with the fake, this test fails.
 # Exit 77 (meson: SKIP) when kubectl or python3 is missing.
 set -uo pipefail
@@ -146,10 +148,59 @@ check "cluster-scoped CRD get" "500" \
     "$($K get gpupool default-pool -o jsonpath='{.spec.capacityConfig.oversubscription.tflopsOversellRatio}')"
 check "namespaced CRD get" "3Gi" \
     "$($K get workloadprofile example-workload-profile -o jsonpath='{.spec.resources.limits.vram}')"
-$K patch gpupool default-pool --type=merge --subresource=status -p '{"status":{"phase":"Running"}}' >/dev/null
+$K patch gpupool default-pool --type=merge --subresource=status -p '{"status":{"phase":"Running","readyNodes":0,"notReadyNodes":0,"totalTFlops":"0","totalVRAM":"0","virtualTFlops":"0","virtualVRAM":"0","availableTFlops":"0","availableVRAM":"0","componentStatus":{}}}' >/dev/null
 check "CRD status subresource" "Running" "$($K get gpupool default-pool -o jsonpath='{.status.phase}')"
 check "delete CRD object" 'gpupool.tensor-fusion.ai "default-pool" deleted' \
     "$($K delete gpupool default-pool 2>&1)"
+
+# Custom resources get kube-apiserver's structural-schema treatment (fakecrd.py).
+cat >"$work/bad.yaml" <<'EOF'
+apiVersion: tensor-fusion.ai/v1
+kind: WorkloadProfile
+metadata: {name: bad}
+spec:
+  qos: ultra
+  gpuCount: "2"
+  resources: {requests: {tflops: 1.5}}
+EOF
+msg=$($K apply -f "$work/bad.yaml" 2>&1)
+check "invalid custom resource is 422 with every field" "3" \
+    "$(echo "$msg" | grep -c -e 'spec.qos: Unsupported value: "ultra": supported values: "low", "medium", "high", "critical"' \
+        -e 'spec.gpuCount: Invalid value: "string": spec.gpuCount in body must be of type integer: "string"' \
+        -e 'spec.resources.requests.tflops: Invalid value: "number": spec.resources.requests.tflops in body must be of type integer,string: "number"')"
+check "kubectl names the object" 'The WorkloadProfile "bad" is invalid: ' "$(echo "$msg" | head -1)"
+printf 'apiVersion: tensor-fusion.ai/v1\nkind: GPUPool\nmetadata: {name: p2}\nspec: {bogus: 1}\n' >"$work/unk.yaml"
+check "strict validation (kubectl's default) refuses unknown fields" 'unknown field "spec.bogus"' \
+    "$($K apply -f "$work/unk.yaml" 2>&1 | grep -o 'unknown field "spec.bogus"')"
+check "--validate=warn warns" 'Warning: unknown field "spec.bogus"' \
+    "$($K apply --validate=warn -f "$work/unk.yaml" 2>&1 | grep Warning)"
+check "unknown fields are pruned" '{}' "$($K get gpupool p2 -o jsonpath='{.spec}')"
+$K patch gpupool p2 --type=merge -p '{"spec":{"schedulingConfigTemplate":"t"},"status":{"phase":"Running"}}' >/dev/null
+check "main resource ignores a CR's status" "t|" \
+    "$($K get gpupool p2 -o jsonpath='{.spec.schedulingConfigTemplate}|{.status.phase}')"
+check "status must hold what the CRD requires" 'status.availableTFlops: Required value' \
+    "$($K patch gpupool p2 --subresource=status --type=merge -p '{"status":{"phase":"Running"}}' 2>&1 | grep -o 'status.availableTFlops: Required value')"
+$K patch gpupool p2 --subresource=status --type=merge -p '{"spec":{"schedulingConfigTemplate":"u"},"status":{"phase":"Running","readyNodes":0,"notReadyNodes":0,"totalTFlops":"0","totalVRAM":"0","virtualTFlops":"0","virtualVRAM":"0","availableTFlops":"0","availableVRAM":"0","componentStatus":{}}}' >/dev/null
+check "status subresource ignores a CR's spec" "t|Running" \
+    "$($K get gpupool p2 -o jsonpath='{.spec.schedulingConfigTemplate}|{.status.phase}')"
+printf 'apiVersion: tensor-fusion.ai/v1\nkind: GPUPool\nmetadata: {name: p3}\nstatus: {phase: Running}\n' >"$work/st.yaml"
+$K apply -f "$work/st.yaml" >/dev/null
+check "status is dropped on create" "" "$($K get gpupool p3 -o jsonpath='{.status}')"
+cols=$("$PY" -c "import sys, yaml; v = yaml.safe_load(open(sys.argv[1]))['spec']['versions'][0]; print(' '.join(['NAME'] + [c['name'].upper() for c in v['additionalPrinterColumns']]))" \
+    "$src/deploy/helm/tensor-fusion/crds/gpupools.tensor-fusion.ai.yaml")
+check "kubectl get prints the CRD's printer columns" "$cols" \
+    "$($K get gpupool p2 | head -1 | tr -s ' ' | sed 's/ $//')"
+printf 'apiVersion: tensor-fusion.ai/v1\nkind: GPUPool\nmetadata: {name: Bad_Name}\n' >"$work/bn.yaml"
+check "a CR name must be a DNS subdomain" "metadata.name: Invalid value: \"Bad_Name\"" \
+    "$($K create --validate=false -f "$work/bn.yaml" 2>&1 | grep -o 'metadata.name: Invalid value: "Bad_Name"')"
+$K delete crd gpupools.tensor-fusion.ai >/dev/null
+check "deleting a CRD removes its kind" "the server could not find the requested resource" \
+    "$($K get gpupools 2>&1 | grep -o 'the server could not find the requested resource')"
+check "kubectl apply registers a CRD" \
+    "customresourcedefinition.apiextensions.k8s.io/gpupools.tensor-fusion.ai created" \
+    "$($K apply --validate=false -f "$src/deploy/helm/tensor-fusion/crds/gpupools.tensor-fusion.ai.yaml" 2>&1)"
+check "the applied CRD serves its kind, without the old objects" "gpupool.tensor-fusion.ai/p2 created" \
+    "$($K apply -f "$work/unk.yaml" --validate=false 2>&1)"
 check "missing namespace is NotFound" "NotFound" \
     "$($K -n nope create --validate=false -f "$work/pod.yaml" 2>&1 | grep -o NotFound | head -1)"
 

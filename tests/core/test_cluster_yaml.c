@@ -144,8 +144,8 @@ static void the_multi_pool_example_keeps_pool_settings_and_quotas(void **state)
     assert_int_equal(i->placement, TF_PLACE_LOW_LOAD_FIRST);
     assert_int_equal(i->max_workers_per_node, 16);
     assert_true(i->pricing[TF_QOS_LOW].set);
-    assert_int_equal(i->pricing[TF_QOS_LOW].tflops_hour_micro, 2000);
-    assert_int_equal(i->pricing[TF_QOS_LOW].vram_gib_hour_micro, 1000);
+    assert_int_equal(i->pricing[TF_QOS_LOW].tflops_hour_nano, 2000000);
+    assert_int_equal(i->pricing[TF_QOS_LOW].vram_gib_hour_nano, 1000000);
     assert_int_equal(i->pricing[TF_QOS_LOW].limits_over_requests_pct, 50);
     assert_false(i->pricing[TF_QOS_HIGH].set);
     uint32_t n3 = tf_cluster_node_find(c, "infer-3", 7);
@@ -175,6 +175,33 @@ static void json_descriptions_work_too(void **state)
     assert_int_equal(gpu(l.c, "GPU-n-1")->index, 1);
     assert_int_equal(gpu(l.c, "x")->index, 7);
     assert_int_equal(gpu(l.c, "x")->virt_tflops, 130000);
+    unload(&l);
+}
+
+/* A GPUPool spec as upstream writes it (capacityConfig.oversubscription with host disk,
+ * cpu/memory capacities, pricing.limitsOverRequests as a ratio) reads as ours does. */
+static void upstream_pool_spec_spellings_are_read(void **state)
+{
+    struct loaded l =
+        load_ok("pools:\n- name: p\n"
+                "  capacityConfig:\n"
+                "    minResources: {tflops: '20', vram: 10Gi, cpu: '0', memory: '0'}\n"
+                "    oversubscription: {tflopsOversellRatio: 2000, vramExpandToHostDisk: 60,\n"
+                "                       vramExpandToHostMem: 40}\n"
+                "  qosConfig:\n"
+                "    pricing:\n"
+                "    - {qos: low, limitsOverRequests: '0.1', requests: {perFP16TFlopsPerHour: "
+                "$0.0069228, perGBOfVRAMPerHour: $0.01548}}\n"
+                "    - {qos: critical, limitsOverRequests: '1'}\n"
+                "  nodes:\n  - name: n\n    gpus: [{model: L4, count: 1}]\n");
+    const struct tf_pool_config *cfg = &l.c->pools[0].cfg;
+    assert_int_equal(cfg->tflops_oversell_pct, 2000);
+    assert_int_equal(cfg->vram_expand_host_mem_pct, 40);
+    assert_int_equal(cfg->min_tflops, 20000);
+    assert_int_equal(cfg->pricing[TF_QOS_LOW].limits_over_requests_pct, 10);
+    assert_int_equal(cfg->pricing[TF_QOS_LOW].tflops_hour_nano, 6922800);
+    assert_int_equal(cfg->pricing[TF_QOS_LOW].vram_gib_hour_nano, 15480000);
+    assert_int_equal(cfg->pricing[TF_QOS_CRITICAL].limits_over_requests_pct, 100);
     unload(&l);
 }
 
@@ -271,10 +298,19 @@ static void bad_descriptions_name_the_offending_path(void **state)
          "quotas[0].total.requests.tflops: \"lots\" is not a valid quantity: no "
          "digits"},
         {"pools:\n- name: p\n  qosConfig: {pricing: [{qos: low, requests: "
-         "{perFP16TFlopsPerHour: \"0.0000001\"}}]}\n  nodes: []\n",
+         "{perFP16TFlopsPerHour: \"0.0000000001\"}}]}\n  nodes: []\n",
          TF_EINVAL,
-         "pools[0].qosConfig.pricing[0].requests.perFP16TFlopsPerHour: \"0.0000001\" "
-         "is finer than one millionth"},
+         "pools[0].qosConfig.pricing[0].requests.perFP16TFlopsPerHour: \"0.0000000001\" "
+         "is finer than one billionth"},
+        {"pools:\n- name: p\n  qosConfig: {pricing: [{qos: low, limitsOverRequests: '0.1', "
+         "limitsOverRequestsChargingRatio: 10}]}\n  nodes: []\n",
+         TF_EINVAL,
+         "pools[0].qosConfig.pricing[0].limitsOverRequests: set only one of limitsOverRequests "
+         "(a ratio) and limitsOverRequestsChargingRatio (a percent)"},
+        {"pools:\n- name: p\n  oversubscription: {tflopsOversellRatio: 200}\n  capacityConfig: "
+         "{oversubscription: {tflopsOversellRatio: 300}}\n  nodes: []\n",
+         TF_EINVAL,
+         "pools[0].oversubscription: also set in capacityConfig.oversubscription: set it once"},
         {"a: 1\n---\nb: 2\n", TF_EINVAL, "a cluster description is one document, found 2"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -295,6 +331,7 @@ int main(void)
         cmocka_unit_test(the_multi_pool_example_keeps_pool_settings_and_quotas),
         cmocka_unit_test(json_descriptions_work_too),
         cmocka_unit_test(explicit_indexes_are_kept_and_counts_fill_the_gaps),
+        cmocka_unit_test(upstream_pool_spec_spellings_are_read),
         cmocka_unit_test(bad_descriptions_name_the_offending_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -289,7 +289,13 @@ static void gpu_objects_follow_the_devices_and_keep_the_controllers_fields(void 
                  "{\"name\":\"%s\",\"labels\":{\"tensor-fusion.ai/node\":\"%s\"}}}",
                  old[i], old[i + 1]);
         api_create(&tf_k8s_gpus, NULL, buf);
-        api_patch(&tf_k8s_gpus, NULL, old[i], "status", "{\"status\":{\"phase\":\"Running\"}}");
+        snprintf(buf, sizeof(buf),
+                 "{\"status\":{\"phase\":\"Running\",\"uuid\":\"GPU-%s\",\"gpuModel\":"
+                 "\"T4\",\"message\":\"\",\"nodeSelector\":{\"kubernetes.io/hostname\":"
+                 "\"%s\"},\"capacity\":{\"tflops\":\"65\",\"vram\":\"15Gi\"},"
+                 "\"available\":{\"tflops\":\"65\",\"vram\":\"15Gi\"}}}",
+                 old[i], old[i + 1]);
+        api_patch(&tf_k8s_gpus, NULL, old[i], "status", buf);
     }
     fake_control(&F, "fail", "{\"status\":500,\"count\":5}"); /* retried */
     start_hv();

@@ -2,8 +2,8 @@
  *
  * The seed 002 YAML blocks (src/core/efficiency.h): capacityConfig.minResources /
  * warmResources, nodeManagerConfig.nodeCompaction.period and .defrag with the seed's
- * defaults, timezone-required and path-naming errors; and the duration / RFC 3339 helpers
- * they rely on (src/core/timeutil.h).
+ * defaults (no timezone: UTC), upstream's marker TTLs and path-naming errors; and the
+ * duration / RFC 3339 helpers they rely on (src/core/timeutil.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -117,12 +117,22 @@ static void defaults_when_blocks_are_absent(void **state)
     assert_int_equal(e.defrag.utilization_threshold_pct, 25);
 }
 
-static void timezone_is_required_when_defrag_is_enabled(void **state)
+static void defrag_without_a_timezone_runs_in_utc_as_upstream(void **state)
 {
     (void)state;
-    expect_error("nodeManagerConfig: {nodeCompaction: {defrag: {enabled: true}}}", TF_EINVAL,
-                 "gpuPools[0].specTemplate.nodeManagerConfig.nodeCompaction.defrag.timezone: "
-                 "required when defrag is enabled (an IANA name such as UTC or Asia/Shanghai)");
+    struct tf_pool_efficiency e;
+    char err[512];
+    /* Upstream's defaulted pool: no timezone (the controller's local time, UTC), marker TTLs. */
+    assert_int_equal(parse("nodeManagerConfig: {nodeCompaction: {defrag: {enabled: true, "
+                           "evictedPodMarkerTTL: never, sourceNodeMarkerTTL: 30m}}}",
+                           &e, err, sizeof(err)),
+                     0);
+    assert_true(e.defrag.enabled);
+    assert_string_equal(e.defrag.timezone, "UTC");
+    expect_error("nodeManagerConfig: {nodeCompaction: {defrag: {sourceNodeMarkerTTL: soon}}}",
+                 TF_EPARSE,
+                 "gpuPools[0].specTemplate.nodeManagerConfig.nodeCompaction.defrag."
+                 "sourceNodeMarkerTTL");
     expect_error("nodeManagerConfig: {nodeCompaction: {defrag: {enabled: \"true\", timezone: "
                  "\"\"}}}",
                  TF_EINVAL, "defrag.timezone: empty time zone name");
@@ -272,7 +282,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(seed_blocks_parse_with_exact_values),
         cmocka_unit_test(defaults_when_blocks_are_absent),
-        cmocka_unit_test(timezone_is_required_when_defrag_is_enabled),
+        cmocka_unit_test(defrag_without_a_timezone_runs_in_utc_as_upstream),
         cmocka_unit_test(schedule_errors_name_the_field_and_reject_tz_prefixes),
         cmocka_unit_test(bad_values_name_the_path),
         cmocka_unit_test(durations_follow_go_syntax),

@@ -56,6 +56,10 @@ const struct tf_k8s_resource tf_k8s_gpuresourcequotas = {TFG, "v1", "gpuresource
 const struct tf_k8s_resource tf_k8s_providerconfigs = {TFG, "v1", "providerconfigs",
                                                        "ProviderConfig", false};
 const struct tf_k8s_resource tf_k8s_jobs = {"batch", "v1", "jobs", "Job", true};
+const struct tf_k8s_resource tf_k8s_gpunodeclaims = {TFG, "v1", "gpunodeclaims", "GPUNodeClaim",
+                                                     false};
+const struct tf_k8s_resource tf_k8s_gpunodeclasses = {TFG, "v1", "gpunodeclasses", "GPUNodeClass",
+                                                      false};
 const struct tf_k8s_resource tf_k8s_priorityclasses = {"scheduling.k8s.io", "v1", "priorityclasses",
                                                        "PriorityClass", false};
 const struct tf_k8s_resource tf_k8s_pdbs = {"policy", "v1", "poddisruptionbudgets",

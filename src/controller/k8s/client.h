@@ -78,7 +78,8 @@ extern const struct tf_k8s_resource tf_k8s_pods, tf_k8s_nodes, tf_k8s_secrets, t
     tf_k8s_events, tf_k8s_leases, tf_k8s_replicasets, tf_k8s_deployments, tf_k8s_statefulsets,
     tf_k8s_mutatingwebhookconfigurations, tf_k8s_tfclusters, tf_k8s_gpupools, tf_k8s_gpunodes,
     tf_k8s_gpus, tf_k8s_tfworkloads, tf_k8s_tfconnections, tf_k8s_workloadprofiles,
-    tf_k8s_schedulingconfigtemplates, tf_k8s_gpuresourcequotas;
+    tf_k8s_schedulingconfigtemplates, tf_k8s_gpuresourcequotas, tf_k8s_gpunodeclaims,
+    tf_k8s_gpunodeclasses;
 /* ProviderConfigs (the vendors' native GPU resources) and batch/v1 Jobs (a gang's size). */
 extern const struct tf_k8s_resource tf_k8s_providerconfigs, tf_k8s_jobs;
 /* scheduling.k8s.io/v1 PriorityClasses (QoS priorities of the webhook). */
