@@ -186,8 +186,8 @@ def cert_dir_scenario(env, tmp, cfgfile, log):
 
 
 def main():
-    if not shutil.which("kubectl"):
-        print("SKIP: kubectl not installed")
+    if not shutil.which("kubectl") or not shutil.which("helm"):
+        print("SKIP: kubectl or helm not installed")
         return 77
     if not BIN or not os.access(BIN, os.X_OK):
         print("SKIP: TF_CONTROLLER_BIN not set")
@@ -219,11 +219,8 @@ def main():
                                      "key": "kubernetes.io/metadata.name", "operator": "NotIn",
                                      "values": ["tensor-fusion-sys", "kube-system"]}]}}]})
         sys.path.insert(0, os.path.join(SRC, "tests", "controller"))
-        import helm_render
-        import yaml
-        docs = [d for d in yaml.safe_load_all(helm_render.render_chart(
-            os.path.join(SRC, "deploy/helm/tensor-fusion"))) if d]
-        for d in docs:
+        import helm
+        for d in helm.template():
             if d["kind"] in ("TensorFusionCluster", "SchedulingConfigTemplate"):
                 env.apply(d)
         for i in range(2):

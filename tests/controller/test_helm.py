@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The Helm chart and the CRDs: the committed CRDs match deploy/gen_crds.py; the chart renders
-(tests/controller/helm_render.py, the template subset it uses) into valid YAML with the
-objects the issue asks for; the webhook is v1-only with a configurable failurePolicy and a
-timeout <= 10 s; the kube-scheduler profile carries the extender; the default
-TensorFusionCluster/GPUPool/SchedulingConfigTemplate validate against their CRD schemas and
-are accepted by kubectl against the in-memory API server. Exit 77 (skip) without python3-yaml.
+"""The Helm chart and the CRDs, with the real helm (tests/controller/helm.py): helm lint --strict
+passes with several value sets; the committed CRDs match deploy/gen_crds.py; helm template
+renders the objects the issue asks for; the webhook is v1-only with a configurable
+failurePolicy and a timeout <= 10 s (more is refused by the chart); the kube-scheduler
+profile carries the extender; the default TensorFusionCluster/GPUPool/SchedulingConfigTemplate
+validate against their CRD schemas and are accepted by kubectl against the in-memory API
+server. Exit 77 (skip) without python3-yaml or helm.
 """
 import os
 import subprocess
@@ -22,7 +23,11 @@ except ImportError:
 SRC = os.environ.get("TF_SRCDIR") or os.path.abspath(os.path.join(os.path.dirname(__file__),
                                                                   "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "controller"))
-import helm_render  # noqa: E402
+import helm  # noqa: E402
+
+if helm.missing():
+    print("SKIP: helm not installed (scripts/deps.sh test installs it)")
+    sys.exit(77)
 
 CHART = os.path.join(SRC, "deploy", "helm", "tensor-fusion")
 passed = failed = 0
@@ -37,9 +42,10 @@ def check(name, cond, detail=""):
         print("FAIL %s %s" % (name, detail))
 
 
-def render(*sets):
-    text = helm_render.render_chart(CHART, sets=sets)
-    return [d for d in yaml.safe_load_all(text) if d]
+def render(*sets, values=None):
+    """The chart's objects without the CRDs (helm template --include-crds adds them)."""
+    return [d for d in helm.template(*sets, values=values)
+            if d.get("kind") != "CustomResourceDefinition"]
 
 
 def find(docs, kind, name=None):
@@ -218,8 +224,13 @@ def test_chart():
               ("SchedulingConfigTemplate", "tf-scheduling-config")]:
         check("renders %s/%s" % k, k in kinds)
     check("webhook shape", not webhook_problems(docs), webhook_problems(docs))
-    check("timeout over 10 s is caught",
-          webhook_problems(render("webhook.timeoutSeconds=30")) == ["timeoutSeconds 30"])
+    err = helm.template_error("webhook.timeoutSeconds=30")
+    check("the chart refuses a webhook timeout over 10 s",
+          err is not None and "webhook.timeoutSeconds" in err, err)
+    check("the shape check catches what the chart would let through",
+          webhook_problems([{"kind": "MutatingWebhookConfiguration", "webhooks": [
+              {"admissionReviewVersions": ["v1"], "timeoutSeconds": 30,
+               "failurePolicy": "Fail", "sideEffects": "None"}]}]) == ["timeoutSeconds 30"])
     mwc = find(render("webhook.failurePolicy=Ignore"), "MutatingWebhookConfiguration")
     check("failurePolicy is configurable", mwc["webhooks"][0]["failurePolicy"] == "Ignore")
     w = find(docs, "MutatingWebhookConfiguration")["webhooks"][0]
@@ -302,12 +313,19 @@ def test_chart():
         obj = find(docs, kind)
         errs = validate(obj, crds[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
         check("default %s validates" % kind, not errs, errs)
-    try:
-        helm_render.render("{{ include \"x\" . }}", {})
-        check("unsupported template syntax is an error", False)
-    except helm_render.TemplateError:
-        check("unsupported template syntax is an error", True)
+    check("PriorityClass values are integers (int32 in the API)",
+          all(isinstance(p["value"], int) for p in pcs.values()), pcs)
+    crds = [d for d in helm.template() if d.get("kind") == "CustomResourceDefinition"]
+    check("helm installs the CRDs of crds/",
+          {d["spec"]["names"]["kind"] for d in crds} >= set(load_crds()), len(crds))
     return docs
+
+
+def test_lint():
+    for sets in ((), ("webhook.certManager=true",), ("priorityClasses.enabled=false",),
+                 ("hypervisor.devicePlugin.enabled=false", "webhook.failurePolicy=Ignore")):
+        ok, out = helm.lint(*sets)
+        check("helm lint --strict %s" % " ".join(sets), ok, out)
 
 
 def test_kubectl_accepts_defaults(docs):
@@ -349,6 +367,7 @@ def test_kubectl_accepts_defaults(docs):
 
 
 def main():
+    test_lint()
     test_crds()
     docs = test_chart()
     test_kubectl_accepts_defaults(docs)
