@@ -9,7 +9,9 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "common/yamljson.h"
+#include "controller/alerts.h"
 #include "controller/base64.h"
+#include "controller/ctlmetrics.h"
 #include "controller/efficiency.h"
 #include "controller/extender.h"
 #include "controller/https.h"
@@ -19,6 +21,7 @@
 #include "controller/tls.h"
 #include "controller/webhook.h"
 
+#include <curl/curl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +35,9 @@ struct ctl {
         *gpunodes, *workloads, *connections, *quotas, *templates, *nodes, *pdbs, *priorities;
     struct tf_extender *ext;
     struct tf_efficiency *eff;
+    struct tf_ctlmetrics *metrics;             /* NULL without a metrics URL */
+    struct tf_alerts *alerts;                  /* NULL without --enable-alert */
+    json_object *alert_rules;                  /* the config's alertRules */
     struct tf_informer_handlers ext_inventory; /* chained behind the pool informer's handlers */
     char policy[32];
     struct tf_webhook wh;
@@ -202,6 +208,8 @@ static int load_config(struct ctl *x, struct tf_webhook_config *wc)
     set_opt(&wc->shm_host_dir, cfg, "shmDir");
     set_opt(&wc->priority_class_high, cfg, "priorityClassHigh");
     set_opt(&wc->priority_class_critical, cfg, "priorityClassCritical");
+    json_object_put(x->alert_rules);
+    x->alert_rules = json_object_get(tf_json_path(cfg, "alertRules", NULL));
     const char *pol = tf_json_str(cfg, "isolationModePolicy", NULL);
     if (pol)
         tf_strlcpy(x->policy, pol, sizeof(x->policy));
@@ -461,6 +469,11 @@ static void pool_delete(json_object *o, void *arg)
     x->ext_inventory.on_delete(o, x->ext_inventory.arg);
 }
 
+static bool alerts_active(void *arg)
+{
+    return tf_leader_is_leader(((struct ctl *)arg)->leader);
+}
+
 static void on_leading(void *arg)
 {
     /* Another replica may have bound pods while we stood by: rebuild from the API. */
@@ -473,6 +486,46 @@ static struct tf_informer *informer(struct ctl *x, const struct tf_k8s_resource 
     if (inf)
         tf_informer_start(inf, 300);
     return inf;
+}
+
+static int copy_into(json_object *o, void *arg)
+{
+    json_object *cp = NULL;
+    if (json_object_deep_copy(o, &cp, NULL) == 0)
+        json_object_array_add(arg, cp);
+    return 0;
+}
+
+static json_object *snapshot(struct tf_informer *inf)
+{
+    json_object *arr = json_object_new_array();
+    tf_informer_foreach(inf, copy_into, arr);
+    return arr;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The controller's metric tables, when a round is due. */
+static void record_metrics(struct ctl *x)
+{
+    int64_t now = mono_ms();
+    if (!tf_ctlmetrics_due(x->metrics, now))
+        return;
+    struct tf_ctlmetrics_in in = {.pods = snapshot(x->pods),
+                                  .gpus = snapshot(x->gpus),
+                                  .gpunodes = snapshot(x->gpunodes),
+                                  .pools = snapshot(x->pools),
+                                  .default_pool = x->wh.cfg.default_pool};
+    tf_ctlmetrics_tick(x->metrics, &in, now);
+    json_object_put(in.pods);
+    json_object_put(in.gpus);
+    json_object_put(in.gpunodes);
+    json_object_put(in.pools);
 }
 
 static void sleep_ms(int ms)
@@ -517,6 +570,24 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
                o->metrics_url ? o->metrics_url : "none");
         rc = TF_EINVAL;
         goto out;
+    }
+    if (o->metrics_url) {
+        char url[1024];
+        char *db = curl_easy_escape(NULL, o->metrics_db ? o->metrics_db : "public", 0);
+        size_t ul = strlen(o->metrics_url);
+        while (ul && o->metrics_url[ul - 1] == '/')
+            ul--;
+        snprintf(url, sizeof(url), "%.*s/v1/influxdb/api/v2/write?db=%s&precision=ms", (int)ul,
+                 o->metrics_url, db ? db : "public");
+        curl_free(db);
+        x.metrics = tf_ctlmetrics_new(url, o->metrics_interval_ms, err, sizeof(err));
+        if (!x.metrics) {
+            tf_log(TF_LOG_ERROR, "controller", "metrics: %s", err);
+            rc = TF_EINVAL;
+            goto out;
+        }
+        tf_log(TF_LOG_INFO, "controller", "metric tables to %s every %d ms", url,
+               o->metrics_interval_ms > 0 ? o->metrics_interval_ms : 60000);
     }
     struct tf_informer_handlers ph = tf_extender_pod_handlers(x.ext);
     struct tf_informer_handlers ih = tf_extender_inventory_handlers(x.ext);
@@ -591,6 +662,19 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
                                 .on_start = on_leading,
                                 .arg = &x};
     x.leader = tf_leader_start(c, &lo);
+    if (o->alerts) {
+        struct tf_alerts_opts ao = {.alertmanager_url = o->alertmanager_url,
+                                    .metrics_url = o->metrics_url,
+                                    .metrics_db = o->metrics_db,
+                                    .active = alerts_active,
+                                    .arg = &x};
+        x.alerts = tf_alerts_start(&ao, x.alert_rules, err, sizeof(err));
+        if (!x.alerts) {
+            tf_log(TF_LOG_ERROR, "controller", "alerts: %s", err);
+            rc = TF_EINVAL;
+            goto out;
+        }
+    }
     int resync = o->resync_ms > 0 ? o->resync_ms : 5000;
     while (!atomic_load(stop)) {
         patch_ca_bundle(&x);
@@ -598,11 +682,14 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
         if (tf_leader_is_leader(x.leader) && x.rec) {
             tf_reconcile_once(x.rec);
             tf_efficiency_once(x.eff);
+            if (x.metrics)
+                record_metrics(&x);
         }
         for (int t = 0; t < resync && !atomic_load(stop); t += 50)
             sleep_ms(50);
     }
 out:
+    tf_alerts_stop(x.alerts);
     tf_leader_destroy(x.leader);
     tf_https_destroy(x.https);
     tf_https_destroy(x.http);
@@ -613,6 +700,7 @@ out:
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         tf_informer_destroy(all[i]);
     tf_efficiency_destroy(x.eff);
+    tf_ctlmetrics_destroy(x.metrics);
     tf_extender_destroy(x.ext);
     if (x.wh_ready)
         tf_webhook_free(&x.wh);
@@ -620,5 +708,6 @@ out:
 out_cfg:
     if (!x.wh_ready)
         tf_webhook_config_free(&wc);
+    json_object_put(x.alert_rules);
     return rc;
 }

@@ -38,6 +38,7 @@ struct tf_hv_config {
     char api_token[128];       /* when set, /api/ requires "Authorization: Bearer <token>" */
     int lease_timeout_ms;      /* a leased workload without heartbeat this long is released */
     struct tf_dp_config dp;    /* kubelet device plugin (Kubernetes mode; off by default) */
+    bool kubernetes;           /* node agent: tf-controller writes the allocation tables */
 };
 
 struct tf_hv {

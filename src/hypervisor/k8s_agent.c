@@ -60,6 +60,7 @@ int tf_hv_k8s_start(struct tf_hv *hv, const struct tf_hv_k8s_opts *o, struct tf_
     }
     if (!hv->soft)
         tf_log(TF_LOG_WARN, "k8s", "the limit engine did not start: soft pods get no regions");
+    hv->cfg.kubernetes = true;
     if (!tf_strlcpy(hv->cfg.node, node, sizeof(hv->cfg.node))) {
         tf_errf(err, errlen, "node name %s too long", node);
         return TF_ERANGE;

@@ -143,6 +143,12 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
         tf_lp_float(p, "temperature", s.temperature);
         tf_lp_float(p, "power_usage", s.power_w);
     }
+    /* In Kubernetes mode the GPUs are allocated by the scheduler extender, not through this
+     * state store: tf-controller writes the allocation tables (tf_worker_resources,
+     * tf_node_metrics, tf_pool_metrics, tf_system_metrics) from the cluster's objects, and
+     * the node agent writes the pods' tf_worker_usage (k8s_pods.h). */
+    if (hv->cfg.kubernetes)
+        goto send;
     if (tf_hv_state_list(hv->state, &ws, &nw, err, sizeof(err)))
         nw = 0;
     for (int i = 0; i < nw; i++) {
@@ -213,6 +219,7 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
                   tf_hv_state_counter(hv->state, "alloc_success"));
         tf_lp_int(p, "total_allocation_fail_cnt", tf_hv_state_counter(hv->state, "alloc_fail"));
     }
+send:
     if (record && hv->sink) {
         if (tf_metrics_sink_write(hv->sink, b->pts, (size_t)b->n, err, sizeof(err)) ||
             tf_metrics_sink_flush(hv->sink, err, sizeof(err)))
