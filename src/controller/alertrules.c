@@ -70,12 +70,10 @@ static int str_member(json_object *o, const char *key, const char *path, const c
 static int parse_one(json_object *o, const char *path, struct tf_alert_rule *r, char *err,
                      size_t errlen)
 {
-    static const char *const keys[] = {"name",        "query",
-                                       "threshold",   "evaluationInterval",
-                                       "consecutiveCount", "severity",
-                                       "summary",     "description",
-                                       "alertTargetInstance", "runbookURL",
-                                       NULL};
+    static const char *const keys[] = {
+        "name",     "query",   "threshold",   "evaluationInterval",  "consecutiveCount",
+        "severity", "summary", "description", "alertTargetInstance", "runbookURL",
+        NULL};
     if (!json_object_is_type(o, json_type_object)) {
         tf_errf(err, errlen, "%s: expected an object", path);
         return TF_EINVAL;
@@ -242,8 +240,7 @@ int tf_alert_render(const char *tmpl, json_object *data, struct tf_dynbuf *out, 
     }
 }
 
-int tf_alert_query(const struct tf_alert_rule *r, struct tf_dynbuf *out, char *err,
-                   size_t errlen)
+int tf_alert_query(const struct tf_alert_rule *r, struct tf_dynbuf *out, char *err, size_t errlen)
 {
     char cond[128];
     snprintf(cond, sizeof(cond), "greptime_timestamp >= now() - '%lld seconds'::INTERVAL",
@@ -436,7 +433,8 @@ json_object *tf_alert_evaluate(struct tf_alert_state *st, const struct tf_alert_
         }
     }
     for (size_t i = 0; i < json_object_array_length(gone); i++)
-        json_object_object_del(st->inst, json_object_get_string(json_object_array_get_idx(gone, i)));
+        json_object_object_del(st->inst,
+                               json_object_get_string(json_object_array_get_idx(gone, i)));
     json_object_put(gone);
     json_object_put(seen);
     tf_dynbuf_free(&fp);

@@ -62,8 +62,7 @@ int tf_alert_render(const char *tmpl, json_object *data, struct tf_dynbuf *out, 
                     size_t errlen);
 
 /* The SQL of rule R into OUT. */
-int tf_alert_query(const struct tf_alert_rule *r, struct tf_dynbuf *out, char *err,
-                   size_t errlen);
+int tf_alert_query(const struct tf_alert_rule *r, struct tf_dynbuf *out, char *err, size_t errlen);
 
 struct tf_alert_state;
 struct tf_alert_state *tf_alert_state_new(void);

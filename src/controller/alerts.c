@@ -275,8 +275,8 @@ static void *run(void *arg)
     return NULL;
 }
 
-static int make_slots(json_object *rules, struct tf_alert_rule **r, struct slot **slots,
-                      size_t *n, char *err, size_t errlen)
+static int make_slots(json_object *rules, struct tf_alert_rule **r, struct slot **slots, size_t *n,
+                      char *err, size_t errlen)
 {
     int rc = tf_alert_rules_parse(rules, r, n, err, errlen);
     if (rc)

@@ -159,8 +159,7 @@ static const char *gpu_node(json_object *gpu)
 
 static int pct_of(json_object *pool, const char *key, int dflt)
 {
-    json_object *v =
-        tf_json_path(pool, "spec", "capacityConfig", "oversubscription", key, NULL);
+    json_object *v = tf_json_path(pool, "spec", "capacityConfig", "oversubscription", key, NULL);
     return v ? json_object_get_int(v) : dflt;
 }
 
@@ -263,8 +262,9 @@ static void worker_rows(const struct tf_ctlmetrics_in *in, struct out *o, struct
             workload = name;
         double pt = 0, pv = 0, ratio = 1, cost = 0;
         if (tf_ctlmetrics_price(find_named(in->pools, pool), qos, &pt, &pv, &ratio))
-            cost = (tr * pt + vr / GIB * pv + (tl - tr) * pt * ratio + (vl - vr) / GIB * pv * ratio) /
-                   3600.0 * count * in->elapsed_s;
+            cost =
+                (tr * pt + vr / GIB * pv + (tl - tr) * pt * ratio + (vl - vr) / GIB * pv * ratio) /
+                3600.0 * count * in->elapsed_s;
         struct tf_lp_point *p = point(o, "tf_worker_resources", in->now_ms);
         if (!p)
             return;

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "hypervisor/runtime.h"
+#include "hypervisor/soft.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,7 +69,7 @@ out:
 void tf_hv_worker_usage_point(struct tf_lp_point *p, const struct tf_hv *hv, const char *uuid,
                               const char *worker, const char *ns, const char *workload,
                               int32_t compute_bp, int64_t vram_used, int64_t gpu_tflops_milli,
-                              int64_t gpu_vram)
+                              int64_t gpu_vram, int64_t throttled)
 {
     tf_lp_tag(p, "node", hv->cfg.node);
     tf_lp_tag(p, "pool", hv->cfg.pool);
@@ -81,6 +82,8 @@ void tf_hv_worker_usage_point(struct tf_lp_point *p, const struct tf_hv *hv, con
     tf_lp_int(p, "memory_bytes", vram_used);
     tf_lp_float(p, "memory_percentage",
                 gpu_vram ? 100.0 * (double)vram_used / (double)gpu_vram : 0);
+    if (throttled >= 0)
+        tf_lp_int(p, "compute_throttled_cnt", throttled);
 }
 
 struct batch {
@@ -169,7 +172,8 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
                 }
             }
             tf_hv_worker_usage_point(p, hv, w->alloc[k].uuid, wname, w->req.ns, w->req.name,
-                                     u.gpu[k].compute_bp, u.gpu[k].vram_used, gpu_tflops, gpu_vram);
+                                     u.gpu[k].compute_bp, u.gpu[k].vram_used, gpu_tflops, gpu_vram,
+                                     tf_hv_soft_throttles(hv, w->req.name, k));
         }
         struct tf_lp_point *p = next_point(b, "tf_worker_resources", ts);
         if (!p)

@@ -57,7 +57,8 @@ static void upstream_rules_are_read_and_mistakes_named_by_path(void **state)
     assert_true(r[0].threshold == 5);
     tf_alert_rules_free(r, n);
     json_object_put(a);
-    parse_err("[{\"name\":\"A\",\"query\":\"x\",\"treshold\":1}]", "alertRules[0].treshold: unknown");
+    parse_err("[{\"name\":\"A\",\"query\":\"x\",\"treshold\":1}]",
+              "alertRules[0].treshold: unknown");
     parse_err("[{\"query\":\"x\"}]", "alertRules[0].name: required");
     parse_err("[{\"name\":\"A\",\"query\":\"x\",\"evaluationInterval\":\"1.5s\"}]",
               "whole seconds");

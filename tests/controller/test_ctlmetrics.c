@@ -116,8 +116,8 @@ static void build(struct tf_lp_point **out, size_t *n, json_object **keep)
     keep[1] = arr(GPUS);
     keep[2] = arr(GPUNODES);
     keep[3] = arr(POOLS);
-    struct tf_ctlmetrics_in in = {keep[0], keep[1], keep[2], keep[3], "default-pool",
-                                  1700000000000, 60.0};
+    struct tf_ctlmetrics_in in = {keep[0],        keep[1],       keep[2], keep[3],
+                                  "default-pool", 1700000000000, 60.0};
     assert_int_equal(tf_ctlmetrics_build(&in, out, n), 0);
 }
 
