@@ -32,7 +32,8 @@ struct ctl {
     struct tf_k8s_client *c;
     const struct tf_controller_opts *o;
     struct tf_informer *pods, *namespaces, *profiles, *pools, *replicasets, *clusters, *gpus,
-        *gpunodes, *workloads, *connections, *quotas, *templates, *nodes, *pdbs, *priorities;
+        *gpunodes, *workloads, *connections, *quotas, *templates, *nodes, *pdbs, *priorities,
+        *leases;
     struct tf_extender *ext;
     struct tf_efficiency *eff;
     struct tf_ctlmetrics *metrics;             /* NULL without a metrics URL */
@@ -608,6 +609,11 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     x.workloads = informer(&x, &tf_k8s_tfworkloads);
     x.connections = informer(&x, &tf_k8s_tfconnections);
     x.quotas = informer_h(&x, &tf_k8s_gpuresourcequotas, &ih);
+    /* The hypervisors' heartbeats, in this namespace (the chart runs both here). */
+    x.leases = tf_informer_new(c, &tf_k8s_leases, o->namespace,
+                               "tensor-fusion.ai/component=hypervisor", NULL, NULL);
+    if (x.leases)
+        tf_informer_start(x.leases, 300);
     struct tf_extender_sources es = {x.pods, x.gpus, x.pools, x.templates, x.quotas};
     tf_extender_set_sources(x.ext, &es);
     struct tf_efficiency_sources efs = {x.pods,      x.nodes, x.gpunodes,  x.gpus,    x.pools,
@@ -619,8 +625,8 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     if ((rc = tf_webhook_init(&x.wh, &wc, &env)))
         goto out;
     x.wh_ready = true;
-    struct tf_reconcile_sources src = {x.pods,     x.clusters,  x.pools,       x.gpus,
-                                       x.gpunodes, x.workloads, x.connections, x.quotas};
+    struct tf_reconcile_sources src = {x.pods,      x.clusters,    x.pools,  x.gpus,  x.gpunodes,
+                                       x.workloads, x.connections, x.quotas, x.leases};
     x.rec = tf_reconciler_new(c, &src, x.wh.cfg.default_pool, x.wh.cfg.worker_image,
                               x.wh.cfg.shm_host_dir);
     /* Serve only once the caches are warm, so the first reviews see profiles and pools. */
@@ -694,9 +700,10 @@ out:
     tf_https_destroy(x.https);
     tf_https_destroy(x.http);
     tf_reconciler_destroy(x.rec);
-    struct tf_informer *all[] = {x.pods,     x.namespaces, x.profiles, x.pools,     x.replicasets,
-                                 x.clusters, x.gpus,       x.gpunodes, x.workloads, x.connections,
-                                 x.quotas,   x.templates,  x.nodes,    x.pdbs,      x.priorities};
+    struct tf_informer *all[] = {x.pods,        x.namespaces,  x.profiles,   x.pools,
+                                 x.replicasets, x.clusters,    x.gpus,       x.gpunodes,
+                                 x.workloads,   x.connections, x.quotas,     x.templates,
+                                 x.nodes,       x.pdbs,        x.priorities, x.leases};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         tf_informer_destroy(all[i]);
     tf_efficiency_destroy(x.eff);

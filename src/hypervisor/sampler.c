@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
 
 static int64_t now_ms(void)
@@ -84,6 +85,18 @@ void tf_hv_worker_usage_point(struct tf_lp_point *p, const struct tf_hv *hv, con
                 gpu_vram ? 100.0 * (double)vram_used / (double)gpu_vram : 0);
     if (throttled >= 0)
         tf_lp_int(p, "compute_throttled_cnt", throttled);
+}
+
+/* Whether W runs: its tf-worker (hard, remote) or one of its registered processes is alive,
+ * or (soft) a process holds a slot of its limit region. */
+static bool workload_ready(struct tf_hv *hv, const struct tf_hv_workload *w)
+{
+    if (w->worker_pid > 0 && kill(w->worker_pid, 0) == 0)
+        return true;
+    for (int i = 0; i < w->npids; i++)
+        if (w->pids[i].pid > 0 && kill(w->pids[i].pid, 0) == 0)
+            return true;
+    return tf_hv_soft_has_processes(hv, w->req.name);
 }
 
 struct batch {
@@ -196,7 +209,7 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
         tf_lp_float(p, "vram_bytes_limit", (double)vl);
         tf_lp_int(p, "gpu_count", w->nalloc);
         tf_lp_float(p, "raw_cost", 0);
-        tf_lp_bool(p, "ready", true);
+        tf_lp_bool(p, "ready", workload_ready(hv, w));
     }
     const char *meas[2] = {"tf_node_metrics", "tf_pool_metrics"};
     for (int m = 0; m < 2; m++) {

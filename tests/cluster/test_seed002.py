@@ -16,6 +16,8 @@ Alertmanager (Debian's prometheus-alertmanager on loopback).
     WorkerTFlopsThrottled; the busy GPU does not raise IdleGPU;
   * autoscaling acts on that history: the workload's recommendation comes from the
     tf_worker_usage rows the hypervisor wrote, and is applied to the pod;
+  * live statuses: each GPUNode is Running on its hypervisor's heartbeat Lease, the pool
+    ready;
   * an outage of the database loses nothing: while it is down the controller keeps
     reconciling (a new pod is bound and accounted), and once it is back the rows of the
     outage arrive, none dropped.
@@ -224,6 +226,13 @@ def main():
         for node in nodes:
             g = wait_for("GPU object of " + node, lambda: gpu_of(node), 30)
             nodes[node]["uuid"] = g["status"]["uuid"] if g else "?"
+        pool = wait_for("both nodes Running on their hypervisors' heartbeats", lambda: (
+            lambda p: p if p and p.get("status", {}).get("readyNodes") == 2 else None)(
+                env.get("gpupool", "default-pool")), 30)
+        check("GPUNode phase from the heartbeat Lease; the pool is ready", pool and
+              pool["status"]["phase"] == "Running" and all(
+                  (env.get("gpunode", n) or {}).get("status", {}).get("phase") == "Running"
+                  for n in nodes), pool and pool["status"])
         sec = wait_for("certificates", lambda: env.get("secret", "tensor-fusion-tls", "-n",
                                                        "tensor-fusion-sys"), 30)
         wait_for("readyz", lambda: urllib.request.urlopen(

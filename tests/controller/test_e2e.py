@@ -75,6 +75,18 @@ class Env:
         return self.kubectl("apply", "--validate=false", "-f", "-", stdin=json.dumps(obj))
 
 
+def heartbeat(env, node, age_s=0, duration_s=40):
+    """The Lease a node's tf-hypervisor renews (src/hypervisor/k8s_gpus.h), renewed AGE_S
+    seconds ago, valid DURATION_S seconds."""
+    t = time.gmtime(time.time() - age_s)
+    env.apply({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+               "metadata": {"name": "tf-hypervisor-" + node, "namespace": "tensor-fusion-sys",
+                            "labels": {"tensor-fusion.ai/component": "hypervisor",
+                                       "tensor-fusion.ai/node": node}},
+               "spec": {"holderIdentity": node, "leaseDurationSeconds": duration_s,
+                        "renewTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", t)}})
+
+
 def remote_client_end_to_end(tmp, hport, tok):
     """The client library as a remote pod runs it: it finds its worker through the
     controller's /api/connection and authenticates with the workload's token. The worker is a
@@ -234,6 +246,8 @@ def main():
         cfgfile = os.path.join(tmp, "config.yaml")
         with open(cfgfile, "w") as f:
             f.write("defaultPool: default-pool\nautoMigration: {enable: false}\n")
+        # A node whose hypervisor has not renewed its heartbeat yet is Pending.
+        # (gpu-node-1's heartbeat comes below, once its GPUNode exists.)
         ports = os.path.join(tmp, "ctl.ports")
         log = open(os.path.join(tmp, "controller.log"), "w")
         ctl = subprocess.Popen([BIN, "--kubeconfig", env.kubeconfig, "--namespace",
@@ -358,6 +372,11 @@ def main():
                 {"name": "trainer", "namespace": "ml", "count": 1}])
         gn = wait_for("GPUNode", lambda: (lambda n: n if n and n.get("status", {}).get(
             "allocatedPods") else None)(env.get("gpunode", "gpu-node-1")))
+        check("a GPUNode without its hypervisor's heartbeat is Pending",
+              gn and gn["status"]["phase"] == "Pending", gn and gn["status"])
+        heartbeat(env, "gpu-node-1")
+        gn = wait_for("GPUNode Running on its heartbeat", lambda: (lambda n: n if n and n.get(
+            "status", {}).get("phase") == "Running" else None)(env.get("gpunode", "gpu-node-1")))
         if gn:
             check("GPUNode totals", gn["status"]["totalGPUs"] == 2 and
                   gn["status"]["totalTFlops"] == "624" and
@@ -369,7 +388,23 @@ def main():
         if pst:
             check("pool availability", pst["status"]["totalGPUs"] == 2 and
                   pst["status"]["availableVRAM"] == "120Gi" and
-                  pst["status"]["phase"] == "Running", pst["status"])
+                  pst["status"]["phase"] == "Running" and pst["status"]["readyNodes"] == 1 and
+                  pst["status"]["notReadyNodes"] == 0, pst["status"])
+        # The heartbeat stops: the node is Unknown, the pool not ready, an Event says why.
+        heartbeat(env, "gpu-node-1", age_s=60)
+        pst = wait_for("pool not ready", lambda: (lambda p: p if p and p["status"].get(
+            "readyNodes") == 0 else None)(env.get("gpupool", "default-pool")))
+        check("a lost heartbeat makes the node Unknown and the pool not ready", pst and
+              pst["status"]["phase"] == "Unknown" and pst["status"]["notReadyNodes"] == 1 and
+              env.get("gpunode", "gpu-node-1")["status"]["phase"] == "Unknown",
+              pst and pst["status"])
+        ev = wait_for("NodeNotReady event", lambda: [e for e in (env.get(
+            "events", "-n", "default") or {"items": []})["items"] if e["reason"] ==
+            "NodeNotReady" and "heartbeat" in e["message"]])
+        check("NodeNotReady names the lost heartbeat", bool(ev))
+        heartbeat(env, "gpu-node-1")
+        check("back to Running with the next renewal", wait_for("node Running again", lambda: (
+            env.get("gpunode", "gpu-node-1") or {}).get("status", {}).get("phase") == "Running"))
 
         # Remote mode: a worker pod per client, the connection pairs them.
         remote = {"apiVersion": "v1", "kind": "Pod",
