@@ -22,6 +22,7 @@
 #include "controller/webhook.h"
 
 #include <curl/curl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +37,12 @@ struct ctl {
         *leases;
     struct tf_extender *ext;
     struct tf_efficiency *eff;
-    struct tf_ctlmetrics *metrics;             /* NULL without a metrics URL */
-    struct tf_alerts *alerts;                  /* NULL without --enable-alert */
-    json_object *alert_rules;                  /* the config's alertRules */
+    struct tf_ctlmetrics *metrics; /* NULL without a metrics URL */
+    struct tf_alerts *alerts;      /* NULL without --enable-alert */
+    json_object *alert_rules;      /* the config's alertRules */
+    char *config_text;             /* the config file as last applied */
+    char *bad_config_text;         /* a content that failed to load (not retried) */
+    pthread_rwlock_t cfg_lock;     /* webhook reviews (read) vs a reload (write) of wh.cfg */
     struct tf_informer_handlers ext_inventory; /* chained behind the pool informer's handlers */
     char policy[32];
     struct tf_webhook wh;
@@ -169,8 +173,35 @@ static void set_opt(char **dst, json_object *cfg, const char *key)
     }
 }
 
-static int load_config(struct ctl *x, struct tf_webhook_config *wc)
+/* The config file's text (at most 1 MiB), or NULL with ERR set. */
+static char *read_config(const char *path, char *err, size_t errlen)
 {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tf_errf(err, errlen, "cannot open config file %s", path);
+        return NULL;
+    }
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap + 1);
+    if (buf)
+        n = fread(buf, 1, cap, f);
+    bool more = buf && fgetc(f) != EOF;
+    fclose(f);
+    if (!buf || more) {
+        free(buf);
+        tf_errf(err, errlen, "config file %s: %s", path, buf ? "larger than 1 MiB" : "no memory");
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Parses TEXT (NULL: no file) into WC (initialised here), *POLICY and *RULES (new reference or
+ * NULL). 0, or a TF_E* code with ERR set. */
+static int parse_config(struct ctl *x, const char *text, struct tf_webhook_config *wc, char *policy,
+                        size_t policylen, json_object **rules, char *err, size_t errlen)
+{
+    *rules = NULL;
     int rc = tf_webhook_config_init(wc);
     if (rc)
         return rc;
@@ -184,23 +215,11 @@ static int load_config(struct ctl *x, struct tf_webhook_config *wc)
                  x->o->http_port ? x->o->http_port : 8080);
     free(wc->controller_url);
     wc->controller_url = strdup(url);
-    if (!x->o->config_file)
+    if (!text)
         return 0;
-    FILE *f = fopen(x->o->config_file, "rb");
-    if (!f) {
-        tf_log(TF_LOG_ERROR, "controller", "cannot open config file=%s", x->o->config_file);
-        return TF_ENOENT;
-    }
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     json_object *docs = NULL;
-    char err[256];
-    if ((rc = tf_yaml_to_json(buf, n, &docs, err, sizeof(err)))) {
-        tf_log(TF_LOG_ERROR, "controller", "config file=%s: %s", x->o->config_file, err);
+    if ((rc = tf_yaml_to_json(text, strlen(text), &docs, err, errlen)))
         return rc;
-    }
     json_object *cfg = json_object_array_get_idx(docs, 0);
     set_opt(&wc->default_pool, cfg, "defaultPool");
     set_opt(&wc->limiter_image, cfg, "limiterImage");
@@ -209,17 +228,102 @@ static int load_config(struct ctl *x, struct tf_webhook_config *wc)
     set_opt(&wc->shm_host_dir, cfg, "shmDir");
     set_opt(&wc->priority_class_high, cfg, "priorityClassHigh");
     set_opt(&wc->priority_class_critical, cfg, "priorityClassCritical");
-    json_object_put(x->alert_rules);
-    x->alert_rules = json_object_get(tf_json_path(cfg, "alertRules", NULL));
+    *rules = json_object_get(tf_json_path(cfg, "alertRules", NULL));
     const char *pol = tf_json_str(cfg, "isolationModePolicy", NULL);
     if (pol)
-        tf_strlcpy(x->policy, pol, sizeof(x->policy));
-    rc = tf_webhook_config_automigration(wc, tf_json_path(cfg, "autoMigration", NULL), err,
-                                         sizeof(err));
-    if (rc)
-        tf_log(TF_LOG_ERROR, "controller", "config file=%s: %s", x->o->config_file, err);
+        tf_strlcpy(policy, pol, policylen);
+    rc = tf_webhook_config_automigration(wc, tf_json_path(cfg, "autoMigration", NULL), err, errlen);
     json_object_put(docs);
+    if (rc) {
+        json_object_put(*rules);
+        *rules = NULL;
+    }
     return rc;
+}
+
+static int load_config(struct ctl *x, struct tf_webhook_config *wc)
+{
+    char err[512];
+    char *text = NULL;
+    if (x->o->config_file && !(text = read_config(x->o->config_file, err, sizeof(err)))) {
+        tf_log(TF_LOG_ERROR, "controller", "%s", err);
+        return TF_ENOENT;
+    }
+    int rc =
+        parse_config(x, text, wc, x->policy, sizeof(x->policy), &x->alert_rules, err, sizeof(err));
+    if (rc) {
+        tf_log(TF_LOG_ERROR, "controller", "config file=%s: %s", x->o->config_file, err);
+        free(text);
+        return rc;
+    }
+    x->config_text = text;
+    return 0;
+}
+
+/* Keeps WANT's value of a key that cannot change while running (the extender, reconcilers and
+ * node agents use it) at HAVE's, with a warning. */
+static void keep_running(const char *key, char **want, const char *have)
+{
+    if (*want && have && strcmp(*want, have) != 0) {
+        tf_log(TF_LOG_WARN, "controller",
+               "config: %s changed from \"%s\" to \"%s\": takes effect after a restart", key, have,
+               *want);
+        free(*want);
+        *want = strdup(have);
+    }
+}
+
+/* Rereads the config file when its content changed (a ConfigMap update, helm upgrade) and
+ * applies it without a restart: the webhook's settings (autoMigration, limiter and client
+ * images, PriorityClasses) and the alert rules. An invalid file keeps the running
+ * configuration (logged once per content). */
+static void reload_config(struct ctl *x)
+{
+    if (!x->o->config_file)
+        return;
+    char err[512];
+    char *text = read_config(x->o->config_file, err, sizeof(err));
+    if (!text || (x->config_text && strcmp(text, x->config_text) == 0) ||
+        (x->bad_config_text && strcmp(text, x->bad_config_text) == 0)) {
+        free(text);
+        return;
+    }
+    struct tf_webhook_config wc;
+    char policy[32] = "";
+    json_object *rules = NULL;
+    int rc = parse_config(x, text, &wc, policy, sizeof(policy), &rules, err, sizeof(err));
+    if (rc == 0 && x->alerts)
+        rc = tf_alerts_set_rules(x->alerts, rules, err, sizeof(err));
+    if (rc) {
+        tf_log(TF_LOG_ERROR, "controller",
+               "config file=%s changed but is invalid, the running configuration stays: %s",
+               x->o->config_file, err);
+        tf_webhook_config_free(&wc);
+        json_object_put(rules);
+        free(x->bad_config_text);
+        x->bad_config_text = text;
+        return;
+    }
+    keep_running("defaultPool", &wc.default_pool, x->wh.cfg.default_pool);
+    keep_running("shmDir", &wc.shm_host_dir, x->wh.cfg.shm_host_dir);
+    keep_running("workerImage", &wc.worker_image, x->wh.cfg.worker_image);
+    if (policy[0] && strcmp(policy, x->policy[0] ? x->policy : "dynamic") != 0)
+        tf_log(TF_LOG_WARN, "controller",
+               "config: isolationModePolicy changed to \"%s\": takes effect after a restart",
+               policy);
+    pthread_rwlock_wrlock(&x->cfg_lock);
+    struct tf_webhook_config old = x->wh.cfg;
+    x->wh.cfg = wc;
+    pthread_rwlock_unlock(&x->cfg_lock);
+    tf_webhook_config_free(&old);
+    json_object_put(x->alert_rules);
+    x->alert_rules = rules;
+    free(x->config_text);
+    x->config_text = text;
+    free(x->bad_config_text);
+    x->bad_config_text = NULL;
+    tf_log(TF_LOG_INFO, "controller", "configuration reloaded from %s (autoMigration %s)",
+           x->o->config_file, x->wh.cfg.auto_migration.enable ? "on" : "off");
 }
 
 /* ---- certificates --------------------------------------------------------------------------- */
@@ -386,7 +490,9 @@ static void https_handler(const struct tf_http_req *req, struct tf_http_resp *re
     if (tf_extender_handle(x->ext, req, resp))
         return;
     if (strcmp(req->path, "/mutate-v1-pod") == 0 && strcmp(req->method, "POST") == 0) {
+        pthread_rwlock_rdlock(&x->cfg_lock);
         resp->body = tf_webhook_handle(&x->wh, req->body, req->body_len, &resp->status);
+        pthread_rwlock_unlock(&x->cfg_lock);
         if (resp->status != 200)
             resp->content_type = "text/plain";
         return;
@@ -542,6 +648,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     memset(&x, 0, sizeof(x));
     x.c = c;
     x.o = o;
+    pthread_rwlock_init(&x.cfg_lock, NULL);
     int rc = 0;
     char err[512];
     struct tf_webhook_config wc;
@@ -685,6 +792,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     while (!atomic_load(stop)) {
         patch_ca_bundle(&x);
         reload_certs(&x);
+        reload_config(&x);
         if (tf_leader_is_leader(x.leader) && x.rec) {
             tf_reconcile_once(x.rec);
             tf_efficiency_once(x.eff);
@@ -716,5 +824,8 @@ out_cfg:
     if (!x.wh_ready)
         tf_webhook_config_free(&wc);
     json_object_put(x.alert_rules);
+    free(x.config_text);
+    free(x.bad_config_text);
+    pthread_rwlock_destroy(&x.cfg_lock);
     return rc;
 }

@@ -498,6 +498,36 @@ def main():
             check("whole-GPU worker waits for no region", "--limits-region" not in cmd and
                   "--token-file" in cmd, cmd)
 
+        # Configuration reload (helm upgrade changing the ConfigMap): auto-migration starts to
+        # apply without a restart; an invalid file leaves the running configuration.
+        def gpu_pod(name):
+            env.apply({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": name, "namespace": "ml"},
+                       "spec": {"containers": [{"name": "app", "image": "x", "resources": {
+                           "limits": {"nvidia.com/gpu": "1"}}}]}})
+            return env.get("pod", name, "-n", "ml")
+        p = gpu_pod("legacy-before")
+        check("auto-migration off: an nvidia.com/gpu pod is left alone",
+              p and p["spec"].get("schedulerName") != "tensor-fusion-scheduler", p and p["spec"])
+
+        def rewrite(text):
+            with open(cfgfile + ".new", "w") as f:
+                f.write(text)
+            os.rename(cfgfile + ".new", cfgfile)
+        rewrite("defaultPool: default-pool\nautoMigration: {enable: true}\n")
+        p = wait_for("auto-migration applied after the reload", lambda: (lambda q: q if q and q[
+            "spec"].get("schedulerName") == "tensor-fusion-scheduler" else None)(
+                gpu_pod("legacy-%d" % int(time.time() * 1000))), 20)
+        check("reloaded: an nvidia.com/gpu pod is migrated without a restart", p is not None)
+        rewrite("defaultPool: default-pool\nautoMigration: {enable: [oops\n")
+        wait_for("invalid config reported", lambda: "running configuration stays" in open(
+            os.path.join(tmp, "controller.log")).read(), 10)
+        p = gpu_pod("legacy-after-bad")
+        check("an invalid config keeps the running one (still migrating)",
+              p and p["spec"].get("schedulerName") == "tensor-fusion-scheduler", p and p["spec"])
+        check("the controller still runs", ctl.poll() is None)
+        rewrite("defaultPool: default-pool\nautoMigration: {enable: false}\n")
+
         # Clean shutdown releases the lease for a standby.
         ctl.send_signal(signal.SIGTERM)
         check("controller exits cleanly", ctl.wait(timeout=20) == 0)
