@@ -5,6 +5,7 @@
  */
 #include "controller/controller.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
@@ -517,6 +518,53 @@ static void http_handler(const struct tf_http_req *req, struct tf_http_resp *res
         resp->status = ready ? 200 : 503;
         resp->body = strdup(ready ? "ready\n" : "standby\n");
         resp->content_type = "text/plain";
+        return;
+    }
+    if (strcmp(req->path, "/metrics") == 0) {
+        /* The controller's own health: its metric writes and alert deliveries. */
+        struct tf_dynbuf b;
+        tf_dynbuf_init(&b, 1 << 16);
+        tf_dynbuf_addf(&b,
+                       "# HELP tf_controller_leader 1 while this replica leads\n"
+                       "# TYPE tf_controller_leader gauge\ntf_controller_leader %d\n",
+                       tf_leader_is_leader(x->leader) ? 1 : 0);
+        if (x->metrics) {
+            struct tf_metrics_sink_stats st;
+            tf_ctlmetrics_stats(x->metrics, &st);
+            tf_dynbuf_addf(&b,
+                           "# HELP tf_metrics_points_total metric points by fate (dropped: lost "
+                           "to a full queue or refused by the database)\n"
+                           "# TYPE tf_metrics_points_total counter\n"
+                           "tf_metrics_points_total{result=\"written\"} %llu\n"
+                           "tf_metrics_points_total{result=\"sent\"} %llu\n"
+                           "tf_metrics_points_total{result=\"dropped\"} %llu\n"
+                           "# HELP tf_metrics_queue_bytes metric lines waiting for the database\n"
+                           "# TYPE tf_metrics_queue_bytes gauge\ntf_metrics_queue_bytes %zu\n",
+                           (unsigned long long)st.written, (unsigned long long)st.sent,
+                           (unsigned long long)st.dropped, st.queued);
+        }
+        if (x->alerts) {
+            struct tf_alerts_stats as;
+            tf_alerts_stats(x->alerts, &as);
+            tf_dynbuf_addf(&b,
+                           "# HELP tf_alert_evaluations_total rule evaluations by result\n"
+                           "# TYPE tf_alert_evaluations_total counter\n"
+                           "tf_alert_evaluations_total{result=\"ok\"} %llu\n"
+                           "tf_alert_evaluations_total{result=\"query_failed\"} %llu\n"
+                           "# HELP tf_alert_posts_total POSTs to Alertmanager by result\n"
+                           "# TYPE tf_alert_posts_total counter\n"
+                           "tf_alert_posts_total{result=\"ok\"} %llu\n"
+                           "tf_alert_posts_total{result=\"failed\"} %llu\n"
+                           "# HELP tf_alerts_firing alert instances firing now\n"
+                           "# TYPE tf_alerts_firing gauge\ntf_alerts_firing %zu\n",
+                           (unsigned long long)(as.evaluations - as.query_failures),
+                           (unsigned long long)as.query_failures,
+                           (unsigned long long)(as.posts - as.post_failures),
+                           (unsigned long long)as.post_failures, as.firing);
+        }
+        resp->body = strdup(tf_dynbuf_str(&b));
+        resp->content_type = "text/plain; version=0.0.4";
+        tf_dynbuf_free(&b);
         return;
     }
     if (strcmp(req->path, "/api/connection") == 0) {
