@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * libFuzzer target: GreptimeDB SQL API answers (tf_greptime_usage_parse), and the
- * recommender over the samples it accepts.
+ * libFuzzer target: GreptimeDB SQL API answers (tf_greptime_usage_parse and the generic
+ * tf_greptime_records_parse the alert evaluator uses), and the recommender over the samples
+ * it accepts.
  */
 #include "controller/greptime_codec.h"
 #include "autoscale_fuzz.h"
@@ -18,6 +19,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct tf_usage_sample *s = NULL;
     size_t n = 0;
     char err[256];
+    json_object *doc, *names, *rows;
+    if (tf_greptime_records_parse((const char *)data, size, &doc, &names, &rows, err,
+                                  sizeof(err)) == 0) {
+        size_t ncols = json_object_array_length(names);
+        for (size_t i = 0; i < json_object_array_length(rows); i++)
+            if (json_object_array_length(json_object_array_get_idx(rows, i)) != ncols)
+                abort();
+        json_object_put(doc);
+    } else if (doc) {
+        abort();
+    }
     if (tf_greptime_usage_parse((const char *)data, size, &s, &n, err, sizeof(err))) {
         if (s || n)
             abort();

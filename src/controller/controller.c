@@ -5,11 +5,14 @@
  */
 #include "controller/controller.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
 #include "common/yamljson.h"
+#include "controller/alerts.h"
 #include "controller/base64.h"
+#include "controller/ctlmetrics.h"
 #include "controller/efficiency.h"
 #include "controller/extender.h"
 #include "controller/https.h"
@@ -19,6 +22,8 @@
 #include "controller/tls.h"
 #include "controller/webhook.h"
 
+#include <curl/curl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +35,15 @@ struct ctl {
     const struct tf_controller_opts *o;
     struct tf_informer *pods, *namespaces, *profiles, *pools, *replicasets, *clusters, *gpus,
         *gpunodes, *workloads, *connections, *quotas, *templates, *nodes, *pdbs, *priorities,
-        *providers, *claims, *nodeclasses;
+        *providers, *claims, *nodeclasses, *leases;
     struct tf_extender *ext;
     struct tf_efficiency *eff;
+    struct tf_ctlmetrics *metrics; /* NULL without a metrics URL */
+    struct tf_alerts *alerts;      /* NULL without --enable-alert */
+    json_object *alert_rules;      /* the config's alertRules */
+    char *config_text;             /* the config file as last applied */
+    char *bad_config_text;         /* a content that failed to load (not retried) */
+    pthread_rwlock_t cfg_lock;     /* webhook reviews (read) vs a reload (write) of wh.cfg */
     struct tf_informer_handlers ext_inventory; /* chained behind the pool informer's handlers */
     char policy[32];
     struct tf_webhook wh;
@@ -208,8 +219,35 @@ static void set_opt(char **dst, json_object *cfg, const char *key)
     }
 }
 
-static int load_config(struct ctl *x, struct tf_webhook_config *wc)
+/* The config file's text (at most 1 MiB), or NULL with ERR set. */
+static char *read_config(const char *path, char *err, size_t errlen)
 {
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        tf_errf(err, errlen, "cannot open config file %s", path);
+        return NULL;
+    }
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap + 1);
+    if (buf)
+        n = fread(buf, 1, cap, f);
+    bool more = buf && fgetc(f) != EOF;
+    fclose(f);
+    if (!buf || more) {
+        free(buf);
+        tf_errf(err, errlen, "config file %s: %s", path, buf ? "larger than 1 MiB" : "no memory");
+        return NULL;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Parses TEXT (NULL: no file) into WC (initialised here), *POLICY and *RULES (new reference or
+ * NULL). 0, or a TF_E* code with ERR set. */
+static int parse_config(struct ctl *x, const char *text, struct tf_webhook_config *wc, char *policy,
+                        size_t policylen, json_object **rules, char *err, size_t errlen)
+{
+    *rules = NULL;
     int rc = tf_webhook_config_init(wc);
     if (rc)
         return rc;
@@ -223,23 +261,11 @@ static int load_config(struct ctl *x, struct tf_webhook_config *wc)
                  x->o->http_port ? x->o->http_port : 8080);
     free(wc->controller_url);
     wc->controller_url = strdup(url);
-    if (!x->o->config_file)
+    if (!text)
         return 0;
-    FILE *f = fopen(x->o->config_file, "rb");
-    if (!f) {
-        tf_log(TF_LOG_ERROR, "controller", "cannot open config file=%s", x->o->config_file);
-        return TF_ENOENT;
-    }
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-    fclose(f);
-    buf[n] = '\0';
     json_object *docs = NULL;
-    char err[256];
-    if ((rc = tf_yaml_to_json(buf, n, &docs, err, sizeof(err)))) {
-        tf_log(TF_LOG_ERROR, "controller", "config file=%s: %s", x->o->config_file, err);
+    if ((rc = tf_yaml_to_json(text, strlen(text), &docs, err, errlen)))
         return rc;
-    }
     json_object *cfg = json_object_array_get_idx(docs, 0);
     set_opt(&wc->default_pool, cfg, "defaultPool");
     set_opt(&wc->limiter_image, cfg, "limiterImage");
@@ -248,15 +274,102 @@ static int load_config(struct ctl *x, struct tf_webhook_config *wc)
     set_opt(&wc->shm_host_dir, cfg, "shmDir");
     set_opt(&wc->priority_class_high, cfg, "priorityClassHigh");
     set_opt(&wc->priority_class_critical, cfg, "priorityClassCritical");
+    *rules = json_object_get(tf_json_path(cfg, "alertRules", NULL));
     const char *pol = tf_json_str(cfg, "isolationModePolicy", NULL);
     if (pol)
-        tf_strlcpy(x->policy, pol, sizeof(x->policy));
-    rc = tf_webhook_config_automigration(wc, tf_json_path(cfg, "autoMigration", NULL), err,
-                                         sizeof(err));
-    if (rc)
-        tf_log(TF_LOG_ERROR, "controller", "config file=%s: %s", x->o->config_file, err);
+        tf_strlcpy(policy, pol, policylen);
+    rc = tf_webhook_config_automigration(wc, tf_json_path(cfg, "autoMigration", NULL), err, errlen);
     json_object_put(docs);
+    if (rc) {
+        json_object_put(*rules);
+        *rules = NULL;
+    }
     return rc;
+}
+
+static int load_config(struct ctl *x, struct tf_webhook_config *wc)
+{
+    char err[512];
+    char *text = NULL;
+    if (x->o->config_file && !(text = read_config(x->o->config_file, err, sizeof(err)))) {
+        tf_log(TF_LOG_ERROR, "controller", "%s", err);
+        return TF_ENOENT;
+    }
+    int rc =
+        parse_config(x, text, wc, x->policy, sizeof(x->policy), &x->alert_rules, err, sizeof(err));
+    if (rc) {
+        tf_log(TF_LOG_ERROR, "controller", "config file=%s: %s", x->o->config_file, err);
+        free(text);
+        return rc;
+    }
+    x->config_text = text;
+    return 0;
+}
+
+/* Keeps WANT's value of a key that cannot change while running (the extender, reconcilers and
+ * node agents use it) at HAVE's, with a warning. */
+static void keep_running(const char *key, char **want, const char *have)
+{
+    if (*want && have && strcmp(*want, have) != 0) {
+        tf_log(TF_LOG_WARN, "controller",
+               "config: %s changed from \"%s\" to \"%s\": takes effect after a restart", key, have,
+               *want);
+        free(*want);
+        *want = strdup(have);
+    }
+}
+
+/* Rereads the config file when its content changed (a ConfigMap update, helm upgrade) and
+ * applies it without a restart: the webhook's settings (autoMigration, limiter and client
+ * images, PriorityClasses) and the alert rules. An invalid file keeps the running
+ * configuration (logged once per content). */
+static void reload_config(struct ctl *x)
+{
+    if (!x->o->config_file)
+        return;
+    char err[512];
+    char *text = read_config(x->o->config_file, err, sizeof(err));
+    if (!text || (x->config_text && strcmp(text, x->config_text) == 0) ||
+        (x->bad_config_text && strcmp(text, x->bad_config_text) == 0)) {
+        free(text);
+        return;
+    }
+    struct tf_webhook_config wc;
+    char policy[32] = "";
+    json_object *rules = NULL;
+    int rc = parse_config(x, text, &wc, policy, sizeof(policy), &rules, err, sizeof(err));
+    if (rc == 0 && x->alerts)
+        rc = tf_alerts_set_rules(x->alerts, rules, err, sizeof(err));
+    if (rc) {
+        tf_log(TF_LOG_ERROR, "controller",
+               "config file=%s changed but is invalid, the running configuration stays: %s",
+               x->o->config_file, err);
+        tf_webhook_config_free(&wc);
+        json_object_put(rules);
+        free(x->bad_config_text);
+        x->bad_config_text = text;
+        return;
+    }
+    keep_running("defaultPool", &wc.default_pool, x->wh.cfg.default_pool);
+    keep_running("shmDir", &wc.shm_host_dir, x->wh.cfg.shm_host_dir);
+    keep_running("workerImage", &wc.worker_image, x->wh.cfg.worker_image);
+    if (policy[0] && strcmp(policy, x->policy[0] ? x->policy : "dynamic") != 0)
+        tf_log(TF_LOG_WARN, "controller",
+               "config: isolationModePolicy changed to \"%s\": takes effect after a restart",
+               policy);
+    pthread_rwlock_wrlock(&x->cfg_lock);
+    struct tf_webhook_config old = x->wh.cfg;
+    x->wh.cfg = wc;
+    pthread_rwlock_unlock(&x->cfg_lock);
+    tf_webhook_config_free(&old);
+    json_object_put(x->alert_rules);
+    x->alert_rules = rules;
+    free(x->config_text);
+    x->config_text = text;
+    free(x->bad_config_text);
+    x->bad_config_text = NULL;
+    tf_log(TF_LOG_INFO, "controller", "configuration reloaded from %s (autoMigration %s)",
+           x->o->config_file, x->wh.cfg.auto_migration.enable ? "on" : "off");
 }
 
 /* ---- certificates --------------------------------------------------------------------------- */
@@ -423,7 +536,9 @@ static void https_handler(const struct tf_http_req *req, struct tf_http_resp *re
     if (tf_extender_handle(x->ext, req, resp))
         return;
     if (strcmp(req->path, "/mutate-v1-pod") == 0 && strcmp(req->method, "POST") == 0) {
+        pthread_rwlock_rdlock(&x->cfg_lock);
         resp->body = tf_webhook_handle(&x->wh, req->body, req->body_len, &resp->status);
+        pthread_rwlock_unlock(&x->cfg_lock);
         if (resp->status != 200)
             resp->content_type = "text/plain";
         return;
@@ -448,6 +563,53 @@ static void http_handler(const struct tf_http_req *req, struct tf_http_resp *res
         resp->status = ready ? 200 : 503;
         resp->body = strdup(ready ? "ready\n" : "standby\n");
         resp->content_type = "text/plain";
+        return;
+    }
+    if (strcmp(req->path, "/metrics") == 0) {
+        /* The controller's own health: its metric writes and alert deliveries. */
+        struct tf_dynbuf b;
+        tf_dynbuf_init(&b, 1 << 16);
+        tf_dynbuf_addf(&b,
+                       "# HELP tf_controller_leader 1 while this replica leads\n"
+                       "# TYPE tf_controller_leader gauge\ntf_controller_leader %d\n",
+                       tf_leader_is_leader(x->leader) ? 1 : 0);
+        if (x->metrics) {
+            struct tf_metrics_sink_stats st;
+            tf_ctlmetrics_stats(x->metrics, &st);
+            tf_dynbuf_addf(&b,
+                           "# HELP tf_metrics_points_total metric points by fate (dropped: lost "
+                           "to a full queue or refused by the database)\n"
+                           "# TYPE tf_metrics_points_total counter\n"
+                           "tf_metrics_points_total{result=\"written\"} %llu\n"
+                           "tf_metrics_points_total{result=\"sent\"} %llu\n"
+                           "tf_metrics_points_total{result=\"dropped\"} %llu\n"
+                           "# HELP tf_metrics_queue_bytes metric lines waiting for the database\n"
+                           "# TYPE tf_metrics_queue_bytes gauge\ntf_metrics_queue_bytes %zu\n",
+                           (unsigned long long)st.written, (unsigned long long)st.sent,
+                           (unsigned long long)st.dropped, st.queued);
+        }
+        if (x->alerts) {
+            struct tf_alerts_stats as;
+            tf_alerts_stats(x->alerts, &as);
+            tf_dynbuf_addf(&b,
+                           "# HELP tf_alert_evaluations_total rule evaluations by result\n"
+                           "# TYPE tf_alert_evaluations_total counter\n"
+                           "tf_alert_evaluations_total{result=\"ok\"} %llu\n"
+                           "tf_alert_evaluations_total{result=\"query_failed\"} %llu\n"
+                           "# HELP tf_alert_posts_total POSTs to Alertmanager by result\n"
+                           "# TYPE tf_alert_posts_total counter\n"
+                           "tf_alert_posts_total{result=\"ok\"} %llu\n"
+                           "tf_alert_posts_total{result=\"failed\"} %llu\n"
+                           "# HELP tf_alerts_firing alert instances firing now\n"
+                           "# TYPE tf_alerts_firing gauge\ntf_alerts_firing %zu\n",
+                           (unsigned long long)(as.evaluations - as.query_failures),
+                           (unsigned long long)as.query_failures,
+                           (unsigned long long)(as.posts - as.post_failures),
+                           (unsigned long long)as.post_failures, as.firing);
+        }
+        resp->body = strdup(tf_dynbuf_str(&b));
+        resp->content_type = "text/plain; version=0.0.4";
+        tf_dynbuf_free(&b);
         return;
     }
     if (strcmp(req->path, "/api/connection") == 0) {
@@ -507,6 +669,11 @@ static void pool_delete(json_object *o, void *arg)
     x->ext_inventory.on_delete(o, x->ext_inventory.arg);
 }
 
+static bool alerts_active(void *arg)
+{
+    return tf_leader_is_leader(((struct ctl *)arg)->leader);
+}
+
 static void on_leading(void *arg)
 {
     /* Another replica may have bound pods while we stood by: rebuild from the API. */
@@ -519,6 +686,46 @@ static struct tf_informer *informer(struct ctl *x, const struct tf_k8s_resource 
     if (inf)
         tf_informer_start(inf, 300);
     return inf;
+}
+
+static int copy_into(json_object *o, void *arg)
+{
+    json_object *cp = NULL;
+    if (json_object_deep_copy(o, &cp, NULL) == 0)
+        json_object_array_add(arg, cp);
+    return 0;
+}
+
+static json_object *snapshot(struct tf_informer *inf)
+{
+    json_object *arr = json_object_new_array();
+    tf_informer_foreach(inf, copy_into, arr);
+    return arr;
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The controller's metric tables, when a round is due. */
+static void record_metrics(struct ctl *x)
+{
+    int64_t now = mono_ms();
+    if (!tf_ctlmetrics_due(x->metrics, now))
+        return;
+    struct tf_ctlmetrics_in in = {.pods = snapshot(x->pods),
+                                  .gpus = snapshot(x->gpus),
+                                  .gpunodes = snapshot(x->gpunodes),
+                                  .pools = snapshot(x->pools),
+                                  .default_pool = x->wh.cfg.default_pool};
+    tf_ctlmetrics_tick(x->metrics, &in, now);
+    json_object_put(in.pods);
+    json_object_put(in.gpus);
+    json_object_put(in.gpunodes);
+    json_object_put(in.pools);
 }
 
 static void sleep_ms(int ms)
@@ -534,6 +741,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     memset(&x, 0, sizeof(x));
     x.c = c;
     x.o = o;
+    pthread_rwlock_init(&x.cfg_lock, NULL);
     int rc = 0;
     char err[512];
     struct tf_webhook_config wc;
@@ -564,6 +772,24 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
         rc = TF_EINVAL;
         goto out;
     }
+    if (o->metrics_url) {
+        char url[1024];
+        char *db = curl_easy_escape(NULL, o->metrics_db ? o->metrics_db : "public", 0);
+        size_t ul = strlen(o->metrics_url);
+        while (ul && o->metrics_url[ul - 1] == '/')
+            ul--;
+        snprintf(url, sizeof(url), "%.*s/v1/influxdb/api/v2/write?db=%s&precision=ms", (int)ul,
+                 o->metrics_url, db ? db : "public");
+        curl_free(db);
+        x.metrics = tf_ctlmetrics_new(url, o->metrics_interval_ms, err, sizeof(err));
+        if (!x.metrics) {
+            tf_log(TF_LOG_ERROR, "controller", "metrics: %s", err);
+            rc = TF_EINVAL;
+            goto out;
+        }
+        tf_log(TF_LOG_INFO, "controller", "metric tables to %s every %d ms", url,
+               o->metrics_interval_ms > 0 ? o->metrics_interval_ms : 60000);
+    }
     struct tf_informer_handlers ph = tf_extender_pod_handlers(x.ext);
     struct tf_informer_handlers ih = tf_extender_inventory_handlers(x.ext);
     struct tf_informer_handlers gh = tf_extender_gpu_handlers(x.ext);
@@ -587,6 +813,11 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     x.providers = informer(&x, &tf_k8s_providerconfigs);
     x.claims = informer(&x, &tf_k8s_gpunodeclaims);
     x.nodeclasses = informer(&x, &tf_k8s_gpunodeclasses);
+    /* The hypervisors' heartbeats, in this namespace (the chart runs both here). */
+    x.leases = tf_informer_new(c, &tf_k8s_leases, o->namespace,
+                               "tensor-fusion.ai/component=hypervisor", NULL, NULL);
+    if (x.leases)
+        tf_informer_start(x.leases, 300);
     struct tf_extender_sources es = {x.pods, x.gpus, x.pools, x.templates, x.quotas};
     tf_extender_set_sources(x.ext, &es);
     struct tf_efficiency_sources efs = {x.pods,      x.nodes, x.gpunodes,  x.gpus,    x.pools,
@@ -609,7 +840,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     x.wh_ready = true;
     struct tf_reconcile_sources src = {x.pods,     x.clusters,    x.pools,       x.gpus,
                                        x.gpunodes, x.workloads,   x.connections, x.quotas,
-                                       x.claims,   x.nodeclasses, x.nodes};
+                                       x.claims,   x.nodeclasses, x.nodes,       x.leases};
     x.rec = tf_reconciler_new(c, &src, x.wh.cfg.default_pool, x.wh.cfg.worker_image,
                               x.wh.cfg.shm_host_dir);
     /* Serve only once the caches are warm, so the first reviews see profiles and pools. */
@@ -651,30 +882,48 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
                                 .on_start = on_leading,
                                 .arg = &x};
     x.leader = tf_leader_start(c, &lo);
+    if (o->alerts) {
+        struct tf_alerts_opts ao = {.alertmanager_url = o->alertmanager_url,
+                                    .metrics_url = o->metrics_url,
+                                    .metrics_db = o->metrics_db,
+                                    .active = alerts_active,
+                                    .arg = &x};
+        x.alerts = tf_alerts_start(&ao, x.alert_rules, err, sizeof(err));
+        if (!x.alerts) {
+            tf_log(TF_LOG_ERROR, "controller", "alerts: %s", err);
+            rc = TF_EINVAL;
+            goto out;
+        }
+    }
     int resync = o->resync_ms > 0 ? o->resync_ms : 5000;
     while (!atomic_load(stop)) {
         patch_ca_bundle(&x);
         reload_certs(&x);
+        reload_config(&x);
         if (tf_leader_is_leader(x.leader) && x.rec) {
             tf_reconcile_once(x.rec);
             tf_efficiency_once(x.eff);
             tf_extender_gang_expire(x.ext); /* gang waits past their timeout */
+            if (x.metrics)
+                record_metrics(&x);
         }
         for (int t = 0; t < resync && !atomic_load(stop); t += 50)
             sleep_ms(50);
     }
 out:
+    tf_alerts_stop(x.alerts);
     tf_leader_destroy(x.leader);
     tf_https_destroy(x.https);
     tf_https_destroy(x.http);
     tf_reconciler_destroy(x.rec);
     struct tf_informer *all[] = {
-        x.pods,  x.namespaces, x.profiles,   x.pools,       x.replicasets, x.clusters,
-        x.gpus,  x.gpunodes,   x.workloads,  x.connections, x.quotas,      x.templates,
-        x.nodes, x.pdbs,       x.priorities, x.providers,   x.claims,      x.nodeclasses};
+        x.pods,       x.namespaces, x.profiles,    x.pools,       x.replicasets, x.clusters, x.gpus,
+        x.gpunodes,   x.workloads,  x.connections, x.quotas,      x.templates,   x.nodes,    x.pdbs,
+        x.priorities, x.providers,  x.claims,      x.nodeclasses, x.leases};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         tf_informer_destroy(all[i]);
     tf_efficiency_destroy(x.eff);
+    tf_ctlmetrics_destroy(x.metrics);
     tf_extender_destroy(x.ext);
     if (x.wh_ready)
         tf_webhook_free(&x.wh);
@@ -682,5 +931,9 @@ out:
 out_cfg:
     if (!x.wh_ready)
         tf_webhook_config_free(&wc);
+    json_object_put(x.alert_rules);
+    free(x.config_text);
+    free(x.bad_config_text);
+    pthread_rwlock_destroy(&x.cfg_lock);
     return rc;
 }

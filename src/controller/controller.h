@@ -12,7 +12,8 @@
  * every webhook of the MutatingWebhookConfiguration webhook_config (retried until it exists).
  *
  * The elected leader runs the reconcilers (reconcile.h), then the efficiency reconcilers
- * (autoscaling, node compaction, defragmentation: efficiency.h), every resync_ms.
+ * (autoscaling, node compaction, defragmentation: efficiency.h), every resync_ms, and with a
+ * metrics URL writes the controller's metric tables (ctlmetrics.h) every metrics interval.
  *
  * Threads: tf_controller_run blocks until *STOP becomes true; everything else runs on the
  * informer, server and elector threads it starts.
@@ -43,12 +44,15 @@ struct tf_controller_opts {
     int lease_duration_s;       /* leader election (default 15) */
     const char *port_file;      /* when set, "WEBHOOK_PORT HTTP_PORT\n" is written there */
     /* Efficiency reconcilers (efficiency.h). */
-    bool autoscale;            /* --enable-auto-scale */
-    int autoscale_interval_ms; /* default evaluation interval (default 30000) */
-    const char *metrics_url;   /* GreptimeDB base URL for usage history, or NULL */
-    const char *metrics_db;    /* GreptimeDB database (default public) */
-    const char *zoneinfo_dir;  /* time zones for defrag schedules (default /usr/share/zoneinfo) */
-    int64_t clock_offset_ms;   /* shifts the planners' clock (tests only) */
+    bool autoscale;               /* --enable-auto-scale */
+    int autoscale_interval_ms;    /* default evaluation interval (default 30000) */
+    const char *metrics_url;      /* GreptimeDB base URL: usage history, metric writes; or NULL */
+    const char *metrics_db;       /* GreptimeDB database (default public) */
+    int metrics_interval_ms;      /* controller metric tables (ctlmetrics.h; default 60000) */
+    bool alerts;                  /* --enable-alert: evaluate the config's alertRules */
+    const char *alertmanager_url; /* where alerts go (alerts.h) */
+    const char *zoneinfo_dir; /* time zones for defrag schedules (default /usr/share/zoneinfo) */
+    int64_t clock_offset_ms;  /* shifts the planners' clock (tests only) */
 };
 
 /* Runs the controller with client C until *STOP. Returns 0 on a clean stop or a TF_E* code

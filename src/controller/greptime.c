@@ -61,6 +61,63 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
     return tf_dynbuf_add(arg, p, n) ? 0 : n; /* 0 aborts the transfer: too large */
 }
 
+/* POSTs SQL; 0 with the answer in BODY and the HTTP status in *STATUS, or TF_ENOMEM / TF_ERANGE
+ * / TF_EIO (transport) with ERR set. */
+static int post_sql(struct tf_greptime *g, const char *sql, struct tf_dynbuf *body, long *status,
+                    char *err, size_t errlen)
+{
+    CURL *h = curl_easy_init();
+    char *esql = h ? curl_easy_escape(h, sql, 0) : NULL;
+    char *form = NULL;
+    if (!h || !esql || asprintf(&form, "sql=%s", esql) < 0) {
+        curl_free(esql);
+        if (h)
+            curl_easy_cleanup(h);
+        tf_errf(err, errlen, "out of memory");
+        return TF_ENOMEM;
+    }
+    curl_free(esql);
+    struct curl_slist *hdr =
+        curl_slist_append(NULL, "Content-Type: application/x-www-form-urlencoded");
+    curl_easy_setopt(h, CURLOPT_URL, g->endpoint);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, form);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, g->timeout_ms);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, body);
+    CURLcode cc = curl_easy_perform(h);
+    *status = 0;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
+    curl_slist_free_all(hdr);
+    curl_easy_cleanup(h);
+    free(form);
+    if (cc == CURLE_WRITE_ERROR) {
+        tf_errf(err, errlen, "GreptimeDB answer larger than %u bytes", TF_GREPTIME_BODY_MAX);
+        return TF_ERANGE;
+    }
+    if (cc != CURLE_OK) {
+        tf_errf(err, errlen, "GreptimeDB query failed: %s", curl_easy_strerror(cc));
+        return TF_EIO;
+    }
+    return 0;
+}
+
+/* A parser's result RC for an answer of HTTP STATUS: error answers carry GreptimeDB's message
+ * whatever the status, so the parser runs first. */
+static int judge(int rc, long status, const struct tf_dynbuf *body, char *err, size_t errlen)
+{
+    if (rc == 0 && (status < 200 || status >= 300)) {
+        tf_errf(err, errlen, "GreptimeDB answered HTTP %ld", status);
+        return TF_EIO;
+    }
+    if (rc && rc != TF_EIO && (status < 200 || status >= 300)) {
+        tf_errf(err, errlen, "GreptimeDB answered HTTP %ld: %.200s", status, tf_dynbuf_str(body));
+        return TF_EIO;
+    }
+    return rc;
+}
+
 int tf_greptime_usage(struct tf_greptime *g, const char *ns, const char *name, int64_t from_ms,
                       int64_t to_ms, struct tf_usage_sample **out, size_t *n, char *err,
                       size_t errlen)
@@ -74,53 +131,38 @@ int tf_greptime_usage(struct tf_greptime *g, const char *ns, const char *name, i
                 name ? name : "");
         return rc;
     }
-    CURL *h = curl_easy_init();
-    char *esql = h ? curl_easy_escape(h, sql, 0) : NULL;
-    char *form = NULL;
-    if (!h || !esql || asprintf(&form, "sql=%s", esql) < 0) {
-        curl_free(esql);
-        if (h)
-            curl_easy_cleanup(h);
-        tf_errf(err, errlen, "out of memory");
-        return TF_ENOMEM;
-    }
-    curl_free(esql);
     struct tf_dynbuf body;
     tf_dynbuf_init(&body, TF_GREPTIME_BODY_MAX);
-    struct curl_slist *hdr =
-        curl_slist_append(NULL, "Content-Type: application/x-www-form-urlencoded");
-    curl_easy_setopt(h, CURLOPT_URL, g->endpoint);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, form);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, g->timeout_ms);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-    CURLcode cc = curl_easy_perform(h);
-    long status = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    curl_slist_free_all(hdr);
-    curl_easy_cleanup(h);
-    free(form);
-    if (cc == CURLE_WRITE_ERROR) {
-        tf_errf(err, errlen, "GreptimeDB answer larger than %u bytes", TF_GREPTIME_BODY_MAX);
-        rc = TF_ERANGE;
-    } else if (cc != CURLE_OK) {
-        tf_errf(err, errlen, "GreptimeDB query failed: %s", curl_easy_strerror(cc));
-        rc = TF_EIO;
-    } else {
-        /* Error answers carry GreptimeDB's message whatever the status: parse them first. */
-        rc = tf_greptime_usage_parse(tf_dynbuf_str(&body), body.len, out, n, err, errlen);
-        if (rc == 0 && (status < 200 || status >= 300)) {
+    long status;
+    rc = post_sql(g, sql, &body, &status, err, errlen);
+    if (rc == 0) {
+        rc = judge(tf_greptime_usage_parse(tf_dynbuf_str(&body), body.len, out, n, err, errlen),
+                   status, &body, err, errlen);
+        if (rc) {
             free(*out);
             *out = NULL;
             *n = 0;
-            tf_errf(err, errlen, "GreptimeDB answered HTTP %ld", status);
-            rc = TF_EIO;
-        } else if (rc && rc != TF_EIO && (status < 200 || status >= 300)) {
-            tf_errf(err, errlen, "GreptimeDB answered HTTP %ld: %.200s", status,
-                    tf_dynbuf_str(&body));
-            rc = TF_EIO;
+        }
+    }
+    tf_dynbuf_free(&body);
+    return rc;
+}
+
+int tf_greptime_query(struct tf_greptime *g, const char *sql, json_object **doc,
+                      json_object **names, json_object **rows, char *err, size_t errlen)
+{
+    *doc = *names = *rows = NULL;
+    struct tf_dynbuf body;
+    tf_dynbuf_init(&body, TF_GREPTIME_BODY_MAX);
+    long status;
+    int rc = post_sql(g, sql, &body, &status, err, errlen);
+    if (rc == 0) {
+        rc = judge(tf_greptime_records_parse(tf_dynbuf_str(&body), body.len, doc, names, rows, err,
+                                             errlen),
+                   status, &body, err, errlen);
+        if (rc) {
+            json_object_put(*doc);
+            *doc = *names = *rows = NULL;
         }
     }
     tf_dynbuf_free(&body);

@@ -6,12 +6,15 @@
  * Basic authentication goes in the URL (http://user:password@host:4000).
  *
  * Ownership: tf_greptime_new copies its strings; tf_greptime_destroy accepts NULL.
- * Threads: one caller at a time (the leader's reconcile loop).
+ * Threads: one caller at a time per client (the leader's reconcile loop; the alert evaluator
+ * has its own).
  */
 #ifndef TF_CONTROLLER_GREPTIME_H
 #define TF_CONTROLLER_GREPTIME_H
 
 #include "core/autoscale.h"
+
+#include <json-c/json.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -31,5 +34,10 @@ void tf_greptime_destroy(struct tf_greptime *g);
 int tf_greptime_usage(struct tf_greptime *g, const char *ns, const char *name, int64_t from_ms,
                       int64_t to_ms, struct tf_usage_sample **out, size_t *n, char *err,
                       size_t errlen);
+
+/* Runs SQL (any read-only statement): 0 with the answer as tf_greptime_records_parse gives it
+ * (*DOC owned by the caller), or TF_EIO / TF_ERANGE / a parser code with ERR set. */
+int tf_greptime_query(struct tf_greptime *g, const char *sql, json_object **doc,
+                      json_object **names, json_object **rows, char *err, size_t errlen);
 
 #endif

@@ -191,11 +191,11 @@ static int parse_records(json_object *rec, struct tf_usage_sample **out, size_t 
     return 0;
 }
 
-int tf_greptime_usage_parse(const char *body, size_t len, struct tf_usage_sample **out, size_t *n,
-                            char *err, size_t errlen)
+/* The records object of answer BODY: 0 with *DOC (owned) and *REC (inside it). */
+static int parse_doc(const char *body, size_t len, json_object **doc_out, json_object **rec_out,
+                     char *err, size_t errlen)
 {
-    *out = NULL;
-    *n = 0;
+    *doc_out = *rec_out = NULL;
     if (len > INT32_MAX) {
         tf_errf(err, errlen, "answer too large");
         return TF_ERANGE;
@@ -214,13 +214,13 @@ int tf_greptime_usage_parse(const char *body, size_t len, struct tf_usage_sample
         tf_errf(err, errlen, "answer is not JSON: %s",
                 doc ? "trailing data" : json_tokener_error_desc(jerr));
         rc = TF_EPARSE;
-        goto out;
+        goto fail;
     }
     for (; used < len; used++)
         if (body[used] != ' ' && body[used] != '\n' && body[used] != '\r' && body[used] != '\t') {
             tf_errf(err, errlen, "answer is not JSON: trailing data after the object");
             rc = TF_EPARSE;
-            goto out;
+            goto fail;
         }
     json_object *e = member(doc, "error", json_type_string);
     if (e) {
@@ -228,24 +228,91 @@ int tf_greptime_usage_parse(const char *body, size_t len, struct tf_usage_sample
         tf_errf(err, errlen, "GreptimeDB error %lld: %s",
                 code ? (long long)json_object_get_int64(code) : 0LL, json_object_get_string(e));
         rc = TF_EIO;
-        goto out;
+        goto fail;
     }
     json_object *outs = member(doc, "output", json_type_array);
     if (!outs) {
         tf_errf(err, errlen, "answer has no output array");
         rc = TF_EPROTO;
-        goto out;
+        goto fail;
     }
     for (size_t i = 0; i < json_object_array_length(outs); i++) {
         json_object *rec = member(json_object_array_get_idx(outs, i), "records", json_type_object);
         if (rec) {
-            rc = parse_records(rec, out, n, err, errlen);
-            goto out;
+            *doc_out = doc;
+            *rec_out = rec;
+            return 0;
         }
     }
     tf_errf(err, errlen, "answer has no records");
     rc = TF_EPROTO;
-out:
+fail:
     json_object_put(doc);
+    return rc;
+}
+
+int tf_greptime_usage_parse(const char *body, size_t len, struct tf_usage_sample **out, size_t *n,
+                            char *err, size_t errlen)
+{
+    *out = NULL;
+    *n = 0;
+    json_object *doc, *rec;
+    int rc = parse_doc(body, len, &doc, &rec, err, errlen);
+    if (rc == 0)
+        rc = parse_records(rec, out, n, err, errlen);
+    json_object_put(doc);
+    return rc;
+}
+
+int tf_greptime_records_parse(const char *body, size_t len, json_object **doc, json_object **names,
+                              json_object **rows, char *err, size_t errlen)
+{
+    *names = *rows = NULL;
+    json_object *rec;
+    int rc = parse_doc(body, len, doc, &rec, err, errlen);
+    if (rc)
+        return rc;
+    json_object *cols =
+        member(member(rec, "schema", json_type_object), "column_schemas", json_type_array);
+    json_object *rr = member(rec, "rows", json_type_array);
+    if (!cols || !rr) {
+        tf_errf(err, errlen, "records: schema.column_schemas and rows are required");
+        rc = TF_EPROTO;
+        goto fail;
+    }
+    size_t ncols = json_object_array_length(cols), nrows = json_object_array_length(rr);
+    if (nrows > TF_GREPTIME_MAX_ROWS) {
+        tf_errf(err, errlen, "rows: %zu rows, at most %d accepted", nrows, TF_GREPTIME_MAX_ROWS);
+        rc = TF_ERANGE;
+        goto fail;
+    }
+    json_object *nm = json_object_new_array();
+    for (size_t i = 0; i < ncols; i++) {
+        json_object *c = member(json_object_array_get_idx(cols, i), "name", json_type_string);
+        if (!c) {
+            json_object_put(nm);
+            tf_errf(err, errlen, "column_schemas[%zu]: no name", i);
+            rc = TF_EPROTO;
+            goto fail;
+        }
+        json_object_array_add(nm, json_object_get(c));
+    }
+    for (size_t r = 0; r < nrows; r++) {
+        json_object *row = json_object_array_get_idx(rr, r);
+        if (!json_object_is_type(row, json_type_array) || json_object_array_length(row) != ncols) {
+            json_object_put(nm);
+            tf_errf(err, errlen, "rows[%zu]: expected an array of %zu values", r, ncols);
+            rc = TF_EPROTO;
+            goto fail;
+        }
+    }
+    /* The names live in their own array owned by the document, so one put frees all. */
+    json_object_object_add(*doc, "_tf_names", nm);
+    *names = nm;
+    *rows = rr;
+    return 0;
+fail:
+    json_object_put(*doc);
+    *doc = NULL;
     return rc;
 }

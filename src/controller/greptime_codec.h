@@ -30,6 +30,8 @@
 
 #include "core/autoscale.h"
 
+#include <json-c/json.h>
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,5 +49,11 @@ int tf_greptime_usage_sql(const char *ns, const char *name, int64_t from_ms, int
  * TF_EPROTO / TF_ERANGE / TF_ENOMEM with ERR set otherwise. */
 int tf_greptime_usage_parse(const char *body, size_t len, struct tf_usage_sample **out, size_t *n,
                             char *err, size_t errlen);
+
+/* Any query's answer BODY[0..LEN): 0 with *DOC (caller puts it), *NAMES (array of the column
+ * names, strings) and *ROWS (array of rows, each an array of as many JSON values), both owned
+ * by *DOC; or the errors above (TF_EIO: GreptimeDB's own error), *DOC NULL. */
+int tf_greptime_records_parse(const char *body, size_t len, json_object **doc, json_object **names,
+                              json_object **rows, char *err, size_t errlen);
 
 #endif

@@ -46,8 +46,12 @@ static void usage(FILE *f)
           "  --enable-auto-scale    run the workload autoscaler (docs/efficiency.md)\n"
           "  --autoscale-interval-ms N  evaluation interval without autoScalingConfig.interval\n"
           "                         (default 30000)\n"
-          "  --metrics-url URL      GreptimeDB for usage history (http://greptimedb:4000)\n"
+          "  --metrics-url URL      GreptimeDB (http://greptimedb:4000): usage history for the\n"
+          "                         autoscaler and alerts; the controller's metric tables\n"
           "  --metrics-db NAME      its database (default public)\n"
+          "  --metrics-interval-ms N  how often the metric tables are written (default 60000)\n"
+          "  --enable-alert         evaluate the config's alertRules on GreptimeDB\n"
+          "  --alertmanager-url URL where alerts go (Alertmanager API v2)\n"
           "  --zoneinfo DIR         time zones for defrag schedules (default /usr/share/zoneinfo)\n"
           "  --clock-offset-ms N    shift the planners' clock by N ms (testing only)\n",
           f);
@@ -85,6 +89,9 @@ int main(int argc, char **argv)
         ASINTERVAL,
         METRICSURL,
         METRICSDB,
+        METRICSINTERVAL,
+        ALERT,
+        AMURL,
         ZONEINFO,
         CLOCKOFFSET,
         HELP
@@ -112,6 +119,9 @@ int main(int argc, char **argv)
         {"autoscale-interval-ms", required_argument, NULL, ASINTERVAL},
         {"metrics-url", required_argument, NULL, METRICSURL},
         {"metrics-db", required_argument, NULL, METRICSDB},
+        {"metrics-interval-ms", required_argument, NULL, METRICSINTERVAL},
+        {"enable-alert", no_argument, NULL, ALERT},
+        {"alertmanager-url", required_argument, NULL, AMURL},
         {"zoneinfo", required_argument, NULL, ZONEINFO},
         {"clock-offset-ms", required_argument, NULL, CLOCKOFFSET},
         {"help", no_argument, NULL, HELP},
@@ -190,6 +200,20 @@ int main(int argc, char **argv)
         case METRICSDB:
             o.metrics_db = optarg;
             break;
+        case METRICSINTERVAL:
+            o.metrics_interval_ms = atoi(optarg);
+            if (o.metrics_interval_ms < 100) {
+                fprintf(stderr, "tf-controller: --metrics-interval-ms: \"%s\" is below 100\n",
+                        optarg);
+                return 2;
+            }
+            break;
+        case ALERT:
+            o.alerts = true;
+            break;
+        case AMURL:
+            o.alertmanager_url = optarg;
+            break;
         case ZONEINFO:
             o.zoneinfo_dir = optarg;
             break;
@@ -203,6 +227,15 @@ int main(int argc, char **argv)
             usage(stderr);
             return 2;
         }
+    }
+    if (o.alerts && (!o.alertmanager_url || !o.metrics_url)) {
+        fprintf(stderr, "tf-controller: --enable-alert needs --alertmanager-url and --metrics-url "
+                        "(rules are evaluated on GreptimeDB)\n");
+        return 2;
+    }
+    if (!o.alerts && o.alertmanager_url) {
+        fprintf(stderr, "tf-controller: --alertmanager-url without --enable-alert\n");
+        return 2;
     }
     struct tf_k8s_config cfg;
     char err[512];

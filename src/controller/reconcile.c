@@ -198,7 +198,7 @@ int tf_reconcile_once(struct tf_reconciler *r)
     struct tf_informer *all[] = {r->src.pods,        r->src.clusters, r->src.pools,
                                  r->src.gpus,        r->src.gpunodes, r->src.workloads,
                                  r->src.connections, r->src.quotas,   r->src.claims,
-                                 r->src.nodeclasses, r->src.nodes};
+                                 r->src.nodeclasses, r->src.nodes,    r->src.leases};
     for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
         if (all[i] && !tf_informer_synced(all[i]))
             return TF_EBUSY;

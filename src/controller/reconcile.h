@@ -6,9 +6,15 @@
  *     entry's specTemplate (created, or overwritten when it drifts); cluster status totals.
  *   - GPU status from the hypervisor's report (status.capacity, status.nodeSelector) plus the
  *     allocations recorded on pods (tensor-fusion.ai/gpu-ids): available, runningApps.
- *   - GPUNode per node with GPUs (created when missing): totals, available, allocatedPods.
- *   - GPUPool status: nodes, GPUs, TFLOPS/VRAM totals and availability (a GPU belongs to the
- *     pool in its tensor-fusion.ai/gpupool label, else to the default pool).
+ *   - GPUNode per node with GPUs (created when missing): totals, available, allocatedPods,
+ *     and phase from its hypervisor's heartbeat Lease (tf-hypervisor-<node>, labelled
+ *     tensor-fusion.ai/node): Pending until the first renewal, Running while renewTime +
+ *     leaseDurationSeconds is ahead, Unknown after; Destroying once the GPUNode is being
+ *     deleted. A change is an Event (NodeReady, NodeNotReady, NodePending).
+ *   - GPUPool status: nodes, readyNodes (Running) and notReadyNodes, GPUs, TFLOPS/VRAM totals
+ *     and availability (a GPU belongs to the pool in its tensor-fusion.ai/gpupool label, else
+ *     to the default pool); phase Running when every node is ready, Pending while none has
+ *     reported, Unknown when some node lost its heartbeat.
  *   - TensorFusionWorkload status: workerCount and readyWorkers from its pods; for remote
  *     workloads (spec.isLocalGPU false) one worker pod per client pod is created, and workers
  *     are deleted when no client is left.
@@ -33,6 +39,7 @@ struct tf_reconcile_sources {
     struct tf_informer *pods, *clusters, *pools, *gpus, *gpunodes, *workloads, *connections,
         *quotas;
     struct tf_informer *claims, *nodeclasses, *nodes; /* Provisioned pools; NULL: off */
+    struct tf_informer *leases; /* the hypervisors' heartbeat Leases (k8s_gpus.h); may be NULL */
 };
 
 struct tf_reconciler;

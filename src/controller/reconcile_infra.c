@@ -208,9 +208,45 @@ static void reconcile_gpus(struct tf_reconciler *r, json_object *pods, json_obje
     json_object_put(gpus);
 }
 
-static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
-                               json_object *node_pods)
+struct beat_ctx {
+    json_object *by_node; /* node -> true while its Lease is fresh, false once expired */
+    long long now_us;
+};
+
+static int collect_beat(json_object *lease, void *arg)
 {
+    struct beat_ctx *b = arg;
+    const char *node = tf__rc_lbl(lease, "tensor-fusion.ai/node");
+    const char *renew = tf_json_str(lease, "spec", "renewTime", NULL);
+    json_object *dur = tf_json_path(lease, "spec", "leaseDurationSeconds", NULL);
+    long long us = 0;
+    if (!node || !renew || tf_k8s_time_parse(renew, &us))
+        return 0;
+    long long ttl = (dur ? json_object_get_int64(dur) : 40) * 1000000LL;
+    json_object_object_add(b->by_node, node, json_object_new_boolean(us + ttl >= b->now_us));
+    return 0;
+}
+
+/* NODE's phase (see reconcile.h) from BEATS and its GPUNode GN (may be NULL). */
+static const char *node_phase(json_object *beats, const char *node, json_object *gn)
+{
+    json_object *fresh = NULL;
+    if (gn && tf_json_path(gn, "metadata", "deletionTimestamp", NULL))
+        return "Destroying";
+    if (!json_object_object_get_ex(beats, node, &fresh))
+        return "Pending";
+    return json_object_get_boolean(fresh) ? "Running" : "Unknown";
+}
+
+static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
+                               json_object *node_pods, json_object *phases)
+{
+    char now[40];
+    tf_k8s_time_now(now, sizeof(now), true);
+    struct beat_ctx bc = {json_object_new_object(), 0};
+    tf_k8s_time_parse(now, &bc.now_us);
+    if (r->src.leases)
+        tf_informer_foreach(r->src.leases, collect_beat, &bc);
     json_object_object_foreach(nodes_agg, node, v)
     {
         (void)v;
@@ -236,7 +272,18 @@ static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
             }
         }
         json_object *st = json_object_new_object();
-        json_object_object_add(st, "phase", json_object_new_string("Running"));
+        const char *phase = r->src.leases ? node_phase(bc.by_node, node, gn) : "Running";
+        const char *was = tf_json_str(gn, "status", "phase", NULL);
+        if (was && strcmp(was, phase) != 0)
+            tf__rc_event(
+                r, gn, strcmp(phase, "Running") == 0 ? "Normal" : "Warning",
+                strcmp(phase, "Running") == 0   ? "NodeReady"
+                : strcmp(phase, "Pending") == 0 ? "NodePending"
+                                                : "NodeNotReady",
+                "GPU node %s: %s -> %s%s", node, was, phase,
+                strcmp(phase, "Unknown") == 0 ? " (its hypervisor's heartbeat Lease expired)" : "");
+        json_object_object_add(phases, node, json_object_new_string(phase));
+        json_object_object_add(st, "phase", json_object_new_string(phase));
         json_object_object_add(st, "totalGPUs", json_object_new_int(a.gpus));
         json_object_object_add(st, "managedGPUs", json_object_new_int(a.gpus));
         put_totals(st, &a, 0);
@@ -256,18 +303,27 @@ static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
         tf__rc_put_status(r, &tf_k8s_gpunodes, gn, st);
         json_object_put(gn);
     }
+    json_object_put(bc.by_node);
 }
 
-/* Nodes with GPUs of pool PNAME (the "pool\nnode" keys of POOLS_AGG). */
-static int pool_nodes(json_object *pools_agg, const char *pname)
+/* Nodes with GPUs of pool PNAME (the "pool\nnode" keys of POOLS_AGG); with PHASES (node ->
+ * phase), those Running in *READY and those Pending in *PENDING. */
+static int pool_nodes(json_object *pools_agg, const char *pname, json_object *phases, int *ready,
+                      int *pending)
 {
     int nodes = 0;
     size_t plen = strlen(pname);
     json_object_object_foreach(pools_agg, k, v)
     {
         (void)v;
-        if (strncmp(k, pname, plen) == 0 && k[plen] == '\n')
+        if (strncmp(k, pname, plen) == 0 && k[plen] == '\n') {
             nodes++;
+            const char *ph = phases ? tf_json_str(phases, k + plen + 1, NULL) : NULL;
+            if (ready)
+                *ready += ph && strcmp(ph, "Running") == 0;
+            if (pending)
+                *pending += ph && strcmp(ph, "Pending") == 0;
+        }
     }
     return nodes;
 }
@@ -286,7 +342,7 @@ static void pool_name(struct tf_reconciler *r, const char *cname, const char *en
     json_object_put(legacy);
 }
 
-static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
+static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg, json_object *phases)
 {
     /* Cluster -> pools. */
     json_object *clusters = tf_informer_snapshot(r->src.clusters);
@@ -376,7 +432,7 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
             json_object_put(want);
             struct agg a = agg_get(pools_agg, pname);
             total_gpus += a.gpus;
-            total_nodes += pool_nodes(pools_agg, pname);
+            total_nodes += pool_nodes(pools_agg, pname, NULL, NULL, NULL);
             sum.tt += a.tt;
             sum.tv += a.tv;
             sum.at += a.at;
@@ -405,12 +461,16 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg)
         json_object *pool = json_object_array_get_idx(pools, i);
         const char *pname = tf_json_str(pool, "metadata", "name", NULL);
         struct agg a = agg_get(pools_agg, pname);
-        int nodes = pool_nodes(pools_agg, pname);
+        int ready = 0, pending = 0;
+        int nodes = pool_nodes(pools_agg, pname, phases, &ready, &pending);
+        const char *phase = !nodes || ready + pending == nodes
+                                ? (ready == nodes && nodes ? "Running" : "Pending")
+                                : "Unknown";
         json_object *st = json_object_new_object();
-        json_object_object_add(st, "phase", json_object_new_string(a.gpus ? "Running" : "Pending"));
+        json_object_object_add(st, "phase", json_object_new_string(phase));
         json_object_object_add(st, "totalNodes", json_object_new_int(nodes));
-        json_object_object_add(st, "readyNodes", json_object_new_int(nodes));
-        json_object_object_add(st, "notReadyNodes", json_object_new_int(0));
+        json_object_object_add(st, "readyNodes", json_object_new_int(ready));
+        json_object_object_add(st, "notReadyNodes", json_object_new_int(nodes - ready));
         json_object_object_add(st, "totalGPUs", json_object_new_int(a.gpus));
         put_totals(st, &a, oversell_pct(tf_json_path(pool, "spec", NULL)));
         if (!tf_json_path(pool, "status", "componentStatus", NULL))
@@ -426,8 +486,10 @@ void tf__rc_infra(struct tf_reconciler *r, json_object *pods)
     json_object *nodes_agg = json_object_new_object(), *pools_agg = json_object_new_object(),
                 *node_pods = json_object_new_object();
     reconcile_gpus(r, pods, nodes_agg, pools_agg, node_pods);
-    reconcile_gpunodes(r, nodes_agg, node_pods);
-    reconcile_pools(r, pools_agg);
+    json_object *phases = json_object_new_object();
+    reconcile_gpunodes(r, nodes_agg, node_pods, phases);
+    reconcile_pools(r, pools_agg, phases);
+    json_object_put(phases);
     json_object_put(node_pods);
     json_object_put(pools_agg);
     json_object_put(nodes_agg);

@@ -38,6 +38,7 @@ struct tf_hv_config {
     char api_token[128];       /* when set, /api/ requires "Authorization: Bearer <token>" */
     int lease_timeout_ms;      /* a leased workload without heartbeat this long is released */
     struct tf_dp_config dp;    /* kubelet device plugin (Kubernetes mode; off by default) */
+    bool kubernetes;           /* node agent: tf-controller writes the allocation tables */
 };
 
 struct tf_hv {
@@ -87,11 +88,12 @@ void tf_hv_discover(struct tf_hv *hv);
  * lines to the sink. */
 void tf_hv_sample_and_record(struct tf_hv *hv, bool record);
 /* Fills P (a tf_worker_usage point, strings borrowed) with its tags and fields: WORKER's
- * usage of GPU UUID (of GPU_TFLOPS_MILLI / GPU_VRAM capacity). */
+ * usage of GPU UUID (of GPU_TFLOPS_MILLI / GPU_VRAM capacity) and, when THROTTLED >= 0, the
+ * count of its throttled launches (compute_throttled_cnt). */
 void tf_hv_worker_usage_point(struct tf_lp_point *p, const struct tf_hv *hv, const char *uuid,
                               const char *worker, const char *ns, const char *workload,
                               int32_t compute_bp, int64_t vram_used, int64_t gpu_tflops_milli,
-                              int64_t gpu_vram);
+                              int64_t gpu_vram, int64_t throttled);
 
 /* The HTTP server (api.c). */
 struct tf_hv_http;

@@ -27,8 +27,8 @@ int tf_hv_k8s_flag(struct tf_hv_k8s_opts *o, const char *arg, const char *val)
         return 1;
     }
     bool ours = !strcmp(arg, "--node-name") || !strcmp(arg, "--shm-root") ||
-                !strcmp(arg, "--kubeconfig") || !strcmp(arg, "--context") ||
-                !strcmp(arg, "--server");
+                !strcmp(arg, "--lease-namespace") || !strcmp(arg, "--kubeconfig") ||
+                !strcmp(arg, "--context") || !strcmp(arg, "--server");
     if (!ours)
         return 0;
     if (!val) {
@@ -39,6 +39,8 @@ int tf_hv_k8s_flag(struct tf_hv_k8s_opts *o, const char *arg, const char *val)
         o->node = val;
     else if (!strcmp(arg, "--shm-root"))
         o->shm_root = val;
+    else if (!strcmp(arg, "--lease-namespace"))
+        o->lease_ns = val;
     else
         tf_k8s_flags_set(&o->api, arg, val);
     return 2;
@@ -60,6 +62,7 @@ int tf_hv_k8s_start(struct tf_hv *hv, const struct tf_hv_k8s_opts *o, struct tf_
     }
     if (!hv->soft)
         tf_log(TF_LOG_WARN, "k8s", "the limit engine did not start: soft pods get no regions");
+    hv->cfg.kubernetes = true;
     if (!tf_strlcpy(hv->cfg.node, node, sizeof(hv->cfg.node))) {
         tf_errf(err, errlen, "node name %s too long", node);
         return TF_ERANGE;
@@ -82,7 +85,9 @@ int tf_hv_k8s_start(struct tf_hv *hv, const struct tf_hv_k8s_opts *o, struct tf_
         tf_errf(err, errlen, "cannot create the API client");
         return TF_ENOMEM;
     }
-    k->gpus = tf_hv_k8s_gpus_start(k->c, hv->state, node, hv->cfg.pool);
+    const char *lease_ns = o->lease_ns ? o->lease_ns : getenv("POD_NAMESPACE");
+    k->gpus = tf_hv_k8s_gpus_start(k->c, hv->state, node, hv->cfg.pool,
+                                   lease_ns && *lease_ns ? lease_ns : "tensor-fusion-sys");
     k->pods = tf_hv_k8s_pods_start(hv, k->c, node, root);
     if (!k->gpus || !k->pods) {
         tf_hv_k8s_stop(k);

@@ -29,14 +29,16 @@ struct tf_hv_k8s_opts {
     bool enabled;         /* --kubernetes */
     const char *node;     /* --node-name; NULL: $NODE_NAME */
     const char *shm_root; /* --shm-root; NULL: TF_HV_K8S_SHM_ROOT */
+    const char *lease_ns; /* --lease-namespace; NULL: $POD_NAMESPACE, else tensor-fusion-sys */
     struct tf_k8s_flags api;
 };
 
 #define TF_HV_K8S_USAGE                                                                            \
     "  --kubernetes           node agent: publish GPU objects, serve the pods bound here\n"        \
     "  --node-name NAME       this node (default $NODE_NAME)\n"                                    \
-    "  --shm-root DIR         pod limit regions (default " TF_HV_K8S_SHM_ROOT                      \
-    ")\n" TF_K8S_FLAGS_USAGE
+    "  --shm-root DIR         pod limit regions (default " TF_HV_K8S_SHM_ROOT ")\n"                \
+    "  --lease-namespace NS   the node's heartbeat Lease (default "                                \
+    "$POD_NAMESPACE)\n" TF_K8S_FLAGS_USAGE
 
 /* Consumes ARG (and VAL, its value, NULL when absent) if it is one of the flags above:
  * returns the number of arguments used (1 or 2), 0 when ARG is not one of them, -1 when a

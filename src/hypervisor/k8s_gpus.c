@@ -7,6 +7,7 @@
 #include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/strutil.h"
 #include "common/yamljson.h"
 #include "hypervisor/k8s_objects.h"
 
@@ -21,11 +22,13 @@
 #define RESYNC_MS 60000
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 30000
+#define HEARTBEAT_MS 10000
 
 struct tf_hv_k8s_gpus {
     struct tf_k8s_client *c;
     struct tf_hv_state *st;
-    char *node, *pool;
+    char *node, *pool, *lease_ns;
+    char lease[254];
     pthread_t thread;
     pthread_mutex_t mu; /* with cv: the interruptible sleep */
     pthread_cond_t cv;
@@ -200,6 +203,49 @@ static int publish(struct tf_hv_k8s_gpus *g, const struct tf_hv_device *devs, in
     return x.rc;
 }
 
+/* The node's heartbeat: Lease LEASE (namespace lease_ns), renewTime now. Labelled
+ * tensor-fusion.ai/component=hypervisor and tensor-fusion.ai/node=<node> for tf-controller. */
+static json_object *build_lease(json_object *obj, void *arg)
+{
+    struct tf_hv_k8s_gpus *g = arg;
+    char now[40];
+    tf_k8s_time_now(now, sizeof(now), true);
+    json_object *p = json_object_new_object(), *spec = json_object_new_object();
+    json_object_object_add(spec, "holderIdentity", json_object_new_string(g->node));
+    json_object_object_add(spec, "leaseDurationSeconds",
+                           json_object_new_int(TF_HV_K8S_LEASE_SECONDS));
+    json_object_object_add(spec, "renewTime", json_object_new_string(now));
+    json_object_object_add(p, "spec", spec);
+    (void)obj;
+    return p;
+}
+
+static int heartbeat(struct tf_hv_k8s_gpus *g)
+{
+    char err[512];
+    int rc = tf_k8s_merge_patch_retry(g->c, &tf_k8s_leases, g->lease_ns, g->lease, NULL,
+                                      build_lease, g, NULL, err, sizeof(err));
+    if (rc == TF_ENOENT) {
+        json_object *obj = build_lease(NULL, g), *meta = json_object_new_object(),
+                    *labels = json_object_new_object();
+        json_object_object_add(obj, "apiVersion", json_object_new_string("coordination.k8s.io/v1"));
+        json_object_object_add(obj, "kind", json_object_new_string("Lease"));
+        json_object_object_add(meta, "name", json_object_new_string(g->lease));
+        json_object_object_add(meta, "namespace", json_object_new_string(g->lease_ns));
+        json_object_object_add(labels, TF_HV_LABEL_COMPONENT, json_object_new_string("hypervisor"));
+        json_object_object_add(labels, TF_HV_LABEL_NODE, json_object_new_string(g->node));
+        json_object_object_add(meta, "labels", labels);
+        json_object_object_add(obj, "metadata", meta);
+        rc = tf_k8s_create(g->c, &tf_k8s_leases, g->lease_ns, obj, NULL, err, sizeof(err));
+        json_object_put(obj);
+        if (rc == TF_EEXIST)
+            rc = 0; /* renewed next time */
+    }
+    if (rc)
+        tf_log(TF_LOG_WARN, "k8s", "heartbeat Lease %s/%s: %s", g->lease_ns, g->lease, err);
+    return rc;
+}
+
 /* What publishing depends on, as text: a change means a new round. */
 static void fingerprint(const struct tf_hv_device *devs, int n, struct tf_dynbuf *out)
 {
@@ -217,11 +263,17 @@ static void *run(void *arg)
     struct tf_dynbuf fp, last;
     tf_dynbuf_init(&fp, 1 << 20);
     tf_dynbuf_init(&last, 1 << 20);
-    int64_t next_full = 0, next_try = 0, backoff = BACKOFF_MIN_MS;
+    int64_t next_full = 0, next_try = 0, backoff = BACKOFF_MIN_MS, next_beat = 0;
     bool published = false;
     while (devs && !atomic_load(&g->stop)) {
         int n = 0;
         char err[256];
+        /* The heartbeat goes out once the GPUs are published (the controller then sees the
+         * node Running), and keeps going whatever publishing does. */
+        if (published && mono_ms() >= next_beat) {
+            heartbeat(g);
+            next_beat = mono_ms() + HEARTBEAT_MS;
+        }
         if (tf_hv_state_devices(g->st, devs, TF_HV_MAX_DEVICES, &n, err, sizeof(err)) == 0) {
             fingerprint(devs, n, &fp);
             int64_t now = mono_ms();
@@ -256,7 +308,8 @@ static void *run(void *arg)
 }
 
 struct tf_hv_k8s_gpus *tf_hv_k8s_gpus_start(struct tf_k8s_client *c, struct tf_hv_state *st,
-                                            const char *node, const char *pool)
+                                            const char *node, const char *pool,
+                                            const char *lease_ns)
 {
     struct tf_hv_k8s_gpus *g = calloc(1, sizeof(*g));
     if (!g)
@@ -265,14 +318,17 @@ struct tf_hv_k8s_gpus *tf_hv_k8s_gpus_start(struct tf_k8s_client *c, struct tf_h
     g->st = st;
     g->node = strdup(node);
     g->pool = strdup(pool);
+    g->lease_ns = strdup(lease_ns);
+    tf_name_fit(TF_HV_K8S_LEASE_PREFIX, node, 253, g->lease, sizeof(g->lease));
     pthread_mutex_init(&g->mu, NULL);
     pthread_cond_init(&g->cv, NULL);
     atomic_init(&g->stop, false);
-    if (!g->node || !g->pool || pthread_create(&g->thread, NULL, run, g) != 0) {
+    if (!g->node || !g->pool || !g->lease_ns || pthread_create(&g->thread, NULL, run, g) != 0) {
         pthread_mutex_destroy(&g->mu);
         pthread_cond_destroy(&g->cv);
         free(g->node);
         free(g->pool);
+        free(g->lease_ns);
         free(g);
         return NULL;
     }
@@ -292,5 +348,6 @@ void tf_hv_k8s_gpus_stop(struct tf_hv_k8s_gpus *g)
     pthread_cond_destroy(&g->cv);
     free(g->node);
     free(g->pool);
+    free(g->lease_ns);
     free(g);
 }

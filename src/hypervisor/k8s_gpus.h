@@ -20,11 +20,21 @@
 #include "controller/k8s/client.h"
 #include "hypervisor/state.h"
 
+/* The heartbeat: once the GPUs are published, and every 10 s after, the Lease
+ * tf-hypervisor-<node> (coordination.k8s.io/v1, in LEASE_NS; labels
+ * tensor-fusion.ai/component=hypervisor, tensor-fusion.ai/node=<node>) gets renewTime now
+ * and leaseDurationSeconds TF_HV_K8S_LEASE_SECONDS. tf-controller derives the GPUNode's phase
+ * from it (Pending before the first renewal, Running while it is fresh, Unknown once it
+ * expired). */
+#define TF_HV_K8S_LEASE_PREFIX "tf-hypervisor-"
+#define TF_HV_K8S_LEASE_SECONDS 40
+
 struct tf_hv_k8s_gpus;
 
-/* Starts the thread (NODE and POOL copied). NULL on allocation or thread failure. */
+/* Starts the thread (strings copied). NULL on allocation or thread failure. */
 struct tf_hv_k8s_gpus *tf_hv_k8s_gpus_start(struct tf_k8s_client *c, struct tf_hv_state *st,
-                                            const char *node, const char *pool);
+                                            const char *node, const char *pool,
+                                            const char *lease_ns);
 /* Stops and joins the thread (accepts NULL). The objects stay as published. */
 void tf_hv_k8s_gpus_stop(struct tf_hv_k8s_gpus *g);
 

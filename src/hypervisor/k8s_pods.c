@@ -328,7 +328,8 @@ static void record(struct tf_hv_k8s_pods *p)
             }
             tf_lp_point_init(&pts[k], "tf_worker_usage", ts);
             tf_hv_worker_usage_point(&pts[k++], p->hv, pod->uuids[g], pod->name, pod->ns,
-                                     pod->workload, bp, used, tflops, vram);
+                                     pod->workload, bp, used, tflops, vram,
+                                     tf_hv_soft_throttles(p->hv, pod->key, g));
         }
     }
     if (tf_metrics_sink_write(p->hv->sink, pts, (size_t)k, err, sizeof(err)) ||

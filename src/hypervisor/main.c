@@ -255,7 +255,7 @@ int main(int argc, char **argv)
             snprintf(uri, sizeof(uri), "%s", hv.cfg.metrics_sink);
         else
             snprintf(uri, sizeof(uri), "sqlite:%s/metrics.db", hv.cfg.state_dir);
-        if (tf_metrics_sink_open(uri, &hv.sink, err, sizeof(err))) {
+        if (tf_metrics_sink_open_async(uri, &hv.sink, err, sizeof(err))) {
             tf_log(TF_LOG_ERROR, "hypervisor", "metrics sink: %s", err);
             return 1;
         }

@@ -4,7 +4,8 @@
  *   tf_gpu_{tflops,vram_bytes}_{capacity,allocated}, tf_gpu_utilization_percent,
  *   tf_gpu_memory_used_bytes, tf_worker_{tflops_request,tflops_limit,compute_limit_percent,
  *   vram_bytes_request,vram_bytes_limit,compute_percent,memory_bytes},
- *   tf_allocations_total{result}.
+ *   tf_allocations_total{result}, and the metrics sink's tf_metrics_points_total{result}
+ *   (written / sent / dropped) and tf_metrics_queue_bytes.
  */
 #include "hypervisor/hv.h"
 
@@ -169,5 +170,20 @@ int tf_hv_prometheus(struct tf_hv *hv, struct tf_dynbuf *b)
                    (long long)tf_hv_state_counter(hv->state, "alloc_success"));
     tf_dynbuf_addf(b, "tf_allocations_total{result=\"fail\"} %lld\n",
                    (long long)tf_hv_state_counter(hv->state, "alloc_fail"));
+    if (hv->sink) {
+        struct tf_metrics_sink_stats st;
+        tf_metrics_sink_stats(hv->sink, &st);
+        tf_dynbuf_addf(b,
+                       "# HELP tf_metrics_points_total metric points by fate (dropped: lost to "
+                       "a full queue or refused by the database)\n"
+                       "# TYPE tf_metrics_points_total counter\n"
+                       "tf_metrics_points_total{result=\"written\"} %llu\n"
+                       "tf_metrics_points_total{result=\"sent\"} %llu\n"
+                       "tf_metrics_points_total{result=\"dropped\"} %llu\n"
+                       "# HELP tf_metrics_queue_bytes metric lines waiting for the database\n"
+                       "# TYPE tf_metrics_queue_bytes gauge\ntf_metrics_queue_bytes %zu\n",
+                       (unsigned long long)st.written, (unsigned long long)st.sent,
+                       (unsigned long long)st.dropped, st.queued);
+    }
     return 0;
 }

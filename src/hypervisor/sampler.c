@@ -10,10 +10,12 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "hypervisor/runtime.h"
+#include "hypervisor/soft.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <time.h>
 
 static int64_t now_ms(void)
@@ -68,7 +70,7 @@ out:
 void tf_hv_worker_usage_point(struct tf_lp_point *p, const struct tf_hv *hv, const char *uuid,
                               const char *worker, const char *ns, const char *workload,
                               int32_t compute_bp, int64_t vram_used, int64_t gpu_tflops_milli,
-                              int64_t gpu_vram)
+                              int64_t gpu_vram, int64_t throttled)
 {
     tf_lp_tag(p, "node", hv->cfg.node);
     tf_lp_tag(p, "pool", hv->cfg.pool);
@@ -81,6 +83,20 @@ void tf_hv_worker_usage_point(struct tf_lp_point *p, const struct tf_hv *hv, con
     tf_lp_int(p, "memory_bytes", vram_used);
     tf_lp_float(p, "memory_percentage",
                 gpu_vram ? 100.0 * (double)vram_used / (double)gpu_vram : 0);
+    if (throttled >= 0)
+        tf_lp_int(p, "compute_throttled_cnt", throttled);
+}
+
+/* Whether W runs: its tf-worker (hard, remote) or one of its registered processes is alive,
+ * or (soft) a process holds a slot of its limit region. */
+static bool workload_ready(struct tf_hv *hv, const struct tf_hv_workload *w)
+{
+    if (w->worker_pid > 0 && kill(w->worker_pid, 0) == 0)
+        return true;
+    for (int i = 0; i < w->npids; i++)
+        if (w->pids[i].pid > 0 && kill(w->pids[i].pid, 0) == 0)
+            return true;
+    return tf_hv_soft_has_processes(hv, w->req.name);
 }
 
 struct batch {
@@ -143,6 +159,12 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
         tf_lp_float(p, "temperature", s.temperature);
         tf_lp_float(p, "power_usage", s.power_w);
     }
+    /* In Kubernetes mode the GPUs are allocated by the scheduler extender, not through this
+     * state store: tf-controller writes the allocation tables (tf_worker_resources,
+     * tf_node_metrics, tf_pool_metrics, tf_system_metrics) from the cluster's objects, and
+     * the node agent writes the pods' tf_worker_usage (k8s_pods.h). */
+    if (hv->cfg.kubernetes)
+        goto send;
     if (tf_hv_state_list(hv->state, &ws, &nw, err, sizeof(err)))
         nw = 0;
     for (int i = 0; i < nw; i++) {
@@ -163,7 +185,8 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
                 }
             }
             tf_hv_worker_usage_point(p, hv, w->alloc[k].uuid, wname, w->req.ns, w->req.name,
-                                     u.gpu[k].compute_bp, u.gpu[k].vram_used, gpu_tflops, gpu_vram);
+                                     u.gpu[k].compute_bp, u.gpu[k].vram_used, gpu_tflops, gpu_vram,
+                                     tf_hv_soft_throttles(hv, w->req.name, k));
         }
         struct tf_lp_point *p = next_point(b, "tf_worker_resources", ts);
         if (!p)
@@ -186,7 +209,7 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
         tf_lp_float(p, "vram_bytes_limit", (double)vl);
         tf_lp_int(p, "gpu_count", w->nalloc);
         tf_lp_float(p, "raw_cost", 0);
-        tf_lp_bool(p, "ready", true);
+        tf_lp_bool(p, "ready", workload_ready(hv, w));
     }
     const char *meas[2] = {"tf_node_metrics", "tf_pool_metrics"};
     for (int m = 0; m < 2; m++) {
@@ -213,6 +236,7 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
                   tf_hv_state_counter(hv->state, "alloc_success"));
         tf_lp_int(p, "total_allocation_fail_cnt", tf_hv_state_counter(hv->state, "alloc_fail"));
     }
+send:
     if (record && hv->sink) {
         if (tf_metrics_sink_write(hv->sink, b->pts, (size_t)b->n, err, sizeof(err)) ||
             tf_metrics_sink_flush(hv->sink, err, sizeof(err)))

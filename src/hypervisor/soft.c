@@ -372,6 +372,20 @@ bool tf_hv_soft_usage(struct tf_hv *hv, const char *name, int k, int32_t *share_
     return e != NULL;
 }
 
+int64_t tf_hv_soft_throttles(struct tf_hv *hv, const char *name, int k)
+{
+    struct tf_hv_soft *s = hv->soft;
+    if (!s || k < 0 || k >= TF_SHM_MAX_DEVICES)
+        return -1;
+    int64_t n = -1;
+    pthread_mutex_lock(&s->mu);
+    struct entry *e = find(s, name);
+    if (e)
+        n = (int64_t)atomic_load_explicit(&e->map.r->dev[k].throttle_count, memory_order_relaxed);
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
 bool tf_hv_soft_has_processes(struct tf_hv *hv, const char *name)
 {
     struct tf_hv_soft *s = hv->soft;

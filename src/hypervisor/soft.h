@@ -75,6 +75,9 @@ void tf_hv_soft_step(struct tf_hv *hv);
  * false when there is none. */
 bool tf_hv_soft_usage(struct tf_hv *hv, const char *name, int k, int32_t *share_bp,
                       int64_t *vram_used);
+/* Launches of NAME's K-th GPU that waited for compute tokens since its region was made
+ * (throttle_count, counted by the limiters and tf-worker); -1 when there is no such region. */
+int64_t tf_hv_soft_throttles(struct tf_hv *hv, const char *name, int k);
 /* True while some process holds a PID slot of W's region (the limiter registers every
  * process of the app, children included). */
 bool tf_hv_soft_has_processes(struct tf_hv *hv, const char *name);

@@ -41,10 +41,8 @@ static const struct tf_metric_column gpu_fields[] = {
 static const char *const wu_tags[] = {"node",      "pool",     "uuid", "worker",
                                       "namespace", "workload", NULL};
 static const struct tf_metric_column wu_fields[] = {
-    F("compute_percentage"),
-    F("compute_tflops"),
-    I("memory_bytes"),
-    F("memory_percentage"),
+    F("compute_percentage"), F("compute_tflops"),        I("memory_bytes"),
+    F("memory_percentage"),  I("compute_throttled_cnt"),
 };
 
 static const char *const wr_tags[] = {"worker", "workload", "pool", "namespace", "qos", NULL};

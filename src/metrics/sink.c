@@ -9,7 +9,8 @@
 
 #include <string.h>
 
-int tf_metrics_sink_open(const char *uri, struct tf_metrics_sink **out, char *err, size_t errlen)
+static int open_uri(const char *uri, bool background, struct tf_metrics_sink **out, char *err,
+                    size_t errlen)
 {
     *out = NULL;
     if (!uri || !*uri) {
@@ -21,10 +22,22 @@ int tf_metrics_sink_open(const char *uri, struct tf_metrics_sink **out, char *er
     if (!strncmp(uri, "file:", 5))
         return tf_metrics_file_sink_new(uri + 5, NULL, out, err, errlen);
     if (!strncmp(uri, "http://", 7) || !strncmp(uri, "https://", 8))
-        return tf_metrics_http_sink_new(uri, NULL, out, err, errlen);
+        return tf_metrics_http_sink_new(
+            uri, &(struct tf_metrics_http_opts){.background = background}, out, err, errlen);
     tf_errf(err, errlen,
             "metrics sink \"%s\": expected sqlite:PATH, file:PATH or an http(s):// write URL", uri);
     return TF_EINVAL;
+}
+
+int tf_metrics_sink_open(const char *uri, struct tf_metrics_sink **out, char *err, size_t errlen)
+{
+    return open_uri(uri, false, out, err, errlen);
+}
+
+int tf_metrics_sink_open_async(const char *uri, struct tf_metrics_sink **out, char *err,
+                               size_t errlen)
+{
+    return open_uri(uri, true, out, err, errlen);
 }
 
 int tf_metrics_sink_write(struct tf_metrics_sink *s, const struct tf_lp_point *pts, size_t n,
@@ -36,6 +49,16 @@ int tf_metrics_sink_write(struct tf_metrics_sink *s, const struct tf_lp_point *p
 int tf_metrics_sink_flush(struct tf_metrics_sink *s, char *err, size_t errlen)
 {
     return s->ops->flush ? s->ops->flush(s, err, errlen) : 0;
+}
+
+void tf_metrics_sink_stats(struct tf_metrics_sink *s, struct tf_metrics_sink_stats *out)
+{
+    if (s->ops->stats) {
+        s->ops->stats(s, out);
+        return;
+    }
+    *out = (struct tf_metrics_sink_stats){
+        .written = s->points_written, .dropped = s->points_dropped, .sent = s->points_written};
 }
 
 void tf_metrics_sink_destroy(struct tf_metrics_sink *s)

@@ -14,18 +14,29 @@
  * max_queue bytes; past that the oldest lines are dropped and counted), except a 4xx answer
  * (the server rejected the data itself), which drops that batch with an error.
  *
+ * Background HTTP sink (tf_metrics_http_opts.background): write only encodes and queues, and
+ * a sender thread of the sink POSTs the queue (batches of whole lines up to 1 MiB), so the
+ * caller never waits on the network. flush wakes the sender and returns 0. While the server
+ * is unreachable or answers 5xx the batch is retried, 1 s doubling to 30 s; nothing queued is
+ * lost unless the queue bound is reached (oldest lines dropped, counted). The outage and the
+ * recovery are logged once each. destroy makes one last attempt (bounded by timeout_ms).
+ *
  * A sink is used by one thread at a time (callers serialise); different sinks are
- * independent. The caller owns the sink: tf_metrics_sink_destroy (accepts NULL).
+ * independent; a background sink's own thread is synchronised internally, and its counters
+ * are read with tf_metrics_sink_stats. The caller owns the sink: tf_metrics_sink_destroy
+ * (accepts NULL).
  */
 #ifndef TF_METRICS_SINK_H
 #define TF_METRICS_SINK_H
 
 #include "metrics/lineproto.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 struct tf_metrics_sink;
+struct tf_metrics_sink_stats;
 
 struct tf_metrics_sink_ops {
     const char *kind;
@@ -33,6 +44,7 @@ struct tf_metrics_sink_ops {
                  size_t errlen);
     int (*flush)(struct tf_metrics_sink *s, char *err, size_t errlen);
     void (*destroy)(struct tf_metrics_sink *s);
+    void (*stats)(struct tf_metrics_sink *s, struct tf_metrics_sink_stats *out); /* optional */
 };
 
 /* Embedded as the first member of each implementation's state. */
@@ -51,6 +63,15 @@ struct tf_metrics_http_opts {
     const char *auth_header; /* e.g. "Authorization: token user:pass"; NULL for none (copied) */
     long timeout_ms;         /* whole request (0: 5000) */
     size_t max_queue;        /* bytes of unsent lines kept across failures (0: 8 MiB) */
+    bool background;         /* send from the sink's own thread (see above) */
+};
+
+struct tf_metrics_sink_stats {
+    uint64_t written; /* points accepted */
+    uint64_t dropped; /* points lost */
+    uint64_t sent;    /* points delivered (HTTP sinks; others: = written) */
+    size_t queued;    /* bytes waiting to be sent */
+    bool failing;     /* the last send failed (HTTP sinks) */
 };
 
 struct tf_metrics_sqlite_opts {
@@ -67,12 +88,17 @@ int tf_metrics_sqlite_sink_new(const char *path, const struct tf_metrics_sqlite_
 
 /* Opens a sink from its URI form (see the top of this file) with default options. */
 int tf_metrics_sink_open(const char *uri, struct tf_metrics_sink **out, char *err, size_t errlen);
+/* The same for daemons: an HTTP sink sends from its own thread (background, above). */
+int tf_metrics_sink_open_async(const char *uri, struct tf_metrics_sink **out, char *err,
+                               size_t errlen);
 
 /* Writes N points. Invalid points are skipped and counted as dropped (the first one's problem
  * is reported with TF_EINVAL after the others are written). */
 int tf_metrics_sink_write(struct tf_metrics_sink *s, const struct tf_lp_point *pts, size_t n,
                           char *err, size_t errlen);
 int tf_metrics_sink_flush(struct tf_metrics_sink *s, char *err, size_t errlen);
+/* The sink's counters (thread-safe for background sinks). */
+void tf_metrics_sink_stats(struct tf_metrics_sink *s, struct tf_metrics_sink_stats *out);
 void tf_metrics_sink_destroy(struct tf_metrics_sink *s);
 
 #endif

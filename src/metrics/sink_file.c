@@ -121,7 +121,7 @@ static void file_destroy(struct tf_metrics_sink *s)
     free(f);
 }
 
-static const struct tf_metrics_sink_ops file_ops = {"file", file_write, NULL, file_destroy};
+static const struct tf_metrics_sink_ops file_ops = {"file", file_write, NULL, file_destroy, NULL};
 
 int tf_metrics_file_sink_new(const char *path, const struct tf_metrics_file_opts *opts,
                              struct tf_metrics_sink **out, char *err, size_t errlen)

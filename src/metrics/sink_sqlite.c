@@ -371,7 +371,8 @@ static void sqlite_destroy(struct tf_metrics_sink *base)
     free(s);
 }
 
-static const struct tf_metrics_sink_ops sqlite_ops = {"sqlite", sqlite_write, NULL, sqlite_destroy};
+static const struct tf_metrics_sink_ops sqlite_ops = {"sqlite", sqlite_write, NULL, sqlite_destroy,
+                                                      NULL};
 
 static int create_seed_tables(struct sqlite_sink *s, char *err, size_t errlen)
 {

@@ -75,6 +75,18 @@ class Env:
         return self.kubectl("apply", "--validate=false", "-f", "-", stdin=json.dumps(obj))
 
 
+def heartbeat(env, node, age_s=0, duration_s=40):
+    """The Lease a node's tf-hypervisor renews (src/hypervisor/k8s_gpus.h), renewed AGE_S
+    seconds ago, valid DURATION_S seconds."""
+    t = time.gmtime(time.time() - age_s)
+    env.apply({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+               "metadata": {"name": "tf-hypervisor-" + node, "namespace": "tensor-fusion-sys",
+                            "labels": {"tensor-fusion.ai/component": "hypervisor",
+                                       "tensor-fusion.ai/node": node}},
+               "spec": {"holderIdentity": node, "leaseDurationSeconds": duration_s,
+                        "renewTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", t)}})
+
+
 def remote_client_end_to_end(tmp, hport, tok):
     """The client library as a remote pod runs it: it finds its worker through the
     controller's /api/connection and authenticates with the workload's token. The worker is a
@@ -235,8 +247,8 @@ def cert_dir_scenario(env, tmp, cfgfile, log):
 
 
 def main():
-    if not shutil.which("kubectl"):
-        print("SKIP: kubectl not installed")
+    if not shutil.which("kubectl") or not shutil.which("helm"):
+        print("SKIP: kubectl or helm not installed")
         return 77
     if not BIN or not os.access(BIN, os.X_OK):
         print("SKIP: TF_CONTROLLER_BIN not set")
@@ -268,11 +280,8 @@ def main():
                                      "key": "kubernetes.io/metadata.name", "operator": "NotIn",
                                      "values": ["tensor-fusion-sys", "kube-system"]}]}}]})
         sys.path.insert(0, os.path.join(SRC, "tests", "controller"))
-        import helm_render
-        import yaml
-        docs = [d for d in yaml.safe_load_all(helm_render.render_chart(
-            os.path.join(SRC, "deploy/helm/tensor-fusion"))) if d]
-        for d in docs:
+        import helm
+        for d in helm.template():
             if d["kind"] in ("TensorFusionCluster", "SchedulingConfigTemplate"):
                 env.apply(d)
         for i in range(2):
@@ -288,6 +297,8 @@ def main():
         with open(cfgfile, "w") as f:
             f.write("defaultPool: tensor-fusion-cluster-default-pool\n"
                     "autoMigration: {enable: false}\n")
+        # A node whose hypervisor has not renewed its heartbeat yet is Pending.
+        # (gpu-node-1's heartbeat comes below, once its GPUNode exists.)
         ports = os.path.join(tmp, "ctl.ports")
         log = open(os.path.join(tmp, "controller.log"), "w")
         ctl = subprocess.Popen([BIN, "--kubeconfig", env.kubeconfig, "--namespace",
@@ -420,6 +431,11 @@ def main():
                   apps)
         gn = wait_for("GPUNode", lambda: (lambda n: n if n and n.get("status", {}).get(
             "allocatedPods") else None)(env.get("gpunode", "gpu-node-1")))
+        check("a GPUNode without its hypervisor's heartbeat is Pending",
+              gn and gn["status"]["phase"] == "Pending", gn and gn["status"])
+        heartbeat(env, "gpu-node-1")
+        gn = wait_for("GPUNode Running on its heartbeat", lambda: (lambda n: n if n and n.get(
+            "status", {}).get("phase") == "Running" else None)(env.get("gpunode", "gpu-node-1")))
         if gn:
             check("GPUNode totals", gn["status"]["totalGPUs"] == 2 and
                   gn["status"]["totalTFlops"] == "624" and
@@ -435,7 +451,23 @@ def main():
         if pst:
             check("pool availability", pst["status"]["totalGPUs"] == 2 and
                   pst["status"]["availableVRAM"] == "120Gi" and
-                  pst["status"]["phase"] == "Running", pst["status"])
+                  pst["status"]["phase"] == "Running" and pst["status"]["readyNodes"] == 1 and
+                  pst["status"]["notReadyNodes"] == 0, pst["status"])
+        # The heartbeat stops: the node is Unknown, the pool not ready, an Event says why.
+        heartbeat(env, "gpu-node-1", age_s=60)
+        pst = wait_for("pool not ready", lambda: (lambda p: p if p and p["status"].get(
+            "readyNodes") == 0 else None)(env.get("gpupool", "default-pool")))
+        check("a lost heartbeat makes the node Unknown and the pool not ready", pst and
+              pst["status"]["phase"] == "Unknown" and pst["status"]["notReadyNodes"] == 1 and
+              env.get("gpunode", "gpu-node-1")["status"]["phase"] == "Unknown",
+              pst and pst["status"])
+        ev = wait_for("NodeNotReady event", lambda: [e for e in (env.get(
+            "events", "-n", "default") or {"items": []})["items"] if e["reason"] ==
+            "NodeNotReady" and "heartbeat" in e["message"]])
+        check("NodeNotReady names the lost heartbeat", bool(ev))
+        heartbeat(env, "gpu-node-1")
+        check("back to Running with the next renewal", wait_for("node Running again", lambda: (
+            env.get("gpunode", "gpu-node-1") or {}).get("status", {}).get("phase") == "Running"))
 
         # Remote mode: a worker pod per client, the connection pairs them.
         remote = {"apiVersion": "v1", "kind": "Pod",
@@ -537,6 +569,36 @@ def main():
         log.flush()
         probs = fakeapi.write_problems(api, open(os.path.join(tmp, "controller.log")).read())
         check("controller writes are schema-clean", not probs, "\n".join(probs[:10]))
+
+        # Configuration reload (helm upgrade changing the ConfigMap): auto-migration starts to
+        # apply without a restart; an invalid file leaves the running configuration.
+        def gpu_pod(name):
+            env.apply({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": name, "namespace": "ml"},
+                       "spec": {"containers": [{"name": "app", "image": "x", "resources": {
+                           "limits": {"nvidia.com/gpu": "1"}}}]}})
+            return env.get("pod", name, "-n", "ml")
+        p = gpu_pod("legacy-before")
+        check("auto-migration off: an nvidia.com/gpu pod is left alone",
+              p and p["spec"].get("schedulerName") != "tensor-fusion-scheduler", p and p["spec"])
+
+        def rewrite(text):
+            with open(cfgfile + ".new", "w") as f:
+                f.write(text)
+            os.rename(cfgfile + ".new", cfgfile)
+        rewrite("defaultPool: tensor-fusion-cluster-default-pool\nautoMigration: {enable: true}\n")
+        p = wait_for("auto-migration applied after the reload", lambda: (lambda q: q if q and q[
+            "spec"].get("schedulerName") == "tensor-fusion-scheduler" else None)(
+                gpu_pod("legacy-%d" % int(time.time() * 1000))), 20)
+        check("reloaded: an nvidia.com/gpu pod is migrated without a restart", p is not None)
+        rewrite("defaultPool: tensor-fusion-cluster-default-pool\nautoMigration: {enable: [oops\n")
+        wait_for("invalid config reported", lambda: "running configuration stays" in open(
+            os.path.join(tmp, "controller.log")).read(), 10)
+        p = gpu_pod("legacy-after-bad")
+        check("an invalid config keeps the running one (still migrating)",
+              p and p["spec"].get("schedulerName") == "tensor-fusion-scheduler", p and p["spec"])
+        check("the controller still runs", ctl.poll() is None)
+        rewrite("defaultPool: tensor-fusion-cluster-default-pool\nautoMigration: {enable: false}\n")
 
         # Clean shutdown releases the lease for a standby.
         ctl.send_signal(signal.SIGTERM)

@@ -56,6 +56,7 @@ def http_json(method, url, body=None, ctype="application/json"):
 
 
 def gpus_for(env, node, pool, n):
+    base.heartbeat(env, node, duration_s=3600)  # its hypervisor is up: the GPUNode is Running
     for i in range(n):
         name = "%s-gpu-%d" % (node, i)
         env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "GPU",

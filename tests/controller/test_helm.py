@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The Helm chart and the CRDs: the committed CRDs match deploy/gen_crds.py; the chart renders
-(tests/controller/helm_render.py, the template subset it uses) into valid YAML with the
-objects the issue asks for; the webhook is v1-only with a configurable failurePolicy and a
-timeout <= 10 s; the kube-scheduler profile carries the extender; the default
-TensorFusionCluster/GPUPool/SchedulingConfigTemplate/ProviderConfig validate against their CRD
-schemas (fakeschema.py: nothing pruned, nothing invalid) and are accepted by kubectl's strict
-validation against the in-memory API server. Exit 77 (skip) without python3-yaml.
+"""The Helm chart and the CRDs, with the real helm (tests/controller/helm.py): helm lint --strict
+passes with several value sets; the committed CRDs match deploy/gen_crds.py; helm template
+renders the objects the issue asks for; the webhook is v1-only with a configurable
+failurePolicy and a timeout <= 10 s (more is refused by the chart); the kube-scheduler
+profile carries the extender; the default TensorFusionCluster/GPUPool/SchedulingConfigTemplate/
+ProviderConfig validate against their CRD schemas (fakeschema.py: nothing pruned, nothing
+invalid) and are accepted by kubectl's strict validation against the in-memory API server.
+Exit 77 (skip) without python3-yaml or helm.
 """
 import copy
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +27,11 @@ SRC = os.environ.get("TF_SRCDIR") or os.path.abspath(os.path.join(os.path.dirnam
                                                                   "..", ".."))
 sys.path.insert(0, os.path.join(SRC, "tests", "controller"))
 import fakeschema  # noqa: E402
-import helm_render  # noqa: E402
+import helm  # noqa: E402
+
+if helm.missing():
+    print("SKIP: helm not installed (scripts/deps.sh test installs it)")
+    sys.exit(77)
 
 CHART = os.path.join(SRC, "deploy", "helm", "tensor-fusion")
 passed = failed = 0
@@ -40,9 +46,10 @@ def check(name, cond, detail=""):
         print("FAIL %s %s" % (name, detail))
 
 
-def render(*sets):
-    text = helm_render.render_chart(CHART, sets=sets)
-    return [d for d in yaml.safe_load_all(text) if d]
+def render(*sets, values=None):
+    """The chart's objects without the CRDs (helm template --include-crds adds them)."""
+    return [d for d in helm.template(*sets, values=values)
+            if d.get("kind") != "CustomResourceDefinition"]
 
 
 def find(docs, kind, name=None):
@@ -213,8 +220,13 @@ def test_chart():
     check("the ProviderConfig can be left out", find(render(
         "providerConfigs.nvidia.enabled=false"), "ProviderConfig") is None)
     check("webhook shape", not webhook_problems(docs), webhook_problems(docs))
-    check("timeout over 10 s is caught",
-          webhook_problems(render("webhook.timeoutSeconds=30")) == ["timeoutSeconds 30"])
+    err = helm.template_error("webhook.timeoutSeconds=30")
+    check("the chart refuses a webhook timeout over 10 s",
+          err is not None and "webhook.timeoutSeconds" in err, err)
+    check("the shape check catches what the chart would let through",
+          webhook_problems([{"kind": "MutatingWebhookConfiguration", "webhooks": [
+              {"admissionReviewVersions": ["v1"], "timeoutSeconds": 30,
+               "failurePolicy": "Fail", "sideEffects": "None"}]}]) == ["timeoutSeconds 30"])
     mwc = find(render("webhook.failurePolicy=Ignore"), "MutatingWebhookConfiguration")
     check("failurePolicy is configurable", mwc["webhooks"][0]["failurePolicy"] == "Ignore")
     w = find(docs, "MutatingWebhookConfiguration")["webhooks"][0]
@@ -262,15 +274,6 @@ def test_chart():
     ctl = find(render("webhook.certManager=true"), "Deployment", "tensor-fusion-controller")
     args = ctl["spec"]["template"]["spec"]["containers"][0]["args"]
     check("cert-manager mode mounts certs", "--cert-dir=/etc/tensor-fusion/certs" in args)
-    ctl = find(render("controller.metrics.url=http://greptimedb:4000"), "Deployment",
-               "tensor-fusion-controller")
-    args = ctl["spec"]["template"]["spec"]["containers"][0]["args"]
-    check("autoscaler reads GreptimeDB", "--enable-auto-scale" in args and
-          "--metrics-url=http://greptimedb:4000" in args and "--metrics-db=public" in args, args)
-    ctl = find(docs, "Deployment", "tensor-fusion-controller")
-    args = ctl["spec"]["template"]["spec"]["containers"][0]["args"]
-    check("no metrics flags without a URL", not any(a.startswith("--metrics") for a in args),
-          args)
     rules = find(docs, "ClusterRole", "tensor-fusion-controller")["rules"]
     check("controller may evict pods and read budgets",
           any("pods/eviction" in r["resources"] and "create" in r["verbs"] for r in rules) and
@@ -297,12 +300,104 @@ def test_chart():
         obj = find(docs, kind)
         errs = validate(obj, crds[kind]["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
         check("default %s validates" % kind, not errs, errs)
-    try:
-        helm_render.render("{{ include \"x\" . }}", {})
-        check("unsupported template syntax is an error", False)
-    except helm_render.TemplateError:
-        check("unsupported template syntax is an error", True)
+    check("PriorityClass values are integers (int32 in the API)",
+          all(isinstance(p["value"], int) for p in pcs.values()), pcs)
+    crds = [d for d in helm.template() if d.get("kind") == "CustomResourceDefinition"]
+    check("helm installs the CRDs of crds/",
+          {d["spec"]["names"]["kind"] for d in crds} >= set(load_crds()), len(crds))
     return docs
+
+
+def container(docs, kind, name):
+    return find(docs, kind, name)["spec"]["template"]["spec"]["containers"][0]
+
+
+def env_of(c, name):
+    return next((e for e in c.get("env", []) if e["name"] == name), None)
+
+
+def test_metrics_and_alerts():
+    """GreptimeDB (installed or existing) for every writer and reader; Alertmanager for the
+    alert rules."""
+    docs = render()
+    gdb = find(docs, "StatefulSet", "greptimedb-standalone")
+    check("GreptimeDB standalone in namespace greptimedb",
+          gdb is not None and gdb["metadata"]["namespace"] == "greptimedb" and
+          find(docs, "Service", "greptimedb-standalone") is not None)
+    url = "http://greptimedb-standalone.greptimedb.svc.cluster.local:4000"
+    ctl = container(docs, "Deployment", "tensor-fusion-controller")
+    hv = container(docs, "DaemonSet", "tensor-fusion-hypervisor")
+    for who, c in (("controller", ctl), ("hypervisor", hv)):
+        check("%s gets GreptimeDB's URL" % who,
+              env_of(c, "TF_GREPTIME_URL") == {"name": "TF_GREPTIME_URL", "value": url},
+              c.get("env"))
+    check("controller writes and reads GreptimeDB",
+          "--metrics-url=$(TF_GREPTIME_URL)" in ctl["args"] and
+          "--metrics-db=public" in ctl["args"] and
+          "--metrics-interval-ms=60000" in ctl["args"], ctl["args"])
+    check("hypervisors write to GreptimeDB's line-protocol endpoint",
+          flag(hv["args"], "--metrics-sink") ==
+          "$(TF_GREPTIME_URL)/v1/influxdb/api/v2/write?db=public&precision=ms" and
+          flag(hv["args"], "--metrics-interval") == "5000", hv["args"])
+    ext = render("greptime.installStandalone=false", "greptime.host=gt.example",
+                 "greptime.user=u", "greptime.password=p@ss w", "greptime.isCloud=true")
+    sec = find(ext, "Secret", "tensor-fusion-greptime")
+    check("an existing GreptimeDB: nothing installed, credentials in a Secret",
+          find(ext, "StatefulSet", "greptimedb-standalone") is None and sec is not None and
+          sec["stringData"]["url"] == "https://u:p%40ss+w@gt.example:4000", sec)
+    check("pods read the URL from the Secret",
+          env_of(container(ext, "DaemonSet", "tensor-fusion-hypervisor"), "TF_GREPTIME_URL") ==
+          {"name": "TF_GREPTIME_URL",
+           "valueFrom": {"secretKeyRef": {"name": "tensor-fusion-greptime", "key": "url"}}})
+    own = container(render("controller.metrics.url=http://mine:4000"), "Deployment",
+                    "tensor-fusion-controller")
+    check("controller.metrics.url wins",
+          env_of(own, "TF_GREPTIME_URL")["value"] == "http://mine:4000")
+    err = helm.template_error("greptime.port=4002")
+    check("the MySQL port is refused with the reason", err is not None and "HTTP API" in err, err)
+    # Alerts.
+    am = find(docs, "StatefulSet", "alert-manager")
+    check("Alertmanager installed", am is not None and
+          find(docs, "Service", "alert-manager") is not None)
+    check("controller evaluates alerts and posts to the chart's Alertmanager",
+          "--enable-alert" in ctl["args"] and
+          "--alertmanager-url=http://alert-manager.tensor-fusion-sys.svc:9093" in ctl["args"],
+          ctl["args"])
+    cfg = yaml.safe_load(find(docs, "ConfigMap", "tensor-fusion-config")["data"]["config.yaml"])
+    names = [r["name"] for r in cfg.get("alertRules", [])]
+    check("seed 002 alert rules in the controller config",
+          {"IdleGPU", "EmptyGPU", "WorkerTFlopsThrottled", "PoolCapacityExhausted"} <= set(names)
+          and all("{{ .Conditions }}" in r["query"] for r in cfg["alertRules"]), names)
+    amcfg = find(docs, "ConfigMap", "alert-manager-config")["data"]["alertmanager.yml"]
+    if shutil.which("amtool"):
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+            f.write(amcfg)
+            f.flush()
+            r = subprocess.run(["amtool", "check-config", f.name], capture_output=True,
+                               text=True)
+        check("amtool accepts the rendered Alertmanager configuration", r.returncode == 0,
+              r.stdout + r.stderr)
+    off = render("alert.enabled=false")
+    c = container(off, "Deployment", "tensor-fusion-controller")
+    check("alerts can be turned off", find(off, "StatefulSet", "alert-manager") is None and
+          "--enable-alert" not in c["args"], c["args"])
+    mine = render("alert.url=http://am.example:9093")
+    c = container(mine, "Deployment", "tensor-fusion-controller")
+    check("an existing Alertmanager", find(mine, "StatefulSet", "alert-manager") is None and
+          "--alertmanager-url=http://am.example:9093" in c["args"], c["args"])
+    pool = find(docs, "GPUPool", "default-pool")
+    check("the default pool prices every QoS",
+          {p["qos"] for p in pool["spec"]["qosConfig"]["pricing"]} ==
+          {"low", "medium", "high", "critical"})
+
+
+def test_lint():
+    for sets in ((), ("webhook.certManager=true",), ("priorityClasses.enabled=false",),
+                 ("hypervisor.devicePlugin.enabled=false", "webhook.failurePolicy=Ignore"),
+                 ("greptime.installStandalone=false", "greptime.user=u", "greptime.password=p",
+                  "alert.url=http://am:9093")):
+        ok, out = helm.lint(*sets)
+        check("helm lint --strict %s" % " ".join(sets), ok, out)
 
 
 def test_kubectl_accepts_defaults(docs):
@@ -345,7 +440,9 @@ def test_kubectl_accepts_defaults(docs):
 
 
 def main():
+    test_lint()
     test_crds()
+    test_metrics_and_alerts()
     docs = test_chart()
     test_kubectl_accepts_defaults(docs)
     print("helm chart: %d passed, %d failed" % (passed, failed))

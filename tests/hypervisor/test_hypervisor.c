@@ -500,6 +500,9 @@ static void metric_rows_answer_the_seed_queries(void **state)
          "       max(memory_bytes) / 1073741824  AS vram_peak_gib\nFROM tf_worker_usage\n"
          "WHERE greptime_timestamp >= now() - '1d'::INTERVAL\nGROUP BY workload;",
          "metered,124.8,124.8,1\n"},
+        /* ready is the workload's real state: created through the API, no process runs it */
+        {"SELECT workload, max(ready) AS ready FROM tf_worker_resources GROUP BY workload;",
+         "metered,0\n"},
     };
     for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
         char *out = NULL;

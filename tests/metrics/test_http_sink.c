@@ -4,8 +4,11 @@
  * on 127.0.0.1, written through its /write?precision=ms endpoint (GreptimeDB's
  * /v1/influxdb/api/v2/write takes the same body). Points read back through /query must equal
  * what was written, escaping included; a server that is down keeps the lines queued until it
- * is back; a 4xx answer drops the batch with the server's message. Skipped (with a SKIP line)
- * when influxd is not installed or cannot start.
+ * is back; a 4xx answer drops the batch with the server's message. In background mode (the
+ * hypervisor's and the controller's sinks) the same holds without the caller ever sending:
+ * points written during an outage all arrive once the server is up, a bounded queue keeps
+ * the newest lines and counts the others dropped. Skipped (with a SKIP line) when influxd is
+ * not installed or cannot start.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -309,6 +312,131 @@ static void the_queue_is_bounded_dropping_the_oldest_lines(void **state)
     assert_int_equal(tf_metrics_sink_open("http:/bad", &s, err, sizeof(err)), TF_EINVAL);
 }
 
+/* Waits (up to 30 s) until the background sink S has nothing queued; its stats in *ST. */
+static bool drained(struct tf_metrics_sink *s, struct tf_metrics_sink_stats *st)
+{
+    for (int i = 0; i < 300; i++) {
+        tf_metrics_sink_stats(s, st);
+        if (st->queued == 0)
+            return true;
+        usleep(100000);
+    }
+    return false;
+}
+
+static long count_points(const char *measurement)
+{
+    char q[256];
+    snprintf(q, sizeof(q), "SELECT%%20count(v)%%20FROM%%20%s", measurement);
+    json_object *root;
+    json_object *vals = query(q, &root);
+    long n = vals ? (long)json_object_get_int64(
+                        json_object_array_get_idx(json_object_array_get_idx(vals, 0), 1))
+                  : 0;
+    json_object_put(root);
+    return n;
+}
+
+static void a_background_sink_delivers_everything_written_during_an_outage(void **state)
+{
+    SKIP_WITHOUT_INFLUXD();
+    char url[160], err[256];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/write?db=tf&precision=ms", port);
+    struct tf_metrics_http_opts o = {.timeout_ms = 2000, .background = true};
+    struct tf_metrics_sink *s;
+    assert_int_equal(tf_metrics_http_sink_new(url, &o, &s, err, sizeof(err)), 0);
+    /* Nobody listens: every round is queued and flush still answers at once with 0. */
+    for (int i = 0; i < 50; i++) {
+        struct tf_lp_point p;
+        tf_lp_point_init(&p, "outage", 1764698189000 + i);
+        tf_lp_float(&p, "v", i);
+        assert_int_equal(tf_metrics_sink_write(s, &p, 1, err, sizeof(err)), 0);
+        assert_int_equal(tf_metrics_sink_flush(s, err, sizeof(err)), 0);
+    }
+    struct tf_metrics_sink_stats st;
+    usleep(300000);
+    tf_metrics_sink_stats(s, &st);
+    assert_true(st.failing);
+    assert_int_equal(st.written, 50);
+    assert_int_equal(st.sent, 0);
+    assert_true(st.queued > 0);
+    if (!start_influxd()) {
+        printf("SKIP: influxd could not start (log in %s/influxd.log)\n", dir);
+        tf_metrics_sink_destroy(s);
+        skip();
+    }
+    create_db();
+    assert_true(drained(s, &st));
+    assert_int_equal(st.sent, 50);
+    assert_int_equal(st.dropped, 0);
+    assert_false(st.failing);
+    assert_int_equal(count_points("outage"), 50);
+    tf_metrics_sink_destroy(s);
+}
+
+static void a_full_background_queue_keeps_the_newest_lines_and_counts_the_rest(void **state)
+{
+    SKIP_WITHOUT_INFLUXD();
+    char url[160], err[256];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/write?db=tf&precision=ms", port);
+    /* "bounded v=NN.000000 1764698189NNN\n" lines: room for about ten. */
+    struct tf_metrics_http_opts o = {.timeout_ms = 2000, .background = true, .max_queue = 400};
+    struct tf_metrics_sink *s;
+    assert_int_equal(tf_metrics_http_sink_new(url, &o, &s, err, sizeof(err)), 0);
+    for (int i = 0; i < 40; i++) {
+        struct tf_lp_point p;
+        tf_lp_point_init(&p, "bounded", 1764698189000 + i);
+        tf_lp_float(&p, "v", 10 + i);
+        assert_int_equal(tf_metrics_sink_write(s, &p, 1, err, sizeof(err)), 0);
+    }
+    struct tf_metrics_sink_stats st;
+    tf_metrics_sink_stats(s, &st);
+    assert_int_equal(st.written, 40);
+    assert_true(st.dropped >= 25 && st.dropped < 40);
+    uint64_t kept = st.written - st.dropped;
+    if (!start_influxd()) {
+        printf("SKIP: influxd could not start (log in %s/influxd.log)\n", dir);
+        tf_metrics_sink_destroy(s);
+        skip();
+    }
+    create_db();
+    assert_int_equal(tf_metrics_sink_flush(s, err, sizeof(err)), 0);
+    assert_true(drained(s, &st));
+    assert_int_equal(st.sent, kept);
+    assert_int_equal(count_points("bounded"), (long)kept);
+    json_object *root;
+    json_object *vals = query("SELECT%20max(v)%20FROM%20bounded", &root);
+    assert_non_null(vals);
+    assert_true(json_object_get_double(json_object_array_get_idx(
+                    json_object_array_get_idx(vals, 0), 1)) == 49.0); /* the newest is kept */
+    json_object_put(root);
+    tf_metrics_sink_destroy(s);
+}
+
+static void a_background_sink_drops_a_refused_batch_and_counts_it(void **state)
+{
+    SKIP_WITHOUT_INFLUXD();
+    if (!start_influxd()) {
+        printf("SKIP: influxd could not start (log in %s/influxd.log)\n", dir);
+        skip();
+    }
+    char url[160], err[256];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d/write?db=missing&precision=ms", port);
+    struct tf_metrics_http_opts o = {.timeout_ms = 2000, .background = true};
+    struct tf_metrics_sink *s;
+    assert_int_equal(tf_metrics_http_sink_new(url, &o, &s, err, sizeof(err)), 0);
+    struct tf_lp_point p;
+    tf_lp_point_init(&p, "refused", 1);
+    tf_lp_float(&p, "v", 1);
+    assert_int_equal(tf_metrics_sink_write(s, &p, 1, err, sizeof(err)), 0);
+    assert_int_equal(tf_metrics_sink_flush(s, err, sizeof(err)), 0);
+    struct tf_metrics_sink_stats st;
+    assert_true(drained(s, &st));
+    assert_int_equal(st.dropped, 1);
+    assert_int_equal(st.sent, 0);
+    tf_metrics_sink_destroy(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -318,6 +446,12 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(a_rejected_batch_is_dropped_with_the_server_message, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(
+            a_background_sink_delivers_everything_written_during_an_outage, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            a_full_background_queue_keeps_the_newest_lines_and_counts_the_rest, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_background_sink_drops_a_refused_batch_and_counts_it,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(the_queue_is_bounded_dropping_the_oldest_lines, setup,
                                         teardown),
     };
