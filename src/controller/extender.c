@@ -56,6 +56,12 @@ void tf_extender_set_sources(struct tf_extender *x, const struct tf_extender_sou
     atomic_store(&x->dirty, true);
 }
 
+void tf_extender_set_allocsig(struct tf_extender *x, const struct tf_allocsig *sig)
+{
+    x->sig = sig;
+    atomic_store(&x->dirty, true);
+}
+
 void tf_extender_destroy(struct tf_extender *x)
 {
     if (!x)
@@ -356,8 +362,16 @@ static int load(struct tf_extender *x, json_object *gpus, json_object *pools,
         json_object *pod = json_object_array_get_idx(pods, i);
         const char *ids = tf_json_str(pod, "metadata", "annotations", ANN_GPU_IDS, NULL);
         const char *pnode = tf_json_str(pod, "spec", "nodeName", NULL);
-        if (ids && pnode && pod_live(pod))
+        if (!ids || !pnode || !pod_live(pod))
+            continue;
+        if (tf_allocsig_verify(x->sig, pod))
             restore_one(a, pod, pnode, ids);
+        else
+            tf_log(TF_LOG_WARN, "extender",
+                   "pod=%s/%s claims GPUs %.200s on node %s without this controller's "
+                   "allocation signature: not booked",
+                   tf_json_str(pod, "metadata", "namespace", NULL),
+                   tf_json_str(pod, "metadata", "name", NULL), ids, pnode);
     }
     pthread_mutex_lock(&x->inflight_lock);
     json_object_object_foreach(x->inflight, key, v)

@@ -6,6 +6,7 @@
 #ifndef TF_CONTROLLER_EXTENDER_INT_H
 #define TF_CONTROLLER_EXTENDER_INT_H
 
+#include "controller/allocsig.h"
 #include "controller/extender.h"
 #include "controller/podreq.h"
 #include "core/alloc.h"
@@ -33,6 +34,7 @@ struct tf_extender {
                                 with gpu-ids in the pod cache */
     json_object *preempting; /* "ns/name" -> {"at": s, "node": n, "msg": m}: evictions started
                                 for that pod (guarded by inflight_lock) */
+    const struct tf_allocsig *sig; /* signs and checks allocations (borrowed), or NULL */
 };
 
 struct req_buf {

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "common/yamljson.h"
+#include "controller/allocsig.h"
 #include "controller/base64.h"
 #include "controller/webhook.h"
 #include "core/quantity.h"
@@ -25,7 +26,13 @@ struct tf_reconciler {
     struct tf_reconcile_sources src;
     char *default_pool, *worker_image, *shm_host_dir;
     int writes;
+    const struct tf_allocsig *sig; /* checks recorded allocations (borrowed), or NULL */
 };
+
+void tf_reconciler_set_allocsig(struct tf_reconciler *r, const struct tf_allocsig *sig)
+{
+    r->sig = sig;
+}
 
 struct tf_reconciler *tf_reconciler_new(struct tf_k8s_client *c,
                                         const struct tf_reconcile_sources *src,
@@ -283,7 +290,8 @@ static void reconcile_gpus(struct tf_reconciler *r, json_object *pods, json_obje
         for (size_t p = 0; p < json_object_array_length(pods); p++) {
             json_object *pod = json_object_array_get_idx(pods, p);
             const char *ids = ann(pod, TF_ANN_GPU_IDS);
-            if (!ids || !pod_active(pod) || !(list_has(ids, uuid) || list_has(ids, name)))
+            if (!ids || !pod_active(pod) || !(list_has(ids, uuid) || list_has(ids, name)) ||
+                !tf_allocsig_verify(r->sig, pod))
                 continue;
             int64_t t, v;
             pod_share(pod, ct, cv, &t, &v);
@@ -788,7 +796,7 @@ static void reconcile_connections(struct tf_reconciler *r, json_object *pods)
             const char *wns = tf_json_str(wp, "metadata", "namespace", NULL);
             const char *ip = tf_json_str(wp, "status", "podIP", NULL);
             if (!wc || strcmp(wc, "worker") != 0 || !ww || strcmp(ww, wl) != 0 || !wns ||
-                strcmp(wns, ns) != 0 || !ip || !pod_ready(wp))
+                strcmp(wns, ns) != 0 || !ip || !pod_ready(wp) || !tf_allocsig_verify(r->sig, wp))
                 continue;
             const char *wn = tf_json_str(wp, "metadata", "name", NULL);
             int load = 0;

@@ -11,6 +11,7 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "controller/jsonpatch.h"
+#include "controller/sysguard.h"
 #include "core/selector.h"
 #include "core/quantity.h"
 
@@ -71,6 +72,7 @@ void tf_webhook_config_free(struct tf_webhook_config *cfg)
     free(cfg->shm_host_dir);
     free(cfg->priority_class_high);
     free(cfg->priority_class_critical);
+    free(cfg->system_user);
     struct tf_automigration *am = &cfg->auto_migration;
     strv_free(am->include_ns, am->ninclude_ns);
     strv_free(am->exclude_ns, am->nexclude_ns);
@@ -838,8 +840,8 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
 
 /* ---- review ------------------------------------------------------------------------------- */
 
-void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req,
-                       struct tf_webhook_result *out)
+static void review_create(struct tf_webhook *wh, const struct tf_admission_req *req,
+                          struct tf_webhook_result *out)
 {
     memset(out, 0, sizeof(*out));
     out->allowed = true;
@@ -1047,6 +1049,79 @@ done:
     tf_spec_free(&s);
     if (have_prof)
         tf_profile_free(&prof);
+}
+
+/* ---- the system-annotation guard around the review (sysguard.h) -------------------------- */
+
+/* CREATE by anyone but the controller: the review sees the pod without system keys, and the
+ * patch (from the pod as sent) removes them too. */
+static void guarded_create(struct tf_webhook *wh, const struct tf_admission_req *req,
+                           struct tf_webhook_result *out)
+{
+    json_object *pod = NULL, *removed = json_object_new_array();
+    if (!removed || json_object_deep_copy(req->object, &pod, NULL)) {
+        json_object_put(removed);
+        deny(out, 500, "out of memory");
+        return;
+    }
+    size_t n = tf_sysguard_strip(pod, removed);
+    const char *label = tf_json_str(pod, "metadata", "labels", TF_LABEL_ENABLED, NULL);
+    const char *node = tf_json_str(pod, "spec", "nodeName", NULL);
+    if (node && label && strcmp(label, "true") == 0) {
+        deny(out, 403,
+             "spec.nodeName %s: a TensorFusion pod is placed by %s, which books its GPUs; "
+             "pin a node with a nodeSelector or nodeAffinity on kubernetes.io/hostname instead",
+             node, TF_SCHEDULER_NAME);
+        goto out;
+    }
+    if (!node) { /* (a pod pinned to a node is never auto-migrated: it skips the scheduler) */
+        struct tf_admission_req r = *req;
+        r.object = pod;
+        review_create(wh, &r, out);
+    }
+    if (out->allowed && n) {
+        struct tf_dynbuf patch;
+        tf_dynbuf_init(&patch, SIZE_MAX / 2);
+        free(out->patch);
+        out->patch = NULL;
+        if (tf_jsonpatch_diff(req->object, out->mutated ? out->mutated : pod, &patch, &out->nops)) {
+            tf_dynbuf_free(&patch);
+            deny(out, 500, "cannot build the JSON patch");
+            goto out;
+        }
+        out->patch = patch.data;
+    }
+    for (size_t i = 0; i < json_object_array_length(removed); i++)
+        warn(out, "%s", json_object_get_string(json_object_array_get_idx(removed, i)));
+out:
+    json_object_put(removed);
+    json_object_put(pod);
+}
+
+void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req,
+                       struct tf_webhook_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->allowed = true;
+    bool create = strcmp(req->operation, "CREATE") == 0;
+    const char *ns = req->namespace && *req->namespace
+                         ? req->namespace
+                         : tf_json_str(req->object, "metadata", "namespace", NULL);
+    bool own = ns && wh->cfg.own_namespace && strcmp(ns, wh->cfg.own_namespace) == 0;
+    if (strcmp(req->kind, "Pod") != 0 || !req->object || own ||
+        tf_sysguard_is_system(wh->cfg.system_user, wh->cfg.own_namespace, req->username)) {
+        if (create)
+            review_create(wh, req, out);
+        return;
+    }
+    if (create) {
+        guarded_create(wh, req, out);
+    } else if (strcmp(req->operation, "UPDATE") == 0 && req->old_object &&
+               tf_sysguard_update(req->old_object, req->object, out->message,
+                                  sizeof(out->message))) {
+        out->allowed = false;
+        out->code = 403;
+    }
 }
 
 char *tf_webhook_handle(struct tf_webhook *wh, const char *body, size_t len, int *status)
