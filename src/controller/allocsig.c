@@ -30,8 +30,7 @@ int tf_allocsig_init(struct tf_allocsig *s, const void *key, size_t len)
 
 bool tf_allocsig_covers(const char *k)
 {
-    return strcmp(k, TF_KEY_PREFIX "gpu-ids") == 0 ||
-           strcmp(k, TF_ANN_CONTAINER_GPUS) == 0 ||
+    return strcmp(k, TF_KEY_PREFIX "gpu-ids") == 0 || strcmp(k, TF_ANN_CONTAINER_GPUS) == 0 ||
            strncmp(k, TF_ANN_CONTAINER_GPU_IDS_PREFIX,
                    sizeof(TF_ANN_CONTAINER_GPU_IDS_PREFIX) - 1) == 0;
 }
@@ -81,9 +80,8 @@ static int mac(const struct tf_allocsig *s, const char *ns, const char *name, co
     return grc < 0 ? TF_ENOMEM : 0;
 }
 
-int tf_allocsig_sign(const struct tf_allocsig *s, const char *ns, const char *name,
-                     const char *uid, const char *node, json_object *anns,
-                     char out[TF_ALLOCSIG_LEN])
+int tf_allocsig_sign(const struct tf_allocsig *s, const char *ns, const char *name, const char *uid,
+                     const char *node, json_object *anns, char out[TF_ALLOCSIG_LEN])
 {
     out[0] = '\0';
     if (!s || !s->keylen || !ns || !name || !uid || !*uid || !node || !*node)
@@ -102,8 +100,8 @@ bool tf_allocsig_verify(const struct tf_allocsig *s, json_object *pod)
 {
     if (!s)
         return true;
-    const char *sig = tf_json_str(pod, "metadata", "annotations", TF_ANN_ALLOCATION_SIGNATURE,
-                                  NULL);
+    const char *sig =
+        tf_json_str(pod, "metadata", "annotations", TF_ANN_ALLOCATION_SIGNATURE, NULL);
     const char *ns = tf_json_str(pod, "metadata", "namespace", NULL);
     const char *name = tf_json_str(pod, "metadata", "name", NULL);
     const char *uid = tf_json_str(pod, "metadata", "uid", NULL);

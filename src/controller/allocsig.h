@@ -48,9 +48,8 @@ bool tf_allocsig_covers(const char *k);
 /* Signs the allocation of pod NS/NAME (uid UID) on NODE recorded by ANNS (an object of
  * annotation -> string; keys it does not cover are ignored). OUT receives the annotation's
  * value. 0, TF_EINVAL (a missing argument) or TF_ENOMEM. */
-int tf_allocsig_sign(const struct tf_allocsig *s, const char *ns, const char *name,
-                     const char *uid, const char *node, json_object *anns,
-                     char out[TF_ALLOCSIG_LEN]);
+int tf_allocsig_sign(const struct tf_allocsig *s, const char *ns, const char *name, const char *uid,
+                     const char *node, json_object *anns, char out[TF_ALLOCSIG_LEN]);
 
 /* Whether POD's allocation (spec.nodeName and its covered annotations, as they are now)
  * carries a valid signature. S NULL: signatures are not checked (tools that load a cluster

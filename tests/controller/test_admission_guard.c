@@ -121,17 +121,18 @@ static const char *lbl(json_object *pod, const char *k)
 static json_object *forged_pod(const char *enabled)
 {
     char buf[2048];
-    snprintf(buf, sizeof(buf),
-             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"squatter\","
-             "\"namespace\":\"ml\",\"labels\":{\"tensor-fusion.ai/enabled\":\"%s\","
-             "\"tensor-fusion.ai/component\":\"worker\",\"tensor-fusion.ai/workload\":"
-             "\"victim\"},\"annotations\":{\"tensor-fusion.ai/vram-limit\":\"8Gi\","
-             "\"tensor-fusion.ai/gpu-ids\":\"GPU-victim\",\"tensor-fusion.ai/gpu-ids-app\":"
-             "\"GPU-victim\",\"tensor-fusion.ai/container-gpus\":\"{\\\"app\\\":[\\\"GPU-victim\\\"]"
-             "}\",\"tensor-fusion.ai/allocation-signature\":\"v1:00\",\"tensor-fusion.ai/owner\":"
-             "\"Deployment/victim\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":"
-             "\"x\"}]}}",
-             enabled);
+    snprintf(
+        buf, sizeof(buf),
+        "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"squatter\","
+        "\"namespace\":\"ml\",\"labels\":{\"tensor-fusion.ai/enabled\":\"%s\","
+        "\"tensor-fusion.ai/component\":\"worker\",\"tensor-fusion.ai/workload\":"
+        "\"victim\"},\"annotations\":{\"tensor-fusion.ai/vram-limit\":\"8Gi\","
+        "\"tensor-fusion.ai/gpu-ids\":\"GPU-victim\",\"tensor-fusion.ai/gpu-ids-app\":"
+        "\"GPU-victim\",\"tensor-fusion.ai/container-gpus\":\"{\\\"app\\\":[\\\"GPU-victim\\\"]"
+        "}\",\"tensor-fusion.ai/allocation-signature\":\"v1:00\",\"tensor-fusion.ai/owner\":"
+        "\"Deployment/victim\"}},\"spec\":{\"containers\":[{\"name\":\"app\",\"image\":"
+        "\"x\"}]}}",
+        enabled);
     return jparse(buf);
 }
 
@@ -196,8 +197,7 @@ static void pod_choosing_its_node_is_denied(void **state)
 static void service_account_of_another_namespace_is_not_the_controller(void **state)
 {
     json_object *pod = forged_pod("false"), *out = NULL;
-    json_object *resp =
-        review("CREATE", "system:serviceaccount:ml:tensor-fusion", NULL, pod, &out);
+    json_object *resp = review("CREATE", "system:serviceaccount:ml:tensor-fusion", NULL, pod, &out);
     assert_no_system_keys(out);
     json_object_put(out);
     json_object_put(resp);
@@ -270,8 +270,8 @@ static void raise_limit(json_object *p)
 
 static void opt_out(json_object *p)
 {
-    json_object_object_add(tf_json_path(p, "metadata", "labels", NULL),
-                           "tensor-fusion.ai/enabled", json_object_new_string("false"));
+    json_object_object_add(tf_json_path(p, "metadata", "labels", NULL), "tensor-fusion.ai/enabled",
+                           json_object_new_string("false"));
 }
 
 static void relabel(json_object *p)
@@ -291,7 +291,7 @@ static void user_cannot_raise_the_limits_of_a_running_pod(void **state)
 {
     update_as(ATTACKER, raise_limit, false, "tensor-fusion.ai/vram-limit");
     update_as(ATTACKER, opt_out, false, "tensor-fusion.ai/enabled");
-    update_as(ATTACKER, relabel, true, NULL); /* the pod's own labels stay the user's */
+    update_as(ATTACKER, relabel, true, NULL);       /* the pod's own labels stay the user's */
     update_as(CONTROLLER, raise_limit, true, NULL); /* the autoscaler */
 }
 
@@ -320,8 +320,7 @@ static const char key2[] = "fedcba9876543210fedcba9876543210";
 static json_object *signed_pod(const struct tf_allocsig *s, const char *uid)
 {
     json_object *pod = running_pod();
-    json_object_object_add(tf_json_path(pod, "metadata", NULL), "uid",
-                           json_object_new_string(uid));
+    json_object_object_add(tf_json_path(pod, "metadata", NULL), "uid", json_object_new_string(uid));
     json_object *anns = tf_json_path(pod, "metadata", "annotations", NULL);
     json_object_object_add(anns, "tensor-fusion.ai/container-gpus",
                            json_object_new_string("{\"app\":[\"GPU-0\"]}"));
@@ -403,8 +402,8 @@ static void forged_or_copied_allocation_signatures_do_not_verify(void **state)
 
     /* copied onto another pod (same name recreated: other uid); the same pod with more GPUs,
      * another container's list, or on another node; no signature, a truncated or garbled one */
-    void (*forgeries[])(json_object *) = {other_uid, set_ids, add_side, other_node,
-                                         no_sig,    sig_v1,  sig_short, sig_v2};
+    void (*forgeries[])(json_object *) = {other_uid, set_ids, add_side,  other_node,
+                                          no_sig,    sig_v1,  sig_short, sig_v2};
     for (size_t i = 0; i < sizeof(forgeries) / sizeof(forgeries[0]); i++)
         assert_false(verifies_after(&k1, pod, forgeries[i]));
     /* other annotations (resources, user keys) are not covered: the autoscaler may change
