@@ -55,6 +55,9 @@ struct tf_hv {
 
     atomic_bool stop;
     int port;
+    /* Wall-clock ms the API last turned a connection away for want of room (api.c); 0:
+     * never. Leases are not expired while this is recent. */
+    _Atomic int64_t api_busy_ms;
 };
 
 /* Creates a workload from the JSON request body: normalise, place, record, set up the

@@ -440,9 +440,50 @@ int tf__ws_h_ptr_attr(struct session *s, struct req *q)
     return CUDA_SUCCESS;
 }
 
+void tf__ws_blob_drop(struct session *s)
+{
+    tf_buf_free(&s->blob);
+    if (s->blob_charged)
+        tf_worker_blob_release(s->w, s->blob_charged);
+    s->blob_charged = 0;
+}
+
+/* Module images are charged to the worker-wide budget by the buffer's capacity: before an
+ * append, for what it may grow to (twice what it then holds, plus the loader's NUL); after,
+ * for what it took. A client over the budget has its image dropped, and its MODULE_LOAD
+ * fails with CUDA_ERROR_OUT_OF_MEMORY. */
 int tf__ws_h_blob(struct session *s, struct req *q)
 {
-    if (tf_buf_append(&s->blob, q->tail, q->tlen) != 0)
+    if (s->blob_refused)
+        return CUDA_SUCCESS; /* the rest of an image that already did not fit */
+    size_t need = s->blob.len + q->tlen + 1;
+    if (need > s->blob.max)
         PROTO_FAIL(q, "module image larger than the maximum");
+    size_t bound = need > s->blob.max / 2 ? s->blob.max : 2 * need;
+    if (bound < 256)
+        bound = 256;
+    if (bound < s->blob.cap)
+        bound = s->blob.cap;
+    if ((int64_t)bound > s->blob_charged) {
+        if (tf_worker_blob_reserve(s->w, (int64_t)bound - s->blob_charged) != 0) {
+            tf_log(TF_LOG_WARN, "worker",
+                   "conn %llu: module image of %zu+ bytes refused: the worker's module buffer "
+                   "budget (%lld bytes) is in use",
+                   (unsigned long long)s->c->id, need, (long long)s->w->blob_limit);
+            tf__ws_blob_drop(s);
+            s->blob_refused = 1;
+            return CUDA_SUCCESS;
+        }
+        s->blob_charged = (int64_t)bound;
+    }
+    bool ok = tf_buf_append(&s->blob, q->tail, q->tlen) == 0 && tf_buf_reserve(&s->blob, 1) == 0;
+    if ((int64_t)s->blob.cap < s->blob_charged) {
+        tf_worker_blob_release(s->w, s->blob_charged - (int64_t)s->blob.cap);
+        s->blob_charged = (int64_t)s->blob.cap;
+    }
+    if (!ok) {
+        tf__ws_blob_drop(s);
+        s->blob_refused = 1;
+    }
     return CUDA_SUCCESS;
 }

@@ -207,7 +207,8 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
     tf_msg_module_load_req_get(q->p, &m);
     if (!s->d->moduleLoadData || !s->d->moduleUnload || !s->d->moduleGetFunction ||
         !s->d->funcGetParamInfo || !s->d->funcGetAttribute || !s->d->launchKernel) {
-        tf_buf_reset(&s->blob);
+        tf__ws_blob_drop(s);
+        s->blob_refused = 0;
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     unsigned type = m.kind == TF_PROTO_LOAD_LIBRARY ? TF_PROTO_H_LIBRARY : TF_PROTO_H_MODULE;
@@ -216,8 +217,9 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
     CUresult r = CUDA_SUCCESS;
     char log[TF_PROTO_MAX_LOG];
     log[0] = 0;
-    /* Images are NUL-terminated for the driver (PTX text needs it; binaries ignore it). */
-    if (tf_buf_append(&s->blob, "", 1) != 0)
+    /* Images are NUL-terminated for the driver (PTX text needs it; binaries ignore it); the
+     * budget charged for the image includes that byte. */
+    if (s->blob_refused || tf_buf_append(&s->blob, "", 1) != 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     if (!r && type == TF_PROTO_H_MODULE)
         r = tf__ws_use_ctx(s, m.ctx, NULL);
@@ -261,7 +263,8 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
                 nfuncs = report_funcs(s, o, m.ctx, (const char *)s->blob.data, s->blob.len - 1);
         }
     }
-    tf_buf_reset(&s->blob);
+    tf__ws_blob_drop(s); /* the image's memory and budget go back at once */
+    s->blob_refused = 0;
     struct tf_msg_module_load_rep rep = {.nfuncs = nfuncs, .log_len = (uint32_t)loglen};
     tf_msg_module_load_rep_put(s->reply.data, &rep);
     return r;

@@ -395,7 +395,7 @@ void tf_worker_serve(void *arg, struct tf_wconn *c)
     tf__ws_session_cleanup(s);
     tf_htab_free(&s->objs);
     tf_rangeset_free(&s->mem);
-    tf_buf_free(&s->blob);
+    tf__ws_blob_drop(s);
     tf_buf_free(&s->reply);
     free(s->staging);
     s->d->ctxSetCurrent(NULL);

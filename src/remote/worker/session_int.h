@@ -72,7 +72,9 @@ struct session {
     uint64_t primary[TF_PROTO_MAX_DEVICES];
     uint64_t cur_id; /* client context current on this thread */
     CUresult pending;
-    struct tf_buf blob;
+    struct tf_buf blob;   /* module image being uploaded */
+    int64_t blob_charged; /* bytes of the worker's module budget held for BLOB (>= its cap) */
+    int blob_refused;     /* an append did not fit the budget: the next load fails */
     struct tf_buf reply;
     uint64_t next_worker_serial;
     void *kparams[TF_PROTO_MAX_PARAMS];
@@ -149,6 +151,8 @@ int tf__ws_h_dtod(struct session *s, struct req *q);
 int tf__ws_h_memset(struct session *s, struct req *q);
 int tf__ws_h_ptr_attr(struct session *s, struct req *q);
 int tf__ws_h_blob(struct session *s, struct req *q);
+/* Drops the module image buffer and gives its budget back. */
+void tf__ws_blob_drop(struct session *s);
 
 /* sess_module.c: modules, functions, launches */
 int tf__ws_h_module_load(struct session *s, struct req *q);

@@ -34,6 +34,24 @@ int tf_worker_vram_reserve(struct tf_worker *w, int i, int64_t bytes)
     }
 }
 
+int tf_worker_blob_reserve(struct tf_worker *w, int64_t bytes)
+{
+    int64_t cur = atomic_load(&w->blob_used);
+    for (;;) {
+        if (bytes < 0 || bytes > w->blob_limit - cur)
+            return TF_ENOSPC;
+        if (atomic_compare_exchange_weak(&w->blob_used, &cur, cur + bytes))
+            return 0;
+    }
+}
+
+void tf_worker_blob_release(struct tf_worker *w, int64_t bytes)
+{
+    int64_t prev = atomic_fetch_sub(&w->blob_used, bytes);
+    assert(prev >= bytes);
+    (void)prev;
+}
+
 void tf_worker_vram_release(struct tf_worker *w, int i, int64_t bytes)
 {
     if (w->region.map.r) {
@@ -105,6 +123,7 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
 {
     memset(w, 0, sizeof(*w));
     tf_buf_init(&w->hello_tail, TF_PROTO_MAX_PAYLOAD);
+    w->blob_limit = cfg->module_buffer_limit > 0 ? cfg->module_buffer_limit : (int64_t)1 << 30;
     int rc = tf_drv_open(&w->drv, cfg->driver_path, err, errlen);
     if (rc)
         return rc;
