@@ -249,13 +249,33 @@ int tf__ws_ctx_dev(struct session *s, uint64_t ctx)
 
 /* ---- cleanup -------------------------------------------------------------------------------- */
 
+/* BYTES reserved in context CTX were given to the driver to free, with result FREED: they
+ * are released when it did, else held by the context until it is destroyed (the driver
+ * keeps them: a context broken by a kernel fault refuses frees). */
+void tf__ws_vram_freed(struct session *s, uint64_t ctx, int64_t bytes, CUresult freed)
+{
+    struct obj *c = tf__ws_obj_get(s, ctx, TF_PROTO_H_CTX);
+    if (bytes <= 0)
+        return;
+    if (freed != CUDA_SUCCESS && c) {
+        c->bytes += bytes;
+        tf_log(TF_LOG_DEBUG, "worker",
+               "conn %llu: %lld bytes the driver did not free stay "
+               "charged until their context goes",
+               (unsigned long long)s->c->id, (long long)bytes);
+        return;
+    }
+    tf_worker_vram_release(s->w, c ? c->dev : 0, bytes);
+}
+
 static void free_range(struct session *s, const struct tf_range *r)
 {
     if (r->owner != 0)
         return; /* module globals die with their module */
-    if (tf__ws_use_ctx(s, r->aux, NULL) == CUDA_SUCCESS)
-        (void)s->d->memFree((CUdeviceptr)r->base);
-    tf_worker_vram_release(s->w, tf__ws_ctx_dev(s, r->aux), (int64_t)r->size);
+    CUresult fr = tf__ws_use_ctx(s, r->aux, NULL);
+    if (fr == CUDA_SUCCESS)
+        fr = s->d->memFree((CUdeviceptr)r->base);
+    tf__ws_vram_freed(s, r->aux, (int64_t)r->size, fr);
 }
 
 void tf__ws_destroy_obj(struct session *s, struct obj *o)
@@ -270,18 +290,27 @@ void tf__ws_destroy_obj(struct session *s, struct obj *o)
         if (tf__ws_use_ctx(s, o->ctx, NULL) == CUDA_SUCCESS)
             (void)d->eventDestroy(o->h.ev);
         break;
-    case TF_PROTO_H_MODULE:
+    case TF_PROTO_H_MODULE: {
         tf_rangeset_del_owner(&s->mem, o->id);
-        if (tf__ws_use_ctx(s, o->ctx, NULL) == CUDA_SUCCESS)
-            (void)d->moduleUnload(o->h.mod);
+        CUresult r = tf__ws_use_ctx(s, o->ctx, NULL);
+        if (r == CUDA_SUCCESS)
+            r = d->moduleUnload(o->h.mod);
+        tf__ws_vram_freed(s, o->ctx, o->bytes, r);
         break;
+    }
     case TF_PROTO_H_LIBRARY:
         tf_rangeset_del_owner(&s->mem, o->id);
         if (d->libraryUnload)
             (void)d->libraryUnload(o->h.lib);
         break;
     case TF_PROTO_H_CTX:
-        (void)d->ctxDestroy(o->h.ctx);
+        if (d->ctxDestroy(o->h.ctx) == CUDA_SUCCESS)
+            tf_worker_vram_release(s->w, o->dev, o->bytes); /* all of it is gone now */
+        else if (o->bytes)
+            tf_log(TF_LOG_WARN, "worker",
+                   "conn %llu: the driver refused to destroy a context holding %lld bytes: "
+                   "they stay charged",
+                   (unsigned long long)s->c->id, (long long)o->bytes);
         s->cur_id = 0;
         if (s->primary[o->dev] == o->id)
             s->primary[o->dev] = 0;

@@ -151,7 +151,7 @@ int tf__ws_h_mem_free(struct session *s, struct req *q)
     CUresult cr = tf__ws_use_ctx(s, r.aux, NULL);
     if (cr == CUDA_SUCCESS)
         cr = s->d->memFree((CUdeviceptr)r.base);
-    tf_worker_vram_release(s->w, tf__ws_ctx_dev(s, r.aux), (int64_t)r.size);
+    tf__ws_vram_freed(s, r.aux, (int64_t)r.size, cr);
     return cr;
 }
 

@@ -5,6 +5,8 @@
  */
 #include "remote/worker/session_int.h"
 
+#include "limits/imgvars.h"
+
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
@@ -201,6 +203,40 @@ static uint32_t report_funcs(struct session *s, struct obj *owner, uint64_t ctx,
     return count;
 }
 
+struct var_of {
+    struct session *s;
+    CUmodule mod;
+};
+
+static int64_t var_size(void *arg, const char *name)
+{
+    struct var_of *v = arg;
+    CUdeviceptr p;
+    size_t n = 0;
+    return v->s->d->moduleGetGlobal(&p, &n, v->mod, name) == CUDA_SUCCESS ? (int64_t)n : -1;
+}
+
+/* Charges module O's variables (__device__ / __constant__: the driver allocated them at load)
+ * to its context's device: CUDA_ERROR_OUT_OF_MEMORY when they do not fit the limit. */
+static CUresult charge_vars(struct session *s, struct obj *o)
+{
+    if (!s->d->moduleGetGlobal)
+        return CUDA_SUCCESS;
+    struct var_of v = {s, o->h.mod};
+    int64_t bytes = tf_imgvars_bytes(s->blob.data, s->blob.len, var_size, &v);
+    if (!bytes)
+        return CUDA_SUCCESS;
+    struct obj *c = tf__ws_obj_get(s, o->ctx, TF_PROTO_H_CTX);
+    if (!c || tf_worker_vram_reserve(s->w, c->dev, bytes) != 0) {
+        tf_log(TF_LOG_INFO, "worker",
+               "conn %llu: module variables of %lld bytes over the VRAM limit",
+               (unsigned long long)s->c->id, (long long)bytes);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    o->bytes = bytes;
+    return CUDA_SUCCESS;
+}
+
 int tf__ws_h_module_load(struct session *s, struct req *q)
 {
     struct tf_msg_module_load_req m;
@@ -259,7 +295,9 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
                 o->h.mod = mod;
             else
                 o->h.lib = lib;
-            if (type == TF_PROTO_H_MODULE || (m.ctx && s->d->libraryGetKernel))
+            if (type == TF_PROTO_H_MODULE && (r = charge_vars(s, o)) != CUDA_SUCCESS)
+                tf__ws_destroy_obj(s, o); /* unloaded: its variables are gone again */
+            else if (type == TF_PROTO_H_MODULE || (m.ctx && s->d->libraryGetKernel))
                 nfuncs = report_funcs(s, o, m.ctx, (const char *)s->blob.data, s->blob.len - 1);
         }
     }

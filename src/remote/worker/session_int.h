@@ -45,6 +45,10 @@ struct obj {
     uint32_t *param_off;         /* nparams offsets, then nparams sizes */
     struct kfunc kf[MAX_KFUNCS]; /* kernels: their function per context */
     int nkf;
+    /* VRAM bytes reserved for this object, released when the driver really frees them:
+     * modules: their variables (charged at load); contexts: bytes the driver refused to free
+     * (a free in a context broken by a fault), released once the context is destroyed. */
+    int64_t bytes;
 };
 
 /* Staging ring per client: 4 chunks in flight are enough to keep the network and the device
@@ -112,6 +116,7 @@ void tf__worker_vram_view(const struct tf_worker *w, int i, uint64_t phys_free, 
                           uint64_t *free_out, uint64_t *total_out);
 
 /* sess_core.c: handle tables, staging ring, cleanup */
+void tf__ws_vram_freed(struct session *s, uint64_t ctx, int64_t bytes, CUresult freed);
 void tf__ws_defer(struct session *s, CUresult r);
 struct obj *tf__ws_obj_get(struct session *s, uint64_t id, unsigned type);
 int tf__ws_client_id_ok(struct session *s, uint64_t id, unsigned type);
