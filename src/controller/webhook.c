@@ -749,15 +749,18 @@ void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file,
         json_object_array_add(cmd, json_object_new_string("--limits-region"));
         json_object_array_add(cmd, json_object_new_string(SHM_POD_DIR "/shm"));
     }
-    if (ngpus <= 1)
-        return;
-    char list[4 * TF_SPEC_MAX_GPUS] = "";
-    for (int i = 0; i < ngpus && i < TF_SPEC_MAX_GPUS; i++) {
-        size_t n = strlen(list);
-        snprintf(list + n, sizeof(list) - n, "%s%d", i ? "," : "", i);
+    if (ngpus > 1) {
+        char list[4 * TF_SPEC_MAX_GPUS] = "";
+        for (int i = 0; i < ngpus && i < TF_SPEC_MAX_GPUS; i++) {
+            size_t n = strlen(list);
+            snprintf(list + n, sizeof(list) - n, "%s%d", i ? "," : "", i);
+        }
+        json_object_array_add(cmd, json_object_new_string("--device"));
+        json_object_array_add(cmd, json_object_new_string(list));
     }
-    json_object_array_add(cmd, json_object_new_string("--device"));
-    json_object_array_add(cmd, json_object_new_string(list));
+    /* Every client of this worker is the pod's (or the client pod's) own: one tenant, so
+     * page-locked staging (reachable from all its contexts' kernels) is safe. */
+    json_object_array_add(cmd, json_object_new_string("--pinned-staging"));
 }
 
 /* Hard, local: the app and its tf-worker sidecar share a token made for this pod alone by

@@ -156,7 +156,8 @@ void tf_webhook_result_free(struct tf_webhook_result *r);
  * in Kubernetes: --token-file TOKEN_FILE, with LIMITS --limits-region on the pod's region
  * (its own shm directory is mounted at /run/tensor-fusion/pod; the node agent writes regions
  * for soft and hard pods only, whole-GPU ones have no limits) and, for more than one GPU,
- * --device 0,...,NGPUS-1 (the GPUs NVIDIA_VISIBLE_DEVICES exposes, in gpu-ids order). */
+ * --device 0,...,NGPUS-1 (the GPUs NVIDIA_VISIBLE_DEVICES exposes, in gpu-ids order), and
+ * --pinned-staging (its clients are one tenant). */
 void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file, bool limits);
 
 /* Remote workloads: the Secret (in the workload's namespace) whose key TF_TOKEN_SECRET_KEY

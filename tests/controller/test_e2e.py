@@ -459,8 +459,8 @@ def main():
             wenv = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in wc.get("env", [])}
             check("worker sees exactly its GPUs", wenv.get("NVIDIA_VISIBLE_DEVICES") ==
                   "metadata.annotations['tensor-fusion.ai/gpu-ids']", wenv)
-            check("worker enforces its pod's limit region", wc["command"][-2:] == [
-                "--limits-region", "/run/tensor-fusion/pod/shm"] and {
+            check("worker enforces its pod's limit region", wc["command"][-3:] == [
+                "--limits-region", "/run/tensor-fusion/pod/shm", "--pinned-staging"] and {
                 "name": "tf-shm", "mountPath": "/run/tensor-fusion/pod",
                 "subPathExpr": "$(POD_NAMESPACE)/$(POD_NAME)"} in wc.get("volumeMounts", []) and
                   wenv.get("POD_NAMESPACE") == "metadata.namespace" and

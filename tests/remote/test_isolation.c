@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Tenants of one tf-worker attacking each other or the worker, on the simulated GPU: holding
- * VRAM past the hard limit (frees the driver refused, module variables), and buffering module
+ * Tenants of one tf-worker attacking each other or the worker, on the simulated GPU: reading
+ * and overwriting another client's device memory from a kernel, holding VRAM past the hard
+ * limit (frees the driver refused, module variables), and buffering module
  * images without bound. Each test is written as the attack, by a hand-driven protocol
  * peer (rawconn.h) or a real client program (libtf_client in a forked child, e2e.h).
  */
@@ -25,6 +26,84 @@ static uint8_t rep[TF_PROTO_MAX_PAYLOAD];
 static char *oob_ptx;
 
 #define MiB (1024ull * 1024ull)
+
+/* ---- device memory of another tenant ----------------------------------------------------------
+ */
+
+struct victim {
+    int ready[2], done[2];
+};
+
+/* Tenant A: fills a buffer, tells the attacker where it is, waits, checks it is unchanged. */
+static int c_victim(void *arg)
+{
+    struct victim *v = arg;
+    CUdevice dev;
+    CUcontext c;
+    CUdeviceptr p;
+    E2E_CU(cuInit(0));
+    E2E_CU(cuDeviceGet(&dev, 0));
+    E2E_CU(cuCtxCreate(&c, NULL, 0, dev));
+    int secret[64], back[64];
+    for (int i = 0; i < 64; i++)
+        secret[i] = i * 7 + 3;
+    E2E_CU(cuMemAlloc(&p, sizeof(secret)));
+    E2E_CU(cuMemcpyHtoD(p, secret, sizeof(secret)));
+    uint64_t addr = p;
+    E2E_CHECK(write(v->ready[1], &addr, sizeof(addr)) == sizeof(addr));
+    char ch;
+    E2E_CHECK(read(v->done[0], &ch, 1) == 1);
+    E2E_CU(cuCtxSynchronize()); /* not broken by the attacker's fault */
+    E2E_CU(cuMemcpyDtoH(back, p, sizeof(back)));
+    E2E_CHECK(memcmp(back, secret, sizeof(secret)) == 0);
+    E2E_CU(cuCtxDestroy(c));
+    return 0;
+}
+
+/* Tenant B: a kernel writing 42 at A's address (known: the first guess was right). */
+static int c_attacker(void *arg)
+{
+    uint64_t target = *(uint64_t *)arg;
+    CUdevice dev;
+    CUcontext c;
+    CUmodule m;
+    CUfunction f;
+    E2E_CU(cuInit(0));
+    E2E_CU(cuDeviceGet(&dev, 0));
+    E2E_CU(cuCtxCreate(&c, NULL, 0, dev));
+    E2E_CU(cuModuleLoadData(&m, oob_ptx));
+    E2E_CU(cuModuleGetFunction(&f, m, "write_oob"));
+    CUdeviceptr p = target;
+    long long off = 0;
+    void *args[] = {&p, &off};
+    E2E_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, NULL, args, NULL));
+    E2E_CHECK_CU(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS, "cuCtxSynchronize");
+    return 0;
+}
+
+/* The attack: two clients of one tf-worker; B's kernel overwrote A's buffer at an address
+ * guessed on the first try, because the simulated GPU's kernels saw every context's memory.
+ * Each client has its own context on the worker, and a kernel touching memory its context
+ * does not own faults, as on hardware: B's kernel gets CUDA_ERROR_ILLEGAL_ADDRESS, A's data
+ * and context are untouched. */
+static void a_kernel_cannot_touch_another_clients_memory(void **state)
+{
+    e2e_start(&W, 0, NULL);
+    struct victim v;
+    assert_int_equal(pipe(v.ready), 0);
+    assert_int_equal(pipe(v.done), 0);
+    pid_t p = e2e_spawn(c_victim, &v);
+    uint64_t addr = 0;
+    assert_int_equal(read(v.ready[0], &addr, sizeof(addr)), (ssize_t)sizeof(addr));
+    assert_int_equal(e2e_run(c_attacker, &addr, 30), 0);
+    assert_int_equal(write(v.done[1], "x", 1), 1);
+    assert_int_equal(e2e_wait(p, 30), 0);
+    for (int i = 0; i < 2; i++) {
+        close(v.ready[i]);
+        close(v.done[i]);
+    }
+    e2e_stop(&W);
+}
 
 /* ---- hard VRAM limit: every byte a tenant holds -----------------------------------------------
  */
@@ -239,6 +318,7 @@ int main(int argc, char **argv)
         return 2;
     }
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(a_kernel_cannot_touch_another_clients_memory),
         cmocka_unit_test(a_free_the_driver_refused_keeps_its_charge),
         cmocka_unit_test(module_variables_count_against_the_limit),
         cmocka_unit_test(module_uploads_share_one_worker_wide_budget),

@@ -5,7 +5,8 @@
  *
  *   tf-worker --listen ADDR --token-file F [--vram-limit Q] [--compute-percent P]
  *             [--limits-region PATH [--limits-wait S]] [--device N[,N...]] [--max-clients N]
- *             [--max-pending N] [--module-buffer-limit Q] [--driver PATH] [--ready-file F]
+ *             [--max-pending N] [--module-buffer-limit Q] [--pinned-staging] [--driver PATH]
+ *             [--ready-file F]
  *             [--spin-us N] [--log-level L]
  *
  * Limits come from the flags, or (in Kubernetes) live from the pod's limit region that the
@@ -46,6 +47,9 @@ static void usage(FILE *f)
                "                         token yet (default 16; the oldest is dropped for a new)\n"
                "  --module-buffer-limit Q  module images all clients may buffer at once while\n"
                "                         uploading them (default 1Gi)\n"
+               "  --pinned-staging       page-locked bulk-copy staging (faster on a GPU; its\n"
+               "                         data is reachable from every client's kernels: use\n"
+               "                         only when all clients are one tenant)\n"
                "  --driver PATH          CUDA driver library (default libcuda.so.1)\n"
                "  --ready-file FILE      write the bound address to FILE once listening\n"
                "  --spin-us N            poll N us for a client's next request before sleeping\n"
@@ -92,6 +96,7 @@ int main(int argc, char **argv)
                                          {"max-clients", required_argument, 0, 'm'},
                                          {"max-pending", required_argument, 0, 'P'},
                                          {"module-buffer-limit", required_argument, 0, 'B'},
+                                         {"pinned-staging", no_argument, 0, 'S'},
                                          {"driver", required_argument, 0, 'D'},
                                          {"ready-file", required_argument, 0, 'r'},
                                          {"spin-us", required_argument, 0, 's'},
@@ -144,6 +149,9 @@ int main(int argc, char **argv)
         case 'm':
             if (int_arg(optarg, 1, 4096, "--max-clients", &max_clients) != 0)
                 return 2;
+            break;
+        case 'S':
+            wc.pinned_staging = true;
             break;
         case 'P':
             if (int_arg(optarg, 1, 4096, "--max-pending", &max_pending) != 0)

@@ -37,6 +37,7 @@
 #include "remote/worker/server.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct tf_worker_dev {
@@ -54,6 +55,11 @@ struct tf_worker_config {
     const char *limits_region;   /* limit region file (then vram_limit/compute_bp are 0); NULL */
     int limits_wait_ms;          /* how long to wait for it to appear */
     int64_t module_buffer_limit; /* bytes of module images all sessions may buffer; 0: 1 GiB */
+    /* Bulk copies through page-locked staging rings (faster DMA on a real GPU). Page-locked
+     * host memory is reachable from every context of the process (unified addressing), so
+     * one tenant's kernels could read another's data in transit: only for workers whose
+     * clients are all one tenant. false: pageable rings, reachable by no kernel. */
+    bool pinned_staging;
 };
 
 struct tf_worker {
@@ -70,8 +76,8 @@ struct tf_worker {
     _Atomic int64_t blob_used;
     int64_t blob_limit;
     /* The worker's own context (the primary context of its first device, never given to a
-     * client), in which the sessions' pinned staging rings are allocated (portable). NULL:
-     * the driver cannot, rings are pageable memory. */
+     * client), in which the sessions' pinned staging rings are allocated (portable), with
+     * pinned_staging. NULL: rings are pageable memory. */
     CUcontext stage_ctx;
 };
 

@@ -187,8 +187,8 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
                 goto nomem;
             tf_msg_attr_val_put(q, &av);
         }
-        if (i == 0 && d->primaryCtxRetain && d->memHostAlloc && d->memFreeHost &&
-            d->primaryCtxRetain(&w->stage_ctx, wd->dev) != CUDA_SUCCESS)
+        if (i == 0 && cfg->pinned_staging && d->primaryCtxRetain && d->memHostAlloc &&
+            d->memFreeHost && d->primaryCtxRetain(&w->stage_ctx, wd->dev) != CUDA_SUCCESS)
             w->stage_ctx = NULL;
         if (cfg->limits_region)
             tf_log(TF_LOG_INFO, "worker", "device %d = driver device %d: %s, %lld bytes", i, ord,
