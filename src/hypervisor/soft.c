@@ -197,12 +197,19 @@ int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
         return rc;
     rc = TF_ENOENT;
     if (reopen) {
-        char oerr[256];
+        char oerr[256], rerr[256];
         rc = tf_shm_open(path, &map, oerr, sizeof(oerr));
-        if (rc)
-            tf_log(TF_LOG_WARN, "soft", "workload %s: region %s: %s; recreating it", key, path,
-                   oerr);
-        else if (reopened)
+        if (rc && rc != TF_ENOENT) {
+            /* Corrupt (an app may have rewritten it): its processes still map this file, so
+             * it is repaired in place from the recorded limits, its reservations kept; never
+             * replaced by an empty one they would not see. */
+            rc = tf_shm_repair(path, cfg, &map, rerr, sizeof(rerr));
+            tf_log(TF_LOG_WARN, "soft", "workload %s: region %s: %s; %s%s", key, path, oerr,
+                   rc ? "cannot repair it, recreating it: "
+                      : "repaired in place from the recorded limits",
+                   rc ? rerr : "");
+        }
+        if (!rc && reopened)
             *reopened = true;
     }
     if (rc) {

@@ -8,8 +8,9 @@
  * hypervisor steps every TF_HV_ENGINE_PERIOD_MS: it reclaims dead processes' slots, samples
  * per-process GPU time through NVML, runs the compute controller and publishes the heartbeat.
  * The app runs with LD_PRELOAD=libtf_limiter.so and TF_SHM_PATH=<region>.
- * After a hypervisor restart the regions of the recorded workloads are reopened (or recreated
- * from the recorded limits when the file is gone), so running apps keep their limits.
+ * After a hypervisor restart the regions of the recorded workloads are reopened (recreated
+ * from the recorded limits when the file is gone; repaired in place from them, reservations
+ * kept, when it is corrupt: tf_shm_repair), so running apps keep their limits.
  * The limiter library is found in $TF_LIMITER_LIB, next to the hypervisor, in
  * ../lib/tensor-fusion/, then in the build tree's src/limiter/.
  * Regions of other owners (the Kubernetes node agent's pods, k8s_pods.h) are registered with
@@ -51,9 +52,10 @@ void tf_hv_soft_stop(struct tf_hv *hv, const struct tf_hv_workload *w);
 
 /* Registers the region file PATH under KEY (copied, shorter than TF_HV_SOFT_KEY_MAX) with the
  * engine, creating PATH's directory. With REOPEN a valid region already at PATH is adopted as
- * it is (limits, VRAM accounting and PID slots kept; *REOPENED, if non-NULL, set true);
- * otherwise, or when it is missing or invalid, a fresh region is created from CFG (mode 0666,
- * replacing any file there). TF_EEXIST when KEY is registered, TF_ENOTSUP when S is NULL. */
+ * it is (limits, VRAM accounting and PID slots kept; *REOPENED, if non-NULL, set true), and an
+ * invalid one is repaired in place from CFG (tf_shm_repair: its processes keep their mapping
+ * and their reservations count); otherwise, or when it is missing or beyond repair, a fresh
+ * region is created from CFG (mode 0666, replacing any file there). TF_EEXIST when KEY is registered, TF_ENOTSUP when S is NULL. */
 int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
                       const struct tf_shm_config *cfg, bool reopen, bool *reopened, char *err,
                       size_t errlen);
