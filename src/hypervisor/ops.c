@@ -339,6 +339,8 @@ json_object *tf_hv_workloads_json(struct tf_hv *hv)
         struct tf_hv_usage u;
         tf_hv_runtime_usage(hv, &ws[i], &u);
         json_object_object_add(o, "usage", tf_hv_usage_json(&u));
+        json_object_object_add(o, "vramEscapes",
+                               json_object_new_int64(tf_hv_escape_count(hv, ws[i].req.name)));
         json_object_array_add(arr, o);
     }
     free(ws);

@@ -379,6 +379,24 @@ bool tf_hv_soft_usage(struct tf_hv *hv, const char *name, int k, int32_t *share_
     return e != NULL;
 }
 
+bool tf_hv_soft_registered(struct tf_hv *hv, const char *name, int host_pid)
+{
+    struct tf_hv_soft *s = hv->soft;
+    bool found = false;
+    if (!s || host_pid <= 0)
+        return false;
+    pthread_mutex_lock(&s->mu);
+    struct entry *e = find(s, name);
+    for (int i = 0; e && i < TF_SHM_MAX_PIDS && !found; i++) {
+        uint64_t owner = atomic_load_explicit(&e->map.r->pid[i].owner, memory_order_relaxed);
+        found = owner && !(owner & TF_SHM_OWNER_RECLAIM) &&
+                atomic_load_explicit(&e->map.r->pid[i].host_pid, memory_order_relaxed) ==
+                    (uint32_t)host_pid;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
+}
+
 bool tf_hv_soft_has_processes(struct tf_hv *hv, const char *name)
 {
     struct tf_hv_soft *s = hv->soft;

@@ -55,7 +55,8 @@ void tf_hv_soft_stop(struct tf_hv *hv, const struct tf_hv_workload *w);
  * it is (limits, VRAM accounting and PID slots kept; *REOPENED, if non-NULL, set true), and an
  * invalid one is repaired in place from CFG (tf_shm_repair: its processes keep their mapping
  * and their reservations count); otherwise, or when it is missing or beyond repair, a fresh
- * region is created from CFG (mode 0666, replacing any file there). TF_EEXIST when KEY is registered, TF_ENOTSUP when S is NULL. */
+ * region is created from CFG (mode 0666, replacing any file there). TF_EEXIST when KEY is
+ * registered, TF_ENOTSUP when S is NULL. */
 int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
                       const struct tf_shm_config *cfg, bool reopen, bool *reopened, char *err,
                       size_t errlen);
@@ -77,6 +78,9 @@ void tf_hv_soft_step(struct tf_hv *hv);
  * false when there is none. */
 bool tf_hv_soft_usage(struct tf_hv *hv, const char *name, int k, int32_t *share_bp,
                       int64_t *vram_used);
+/* True when the process HOST_PID (as the hypervisor sees it) holds a PID slot of workload
+ * NAME's region: it runs under the limiter. */
+bool tf_hv_soft_registered(struct tf_hv *hv, const char *name, int host_pid);
 /* True while some process holds a PID slot of W's region (the limiter registers every
  * process of the app, children included). */
 bool tf_hv_soft_has_processes(struct tf_hv *hv, const char *name);
