@@ -258,6 +258,16 @@ int main(int argc, char **argv)
     if (ftruncate(lockfd, 0) != 0 || pwrite(lockfd, pidbuf, (size_t)pl, 0) != pl)
         tf_log(TF_LOG_WARN, "hypervisor", "cannot record pid in %s", path);
 
+    if (!hv.cfg.api_token[0]) {
+        /* Authenticated by default: the token only this user (and root) can read. */
+        snprintf(path, sizeof(path), "%s/" TF_HV_API_TOKEN_FILE, hv.cfg.state_dir);
+        if (tf_hv_token_ensure(path, hv.cfg.api_token, sizeof(hv.cfg.api_token), err,
+                               sizeof(err))) {
+            tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
+            return 1;
+        }
+        tf_log(TF_LOG_INFO, "hypervisor", "API token in %s (this user only)", path);
+    }
     snprintf(path, sizeof(path), "%s/state.db", hv.cfg.state_dir);
     if (tf_hv_state_open(path, &hv.state, err, sizeof(err))) {
         tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
@@ -321,10 +331,6 @@ int main(int argc, char **argv)
         tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
         return 1;
     }
-    if (strncmp(hv.cfg.listen, "127.", 4) && !hv.cfg.api_token[0])
-        tf_log(TF_LOG_WARN, "hypervisor",
-               "the API listens beyond loopback without --api-token-file: anyone who can reach "
-               "it can allocate GPUs");
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));

@@ -65,3 +65,19 @@ bool tf_hv_proc_alive(int pid, int64_t start_ticks)
     }
     return false;
 }
+
+int tf_hv_proc_uid(int pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    int uid = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "Uid:", 4)) {
+            uid = atoi(line + 4);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return uid;
+}

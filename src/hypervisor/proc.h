@@ -13,6 +13,9 @@
  * exist. */
 int64_t tf_hv_proc_start_ticks(int pid);
 
+/* Real user id of PID (/proc/PID/status), or -1. */
+int tf_hv_proc_uid(int pid);
+
 /* Parent of PID (/proc/PID/stat field 4), 0 when PID does not exist. */
 int tf_hv_proc_ppid(int pid);
 

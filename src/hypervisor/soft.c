@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "hypervisor/paths.h"
+#include "hypervisor/proc.h"
 #include "limits/engine.h"
 #include "limits/nvml.h"
 #include "limits/proc.h"
@@ -170,6 +171,13 @@ int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
                       const struct tf_shm_config *cfg, bool reopen, bool *reopened, char *err,
                       size_t errlen)
 {
+    return tf_hv_soft_attach_as(s, key, path, cfg, reopen, reopened, 0666, -1, err, errlen);
+}
+
+int tf_hv_soft_attach_as(struct tf_hv_soft *s, const char *key, const char *path,
+                         const struct tf_shm_config *cfg, bool reopen, bool *reopened, int mode,
+                         int uid, char *err, size_t errlen)
+{
     char dir[800];
     if (reopened)
         *reopened = false;
@@ -215,11 +223,17 @@ int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
     if (rc) {
         (void)unlink(path); /* a stale region of an earlier workload of that name */
         mode_t old = umask(0);
-        rc = tf_shm_create(path, cfg, 0666, &map, err, errlen);
+        rc = tf_shm_create(path, cfg, (mode_t)mode, &map, err, errlen);
         umask(old);
         if (rc)
             return rc;
     }
+    /* The workload's user owns it, nobody else may write it (a region of an earlier version
+     * is brought to that too). */
+    if ((uid >= 0 && geteuid() == 0 && chown(path, (uid_t)uid, (gid_t)-1) != 0) ||
+        chmod(path, (mode_t)mode) != 0)
+        tf_log(TF_LOG_WARN, "soft", "workload %s: region %s: cannot set its owner/mode: %s", key,
+               path, strerror(errno));
     pthread_mutex_lock(&s->mu);
     if (s->n == s->cap) {
         int cap = s->cap ? s->cap * 2 : 16;
@@ -325,7 +339,11 @@ int tf_hv_soft_start(struct tf_hv *hv, const struct tf_hv_workload *w, bool reop
         d->vram_limit = (uint64_t)w->alloc[i].vram_limit;
         device_mem(hv, w->alloc[i].uuid, &d->mem_total);
     }
-    if ((rc = tf_hv_soft_attach(s, w->req.name, path, &cfg, reopen, NULL, err, errlen)))
+    /* Owned by the user of the process that asked for the workload (tfctl run), mode 0600:
+     * that user's processes, and no other user's, may map it. */
+    int uid = w->req.pid > 0 ? tf_hv_proc_uid(w->req.pid) : -1;
+    if ((rc = tf_hv_soft_attach_as(s, w->req.name, path, &cfg, reopen, NULL, 0600, uid, err,
+                                   errlen)))
         return rc;
     if (!reopen && (rc = tf_hv_state_set_runtime(hv->state, w->req.name, path, w->worker_pid,
                                                  w->worker_addr, err, errlen))) {

@@ -60,6 +60,12 @@ void tf_hv_soft_stop(struct tf_hv *hv, const struct tf_hv_workload *w);
 int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
                       const struct tf_shm_config *cfg, bool reopen, bool *reopened, char *err,
                       size_t errlen);
+/* The same, the region file getting MODE (e.g. 0600) and, when UID >= 0 and the hypervisor
+ * runs as root, owner UID, so only the workload's user may map it. tf_hv_soft_attach uses 0666
+ * and no owner (the Kubernetes node agent's pod regions, whose container users are unknown). */
+int tf_hv_soft_attach_as(struct tf_hv_soft *s, const char *key, const char *path,
+                         const struct tf_shm_config *cfg, bool reopen, bool *reopened, int mode,
+                         int uid, char *err, size_t errlen);
 /* Rewrites KEY's configuration with CFG when it differs (a live limit change: *CHANGED set).
  * TF_ENOENT when KEY is not registered; tf_shm_read_config / _write_config errors. */
 int tf_hv_soft_configure(struct tf_hv_soft *s, const char *key, const struct tf_shm_config *cfg,
