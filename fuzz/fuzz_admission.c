@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct tf_admission_req r;
-    char err[256];
+    char err[256] = "";
     if (tf_admission_decode((const char *)data, size, &r, err, sizeof(err)) == 0) {
         if (!r.uid || !r.operation || !r.kind)
             abort();
