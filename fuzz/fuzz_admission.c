@@ -27,10 +27,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (tf_allocsig_init(&sig, key, 32))
                 abort();
             (void)tf_allocsig_verify(&sig, r.object);
-            if (r.old_object) {
-                char msg[512];
+            char msg[512];
+            if (r.old_object)
                 (void)tf_sysguard_update(r.old_object, r.object, msg, sizeof(msg));
-            }
+            (void)tf_sysguard_reserved(r.object, msg, sizeof(msg));
             json_object *warnings = json_object_new_array();
             tf_sysguard_strip(r.object, warnings);
             json_object_put(warnings);

@@ -115,6 +115,59 @@ static const char *changed(json_object *old, json_object *now, bool (*keep)(cons
     return NULL;
 }
 
+static bool reserved_volume(const char *n)
+{
+    return n && (!strcmp(n, "tf-shm") || !strcmp(n, "tf-lib"));
+}
+
+static bool reserved_container(const char *n)
+{
+    return n && (!strcmp(n, "tf-worker") || !strcmp(n, "tf-limiter-copy") ||
+                 !strcmp(n, "tf-client-copy") || !strncmp(n, "tf-preload-", 11));
+}
+
+int tf_sysguard_reserved(json_object *pod, char *msg, size_t msglen)
+{
+    json_object *vols = tf_json_path(pod, "spec", "volumes", NULL);
+    for (size_t i = 0; vols && i < json_object_array_length(vols); i++) {
+        const char *n = tf_json_str(json_object_array_get_idx(vols, i), "name", NULL);
+        if (reserved_volume(n)) {
+            tf_errf(msg, msglen,
+                    "spec.volumes %s: the name is TensorFusion's (it injects that "
+                    "volume itself)",
+                    n);
+            return TF_EPERM;
+        }
+    }
+    static const char *const lists[] = {"initContainers", "containers", "ephemeralContainers"};
+    for (size_t l = 0; l < sizeof(lists) / sizeof(lists[0]); l++) {
+        json_object *cs = tf_json_path(pod, "spec", lists[l], NULL);
+        for (size_t i = 0; cs && i < json_object_array_length(cs); i++) {
+            json_object *c = json_object_array_get_idx(cs, i);
+            const char *cn = tf_json_str(c, "name", NULL);
+            if (reserved_container(cn)) {
+                tf_errf(msg, msglen,
+                        "spec.%s %s: the name is TensorFusion's (it injects that "
+                        "container itself)",
+                        lists[l], cn);
+                return TF_EPERM;
+            }
+            json_object *ms = tf_json_path(c, "volumeMounts", NULL);
+            for (size_t k = 0; ms && k < json_object_array_length(ms); k++) {
+                const char *mn = tf_json_str(json_object_array_get_idx(ms, k), "name", NULL);
+                if (reserved_volume(mn)) {
+                    tf_errf(msg, msglen,
+                            "spec.%s %s: volumeMount %s is TensorFusion's (it mounts "
+                            "that volume itself)",
+                            lists[l], cn ? cn : "?", mn);
+                    return TF_EPERM;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
 int tf_sysguard_update(json_object *old, json_object *pod, char *msg, size_t msglen)
 {
     json_object *oa = tf_json_path(old, "metadata", "annotations", NULL),

@@ -13,7 +13,8 @@
  *   CREATE   has every system key removed from the pod (each named in a warning) before the
  *            webhook reads it, so a pod cannot choose its GPUs, pose as a worker or count
  *            against another owner; a pod the webhook takes over may not bring spec.nodeName
- *            (it would skip the scheduler that books its GPUs)
+ *            (it would skip the scheduler that books its GPUs), nor volumes, mounts or
+ *            containers under the names the webhook injects (tf_sysguard_reserved)
  *   UPDATE   may not add, change or remove a system key; on a pod the webhook took over
  *            (component label present) not any tensor-fusion.ai/ annotation or label either:
  *            its limits are booked by the scheduler and followed live by the node agent
@@ -39,6 +40,14 @@ bool tf_sysguard_is_system(const char *system_user, const char *ns, const char *
 /* CREATE by anyone else: removes the system keys from POD in place and appends one warning
  * string per removed key to WARNINGS (a json array, may be NULL). Returns how many. */
 size_t tf_sysguard_strip(json_object *pod, json_object *warnings);
+
+/* CREATE by anyone else of a pod the webhook may take over: 0, or TF_EPERM with MSG when POD
+ * brings a volume, volume mount or container under a name the webhook injects (volumes
+ * tf-shm, tf-lib; containers tf-worker, tf-limiter-copy, tf-client-copy, tf-preload-*). The
+ * webhook keeps what it finds under those names, so a pod could otherwise point the region
+ * mount at its own volume, mount the node's whole region tree into its app container, or
+ * bring its own "tf-worker" in place of the one that enforces its hard limits. */
+int tf_sysguard_reserved(json_object *pod, char *msg, size_t msglen);
 
 /* UPDATE by anyone else from OLD to POD: 0 when allowed, else TF_EPERM with MSG naming the
  * key. */

@@ -1070,6 +1070,11 @@ static void guarded_create(struct tf_webhook *wh, const struct tf_admission_req 
     size_t n = tf_sysguard_strip(pod, removed);
     const char *label = tf_json_str(pod, "metadata", "labels", TF_LABEL_ENABLED, NULL);
     const char *node = tf_json_str(pod, "spec", "nodeName", NULL);
+    char why[512];
+    if (!(label && strcmp(label, "false") == 0) && tf_sysguard_reserved(pod, why, sizeof(why))) {
+        deny(out, 403, "%s", why);
+        goto out;
+    }
     if (node && label && strcmp(label, "true") == 0) {
         deny(out, 403,
              "spec.nodeName %s: a TensorFusion pod is placed by %s, which books its GPUs; "

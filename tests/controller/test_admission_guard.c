@@ -194,6 +194,39 @@ static void pod_choosing_its_node_is_denied(void **state)
     json_object_put(pod);
 }
 
+/* The attack: bring what the webhook injects under its names. The webhook keeps what it
+ * finds, so a pod could mount the node's whole region tree (every pod's limits) into its app
+ * container, point the region mount at its own volume, or replace the tf-worker sidecar that
+ * enforces its hard limits with its own. */
+static void pod_bringing_tensor_fusions_volumes_or_containers_is_denied(void **state)
+{
+    static const char *const specs[] = {
+        "\"volumes\":[{\"name\":\"tf-shm\",\"hostPath\":{\"path\":\"/\"}}],"
+        "\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]",
+        "\"containers\":[{\"name\":\"app\",\"image\":\"x\",\"volumeMounts\":[{\"name\":"
+        "\"tf-shm\",\"mountPath\":\"/all-regions\"}]}]",
+        "\"containers\":[{\"name\":\"app\",\"image\":\"x\"},{\"name\":\"tf-worker\","
+        "\"image\":\"evil/unlimited\"}]",
+        "\"initContainers\":[{\"name\":\"tf-preload-app\",\"image\":\"evil\"}],"
+        "\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]",
+    };
+    for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+        char buf[1024];
+        snprintf(buf, sizeof(buf),
+                 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\","
+                 "\"namespace\":\"ml\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
+                 "\"annotations\":{\"tensor-fusion.ai/isolation\":\"hard\"}},\"spec\":{%s}}",
+                 specs[i]);
+        json_object *pod = jparse(buf);
+        json_object *resp = review("CREATE", ATTACKER, NULL, pod, NULL);
+        if (allowed(resp))
+            fail_msg("admitted: %s", buf);
+        assert_non_null(strstr(message(resp), "TensorFusion's"));
+        json_object_put(resp);
+        json_object_put(pod);
+    }
+}
+
 static void service_account_of_another_namespace_is_not_the_controller(void **state)
 {
     json_object *pod = forged_pod("false"), *out = NULL;
@@ -422,6 +455,7 @@ int main(void)
         cmocka_unit_test(pod_bringing_gpu_ids_is_admitted_without_them),
         cmocka_unit_test(opted_out_pod_bringing_gpu_ids_is_stripped_too),
         cmocka_unit_test(pod_choosing_its_node_is_denied),
+        cmocka_unit_test(pod_bringing_tensor_fusions_volumes_or_containers_is_denied),
         cmocka_unit_test(service_account_of_another_namespace_is_not_the_controller),
         cmocka_unit_test(controller_writes_system_keys_unchanged),
         cmocka_unit_test(user_cannot_add_change_or_remove_gpu_ids),
