@@ -561,8 +561,9 @@ static pid_t start_worker(char *addr, size_t len, char *dir)
             unsetenv("LD_LIBRARY_PATH");
         setenv("TF_SIM_SHM_PREFIX", shm, 1);
         setenv("TF_LOG_LEVEL", "error", 1);
+        /* (one tenant: the page-locked staging path, as the hypervisor's workers run) */
         execl(BENCH_WORKER, BENCH_WORKER, "--listen", "tcp://127.0.0.1:0", "--token-file", tok,
-              "--ready-file", ready, (char *)NULL);
+              "--ready-file", ready, "--pinned-staging", (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 1000; i++) {

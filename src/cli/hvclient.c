@@ -141,6 +141,25 @@ static int spawn(struct tf_cli_hv *hv, char *err, size_t errlen)
     return 0;
 }
 
+/* The local hypervisor's API token (paths.h): readable by its own user only. */
+static int load_token(struct tf_cli_hv *hv, char *err, size_t errlen)
+{
+    char path[600], tok[160], terr[700];
+    snprintf(path, sizeof(path), "%s/" TF_HV_API_TOKEN_FILE, hv->state_dir);
+    int rc = tf_hv_token_read(path, tok, sizeof(tok), terr, sizeof(terr));
+    if (rc == TF_ENOENT) /* (a hypervisor given its own --api-token-file) */
+        return 0;
+    if (rc) {
+        tf_errf(err, errlen,
+                "cannot use the hypervisor of %s: %s (its API takes the token only its user can "
+                "read)",
+                hv->state_dir, terr);
+        return TF_EPERM;
+    }
+    snprintf(hv->auth, sizeof(hv->auth), "Authorization: Bearer %.150s", tok);
+    return 0;
+}
+
 int tf_cli_hv_connect(struct tf_cli_hv *hv, bool autostart, char *err, size_t errlen)
 {
     curl_once();
@@ -150,7 +169,7 @@ int tf_cli_hv_connect(struct tf_cli_hv *hv, bool autostart, char *err, size_t er
         return TF_ENOENT;
     }
     if (read_addr(hv) && healthy(hv))
-        return 0;
+        return load_token(hv, err, errlen);
     if (!autostart) {
         tf_errf(err, errlen, "no hypervisor is running for %s (tfctl run starts one)",
                 hv->state_dir);
@@ -161,7 +180,7 @@ int tf_cli_hv_connect(struct tf_cli_hv *hv, bool autostart, char *err, size_t er
         return rc;
     for (int i = 0; i < 300; i++) { /* up to 15 s (slow under sanitizers) */
         if (read_addr(hv) && healthy(hv))
-            return 0;
+            return load_token(hv, err, errlen);
         struct timespec ts = {0, 50 * 1000000L};
         nanosleep(&ts, NULL);
     }

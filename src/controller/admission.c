@@ -146,6 +146,21 @@ int tf_admission_decode(const char *body, size_t len, struct tf_admission_req *r
             rc = TF_EINVAL;
         }
         req->object = o;
+        json_object *old = NULL;
+        if (json_object_object_get_ex(r, "oldObject", &old) && old &&
+            !json_object_is_type(old, json_type_object)) {
+            tf_errf(err, errlen, "AdmissionReview: request.oldObject must be an object");
+            rc = TF_EINVAL;
+        }
+        req->old_object = old;
+        json_object *ui = tf_json_path(r, "userInfo", NULL);
+        req->username = "";
+        if (ui && !json_object_is_type(ui, json_type_object)) {
+            tf_errf(err, errlen, "AdmissionReview: request.userInfo must be an object");
+            rc = TF_EINVAL;
+        } else if (ui && !rc) {
+            req->username = need_str(ui, "username", false, err, errlen, &rc);
+        }
         json_object *dr = NULL;
         if (json_object_object_get_ex(r, "dryRun", &dr) && dr)
             req->dry_run =

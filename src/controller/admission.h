@@ -17,13 +17,15 @@
 #include <stddef.h>
 
 struct tf_admission_req {
-    json_object *root;     /* the whole review (owned; freed by tf_admission_req_free) */
-    const char *uid;       /* borrowed from ROOT */
-    const char *operation; /* CREATE, UPDATE, DELETE, CONNECT */
-    const char *kind;      /* request.kind.kind, e.g. "Pod" */
-    const char *namespace; /* may be "" */
-    const char *name;      /* may be "" (generateName pods) */
-    json_object *object;   /* request.object (borrowed), NULL for DELETE */
+    json_object *root;       /* the whole review (owned; freed by tf_admission_req_free) */
+    const char *uid;         /* borrowed from ROOT */
+    const char *operation;   /* CREATE, UPDATE, DELETE, CONNECT */
+    const char *kind;        /* request.kind.kind, e.g. "Pod" */
+    const char *namespace;   /* may be "" */
+    const char *name;        /* may be "" (generateName pods) */
+    json_object *object;     /* request.object (borrowed), NULL for DELETE */
+    json_object *old_object; /* request.oldObject (borrowed): UPDATE and DELETE, else NULL */
+    const char *username;    /* request.userInfo.username, "" when absent (borrowed) */
     bool dry_run;
 };
 

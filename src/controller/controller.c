@@ -11,6 +11,7 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "controller/alerts.h"
+#include "controller/allocsig.h"
 #include "controller/base64.h"
 #include "controller/ctlmetrics.h"
 #include "controller/efficiency.h"
@@ -27,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,6 +56,7 @@ struct ctl {
     struct tf_tls_bundle tls;
     time_t cert_mtime;
     bool ca_patched;
+    struct tf_allocsig sig; /* the allocation-signature key (allocsig.h) */
 };
 
 /* ---- webhook environment over the informers ------------------------------------------------ */
@@ -253,6 +256,8 @@ static int parse_config(struct ctl *x, const char *text, struct tf_webhook_confi
         return rc;
     free(wc->own_namespace);
     wc->own_namespace = strdup(x->o->namespace);
+    if (x->o->system_user)
+        wc->system_user = strdup(x->o->system_user);
     char url[512];
     if (x->o->controller_url)
         snprintf(url, sizeof(url), "%s", x->o->controller_url);
@@ -445,6 +450,75 @@ static int cert_bootstrap(struct ctl *x)
         tf_log(TF_LOG_INFO, "controller", "generated CA and serving certificate secret=%s/%s",
                x->o->namespace, secret);
     return 0;
+}
+
+/* ---- the allocation-signature key -------------------------------------------------------- */
+
+/* Reads the key from the Secret TF_ALLOCSIG_SECRET in the controller's namespace or, when
+ * there is none, makes it (32 random bytes); a replica that loses the race to create it reads
+ * the winner's, so all replicas sign alike. */
+static int allocsig_bootstrap(struct ctl *x)
+{
+    char err[512];
+    const char *ns = x->o->namespace;
+    for (int attempt = 0; attempt < 3; attempt++) {
+        json_object *sec = NULL;
+        int rc = tf_k8s_get(x->c, &tf_k8s_secrets, ns, TF_ALLOCSIG_SECRET, &sec, err, sizeof(err));
+        if (rc == 0) {
+            const char *b = tf_json_str(sec, "data", TF_ALLOCSIG_SECRET_KEY, NULL);
+            size_t n = 0;
+            char *raw = b ? tf_base64_decode(b, &n) : NULL;
+            rc = raw ? tf_allocsig_init(&x->sig, raw, n) : TF_EINVAL;
+            if (raw)
+                memset(raw, 0, n);
+            free(raw);
+            json_object_put(sec);
+            if (rc)
+                tf_log(TF_LOG_ERROR, "controller",
+                       "secret %s/%s: data.%s must hold %d..%d bytes (base64)", ns,
+                       TF_ALLOCSIG_SECRET, TF_ALLOCSIG_SECRET_KEY, TF_ALLOCSIG_KEY_MIN,
+                       TF_ALLOCSIG_KEY_MAX);
+            return rc;
+        }
+        if (rc != TF_ENOENT) {
+            tf_log(TF_LOG_ERROR, "controller", "cannot read secret %s/%s: %s", ns,
+                   TF_ALLOCSIG_SECRET, err);
+            return rc;
+        }
+        unsigned char key[32];
+        if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
+            tf_log(TF_LOG_ERROR, "controller", "no random bytes for the allocation key");
+            return TF_EIO;
+        }
+        char *b64 = tf_base64_encode(key, sizeof(key));
+        memset(key, 0, sizeof(key));
+        if (!b64)
+            return TF_ENOMEM;
+        json_object *s = json_object_new_object(), *meta = json_object_new_object(),
+                    *data = json_object_new_object();
+        json_object_object_add(s, "apiVersion", json_object_new_string("v1"));
+        json_object_object_add(s, "kind", json_object_new_string("Secret"));
+        json_object_object_add(meta, "name", json_object_new_string(TF_ALLOCSIG_SECRET));
+        json_object_object_add(meta, "namespace", json_object_new_string(ns));
+        json_object_object_add(s, "metadata", meta);
+        json_object_object_add(s, "type", json_object_new_string("Opaque"));
+        json_object_object_add(data, TF_ALLOCSIG_SECRET_KEY, json_object_new_string(b64));
+        json_object_object_add(s, "data", data);
+        memset(b64, 0, strlen(b64));
+        free(b64);
+        rc = tf_k8s_create(x->c, &tf_k8s_secrets, ns, s, NULL, err, sizeof(err));
+        json_object_put(s);
+        if (rc && rc != TF_EEXIST) {
+            tf_log(TF_LOG_ERROR, "controller", "cannot create secret %s/%s: %s", ns,
+                   TF_ALLOCSIG_SECRET, err);
+            return rc;
+        }
+        if (rc == 0)
+            tf_log(TF_LOG_INFO, "controller", "generated the allocation key secret=%s/%s", ns,
+                   TF_ALLOCSIG_SECRET);
+        /* read back what is stored (ours, or the replica's that won) */
+    }
+    return TF_ESTATE;
 }
 
 static int set_ca(json_object *mwc, void *arg)
@@ -749,13 +823,14 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
         tf_webhook_config_free(&wc);
         return rc;
     }
-    if ((rc = cert_bootstrap(&x)))
+    if ((rc = cert_bootstrap(&x)) || (rc = allocsig_bootstrap(&x)))
         goto out_cfg;
     x.ext = tf_extender_new(c, wc.default_pool, x.policy[0] ? x.policy : "dynamic");
     if (!x.ext) {
         rc = TF_ENOMEM;
         goto out;
     }
+    tf_extender_set_allocsig(x.ext, &x.sig);
     struct tf_efficiency_opts eo = {
         .autoscale = o->autoscale,
         .autoscale_every_ms = o->autoscale_interval_ms > 0 ? o->autoscale_interval_ms : 30000,
@@ -843,6 +918,8 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
                                        x.claims,   x.nodeclasses, x.nodes,       x.leases};
     x.rec = tf_reconciler_new(c, &src, x.wh.cfg.default_pool, x.wh.cfg.worker_image,
                               x.wh.cfg.shm_host_dir);
+    if (x.rec)
+        tf_reconciler_set_allocsig(x.rec, &x.sig);
     /* Serve only once the caches are warm, so the first reviews see profiles and pools. */
     struct tf_informer *warm[] = {x.pods,        x.namespaces, x.profiles,  x.pools,
                                   x.replicasets, x.gpus,       x.templates, x.quotas};

@@ -11,6 +11,9 @@
  * certificate for <service>.<namespace>.svc) and stored. Either way the CA is patched into
  * every webhook of the MutatingWebhookConfiguration webhook_config (retried until it exists).
  *
+ * Allocations are signed (allocsig.h) with a key kept in the Secret
+ * tensor-fusion-allocation-key of its namespace, made at first start.
+ *
  * The elected leader runs the reconcilers (reconcile.h), then the efficiency reconcilers
  * (autoscaling, node compaction, defragmentation: efficiency.h), every resync_ms, and with a
  * metrics URL writes the controller's metric tables (ctlmetrics.h) every metrics interval.
@@ -43,6 +46,10 @@ struct tf_controller_opts {
     int resync_ms;              /* reconcile period (default 5000) */
     int lease_duration_s;       /* leader election (default 15) */
     const char *port_file;      /* when set, "WEBHOOK_PORT HTTP_PORT\n" is written there */
+    /* The controller's own username in the API server, the only identity the webhook lets
+     * write system annotations (sysguard.h); NULL: system:serviceaccount:<namespace>:
+     * tensor-fusion (the chart's service account). */
+    const char *system_user;
     /* Efficiency reconcilers (efficiency.h). */
     bool autoscale;               /* --enable-auto-scale */
     int autoscale_interval_ms;    /* default evaluation interval (default 30000) */

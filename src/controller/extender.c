@@ -50,6 +50,13 @@ void tf_extender_set_sources(struct tf_extender *x, const struct tf_extender_sou
     atomic_store(&x->dirty, true);
 }
 
+void tf_extender_set_allocsig(struct tf_extender *x, const struct tf_allocsig *sig)
+{
+    x->sig = sig;
+    tf__ledger_set_sig(x->ledger, sig);
+    atomic_store(&x->dirty, true);
+}
+
 void tf_extender_destroy(struct tf_extender *x)
 {
     if (!x)

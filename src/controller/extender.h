@@ -14,7 +14,9 @@
  * State: the allocator's cluster is built from the GPU objects (status.capacity, uuid, model,
  * index, node), the GPUPools (oversubscription, isolation, QoS, placement from their
  * SchedulingConfigTemplate) and the GPUResourceQuotas; then every live pod's recorded
- * allocation (gpu-ids on its node) is restored, so a restarted controller never double-books.
+ * allocation (gpu-ids on its node, signed by this controller: tf_extender_set_allocsig) is
+ * restored, so a restarted controller never double-books and a pod that brings its own
+ * gpu-ids books nothing.
  * The pod handlers read each pod once as the informer reports it and keep the pods holding
  * GPUs in a compact ledger, so a rebuild reads no pod JSON. A change of GPUs, pools,
  * templates or quotas marks the state dirty and the next request rebuilds it; deleted or
@@ -50,6 +52,11 @@ struct tf_extender;
 struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default_pool,
                                     const char *policy);
 void tf_extender_set_sources(struct tf_extender *x, const struct tf_extender_sources *src);
+/* Binds sign the allocations they record with SIG (borrowed, outliving X) and the state
+ * rebuild restores only allocations whose signature verifies (allocsig.h). Without it (NULL,
+ * the default: tools loading clusters from files) every recorded allocation is restored. */
+struct tf_allocsig;
+void tf_extender_set_allocsig(struct tf_extender *x, const struct tf_allocsig *sig);
 void tf_extender_destroy(struct tf_extender *x);
 
 /* Informer handlers: POD_HANDLERS for the pod informer (releases on delete/finish, keeps the

@@ -13,6 +13,7 @@
 #define TF_CONTROLLER_EXTENDER_INT_H
 
 #include "controller/extender.h"
+#include "controller/allocsig.h"
 #include "controller/extender_gang.h"
 
 #include "controller/podreq.h"
@@ -54,6 +55,7 @@ struct tf_extender {
     struct tf__ledger *ledger;     /* the pods holding GPUs per the API (own lock) */
     struct tf__gpus *gpus;         /* the GPUs per the API (own lock) */
     struct tf_ext_gangs *gangs;    /* gang groups with members waiting (extender_gang.h) */
+    const struct tf_allocsig *sig; /* signs and checks allocations (borrowed), or NULL */
     pthread_mutex_t scratch_lock;  /* guards scratch: request buffers kept for the next one */
     struct {
         void *p;
@@ -125,6 +127,9 @@ struct tf__ledger *tf__ledger_new(void);
 void tf__ledger_destroy(struct tf__ledger *l);
 /* POD was added (OLD NULL) or changed from OLD: recorded, updated or forgotten. */
 void tf__ledger_pod(struct tf__ledger *l, json_object *old, json_object *pod);
+/* From now on the ledger keeps only pods whose allocation signature verifies with SIG
+ * (borrowed; NULL: every recorded allocation). */
+void tf__ledger_set_sig(struct tf__ledger *l, const struct tf_allocsig *sig);
 void tf__ledger_del(struct tf__ledger *l, const char *ns, const char *name);
 /* Replaces the content with the pods of the array PODS (borrowed, may be NULL). */
 void tf__ledger_load(struct tf__ledger *l, json_object *pods);

@@ -48,9 +48,15 @@ static uint16_t lp_ctr(const struct lpod *e, unsigned i)
 }
 
 struct tf__ledger {
-    pthread_mutex_t lock; /* guards T */
-    struct tf__rectab t;  /* struct lpod, keyed by "namespace/name" */
+    pthread_mutex_t lock;          /* guards T */
+    struct tf__rectab t;           /* struct lpod, keyed by "namespace/name" */
+    const struct tf_allocsig *sig; /* set before the informers start (borrowed), or NULL */
 };
+
+void tf__ledger_set_sig(struct tf__ledger *l, const struct tf_allocsig *sig)
+{
+    l->sig = sig;
+}
 
 void *tf__rectab_get(const struct tf__rectab *t, const char *key, size_t len)
 {
@@ -188,7 +194,13 @@ void tf__ledger_pod(struct tf__ledger *l, json_object *old, json_object *pod)
     const char *node = tf_json_str(pod, "spec", "nodeName", NULL);
     pthread_mutex_lock(&l->lock);
     const struct lpod *held = tf__rectab_get(&l->t, key, (size_t)kl);
-    if (!ids || !node || !tf__ext_pod_live(pod)) {
+    bool forged = ids && node && !tf_allocsig_verify(l->sig, pod);
+    if (forged)
+        tf_log(TF_LOG_WARN, "extender",
+               "pod=%s claims GPUs %.200s on node %s without this controller's allocation "
+               "signature: not booked",
+               key, ids, node);
+    if (!ids || !node || forged || !tf__ext_pod_live(pod)) {
         if (held)
             tf__rectab_del(&l->t, key, (size_t)kl);
         pthread_mutex_unlock(&l->lock);

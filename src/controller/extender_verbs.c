@@ -320,6 +320,25 @@ static json_object *allocation_annotations(const struct tf_podreq *p,
     return anns;
 }
 
+/* Adds the allocation signature (allocsig.h) of POD on NODE to ANNS. 0 or TF_E* with ERR. */
+static int sign(const struct tf_extender *x, json_object *pod, const char *node, json_object *anns,
+                char *err, size_t errlen)
+{
+    if (!x->sig)
+        return 0;
+    char sig[TF_ALLOCSIG_LEN];
+    int rc = tf_allocsig_sign(x->sig, tf_json_str(pod, "metadata", "namespace", NULL),
+                              tf_json_str(pod, "metadata", "name", NULL),
+                              tf_json_str(pod, "metadata", "uid", NULL), node, anns, sig);
+    if (rc) {
+        tf_errf(err, errlen, "cannot sign the allocation (pod without metadata.uid?): %s",
+                tf_strerror(rc));
+        return rc;
+    }
+    json_object_object_add(anns, TF_ANN_ALLOCATION_SIGNATURE, json_object_new_string(sig));
+    return 0;
+}
+
 static json_object *get_pod(struct tf_extender *x, const char *ns, const char *name)
 {
     json_object *pod = x->src.pods ? tf_informer_get(x->src.pods, ns, name) : NULL;
@@ -423,6 +442,10 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
         }
         if (rc == 0) {
             anns = allocation_annotations(&b.pr, &res, x->cluster, ids, sizeof(ids));
+            if ((rc = sign(x, pod, ba.node, anns, err, sizeof(err))))
+                tf_alloc_release(x->alloc, b.pr.ns, b.pr.name);
+        }
+        if (rc == 0) {
             char key[400];
             snprintf(key, sizeof(key), "%s/%s", b.pr.ns, b.pr.name);
             json_object *e = json_object_new_object();

@@ -39,6 +39,9 @@ static void usage(FILE *f)
           "  --webhook-config NAME  MutatingWebhookConfiguration whose caBundle to set\n"
           "  --extra-san NAME       extra certificate SAN (IP or DNS name)\n"
           "  --identity NAME        leader-election identity (default $POD_NAME)\n"
+          "  --system-user NAME     the controller's own API username, the only one allowed to\n"
+          "                         write system annotations (default\n"
+          "                         system:serviceaccount:<namespace>:tensor-fusion)\n"
           "  --resync-ms N          reconcile period (default 5000)\n"
           "  --lease-seconds N      leader lease duration (default 15)\n"
           "  --port-file FILE       write the bound ports there (tests)\n"
@@ -81,6 +84,7 @@ int main(int argc, char **argv)
         WEBHOOKCFG,
         EXTRASAN,
         IDENTITY,
+        SYSUSER,
         RESYNC,
         LEASE,
         PORTFILE,
@@ -111,6 +115,7 @@ int main(int argc, char **argv)
         {"webhook-config", required_argument, NULL, WEBHOOKCFG},
         {"extra-san", required_argument, NULL, EXTRASAN},
         {"identity", required_argument, NULL, IDENTITY},
+        {"system-user", required_argument, NULL, SYSUSER},
         {"resync-ms", required_argument, NULL, RESYNC},
         {"lease-seconds", required_argument, NULL, LEASE},
         {"port-file", required_argument, NULL, PORTFILE},
@@ -171,6 +176,9 @@ int main(int argc, char **argv)
             break;
         case IDENTITY:
             o.identity = optarg;
+            break;
+        case SYSUSER:
+            o.system_user = optarg;
             break;
         case RESYNC:
             o.resync_ms = atoi(optarg);

@@ -17,6 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+void tf_reconciler_set_allocsig(struct tf_reconciler *r, const struct tf_allocsig *sig)
+{
+    r->sig = sig;
+}
+
 struct tf_reconciler *tf_reconciler_new(struct tf_k8s_client *c,
                                         const struct tf_reconcile_sources *src,
                                         const char *default_pool, const char *worker_image,

@@ -51,6 +51,10 @@ struct tf_reconciler *tf_reconciler_new(struct tf_k8s_client *c,
                                         const char *default_pool, const char *worker_image,
                                         const char *shm_host_dir);
 void tf_reconciler_destroy(struct tf_reconciler *r);
+/* GPU status counts, and connections are paired with, only pods whose allocation carries a
+ * valid signature of SIG (borrowed; allocsig.h); NULL: every recorded allocation counts. */
+struct tf_allocsig;
+void tf_reconciler_set_allocsig(struct tf_reconciler *r, const struct tf_allocsig *sig);
 /* One full pass. Returns the number of objects written (>= 0) or a TF_E* code when the
  * caches are not synced yet. Individual write failures are logged and retried next pass. */
 int tf_reconcile_once(struct tf_reconciler *r);

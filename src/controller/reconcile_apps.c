@@ -331,7 +331,8 @@ void tf__rc_connections(struct tf_reconciler *r, json_object *pods)
             const char *wns = tf_json_str(wp, "metadata", "namespace", NULL);
             const char *ip = tf_json_str(wp, "status", "podIP", NULL);
             if (!wc || strcmp(wc, "worker") != 0 || !ww || strcmp(ww, wl) != 0 || !wns ||
-                strcmp(wns, ns) != 0 || !ip || !tf__rc_pod_ready(wp))
+                strcmp(wns, ns) != 0 || !ip || !tf__rc_pod_ready(wp) ||
+                !tf_allocsig_verify(r->sig, wp))
                 continue;
             const char *wn = tf_json_str(wp, "metadata", "name", NULL);
             int load = 0;

@@ -170,7 +170,8 @@ static void reconcile_gpus(struct tf_reconciler *r, json_object *pods, json_obje
             json_object *pod = json_object_array_get_idx(pods, p);
             const char *ids = tf__rc_ann(pod, TF_ANN_GPU_IDS);
             if (!ids || !tf__rc_pod_active(pod) ||
-                !(tf__rc_list_has(ids, uuid) || tf__rc_list_has(ids, name)))
+                !(tf__rc_list_has(ids, uuid) || tf__rc_list_has(ids, name)) ||
+                !tf_allocsig_verify(r->sig, pod))
                 continue;
             int64_t t, v;
             tf__rc_pod_share(pod, ct, cv, &t, &v);

@@ -8,6 +8,7 @@
 #ifndef TF_CONTROLLER_RECONCILE_INT_H
 #define TF_CONTROLLER_RECONCILE_INT_H
 
+#include "controller/allocsig.h"
 #include "controller/k8s/client.h"
 #include "controller/reconcile.h"
 
@@ -20,7 +21,8 @@ struct tf_reconciler {
     struct tf_reconcile_sources src;
     char *default_pool, *worker_image, *shm_host_dir; /* owned */
     int writes;                                       /* objects written this pass */
-    json_object *prov_notes; /* pool -> last provisioning Warning (owned), not repeated */
+    json_object *prov_notes;       /* pool -> last provisioning Warning (owned), not repeated */
+    const struct tf_allocsig *sig; /* checks recorded allocations (borrowed), or NULL */
 };
 
 /* Metadata annotation / label KEY of O (borrowed from O), or NULL. */

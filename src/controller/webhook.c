@@ -13,6 +13,8 @@
 #include "controller/jsonpatch.h"
 #include "controller/webhook_int.h"
 #include "core/defaults.h"
+#include "controller/sysguard.h"
+#include "core/selector.h"
 #include "core/quantity.h"
 #include "core/selector.h"
 
@@ -73,6 +75,7 @@ void tf_webhook_config_free(struct tf_webhook_config *cfg)
     free(cfg->shm_host_dir);
     free(cfg->priority_class_high);
     free(cfg->priority_class_critical);
+    free(cfg->system_user);
     struct tf_automigration *am = &cfg->auto_migration;
     strv_free(am->include_ns, am->ninclude_ns);
     strv_free(am->exclude_ns, am->nexclude_ns);
@@ -721,15 +724,18 @@ void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file,
         json_object_array_add(cmd, json_object_new_string("--limits-region"));
         json_object_array_add(cmd, json_object_new_string(SHM_POD_DIR "/shm"));
     }
-    if (ngpus <= 1)
-        return;
-    char list[4 * TF_SPEC_MAX_GPUS] = "";
-    for (int i = 0; i < ngpus && i < TF_SPEC_MAX_GPUS; i++) {
-        size_t n = strlen(list);
-        snprintf(list + n, sizeof(list) - n, "%s%d", i ? "," : "", i);
+    if (ngpus > 1) {
+        char list[4 * TF_SPEC_MAX_GPUS] = "";
+        for (int i = 0; i < ngpus && i < TF_SPEC_MAX_GPUS; i++) {
+            size_t n = strlen(list);
+            snprintf(list + n, sizeof(list) - n, "%s%d", i ? "," : "", i);
+        }
+        json_object_array_add(cmd, json_object_new_string("--device"));
+        json_object_array_add(cmd, json_object_new_string(list));
     }
-    json_object_array_add(cmd, json_object_new_string("--device"));
-    json_object_array_add(cmd, json_object_new_string(list));
+    /* Every client of this worker is the pod's (or the client pod's) own: one tenant, so
+     * page-locked staging (reachable from all its contexts' kernels) is safe. */
+    json_object_array_add(cmd, json_object_new_string("--pinned-staging"));
 }
 
 /* Hard, local: the app and its tf-worker sidecar share a token made for this pod alone by
@@ -812,8 +818,8 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
 
 /* ---- review ------------------------------------------------------------------------------- */
 
-void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req,
-                       struct tf_webhook_result *out)
+static void review_create(struct tf_webhook *wh, const struct tf_admission_req *req,
+                          struct tf_webhook_result *out)
 {
     memset(out, 0, sizeof(*out));
     out->allowed = true;
@@ -1045,6 +1051,84 @@ done:
     tf_defaults_native_free(native, nnative);
     if (have_prof)
         tf_profile_free(&prof);
+}
+
+/* ---- the system-annotation guard around the review (sysguard.h) -------------------------- */
+
+/* CREATE by anyone but the controller: the review sees the pod without system keys, and the
+ * patch (from the pod as sent) removes them too. */
+static void guarded_create(struct tf_webhook *wh, const struct tf_admission_req *req,
+                           struct tf_webhook_result *out)
+{
+    json_object *pod = NULL, *removed = json_object_new_array();
+    if (!removed || json_object_deep_copy(req->object, &pod, NULL)) {
+        json_object_put(removed);
+        deny(out, 500, "out of memory");
+        return;
+    }
+    size_t n = tf_sysguard_strip(pod, removed);
+    const char *label = tf_json_str(pod, "metadata", "labels", TF_LABEL_ENABLED, NULL);
+    const char *node = tf_json_str(pod, "spec", "nodeName", NULL);
+    char why[512];
+    if (!(label && strcmp(label, "false") == 0) && tf_sysguard_reserved(pod, why, sizeof(why))) {
+        deny(out, 403, "%s", why);
+        goto out;
+    }
+    if (node && label && strcmp(label, "true") == 0) {
+        deny(out, 403,
+             "spec.nodeName %s: a TensorFusion pod is placed by %s, which books its GPUs; "
+             "pin a node with a nodeSelector or nodeAffinity on kubernetes.io/hostname instead",
+             node, TF_SCHEDULER_NAME);
+        goto out;
+    }
+    if (!node) { /* (a pod pinned to a node is never auto-migrated: it skips the scheduler) */
+        struct tf_admission_req r = *req;
+        r.object = pod;
+        review_create(wh, &r, out);
+    }
+    if (out->allowed && n) {
+        struct tf_dynbuf patch;
+        tf_dynbuf_init(&patch, SIZE_MAX / 2);
+        free(out->patch);
+        out->patch = NULL;
+        if (tf_jsonpatch_diff(req->object, out->mutated ? out->mutated : pod, &patch, &out->nops)) {
+            tf_dynbuf_free(&patch);
+            deny(out, 500, "cannot build the JSON patch");
+            goto out;
+        }
+        out->patch = patch.data;
+    }
+    for (size_t i = 0; i < json_object_array_length(removed); i++)
+        warn(out, "%s", json_object_get_string(json_object_array_get_idx(removed, i)));
+out:
+    json_object_put(removed);
+    json_object_put(pod);
+}
+
+void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req,
+                       struct tf_webhook_result *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->allowed = true;
+    bool create = strcmp(req->operation, "CREATE") == 0;
+    const char *ns = req->namespace && *req->namespace
+                         ? req->namespace
+                         : tf_json_str(req->object, "metadata", "namespace", NULL);
+    bool own = ns && wh->cfg.own_namespace && strcmp(ns, wh->cfg.own_namespace) == 0;
+    if (strcmp(req->kind, "Pod") != 0 || !req->object || own ||
+        tf_sysguard_is_system(wh->cfg.system_user, wh->cfg.own_namespace, req->username)) {
+        if (create)
+            review_create(wh, req, out);
+        return;
+    }
+    if (create) {
+        guarded_create(wh, req, out);
+    } else if (strcmp(req->operation, "UPDATE") == 0 && req->old_object &&
+               tf_sysguard_update(req->old_object, req->object, out->message,
+                                  sizeof(out->message))) {
+        out->allowed = false;
+        out->code = 403;
+    }
 }
 
 char *tf_webhook_handle(struct tf_webhook *wh, const char *body, size_t len, int *status)

@@ -2,7 +2,9 @@
  *
  * The mutating admission webhook for Pods (seed 000 step 2, seed 001, seed 004).
  *
- * On Pod CREATE, outside the controller's own namespace, for a pod labelled
+ * On Pod CREATE and UPDATE, keys only TensorFusion writes are guarded (sysguard.h: removed
+ * from, or denied to, anyone but the controller). On Pod CREATE, outside the controller's
+ * own namespace, for a pod labelled
  * tensor-fusion.ai/enabled: "true" (or one requesting nvidia.com/gpu inside the
  * auto-migration scope), the webhook: resolves the WorkloadProfile and the GPUPool (default
  * pool when unset), validates and normalises with the core workload spec (core/spec.h; never
@@ -120,6 +122,9 @@ struct tf_webhook_config {
      * "" = leave such pods alone. Defaults tensor-fusion-high, tensor-fusion-critical. */
     char *priority_class_high, *priority_class_critical;
     struct tf_automigration auto_migration;
+    /* The controller's own username (request.userInfo.username), the one identity allowed to
+     * write system keys (sysguard.h); NULL: system:serviceaccount:<own_namespace>:tensor-fusion. */
+    char *system_user;
 };
 
 /* Sets defaults (strdup'd). */
@@ -166,7 +171,8 @@ void tf_webhook_result_free(struct tf_webhook_result *r);
  * in Kubernetes: --token-file TOKEN_FILE, with LIMITS --limits-region on the pod's region
  * (its own shm directory is mounted at /run/tensor-fusion/pod; the node agent writes regions
  * for soft and hard pods only, whole-GPU ones have no limits) and, for more than one GPU,
- * --device 0,...,NGPUS-1 (the GPUs NVIDIA_VISIBLE_DEVICES exposes, in gpu-ids order). */
+ * --device 0,...,NGPUS-1 (the GPUs NVIDIA_VISIBLE_DEVICES exposes, in gpu-ids order), and
+ * --pinned-staging (its clients are one tenant). */
 void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file, bool limits);
 
 /* Remote workloads: the Secret (in the workload's namespace) whose key TF_TOKEN_SECRET_KEY
@@ -177,7 +183,8 @@ void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file,
 #define TF_TOKEN_SECRET_KEY "token"
 void tf_webhook_token_secret(const char *workload, char *out, size_t outlen);
 
-/* Reviews REQ (any kind/operation: non-Pod-CREATE requests are allowed unmodified). */
+/* Reviews REQ: Pod CREATE and UPDATE pass the system-annotation guard (sysguard.h) first;
+ * CREATE is then mutated as above; anything else is allowed unmodified. */
 void tf_webhook_review(struct tf_webhook *wh, const struct tf_admission_req *req,
                        struct tf_webhook_result *out);
 

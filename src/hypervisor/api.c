@@ -12,6 +12,14 @@
  *   POST   /api/v1/workloads/NAME/processes register a process {"pid": N}
  *   POST   /api/v1/workloads/NAME/heartbeat renew a leased workload (remote clients)
  * With an API token configured, /api/ paths need "Authorization: Bearer <token>" (401).
+ *
+ * Unauthenticated peers: a connection is "pending" until the headers of an /api/ request are
+ * in and carry the token (or no token is configured). At most API_MAX_PENDING connections are
+ * pending (a new one makes room by dropping the oldest), each gets API_HANDSHAKE_MS from its accept
+ * to get there (a deadline, however slowly it sends), and only then does it hold one of the
+ * API_MAX_CLIENTS slots. Every connection dropped this way records when the API was last
+ * saturated (tf_hv.api_busy_ms): leases are not expired while that is recent, since their
+ * heartbeats may have been the ones turned away.
  * Errors are JSON {"error": "..."} with 400 (bad input), 404, 405, 409 (exists), 413 (body over
  * TF_HV_MAX_BODY), 415 (not JSON), 422 (unschedulable, with "reasons"), 500, 501. A rejected
  * request changes nothing.
@@ -31,15 +39,156 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define TF_HV_MAX_BODY (64 * 1024)
 #define PREFIX "/api/v1/workloads"
+#define API_MAX_CLIENTS 64 /* connections past their first request's headers */
+#define API_MAX_PENDING 16 /* connections before that */
+#define API_HANDSHAKE_MS 2000
+
+/* A connection, from accept to close (MHD's socket context). */
+struct gate_conn {
+    int fd;
+    int64_t accepted_ms; /* CLOCK_MONOTONIC */
+    bool admitted;       /* its first request's headers came (with the token for /api/) */
+    bool dropped;        /* shut down to make room or at the deadline */
+    struct gate_conn *next, *prev;
+};
 
 struct tf_hv_http {
     struct MHD_Daemon *d;
     struct tf_hv *hv;
+    pthread_mutex_t mu; /* guards the gate below */
+    pthread_cond_t cv;
+    struct gate_conn *conns; /* newest first */
+    int npending;
+    bool stop;
+    pthread_t watchdog;
+    bool watchdog_started;
 };
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Drops pending connection G (under mu): its MHD thread sees the end of the stream. */
+static void gate_drop(struct tf_hv_http *h, struct gate_conn *g, const char *why)
+{
+    g->dropped = true;
+    h->npending--;
+    shutdown(g->fd, SHUT_RDWR);
+    atomic_store(&h->hv->api_busy_ms, wall_ms());
+    tf_log(TF_LOG_WARN, "hypervisor", "API connection dropped: %s", why);
+}
+
+static void gate_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                        enum MHD_ConnectionNotificationCode toe)
+{
+    struct tf_hv_http *h = cls;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        struct gate_conn *g = calloc(1, sizeof(*g));
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        if (!g || !ci) {
+            free(g);
+            return;
+        }
+        g->fd = ci->connect_fd;
+        g->accepted_ms = mono_ms();
+        pthread_mutex_lock(&h->mu);
+        if (h->npending >= API_MAX_PENDING) {
+            struct gate_conn *oldest = NULL;
+            for (struct gate_conn *o = h->conns; o; o = o->next)
+                if (!o->admitted && !o->dropped)
+                    oldest = o;
+            if (oldest)
+                gate_drop(h, oldest, "too many connections without a request yet");
+        }
+        h->npending++;
+        g->next = h->conns;
+        if (h->conns)
+            h->conns->prev = g;
+        h->conns = g;
+        pthread_mutex_unlock(&h->mu);
+        *socket_context = g;
+        return;
+    }
+    struct gate_conn *g = *socket_context; /* closed (before MHD closes the socket) */
+    if (!g)
+        return;
+    pthread_mutex_lock(&h->mu);
+    if (!g->admitted && !g->dropped)
+        h->npending--;
+    if (g->prev)
+        g->prev->next = g->next;
+    else
+        h->conns = g->next;
+    if (g->next)
+        g->next->prev = g->prev;
+    pthread_mutex_unlock(&h->mu);
+    free(g);
+    *socket_context = NULL;
+}
+
+/* Admits C's connection to the client slots; false when it was dropped meanwhile or all
+ * slots are taken (the caller answers 503). */
+static bool gate_admit(struct tf_hv_http *h, struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci =
+        MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    struct gate_conn *g = ci ? ci->socket_context : NULL;
+    if (!g)
+        return true;
+    pthread_mutex_lock(&h->mu);
+    bool ok = g->admitted;
+    if (!ok && !g->dropped) {
+        int admitted = 0;
+        for (struct gate_conn *o = h->conns; o; o = o->next)
+            admitted += o->admitted;
+        h->npending--;
+        g->admitted = true;
+        ok = admitted < API_MAX_CLIENTS;
+        if (!ok)
+            atomic_store(&h->hv->api_busy_ms, wall_ms());
+    }
+    pthread_mutex_unlock(&h->mu);
+    return ok;
+}
+
+/* Drops pending connections past their deadline, every 100 ms. */
+static void *gate_watchdog(void *arg)
+{
+    struct tf_hv_http *h = arg;
+    pthread_mutex_lock(&h->mu);
+    while (!h->stop) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_nsec += 100 * 1000000L;
+        if (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&h->cv, &h->mu, &dl);
+        int64_t now = mono_ms();
+        for (struct gate_conn *g = h->conns; g; g = g->next)
+            if (!g->admitted && !g->dropped && now - g->accepted_ms > API_HANDSHAKE_MS)
+                gate_drop(h, g, "no request within the deadline");
+    }
+    pthread_mutex_unlock(&h->mu);
+    return NULL;
+}
 
 struct conn {
     struct tf_dynbuf body;
@@ -117,6 +266,20 @@ static json_object *parse_body(struct MHD_Connection *c, struct conn *cc, enum M
     return o;
 }
 
+/* Whether a request for URL may be served: /api/ needs the bearer token when one is set. */
+static bool authorized(struct tf_hv *hv, struct MHD_Connection *c, const char *url)
+{
+    if (!hv->cfg.api_token[0] || strncmp(url, "/api/", 5) != 0)
+        return true;
+    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
+    size_t tl = strlen(hv->cfg.api_token);
+    /* Constant-time comparison of the bearer token. */
+    unsigned diff = !auth || strncmp(auth, "Bearer ", 7) || strlen(auth + 7) != tl;
+    for (size_t i = 0; !diff && i < tl; i++)
+        diff |= (unsigned char)auth[7 + i] ^ (unsigned char)hv->cfg.api_token[i];
+    return !diff;
+}
+
 static enum MHD_Result route(struct tf_hv *hv, struct MHD_Connection *c, const char *url,
                              const char *method, struct conn *cc)
 {
@@ -149,16 +312,8 @@ static enum MHD_Result route(struct tf_hv *hv, struct MHD_Connection *c, const c
         tf_dynbuf_free(&b);
         return r;
     }
-    if (hv->cfg.api_token[0] && !strncmp(url, "/api/", 5)) {
-        const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-        size_t tl = strlen(hv->cfg.api_token);
-        /* Constant-time comparison of the bearer token. */
-        unsigned diff = !auth || strncmp(auth, "Bearer ", 7) || strlen(auth + 7) != tl;
-        for (size_t i = 0; !diff && i < tl; i++)
-            diff |= (unsigned char)auth[7 + i] ^ (unsigned char)hv->cfg.api_token[i];
-        if (diff)
-            return send_error(c, 401, "missing or wrong API token (Authorization: Bearer ...)");
-    }
+    if (!authorized(hv, c, url))
+        return send_error(c, 401, "missing or wrong API token (Authorization: Bearer ...)");
     if (!strcmp(url, "/api/v1/devices") || !strcmp(url, "/api/v1/workers")) {
         if (!get)
             return send_error(c, 405, "%s not allowed on %s", method, url);
@@ -234,6 +389,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
     struct tf_hv_http *h = cls;
     struct conn *cc = *con_cls;
     if (!cc) {
+        /* The headers are in: a peer with the token (any peer without one configured) now
+         * holds a client slot instead of a pending one. Public paths (/healthz, /metrics) are
+         * answered on a pending connection, which the deadline then closes. */
+        if (!strncmp(url, "/api/", 5) && authorized(h->hv, c, url) && !gate_admit(h, c))
+            return send_error(c, 503, "the API is serving %d connections already", API_MAX_CLIENTS);
         cc = calloc(1, sizeof(*cc));
         if (!cc)
             return MHD_NO;
@@ -291,16 +451,25 @@ int tf_hv_http_start(struct tf_hv *hv, struct tf_hv_http **out, char *err, size_
     if (!h)
         return TF_ENOMEM;
     h->hv = hv;
+    pthread_mutex_init(&h->mu, NULL);
+    pthread_cond_init(&h->cv, NULL);
+    /* MHD's own limit only bounds threads: the gate decides who waits and who is served. */
     h->d = MHD_start_daemon(
         MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_ERROR_LOG, 0,
         NULL, NULL, on_request, h, MHD_OPTION_SOCK_ADDR, &sa, MHD_OPTION_NOTIFY_COMPLETED, on_done,
-        h, MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64, MHD_OPTION_CONNECTION_TIMEOUT,
+        h, MHD_OPTION_NOTIFY_CONNECTION, gate_notify, h, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned int)(API_MAX_CLIENTS + 2 * API_MAX_PENDING), MHD_OPTION_CONNECTION_TIMEOUT,
         (unsigned int)30, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(128 * 1024), MHD_OPTION_END);
     if (!h->d) {
         tf_errf(err, errlen, "cannot listen on %s", hv->cfg.listen);
+        pthread_mutex_destroy(&h->mu);
+        pthread_cond_destroy(&h->cv);
         free(h);
         return TF_EIO;
     }
+    h->watchdog_started = pthread_create(&h->watchdog, NULL, gate_watchdog, h) == 0;
+    if (!h->watchdog_started)
+        tf_log(TF_LOG_WARN, "hypervisor", "API handshake watchdog not started");
     const union MHD_DaemonInfo *info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
     hv->port = info ? info->port : port;
     *out = h;
@@ -311,6 +480,14 @@ void tf_hv_http_stop(struct tf_hv_http *h)
 {
     if (!h)
         return;
+    pthread_mutex_lock(&h->mu);
+    h->stop = true;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->mu);
+    if (h->watchdog_started)
+        pthread_join(h->watchdog, NULL);
     MHD_stop_daemon(h->d);
+    pthread_mutex_destroy(&h->mu);
+    pthread_cond_destroy(&h->cv);
     free(h);
 }

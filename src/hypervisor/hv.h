@@ -37,6 +37,8 @@ struct tf_hv_config {
     char worker_host[64];      /* address hard-isolation workers listen on (127.0.0.1) */
     char api_token[128];       /* when set, /api/ requires "Authorization: Bearer <token>" */
     int lease_timeout_ms;      /* a leased workload without heartbeat this long is released */
+    int escape_action;         /* enum tf_hv_escape_action (escape.h): default report */
+    int64_t escape_slack;      /* VRAM allowed per process beyond a workload's limit */
     struct tf_dp_config dp;    /* kubelet device plugin (Kubernetes mode; off by default) */
     bool kubernetes;           /* node agent: tf-controller writes the allocation tables */
 };
@@ -56,6 +58,12 @@ struct tf_hv {
 
     atomic_bool stop;
     int port;
+    /* Workloads caught over their VRAM limit (escape.c): NAME -> {"count": n, "active": b}
+     * [mu]. */
+    json_object *escapes;
+    /* Wall-clock ms the API last turned a connection away for want of room (api.c); 0:
+     * never. Leases are not expired while this is recent. */
+    _Atomic int64_t api_busy_ms;
 };
 
 /* Creates a workload from the JSON request body: normalise, place, record, set up the
@@ -78,6 +86,13 @@ json_object *tf_hv_workload_json(const struct tf_hv_workload *w);
 json_object *tf_hv_workers_json(struct tf_hv *hv);
 /* Prometheus text exposition into OUT. */
 int tf_hv_prometheus(struct tf_hv *hv, struct tf_dynbuf *out);
+
+/* Escape bookkeeping (escape.c) [takes mu]: NOTE counts one more check over the limit for
+ * NAME and returns true when it starts an episode (to be logged); CLEAR ends the episode;
+ * COUNT is the number of episodes so far. */
+bool tf_hv_escape_note(struct tf_hv *hv, const char *name);
+void tf_hv_escape_clear(struct tf_hv *hv, const char *name);
+int64_t tf_hv_escape_count(struct tf_hv *hv, const char *name);
 
 /* Releases workloads whose every registered process has exited (PID liveness). Returns the
  * number released. */

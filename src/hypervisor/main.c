@@ -15,7 +15,9 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
+#include "core/quantity.h"
 #include "hypervisor/deviceplugin/dp_hv.h"
+#include "hypervisor/escape.h"
 #include "hypervisor/hv.h"
 #include "hypervisor/k8s_agent.h"
 #include "hypervisor/paths.h"
@@ -49,6 +51,7 @@ static void usage(FILE *f)
             "                     [--discovery-interval MS] [--node NAME] [--pool NAME]\n"
             "                     [--lib-dir DIR] [--worker-host ADDR] [--api-token-file F]\n"
             "                     [--lease-timeout MS] [--log-level error|warn|info|debug]\n"
+            "                     [--vram-escape off|report|kill] [--vram-escape-slack Q]\n"
             "                     [--device-plugin on|off] [--kubelet-dir DIR] [--vgpu-slots N]\n"
             "Kubernetes mode:\n" TF_HV_K8S_USAGE);
 }
@@ -71,6 +74,8 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c, struct tf_h
     c->discovery_interval_ms = 5000;
     c->liveness_interval_ms = 250;
     c->lease_timeout_ms = 15000;
+    c->escape_action = TF_HV_ESCAPE_REPORT;
+    c->escape_slack = (int64_t)512 << 20;
     snprintf(c->worker_host, sizeof(c->worker_host), "127.0.0.1");
     if (gethostname(c->node, sizeof(c->node)) != 0)
         snprintf(c->node, sizeof(c->node), "local");
@@ -129,6 +134,22 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c, struct tf_h
             c->api_token[strcspn(c->api_token, "\r\n")] = '\0';
             if (strlen(c->api_token) < 16) {
                 fprintf(stderr, "tf-hypervisor: --api-token-file %s: token shorter than 16\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--vram-escape")) {
+            enum tf_hv_escape_action act;
+            if (tf_hv_escape_action_parse(v, &act)) {
+                fprintf(stderr, "tf-hypervisor: --vram-escape: \"%s\" is not off, report or kill\n",
+                        v);
+                return 2;
+            }
+            c->escape_action = (int)act;
+        } else if (!strcmp(a, "--vram-escape-slack")) {
+            char qerr[256];
+            if (tf_quantity_bytes(v, &c->escape_slack, "--vram-escape-slack", qerr, sizeof(qerr)) ||
+                c->escape_slack < 0) {
+                fprintf(stderr, "tf-hypervisor: %s\n",
+                        c->escape_slack < 0 ? "--vram-escape-slack must not be negative" : qerr);
                 return 2;
             }
         } else if (!strcmp(a, "--lease-timeout")) {
@@ -237,6 +258,16 @@ int main(int argc, char **argv)
     if (ftruncate(lockfd, 0) != 0 || pwrite(lockfd, pidbuf, (size_t)pl, 0) != pl)
         tf_log(TF_LOG_WARN, "hypervisor", "cannot record pid in %s", path);
 
+    if (!hv.cfg.api_token[0]) {
+        /* Authenticated by default: the token only this user (and root) can read. */
+        snprintf(path, sizeof(path), "%s/" TF_HV_API_TOKEN_FILE, hv.cfg.state_dir);
+        if (tf_hv_token_ensure(path, hv.cfg.api_token, sizeof(hv.cfg.api_token), err,
+                               sizeof(err))) {
+            tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
+            return 1;
+        }
+        tf_log(TF_LOG_INFO, "hypervisor", "API token in %s (this user only)", path);
+    }
     snprintf(path, sizeof(path), "%s/state.db", hv.cfg.state_dir);
     if (tf_hv_state_open(path, &hv.state, err, sizeof(err))) {
         tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
@@ -300,10 +331,6 @@ int main(int argc, char **argv)
         tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
         return 1;
     }
-    if (strncmp(hv.cfg.listen, "127.", 4) && !hv.cfg.api_token[0])
-        tf_log(TF_LOG_WARN, "hypervisor",
-               "the API listens beyond loopback without --api-token-file: anyone who can reach "
-               "it can allocate GPUs");
 
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
@@ -333,6 +360,7 @@ int main(int argc, char **argv)
         if (now >= next_sample) {
             bool record = now >= next_metrics;
             tf_hv_sample_and_record(&hv, record);
+            tf_hv_check_escapes(&hv);
             next_sample = now + hv.cfg.sample_interval_ms;
             if (record)
                 next_metrics = now + hv.cfg.metrics_interval_ms;
@@ -351,6 +379,7 @@ int main(int argc, char **argv)
     tf_hv_soft_destroy(hv.soft); /* regions stay: running apps keep their limits */
     tf_hv_nvml_close(hv.nvml);
     tf_hv_state_close(hv.state);
+    json_object_put(hv.escapes);
     pthread_mutex_destroy(&hv.mu);
     close(lockfd);
     return 0;

@@ -243,8 +243,16 @@ int tf_hv_reap(struct tf_hv *hv)
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             int64_t now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-            if (now - w->lease_ms > hv->cfg.lease_timeout_ms &&
-                release(hv, w->req.name, "lease expired", err, sizeof(err)) == 0)
+            if (now - w->lease_ms <= hv->cfg.lease_timeout_ms)
+                continue;
+            /* Heartbeats may be among the connections a saturated API turned away: a lease
+             * runs out only a full lease period after the API last had to. */
+            if (now - atomic_load(&hv->api_busy_ms) <= hv->cfg.lease_timeout_ms) {
+                tf_log(TF_LOG_DEBUG, "hypervisor", "workload %s: lease kept (API saturated)",
+                       w->req.name);
+                continue;
+            }
+            if (release(hv, w->req.name, "lease expired", err, sizeof(err)) == 0)
                 released++;
             continue;
         }
@@ -331,6 +339,8 @@ json_object *tf_hv_workloads_json(struct tf_hv *hv)
         struct tf_hv_usage u;
         tf_hv_runtime_usage(hv, &ws[i], &u);
         json_object_object_add(o, "usage", tf_hv_usage_json(&u));
+        json_object_object_add(o, "vramEscapes",
+                               json_object_new_int64(tf_hv_escape_count(hv, ws[i].req.name)));
         json_object_array_add(arr, o);
     }
     free(ws);

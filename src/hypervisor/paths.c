@@ -8,9 +8,12 @@
 #include "common/strutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,6 +53,55 @@ int tf_hv_mkdirs(const char *dir, int mode, char *err, size_t errlen)
             if (!c)
                 break;
         }
+    }
+    return 0;
+}
+
+int tf_hv_token_read(const char *path, char *tok, size_t len, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        int e = errno;
+        tf_errf(err, errlen, "%s: %s", path, strerror(e));
+        return e == ENOENT ? TF_ENOENT : e == EACCES ? TF_EPERM : TF_EIO;
+    }
+    bool ok = fgets(tok, (int)len, f) != NULL;
+    fclose(f);
+    if (ok)
+        tok[strcspn(tok, "\r\n")] = '\0';
+    if (!ok || strlen(tok) < 16) {
+        tf_errf(err, errlen, "%s: no token of at least 16 characters", path);
+        tok[0] = '\0';
+        return TF_EINVAL;
+    }
+    return 0;
+}
+
+int tf_hv_token_ensure(const char *path, char *tok, size_t len, char *err, size_t errlen)
+{
+    struct stat st;
+    char rerr[256];
+    if (lstat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+        !(st.st_mode & 077) && tf_hv_token_read(path, tok, len, rerr, sizeof(rerr)) == 0)
+        return 0;
+    unsigned char raw[24];
+    if (len < 2 * sizeof(raw) + 1 || getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+        tf_errf(err, errlen, "no random bytes for the API token");
+        return TF_EIO;
+    }
+    for (size_t i = 0; i < sizeof(raw); i++)
+        snprintf(tok + 2 * i, 3, "%02x", raw[i]);
+    char tmp[1100];
+    snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    bool ok = fd >= 0 && fchmod(fd, 0600) == 0 &&
+              write(fd, tok, strlen(tok)) == (ssize_t)strlen(tok) && write(fd, "\n", 1) == 1;
+    if (fd >= 0)
+        ok = close(fd) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        tf_errf(err, errlen, "%s: cannot write the API token: %s", path, strerror(errno));
+        unlink(tmp);
+        return TF_EIO;
     }
     return 0;
 }

@@ -9,6 +9,9 @@
  *   hypervisor.lock   flock'ed by the running hypervisor (one per state directory)
  *   hypervisor.addr   "127.0.0.1:PORT" of its HTTP API, written once it listens
  *   hypervisor.log    its log when tfctl started it
+ *   api-token         the API's bearer token when no --api-token-file is given: made at
+ *                     first start (random), mode 0600, so only the hypervisor's user (and
+ *                     root) may use the API; tfctl reads it
  *   shm/              per-workload limit regions
  * Thread-safe.
  */
@@ -22,5 +25,17 @@ int tf_hv_state_dir(char *buf, size_t len);
 
 /* mkdir -p DIR with MODE. Returns 0 or TF_EIO (ERR says which component failed). */
 int tf_hv_mkdirs(const char *dir, int mode, char *err, size_t errlen);
+
+/* The API token file of STATE_DIR into BUF. */
+#define TF_HV_API_TOKEN_FILE "api-token"
+
+/* Reads a token (first line, at least 16 characters) from PATH into TOK (capacity LEN).
+ * 0, TF_ENOENT, TF_EPERM (not readable by this user) or TF_EINVAL, with ERR. */
+int tf_hv_token_read(const char *path, char *tok, size_t len, char *err, size_t errlen);
+
+/* The hypervisor's side: reuses the token in PATH when it is a private file of this user
+ * (mode without group/other bits), else writes a new random one there (mode 0600, atomically).
+ * 0 or TF_EIO, with ERR. */
+int tf_hv_token_ensure(const char *path, char *tok, size_t len, char *err, size_t errlen);
 
 #endif

@@ -36,6 +36,19 @@ int64_t tf_hv_proc_start_ticks(int pid)
     return -1;
 }
 
+int tf_hv_proc_ppid(int pid)
+{
+    char buf[1024], *save = NULL;
+    char *p = pid > 0 ? stat_fields(pid, buf, sizeof(buf)) : NULL;
+    if (!p)
+        return 0;
+    int field = 2;
+    for (char *tok = strtok_r(p, " ", &save); tok; tok = strtok_r(NULL, " ", &save))
+        if (++field == 4)
+            return atoi(tok);
+    return 0;
+}
+
 bool tf_hv_proc_alive(int pid, int64_t start_ticks)
 {
     char buf[1024], *save = NULL;
@@ -51,4 +64,20 @@ bool tf_hv_proc_alive(int pid, int64_t start_ticks)
             return start_ticks < 0 || atoll(tok) == start_ticks;
     }
     return false;
+}
+
+int tf_hv_proc_uid(int pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/status", pid);
+    FILE *f = pid > 0 ? fopen(path, "r") : NULL;
+    int uid = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (!strncmp(line, "Uid:", 4)) {
+            uid = atoi(line + 4);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return uid;
 }

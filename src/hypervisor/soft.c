@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "hypervisor/paths.h"
+#include "hypervisor/proc.h"
 #include "limits/engine.h"
 #include "limits/nvml.h"
 #include "limits/proc.h"
@@ -170,6 +171,13 @@ int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
                       const struct tf_shm_config *cfg, bool reopen, bool *reopened, char *err,
                       size_t errlen)
 {
+    return tf_hv_soft_attach_as(s, key, path, cfg, reopen, reopened, 0666, -1, err, errlen);
+}
+
+int tf_hv_soft_attach_as(struct tf_hv_soft *s, const char *key, const char *path,
+                         const struct tf_shm_config *cfg, bool reopen, bool *reopened, int mode,
+                         int uid, char *err, size_t errlen)
+{
     char dir[800];
     if (reopened)
         *reopened = false;
@@ -197,22 +205,35 @@ int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
         return rc;
     rc = TF_ENOENT;
     if (reopen) {
-        char oerr[256];
+        char oerr[256], rerr[256];
         rc = tf_shm_open(path, &map, oerr, sizeof(oerr));
-        if (rc)
-            tf_log(TF_LOG_WARN, "soft", "workload %s: region %s: %s; recreating it", key, path,
-                   oerr);
-        else if (reopened)
+        if (rc && rc != TF_ENOENT) {
+            /* Corrupt (an app may have rewritten it): its processes still map this file, so
+             * it is repaired in place from the recorded limits, its reservations kept; never
+             * replaced by an empty one they would not see. */
+            rc = tf_shm_repair(path, cfg, &map, rerr, sizeof(rerr));
+            tf_log(TF_LOG_WARN, "soft", "workload %s: region %s: %s; %s%s", key, path, oerr,
+                   rc ? "cannot repair it, recreating it: "
+                      : "repaired in place from the recorded limits",
+                   rc ? rerr : "");
+        }
+        if (!rc && reopened)
             *reopened = true;
     }
     if (rc) {
         (void)unlink(path); /* a stale region of an earlier workload of that name */
         mode_t old = umask(0);
-        rc = tf_shm_create(path, cfg, 0666, &map, err, errlen);
+        rc = tf_shm_create(path, cfg, (mode_t)mode, &map, err, errlen);
         umask(old);
         if (rc)
             return rc;
     }
+    /* The workload's user owns it, nobody else may write it (a region of an earlier version
+     * is brought to that too). */
+    if ((uid >= 0 && geteuid() == 0 && chown(path, (uid_t)uid, (gid_t)-1) != 0) ||
+        chmod(path, (mode_t)mode) != 0)
+        tf_log(TF_LOG_WARN, "soft", "workload %s: region %s: cannot set its owner/mode: %s", key,
+               path, strerror(errno));
     pthread_mutex_lock(&s->mu);
     if (s->n == s->cap) {
         int cap = s->cap ? s->cap * 2 : 16;
@@ -318,7 +339,11 @@ int tf_hv_soft_start(struct tf_hv *hv, const struct tf_hv_workload *w, bool reop
         d->vram_limit = (uint64_t)w->alloc[i].vram_limit;
         device_mem(hv, w->alloc[i].uuid, &d->mem_total);
     }
-    if ((rc = tf_hv_soft_attach(s, w->req.name, path, &cfg, reopen, NULL, err, errlen)))
+    /* Owned by the user of the process that asked for the workload (tfctl run), mode 0600:
+     * that user's processes, and no other user's, may map it. */
+    int uid = w->req.pid > 0 ? tf_hv_proc_uid(w->req.pid) : -1;
+    if ((rc = tf_hv_soft_attach_as(s, w->req.name, path, &cfg, reopen, NULL, 0600, uid, err,
+                                   errlen)))
         return rc;
     if (!reopen && (rc = tf_hv_state_set_runtime(hv->state, w->req.name, path, w->worker_pid,
                                                  w->worker_addr, err, errlen))) {
@@ -384,6 +409,24 @@ int64_t tf_hv_soft_throttles(struct tf_hv *hv, const char *name, int k)
         n = (int64_t)atomic_load_explicit(&e->map.r->dev[k].throttle_count, memory_order_relaxed);
     pthread_mutex_unlock(&s->mu);
     return n;
+}
+
+bool tf_hv_soft_registered(struct tf_hv *hv, const char *name, int host_pid)
+{
+    struct tf_hv_soft *s = hv->soft;
+    bool found = false;
+    if (!s || host_pid <= 0)
+        return false;
+    pthread_mutex_lock(&s->mu);
+    struct entry *e = find(s, name);
+    for (int i = 0; e && i < TF_SHM_MAX_PIDS && !found; i++) {
+        uint64_t owner = atomic_load_explicit(&e->map.r->pid[i].owner, memory_order_relaxed);
+        found = owner && !(owner & TF_SHM_OWNER_RECLAIM) &&
+                atomic_load_explicit(&e->map.r->pid[i].host_pid, memory_order_relaxed) ==
+                    (uint32_t)host_pid;
+    }
+    pthread_mutex_unlock(&s->mu);
+    return found;
 }
 
 bool tf_hv_soft_has_processes(struct tf_hv *hv, const char *name)

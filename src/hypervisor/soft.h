@@ -8,8 +8,9 @@
  * hypervisor steps every TF_HV_ENGINE_PERIOD_MS: it reclaims dead processes' slots, samples
  * per-process GPU time through NVML, runs the compute controller and publishes the heartbeat.
  * The app runs with LD_PRELOAD=libtf_limiter.so and TF_SHM_PATH=<region>.
- * After a hypervisor restart the regions of the recorded workloads are reopened (or recreated
- * from the recorded limits when the file is gone), so running apps keep their limits.
+ * After a hypervisor restart the regions of the recorded workloads are reopened (recreated
+ * from the recorded limits when the file is gone; repaired in place from them, reservations
+ * kept, when it is corrupt: tf_shm_repair), so running apps keep their limits.
  * The limiter library is found in $TF_LIMITER_LIB, next to the hypervisor, in
  * ../lib/tensor-fusion/, then in the build tree's src/limiter/.
  * Regions of other owners (the Kubernetes node agent's pods, k8s_pods.h) are registered with
@@ -51,12 +52,20 @@ void tf_hv_soft_stop(struct tf_hv *hv, const struct tf_hv_workload *w);
 
 /* Registers the region file PATH under KEY (copied, shorter than TF_HV_SOFT_KEY_MAX) with the
  * engine, creating PATH's directory. With REOPEN a valid region already at PATH is adopted as
- * it is (limits, VRAM accounting and PID slots kept; *REOPENED, if non-NULL, set true);
- * otherwise, or when it is missing or invalid, a fresh region is created from CFG (mode 0666,
- * replacing any file there). TF_EEXIST when KEY is registered, TF_ENOTSUP when S is NULL. */
+ * it is (limits, VRAM accounting and PID slots kept; *REOPENED, if non-NULL, set true), and an
+ * invalid one is repaired in place from CFG (tf_shm_repair: its processes keep their mapping
+ * and their reservations count); otherwise, or when it is missing or beyond repair, a fresh
+ * region is created from CFG (mode 0666, replacing any file there). TF_EEXIST when KEY is
+ * registered, TF_ENOTSUP when S is NULL. */
 int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
                       const struct tf_shm_config *cfg, bool reopen, bool *reopened, char *err,
                       size_t errlen);
+/* The same, the region file getting MODE (e.g. 0600) and, when UID >= 0 and the hypervisor
+ * runs as root, owner UID, so only the workload's user may map it. tf_hv_soft_attach uses 0666
+ * and no owner (the Kubernetes node agent's pod regions, whose container users are unknown). */
+int tf_hv_soft_attach_as(struct tf_hv_soft *s, const char *key, const char *path,
+                         const struct tf_shm_config *cfg, bool reopen, bool *reopened, int mode,
+                         int uid, char *err, size_t errlen);
 /* Rewrites KEY's configuration with CFG when it differs (a live limit change: *CHANGED set).
  * TF_ENOENT when KEY is not registered; tf_shm_read_config / _write_config errors. */
 int tf_hv_soft_configure(struct tf_hv_soft *s, const char *key, const struct tf_shm_config *cfg,
@@ -78,6 +87,9 @@ bool tf_hv_soft_usage(struct tf_hv *hv, const char *name, int k, int32_t *share_
 /* Launches of NAME's K-th GPU that waited for compute tokens since its region was made
  * (throttle_count, counted by the limiters and tf-worker); -1 when there is no such region. */
 int64_t tf_hv_soft_throttles(struct tf_hv *hv, const char *name, int k);
+/* True when the process HOST_PID (as the hypervisor sees it) holds a PID slot of workload
+ * NAME's region: it runs under the limiter. */
+bool tf_hv_soft_registered(struct tf_hv *hv, const char *name, int host_pid);
 /* True while some process holds a PID slot of W's region (the limiter registers every
  * process of the app, children included). */
 bool tf_hv_soft_has_processes(struct tf_hv *hv, const char *name);

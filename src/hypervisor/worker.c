@@ -169,8 +169,10 @@ int tf_hv_worker_start(struct tf_hv *hv, const struct tf_hv_workload *w, json_ob
         unsetenv("CUDA_VISIBLE_DEVICES");
         char listen[96];
         snprintf(listen, sizeof(listen), "tcp://%s:0", hv->cfg.worker_host);
+        /* One worker per hard workload: its clients are one tenant (pinned staging is safe). */
         execl(bin, "tf-worker", "--listen", listen, "--token-file", token, "--vram-limit", vram,
-              "--compute-percent", pct, "--device", devices, "--ready-file", ready, (char *)NULL);
+              "--compute-percent", pct, "--device", devices, "--ready-file", ready,
+              "--pinned-staging", (char *)NULL);
         _exit(127);
     }
     close(pfd[1]);

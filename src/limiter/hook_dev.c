@@ -22,6 +22,7 @@ static void sweep_ctx(CUcontext ctx)
     tf__launch_ctx_gone(ctx);
     tf_ptrtab_sweep_ctx(&tf__L.mem, (uint64_t)(uintptr_t)ctx, give_back, NULL);
     tf_ptrtab_sweep_ctx(&tf__L.arr, (uint64_t)(uintptr_t)ctx, give_back, NULL);
+    tf_ptrtab_sweep_ctx(&tf__L.mods, (uint64_t)(uintptr_t)ctx, give_back, NULL);
 }
 
 CUresult CUDAAPI cuInit(unsigned int Flags)

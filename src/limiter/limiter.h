@@ -62,6 +62,7 @@ struct tf__lim {
     _Atomic(unsigned) ctx_gen;                   /* bumped when a context dies (launch caches) */
     /* tracked allocations */
     struct tf_ptrtab mem, arr, vmm, graphs;
+    struct tf_ptrtab mods; /* modules: the bytes of their variables (hook_module.c) */
     /* diagnostics, logged once */
     _Atomic(int) stale_state; /* 0 fresh, 1 stale (logged) */
     _Atomic(int) untracked_logged;

@@ -494,6 +494,81 @@ out:
     return rc;
 }
 
+int tf_shm_repair(const char *path, const struct tf_shm_config *cfg, struct tf_shm_map *out,
+                  char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    char cerr[200];
+    if (tf_shm_check_config(cfg, cerr, sizeof(cerr))) {
+        tf_errf(err, errlen, "%s: invalid configuration: %s", path, cerr);
+        return TF_EINVAL;
+    }
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        int e = errno;
+        tf_errf(err, errlen, "%s: cannot open limit region: %s", path, strerror(e));
+        return e == ENOENT ? TF_ENOENT : TF_EIO;
+    }
+    int rc = 0;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (st.st_size != TF_SHM_SIZE && ftruncate(fd, TF_SHM_SIZE) != 0) || map_fd(fd, out) != 0) {
+        tf_errf(err, errlen, "%s: cannot repair: %s", path,
+                S_ISREG(st.st_mode) ? strerror(errno) : "not a regular file");
+        rc = TF_EIO;
+        goto out;
+    }
+    struct tf_shm_region *r = out->r;
+    r->hdr.magic = 0; /* readers see "not initialised" until the end */
+    atomic_thread_fence(memory_order_release);
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * TF_BUCKET_NS_PER_S + (uint64_t)ts.tv_nsec;
+    r->hdr.version = TF_SHM_VERSION;
+    r->hdr.header_size = sizeof(struct tf_shm_header);
+    r->hdr.size = TF_SHM_SIZE;
+    r->hdr.max_devices = TF_SHM_MAX_DEVICES;
+    r->hdr.max_pids = TF_SHM_MAX_PIDS;
+    atomic_store(&r->hdr.seq, 0);
+    atomic_store(&r->hdr.heartbeat_ns, 0);
+    memset(r->hdr.reserved, 0, sizeof(r->hdr.reserved));
+    for (unsigned i = 0; i < TF_SHM_MAX_DEVICES; i++) {
+        int64_t used = 0;
+        for (unsigned j = 0; j < TF_SHM_MAX_PIDS; j++) {
+            int64_t v = atomic_load(&r->pid[j].vram_used[i]);
+            if (v < 0 || !atomic_load(&r->pid[j].owner)) {
+                atomic_store(&r->pid[j].vram_used[i], 0);
+                continue;
+            }
+            used = v > INT64_MAX - used ? INT64_MAX : used + v;
+        }
+        struct tf_shm_device *d = &r->dev[i];
+        atomic_store(&d->vram_used, i < cfg->ndev ? used : 0);
+        if (atomic_load(&d->vram_peak) < used)
+            atomic_store(&d->vram_peak, used);
+        uint32_t bp =
+            (cfg->dev[i].flags & TF_SHM_DEV_COMPUTE_LIMIT) ? cfg->dev[i].compute_limit_bp : 10000;
+        uint64_t rate;
+        int64_t cap;
+        tf_shm_bucket_params(i < cfg->ndev ? bp : 10000, &rate, &cap);
+        tf_bucket_init(&d->bucket, rate, cap, now);
+        atomic_store(&d->launch_cost, 0);
+        atomic_store(&d->rate_bp, i < cfg->ndev ? bp : 0);
+    }
+    store_config_fields(r, cfg);
+    atomic_thread_fence(memory_order_release);
+    r->hdr.magic = TF_SHM_MAGIC;
+    char verr[200];
+    if (tf_shm_validate(r, TF_SHM_SIZE, verr, sizeof(verr)) != 0) {
+        tf_errf(err, errlen, "%s: still invalid after repair: %s", path, verr);
+        tf_shm_unmap(out);
+        rc = TF_EIO;
+    }
+out:
+    close(fd);
+    return rc;
+}
+
 void tf_shm_unmap(struct tf_shm_map *m)
 {
     if (m && m->r) {

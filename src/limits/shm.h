@@ -71,6 +71,15 @@ int tf_shm_create(const char *path, const struct tf_shm_config *cfg, mode_t mode
  * TF_EPROTO if it is not a valid region of this version (ERR says which field), TF_EIO on
  * other failures. Waits up to ~200 ms for a config write in progress. */
 int tf_shm_open(const char *path, struct tf_shm_map *out, char *err, size_t errlen);
+/* Repairs the region file at PATH in place (same inode, so processes that map it keep seeing
+ * it) when tf_shm_open rejected it, e.g. an app rewrote its header or limits: sizes the file,
+ * rewrites the header constants and the configuration from CFG (the recorded limits), resets
+ * the buckets and the heartbeat, keeps the PID slots and rebuilds each device's vram_used as
+ * the sum of the slots' (negative entries count as 0), so reservations made before the
+ * corruption still count. Maps the result into *OUT. 0, TF_ENOENT (no file), TF_EINVAL
+ * (CFG) or TF_EIO, with ERR. */
+int tf_shm_repair(const char *path, const struct tf_shm_config *cfg, struct tf_shm_map *out,
+                  char *err, size_t errlen);
 
 /* Unmaps (M may be zeroed or already unmapped). */
 void tf_shm_unmap(struct tf_shm_map *m);

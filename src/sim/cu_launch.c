@@ -56,7 +56,7 @@ static CUresult fault_code(enum tf_ptx_status st)
 void tf__kernel_run(struct sim_device *d, CUcontext ctx, struct sim_kernel_op *k)
 {
     struct tf_ptx_memview mv;
-    tf__exec_memview(d, &mv.ranges, &mv.count);
+    tf__exec_memview(d, ctx, &mv.ranges, &mv.count);
     struct tf_ptx_env env = {.sm_count = (uint32_t)d->cfg->sm_count,
                              .device_index = (uint32_t)d->index};
     k->l.mem = &mv;

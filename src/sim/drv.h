@@ -67,6 +67,7 @@ struct sim_exec {
     struct tf_ptx_range *ranges;          /* memview cache, executor thread only */
     size_t nranges, cap_ranges;
     uint64_t view_gen;
+    struct CUctx_st *view_ctx; /* the context the cache is for */
 };
 
 /* ---- Devices --------------------------------------------------------------------------- */
@@ -263,8 +264,9 @@ void tf__kernel_run(struct sim_device *d, CUcontext ctx, struct sim_kernel_op *k
 void tf__kernel_free(struct sim_kernel_op *k);
 /* Drops a reference of EV; frees it when it was the last. Caller holds E->mu. */
 void tf__event_unref_locked(struct sim_exec *e, struct CUevent_st *ev);
-/* Current memview ranges of device D for a kernel (executor thread only). */
-void tf__exec_memview(struct sim_device *d, const struct tf_ptx_range **ranges, size_t *n);
+/* Current memview ranges for a kernel of context CTX on device D (executor thread only). */
+void tf__exec_memview(struct sim_device *d, CUcontext ctx, const struct tf_ptx_range **ranges,
+                      size_t *n);
 
 /* ---- Memory (memtab.c, cu_mem.c) ------------------------------------------------------- */
 enum sim_mem_kind {
@@ -300,9 +302,12 @@ int tf__mem_lookup(uint64_t addr, struct sim_alloc *out);
 int tf__mem_range_ok(uint64_t addr, uint64_t n, int dev);
 /* Change counter of the allocation table. */
 uint64_t tf__mem_gen(void);
-/* Writes the ranges device DEV may access (sorted) into *V (grown with realloc); returns the
- * count, or (size_t)-1 on allocation failure. */
-size_t tf__mem_ranges(int dev, struct tf_ptx_range **v, size_t *cap);
+/* Writes the ranges a kernel of context CTX may access (sorted) into *V (grown with realloc):
+ * CTX's own device memory and module variables, and page-locked host and managed memory of
+ * the process (unified addressing maps those into every context). Another context's device
+ * memory is not there, even on the same device: touching it is CUDA_ERROR_ILLEGAL_ADDRESS,
+ * as on hardware. Returns the count, or (size_t)-1 on allocation failure. */
+size_t tf__mem_ranges(CUcontext ctx, struct tf_ptx_range **v, size_t *cap);
 
 /* Frees every event of CTX (context teardown; cu_stream.c). */
 void tf__events_free_ctx(CUcontext ctx);

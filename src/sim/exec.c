@@ -472,12 +472,14 @@ int tf__stream_idle(struct CUstream_st *s)
     return idle;
 }
 
-void tf__exec_memview(struct sim_device *d, const struct tf_ptx_range **ranges, size_t *n)
+void tf__exec_memview(struct sim_device *d, CUcontext ctx, const struct tf_ptx_range **ranges,
+                      size_t *n)
 {
     struct sim_exec *e = &d->exec;
     uint64_t gen = tf__mem_gen();
-    if (gen != e->view_gen) {
-        size_t k = tf__mem_ranges(d->index, &e->ranges, &e->cap_ranges);
+    if (gen != e->view_gen || ctx != e->view_ctx) {
+        e->view_ctx = ctx;
+        size_t k = tf__mem_ranges(ctx, &e->ranges, &e->cap_ranges);
         if (k == (size_t)-1) {
             k = 0; /* out of host memory: the kernel sees no memory and faults cleanly */
             gen = 0;

@@ -226,7 +226,16 @@ int tf__mem_range_ok(uint64_t addr, uint64_t n, int dev)
     return ok;
 }
 
-size_t tf__mem_ranges(int dev, struct tf_ptx_range **v, size_t *cap)
+/* What a kernel running in context CTX may touch, as a GPU's per-context page tables allow:
+ * the device memory and module variables of CTX itself (another context's, even on the same
+ * device, is not mapped: CUDA_ERROR_ILLEGAL_ADDRESS), and the process-wide kinds unified
+ * addressing maps into every context, page-locked host memory and managed memory. */
+static int kernel_visible(const struct sim_alloc *a, CUcontext ctx)
+{
+    return a->kind == M_HOST || a->kind == M_MANAGED || a->ctx == ctx;
+}
+
+size_t tf__mem_ranges(CUcontext ctx, struct tf_ptx_range **v, size_t *cap)
 {
     pthread_rwlock_rdlock(&mt_lock);
     if (*cap < ntab) {
@@ -241,7 +250,7 @@ size_t tf__mem_ranges(int dev, struct tf_ptx_range **v, size_t *cap)
     }
     size_t k = 0;
     for (size_t i = 0; i < ntab; i++) {
-        if (!visible(&tab[i], dev))
+        if (!kernel_visible(&tab[i], ctx))
             continue;
         (*v)[k++] = (struct tf_ptx_range){tab[i].base, tab[i].size, tab[i].read_only};
     }

@@ -31,9 +31,13 @@ real kubectl binary:
     is a precondition: 409), JSON patch, and a simplified strategic merge patch (lists of
     objects with a "name" key merged by name), status subresources, pods/binding (409 when
     already bound).
-  * mutating admission: on pod CREATE it calls every stored MutatingWebhookConfiguration
-    whose rules match (clientConfig.url only; TLS verified against caBundle), applies the
-    returned JSONPatch and honours failurePolicy and timeoutSeconds, as kube-apiserver does.
+  * mutating admission: on pod CREATE, and on pod UPDATE (PUT or PATCH of the pod itself, not
+    of a subresource) with the stored pod as oldObject, it calls every stored
+    MutatingWebhookConfiguration whose rules match the operation (clientConfig.url only; TLS
+    verified against caBundle), applies the returned JSONPatch and honours failurePolicy and
+    timeoutSeconds, as kube-apiserver does. request.userInfo.username is the requester: the
+    user POST /_fake/users {"TOKEN": "username", ...} maps its bearer token to, else
+    "fake-admin".
   * fault injection for the client tests: POST /_fake/fail {"status":429,"count":2,
     "retryAfter":0} fails the next COUNT requests; POST /_fake/compact drops the watch history
     (later watches from an older resourceVersion get 410; {"closeWatches": true} also ends
@@ -267,6 +271,7 @@ class Store:
         self.paused = False  # watches deliver nothing while set
         self.epoch = 0  # bumped to end every open watch without delivering what is pending
         self.token = None  # when set, requests must carry "Authorization: Bearer <token>"
+        self.users = {}  # bearer token -> username (admission userInfo), else "fake-admin"
         with self.lock:
             for ns in ("default", "kube-system", "kube-public"):
                 self.create("", "v1", "namespaces", None,
@@ -601,6 +606,9 @@ class Handler(BaseHTTPRequestHandler):
             if parts == ["auth"]:
                 store.token = body.get("token")
                 return self.send_json(200, {})
+            if parts == ["users"]:
+                store.users = dict(body)
+                return self.send_json(200, {})
             if parts == ["requests"]:
                 return self.send_json(200, {"requests": store.requests})
             if parts == ["warnings"]:
@@ -692,7 +700,7 @@ class Handler(BaseHTTPRequestHandler):
             if namespaced and ns is None:
                 raise ApiError(405, "MethodNotAllowed", "namespace required")
             if isinstance(body, dict) and kind == "Pod":
-                body = self.admit(ns, body, query)
+                body = self.admit(ns, body, query, "CREATE")
             ctx = {"validation": query.get("fieldValidation"), "warnings": []}
             with store.lock:
                 if query.get("dryRun") == "All":
@@ -705,48 +713,63 @@ class Handler(BaseHTTPRequestHandler):
         ctx = {"validation": query.get("fieldValidation"), "warnings": []}
         if method == "PUT":
             body = self.read_body()
+            if kind == "Pod" and sub is None and isinstance(body, dict):
+                with store.lock:
+                    cur = copy.deepcopy(store.get(group, plural, ns, name))
+                body = self.admit(ns, body, query, "UPDATE", cur)
             with store.lock:
                 return self.reply(200, store.replace(group, version, plural, ns, name, body, sub,
                                                      None, ctx), ctx)
         if method == "PATCH":
             body = self.read_body()
             ctype = (self.headers.get("Content-Type") or "").split(";")[0].strip()
-            with store.lock:
-                cur = copy.deepcopy(store.get(group, plural, ns, name))
-                patch_rv = None
-                if ctype == "application/json-patch+json":
-                    if jsonpatch is None:
-                        raise ApiError(415, "UnsupportedMediaType", "json patch unavailable")
-                    try:
-                        new = jsonpatch.apply_patch(cur, body)
-                    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException,
-                            TypeError, KeyError, IndexError) as e:
-                        raise ApiError(422, "Invalid", "the server rejected our request due "
-                                       "to an error in our request: %s" % e)
-                    patch_rv = new.get("metadata", {}).get("resourceVersion")
-                elif ctype in ("application/merge-patch+json",
-                               "application/strategic-merge-patch+json"):
-                    if not isinstance(body, dict):
-                        raise ApiError(400, "BadRequest", "patch body must be an object")
-                    fn = merge_patch if ctype.startswith("application/merge") else \
-                        strategic_patch
-                    new = fn(cur, body)
-                    patch_rv = (body.get("metadata") or {}).get("resourceVersion")
-                else:
-                    raise ApiError(415, "UnsupportedMediaType",
-                                   "the body of the request was in an unknown format - accepted "
-                                   "media types include: application/json-patch+json, "
-                                   "application/merge-patch+json, "
-                                   "application/strategic-merge-patch+json")
-                new.setdefault("metadata", {})["resourceVersion"] = cur["metadata"][
-                    "resourceVersion"]
-                return self.reply(200, store.replace(group, version, plural, ns, name, new, sub,
-                                                     patch_rv, ctx), ctx)
+            # As kube-apiserver: read, patch, admit (pods), write if nothing changed meanwhile;
+            # a patch without a resourceVersion precondition is retried on such a race.
+            for _ in range(10):
+                with store.lock:
+                    cur = copy.deepcopy(store.get(group, plural, ns, name))
+                    new, patch_rv = self.apply_patch(ctype, cur, body)
+                    new.setdefault("metadata", {})["resourceVersion"] = cur["metadata"][
+                        "resourceVersion"]
+                if kind == "Pod" and sub is None:
+                    new = self.admit(ns, new, query, "UPDATE", cur)
+                    new.setdefault("metadata", {})["resourceVersion"] = cur["metadata"][
+                        "resourceVersion"]
+                with store.lock:
+                    now = store.get(group, plural, ns, name)["metadata"]["resourceVersion"]
+                    if patch_rv is None and now != cur["metadata"]["resourceVersion"]:
+                        continue
+                    return self.reply(200, store.replace(group, version, plural, ns, name,
+                                                         new, sub, patch_rv, ctx), ctx)
+            raise ApiError(409, "Conflict", "too many concurrent changes of %s" % name)
         if method == "DELETE":
             self.read_body()
             with store.lock:
                 return self.send_json(200, store.delete(group, plural, ns, name))
         raise ApiError(405, "MethodNotAllowed", "method not allowed")
+
+    @staticmethod
+    def apply_patch(ctype, cur, body):
+        """(patched copy of CUR, resourceVersion precondition or None)."""
+        if ctype == "application/json-patch+json":
+            if jsonpatch is None:
+                raise ApiError(415, "UnsupportedMediaType", "json patch unavailable")
+            try:
+                new = jsonpatch.apply_patch(cur, body)
+            except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException,
+                    TypeError, KeyError, IndexError) as e:
+                raise ApiError(422, "Invalid", "the server rejected our request due "
+                               "to an error in our request: %s" % e)
+            return new, new.get("metadata", {}).get("resourceVersion")
+        if ctype in ("application/merge-patch+json", "application/strategic-merge-patch+json"):
+            if not isinstance(body, dict):
+                raise ApiError(400, "BadRequest", "patch body must be an object")
+            fn = merge_patch if ctype.startswith("application/merge") else strategic_patch
+            return fn(cur, body), (body.get("metadata") or {}).get("resourceVersion")
+        raise ApiError(415, "UnsupportedMediaType",
+                       "the body of the request was in an unknown format - accepted "
+                       "media types include: application/json-patch+json, "
+                       "application/merge-patch+json, application/strategic-merge-patch+json")
 
     def list(self, group, version, plural, ns, query):
         store = self.server.store
@@ -923,17 +946,19 @@ class Handler(BaseHTTPRequestHandler):
                              "status": "Success", "code": 201})
 
     # ---- mutating admission ---------------------------------------------------------------
-    def admit(self, ns, pod, query):
+    def admit(self, ns, pod, query, op, old=None):
         store = self.server.store
+        auth = self.headers.get("Authorization") or ""
         with store.lock:
             hooks = [copy.deepcopy(o) for k, o in sorted(store.objects.items())
                      if k[1] == "mutatingwebhookconfigurations"]
             ns_obj = copy.deepcopy(store.objects.get(("", "namespaces", "", ns)))
+            user = store.users.get(auth[7:] if auth.startswith("Bearer ") else "", "fake-admin")
         for cfg in hooks:
             for hook in cfg.get("webhooks") or []:
-                if not hook_matches(hook, ns_obj, pod):
+                if not hook_matches(hook, ns_obj, pod, op, old):
                     continue
-                pod = call_webhook(hook, ns, pod, query.get("dryRun") == "All")
+                pod = call_webhook(hook, ns, pod, query.get("dryRun") == "All", op, old, user)
         return pod
 
 
@@ -982,37 +1007,42 @@ def disruptions_allowed(store, pdb):
     return healthy - count(spec.get("minAvailable", 1), True)
 
 
-def hook_matches(hook, ns_obj, pod):
+def hook_matches(hook, ns_obj, pod, op, old=None):
     rules = hook.get("rules") or []
     ok = False
     for r in rules:
-        if "CREATE" in r.get("operations", []) or "*" in r.get("operations", []):
+        if op in r.get("operations", []) or "*" in r.get("operations", []):
             if ("pods" in r.get("resources", []) or "*" in r.get("resources", [])) and \
                     ("" in r.get("apiGroups", []) or "*" in r.get("apiGroups", [])):
                 ok = True
     if not ok:
         return False
-    for field, labels in (("namespaceSelector", (ns_obj or {}).get("metadata", {}).get("labels")),
-                          ("objectSelector", pod.get("metadata", {}).get("labels"))):
-        sel = hook.get(field) or {}
+    def selected(sel, labels):
         for k, v in (sel.get("matchLabels") or {}).items():
             if (labels or {}).get(k) != v:
                 return False
         for e in sel.get("matchExpressions") or []:
             have = (labels or {}).get(e["key"])
-            op, vals = e["operator"], e.get("values") or []
-            if op == "In" and have not in vals:
+            o, vals = e["operator"], e.get("values") or []
+            if o == "In" and have not in vals:
                 return False
-            if op == "NotIn" and have is not None and have in vals:
+            if o == "NotIn" and have is not None and have in vals:
                 return False
-            if op == "Exists" and have is None:
+            if o == "Exists" and have is None:
                 return False
-            if op == "DoesNotExist" and have is not None:
+            if o == "DoesNotExist" and have is not None:
                 return False
-    return True
+        return True
+    if not selected(hook.get("namespaceSelector") or {},
+                    (ns_obj or {}).get("metadata", {}).get("labels")):
+        return False
+    # objectSelector: the new object's labels or (UPDATE) the old one's, as kube-apiserver.
+    sel = hook.get("objectSelector") or {}
+    return selected(sel, pod.get("metadata", {}).get("labels")) or (
+        old is not None and selected(sel, old.get("metadata", {}).get("labels")))
 
 
-def call_webhook(hook, ns, pod, dry_run):
+def call_webhook(hook, ns, pod, dry_run, op, old, user):
     cc = hook.get("clientConfig") or {}
     fail_open = hook.get("failurePolicy", "Fail") == "Ignore"
     url = cc.get("url")
@@ -1030,10 +1060,11 @@ def call_webhook(hook, ns, pod, dry_run):
                               "requestResource": {"group": "", "version": "v1",
                                                   "resource": "pods"},
                               "name": pod.get("metadata", {}).get("name", ""),
-                              "namespace": ns, "operation": "CREATE",
-                              "userInfo": {"username": "fake-admin"}, "object": pod,
-                              "oldObject": None, "dryRun": dry_run,
-                              "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}}}
+                              "namespace": ns, "operation": op,
+                              "userInfo": {"username": user}, "object": pod,
+                              "oldObject": old, "dryRun": dry_run,
+                              "options": {"kind": op.capitalize() + "Options",
+                                          "apiVersion": "meta.k8s.io/v1"}}}
         req = urllib.request.Request(url, data=json.dumps(review).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
         with urllib.request.urlopen(req, context=ctx,

@@ -50,14 +50,18 @@ class Env:
         self.tmp = tmp
         self.procs = []
 
-    def write_kubeconfig(self, api, ns):
-        """A kubeconfig for the fake API server at API, default namespace NS."""
-        self.kubeconfig = os.path.join(self.tmp, "kubeconfig")
-        with open(self.kubeconfig, "w") as f:
+    def write_kubeconfig(self, api, ns, name="kubeconfig", token="t"):
+        """A kubeconfig for the fake API server at API, default namespace NS, authenticating
+        with TOKEN; returns its path (the first one is the tenant's, used by kubectl)."""
+        path = os.path.join(self.tmp, name)
+        with open(path, "w") as f:
             f.write("apiVersion: v1\nkind: Config\ncurrent-context: fake\nclusters:\n- name: fake\n"
-                    "  cluster: {server: '%s'}\nusers:\n- name: u\n  user: {token: t}\n"
+                    "  cluster: {server: '%s'}\nusers:\n- name: u\n  user: {token: %s}\n"
                     "contexts:\n- name: fake\n  context: {cluster: fake, user: u, namespace: %s}\n"
-                    % (api, ns))
+                    % (api, token, ns))
+        if not hasattr(self, "kubeconfig"):
+            self.kubeconfig = path
+        return path
 
     def kubectl(self, *args, stdin=None, ok=True):
         r = subprocess.run(["kubectl", "--kubeconfig", self.kubeconfig, "--request-timeout=15s",
@@ -209,7 +213,7 @@ def make_certs(d, tag):
         return base64.b64encode(f.read()).decode()
 
 
-def cert_dir_scenario(env, tmp, cfgfile, log):
+def cert_dir_scenario(env, tmp, cfgfile, log, ctl_kubeconfig):
     certs = os.path.join(tmp, "certs")
     ca1 = make_certs(certs, "one")
     wport, hport = free_port(), free_port()
@@ -219,7 +223,7 @@ def cert_dir_scenario(env, tmp, cfgfile, log):
         mwc["metadata"].pop(k, None)
     env.apply(mwc)
     ports = os.path.join(tmp, "ctl2.ports")
-    ctl = subprocess.Popen([BIN, "--kubeconfig", env.kubeconfig, "--namespace",
+    ctl = subprocess.Popen([BIN, "--kubeconfig", ctl_kubeconfig, "--namespace",
                             "tensor-fusion-sys", "--bind", "127.0.0.1", "--webhook-port",
                             str(wport), "--http-port", str(hport), "--webhook-config",
                             "tensor-fusion-webhook", "--cert-dir", certs, "--config", cfgfile,
@@ -246,6 +250,56 @@ def cert_dir_scenario(env, tmp, cfgfile, log):
     return None
 
 
+def placement_attacks(env, ids):
+    """A tenant tries to choose, move, grow or fake GPU allocations (docs/security.md)."""
+    other = "GPU-1" if ids == "GPU-0" else "GPU-0"
+    r = env.kubectl("annotate", "pod", "trainer", "-n", "ml", "--overwrite",
+                    "tensor-fusion.ai/gpu-ids=GPU-0,GPU-1", ok=False)
+    check("tenant cannot rewrite gpu-ids", r.returncode != 0 and
+          "only TensorFusion may set" in r.stderr, r.stderr)
+    r = env.kubectl("annotate", "pod", "trainer", "-n", "ml", "--overwrite",
+                    "tensor-fusion.ai/vram-limit=80Gi", ok=False)
+    check("tenant cannot raise a running pod's limit", r.returncode != 0 and
+          "cannot change" in r.stderr, r.stderr)
+    r = env.kubectl("label", "pod", "trainer", "-n", "ml", "team=a", ok=False)
+    check("tenant still labels its pod", r.returncode == 0, r.stderr)
+    squat = {"apiVersion": "v1", "kind": "Pod",
+             "metadata": {"name": "squat", "namespace": "ml",
+                          "labels": {"tensor-fusion.ai/enabled": "true"},
+                          "annotations": {"tensor-fusion.ai/gpu-ids": other,
+                                          "tensor-fusion.ai/vram-limit": "80Gi"}},
+             "spec": {"nodeName": "gpu-node-1", "containers": [{"name": "app", "image": "x"}]}}
+    r = env.kubectl("apply", "--validate=false", "-f", "-", stdin=json.dumps(squat), ok=False)
+    check("pod choosing its node and GPU is denied", r.returncode != 0 and
+          "spec.nodeName gpu-node-1" in r.stderr, r.stderr)
+    sly = json.loads(json.dumps(squat))
+    sly["metadata"].update(name="sly", labels={"tensor-fusion.ai/enabled": "false",
+                                               "tensor-fusion.ai/component": "worker",
+                                               "tensor-fusion.ai/workload": "inference"})
+    env.apply(sly)
+    got = env.get("pod", "sly", "-n", "ml") or {"metadata": {}}
+    check("opted-out pod loses the system keys it brought",
+          "tensor-fusion.ai/gpu-ids" not in got["metadata"].get("annotations", {}) and
+          "tensor-fusion.ai/component" not in got["metadata"].get("labels", {}), got["metadata"])
+    # The webhook bypassed (the controller's namespace is excluded from it): a pod with a
+    # complete-looking forged allocation on the other GPU.
+    forged = json.loads(json.dumps(squat))
+    forged["metadata"].update(name="forged", namespace="tensor-fusion-sys", labels={
+        "tensor-fusion.ai/enabled": "true", "tensor-fusion.ai/component": "client"})
+    forged["metadata"]["annotations"].update({
+        "tensor-fusion.ai/gpupool": "default-pool", "tensor-fusion.ai/isolation": "soft",
+        "tensor-fusion.ai/vram-request": "80Gi", "tensor-fusion.ai/tflops-request": "300",
+        "tensor-fusion.ai/container-gpus": json.dumps({"app": [other]}),
+        "tensor-fusion.ai/allocation-signature": "v1:" + "ab" * 32})
+    env.apply(forged)
+    time.sleep(1.5)  # several reconcile passes
+    gpu = env.get("gpu", "gpu-node-1-%s" % other[-1]) or {"status": {}}
+    check("forged allocation is not booked", gpu["status"].get("runningApps") == [] and
+          gpu["status"].get("available", {}).get("vram") == "80Gi", gpu["status"])
+    env.kubectl("delete", "pod", "sly", "-n", "ml", "--wait=false", ok=False)
+    env.kubectl("delete", "pod", "forged", "-n", "tensor-fusion-sys", "--wait=false", ok=False)
+
+
 def main():
     if not shutil.which("kubectl") or not shutil.which("helm"):
         print("SKIP: kubectl or helm not installed")
@@ -263,6 +317,13 @@ def main():
         wait_for("fake API server", lambda: os.path.exists(pf), 10)
         api = "http://127.0.0.1:%s" % open(pf).read().strip()
         env.write_kubeconfig(api, "ml")
+        # The controller authenticates as its service account (the webhook lets only that
+        # identity write system annotations); kubectl is a tenant (fake-admin).
+        ctl_kubeconfig = env.write_kubeconfig(api, "ml", "kubeconfig-controller", "ctl-token")
+        urllib.request.urlopen(urllib.request.Request(
+            api + "/_fake/users", method="POST", data=json.dumps({
+                "ctl-token": "system:serviceaccount:tensor-fusion-sys:tensor-fusion"}).encode(),
+            headers={"Content-Type": "application/json"}), timeout=10).read()
         for ns in ("tensor-fusion-sys", "ml"):  # apply: the fake speaks JSON, not protobuf
             env.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         wport, hport = free_port(), free_port()
@@ -275,7 +336,8 @@ def main():
                                  "clientConfig": {"url": "https://127.0.0.1:%d/mutate-v1-pod"
                                                   % wport},
                                  "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
-                                            "operations": ["CREATE"], "resources": ["pods"]}],
+                                            "operations": ["CREATE", "UPDATE"],
+                                            "resources": ["pods"]}],
                                  "namespaceSelector": {"matchExpressions": [{
                                      "key": "kubernetes.io/metadata.name", "operator": "NotIn",
                                      "values": ["tensor-fusion-sys", "kube-system"]}]}}]})
@@ -301,7 +363,7 @@ def main():
         # (gpu-node-1's heartbeat comes below, once its GPUNode exists.)
         ports = os.path.join(tmp, "ctl.ports")
         log = open(os.path.join(tmp, "controller.log"), "w")
-        ctl = subprocess.Popen([BIN, "--kubeconfig", env.kubeconfig, "--namespace",
+        ctl = subprocess.Popen([BIN, "--kubeconfig", ctl_kubeconfig, "--namespace",
                                 "tensor-fusion-sys", "--bind", "127.0.0.1", "--webhook-port",
                                 str(wport), "--http-port", str(hport), "--webhook-config",
                                 "tensor-fusion-webhook", "--extra-san", "127.0.0.1",
@@ -418,6 +480,7 @@ def main():
         check("gpu-ids recorded", ids in ("GPU-0", "GPU-1"), ids)
         check("container-gpus recorded", json.loads(got["metadata"]["annotations"].get(
             "tensor-fusion.ai/container-gpus", "{}")) == {"app": [ids]})
+        placement_attacks(env, ids)
         # The allocation reaches the GPU, GPUNode and pool status.
         gname = "gpu-node-1-%s" % (ids[-1] if ids else "0")
         gpu = wait_for("GPU available drops", lambda: (lambda g: g if g and g["status"].get(
@@ -491,8 +554,8 @@ def main():
             wenv = {e["name"]: e["valueFrom"]["fieldRef"]["fieldPath"] for e in wc.get("env", [])}
             check("worker sees exactly its GPUs", wenv.get("NVIDIA_VISIBLE_DEVICES") ==
                   "metadata.annotations['tensor-fusion.ai/gpu-ids']", wenv)
-            check("worker enforces its pod's limit region", wc["command"][-2:] == [
-                "--limits-region", "/run/tensor-fusion/pod/shm"] and {
+            check("worker enforces its pod's limit region", wc["command"][-3:] == [
+                "--limits-region", "/run/tensor-fusion/pod/shm", "--pinned-staging"] and {
                 "name": "tf-shm", "mountPath": "/run/tensor-fusion/pod",
                 "subPathExpr": "$(POD_NAMESPACE)/$(POD_NAME)"} in wc.get("volumeMounts", []) and
                   wenv.get("POD_NAMESPACE") == "metadata.namespace" and
@@ -519,6 +582,11 @@ def main():
             check("worker keeps no per-container split of the client",
                   "tensor-fusion.ai/container-gpu-count" not in w["metadata"]["annotations"],
                   w["metadata"]["annotations"])
+            # kube-scheduler binds the worker through the extender, which signs its allocation:
+            # only such workers are paired with clients.
+            br = extender("bind", {"PodName": w["metadata"]["name"], "PodNamespace": "ml",
+                                   "PodUID": w["metadata"]["uid"], "Node": "gpu-node-1"})
+            check("worker bound by the extender", br == {"Error": ""}, br)
             env.kubectl("patch", "pod", w["metadata"]["name"], "-n", "ml", "--subresource=status",
                         "--type=merge", "-p", json.dumps({"status": {
                             "phase": "Running", "podIP": "127.0.0.1"}}))
@@ -609,7 +677,7 @@ def main():
 
         # Mounted certificates (cert-manager style), rotated while serving.
         if shutil.which("openssl"):
-            ctl = cert_dir_scenario(env, tmp, cfgfile, log)
+            ctl = cert_dir_scenario(env, tmp, cfgfile, log, ctl_kubeconfig)
         else:
             print("SKIP: openssl not installed (mounted-certificate rotation not checked)")
     finally:

@@ -22,6 +22,7 @@
 
 #include "common/err.h"
 #include "common/yamljson.h"
+#include "controller/allocsig.h"
 #include "controller/extender.h"
 #include "controller/k8s/informer.h"
 #include "core/cluster.h"
@@ -680,6 +681,82 @@ static void a_gang_timeout_releases_the_held_gpus_and_backs_the_group_off(void *
     rig_down(&r);
 }
 
+static void wait_pod(struct rig *r, const char *name)
+{
+    for (int i = 0; i < 1000; i++) {
+        json_object *p = tf_informer_get(r->pods, "ml", name);
+        json_object_put(p);
+        if (p)
+            return;
+        usleep(10000);
+    }
+    fail_msg("pod %s never reached the informer", name);
+}
+
+/* A pod that is already on NODE with the allocation annotations ANNS (JSON members). */
+static void pod_on_node(const char *name, const char *node, const char *anns)
+{
+    char buf[2048];
+    snprintf(buf, sizeof(buf),
+             "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"labels\":{"
+             "\"tensor-fusion.ai/enabled\":\"true\",\"tensor-fusion.ai/component\":\"client\"},"
+             "\"annotations\":{\"tensor-fusion.ai/gpupool\":\"default-pool\","
+             "\"tensor-fusion.ai/isolation\":\"soft\",\"tensor-fusion.ai/tflops-request\":\"50\","
+             "\"tensor-fusion.ai/vram-request\":\"80Gi\",\"tensor-fusion.ai/vram-limit\":\"80Gi\""
+             ",%s}},\"spec\":{\"nodeName\":\"%s\",\"schedulerName\":\"tensor-fusion-scheduler\","
+             "\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]}}",
+             name, anns, node);
+    create(&tf_k8s_pods, "ml", buf);
+}
+
+/* The attack: a pod arrives on a node already holding tensor-fusion.ai/gpu-ids (the webhook
+ * bypassed, or a pod from before its guard), with a made-up signature or one copied from a
+ * real allocation. The extender books none of it, so the GPU stays free for pods it places
+ * itself, and after a restart it restores exactly the allocations it signed. */
+static void pod_bringing_its_own_gpu_ids_books_nothing(void **state)
+{
+    gpu("node-z", 0, "80Gi");
+    struct tf_allocsig sig;
+    assert_int_equal(tf_allocsig_init(&sig, "0123456789abcdef0123456789abcdef", 32), 0);
+    struct rig r;
+    rig_up(&r);
+    wait_gpu_status(&r, "node-z-gpu-0");
+    tf_extender_set_allocsig(r.x, &sig);
+    int before = tf_extender_allocations(r.x);
+    pod_on_node("squat", "node-z",
+                "\"tensor-fusion.ai/gpu-ids\":\"GPU-node-z-0\",\"tensor-fusion.ai/"
+                "allocation-signature\":\"v1:0000000000000000000000000000000000000000000000000000"
+                "000000000000\"");
+    wait_pod(&r, "squat");
+    tf_extender_invalidate(r.x);
+    assert_int_equal(tf_extender_allocations(r.x), before);
+
+    /* The GPU it claims is free: a pod the extender places itself gets it, signed. */
+    pod("honest", "80Gi", NULL);
+    wait_pod(&r, "honest");
+    assert_string_equal(bind_err(&r, "honest", "node-z"), "");
+    json_object *h = get_pod("honest");
+    const char *hsig = tf_json_str(h, "metadata", "annotations", TF_ANN_ALLOCATION_SIGNATURE, NULL);
+    assert_non_null(hsig);
+    assert_true(tf_allocsig_verify(&sig, h));
+    char anns[512];
+    snprintf(anns, sizeof(anns),
+             "\"tensor-fusion.ai/gpu-ids\":\"GPU-node-z-0\",\"tensor-fusion.ai/"
+             "allocation-signature\":\"%s\"",
+             hsig);
+    /* A copy of the real allocation onto another pod. */
+    pod_on_node("copycat", "node-z", anns);
+    json_object_put(h);
+    wait_pod(&r, "copycat");
+    rig_down(&r);
+
+    struct rig r2;
+    rig_up(&r2);
+    tf_extender_set_allocsig(r2.x, &sig);
+    assert_int_equal(tf_extender_allocations(r2.x), before + 1);
+    rig_down(&r2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -696,6 +773,7 @@ int main(void)
         cmocka_unit_test(gang_members_are_bound_all_together_once_the_quorum_holds_gpus),
         cmocka_unit_test(no_gang_member_is_bound_while_the_quorum_does_not_fit),
         cmocka_unit_test(a_gang_timeout_releases_the_held_gpus_and_backs_the_group_off),
+        cmocka_unit_test(pod_bringing_its_own_gpu_ids_books_nothing),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -548,7 +548,9 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     assert_string_equal(env_field_of(w, "NVIDIA_VISIBLE_DEVICES"), GPU_IDS_PATH);
     /* ... and enforces the pod's limits from its region, live. */
     json_object *cmd = tf_json_path(w, "command", NULL);
-    assert_int_equal(json_object_array_length(cmd), 7);
+    assert_int_equal(json_object_array_length(cmd), 8);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 7)),
+                        "--pinned-staging");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 5)),
                         "--limits-region");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 6)),
@@ -582,7 +584,7 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     out = admit(pod, "default", NULL);
     w = container(out, "tf-worker");
     cmd = tf_json_path(w, "command", NULL);
-    assert_int_equal(json_object_array_length(cmd), 9);
+    assert_int_equal(json_object_array_length(cmd), 10);
     assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 7)), "--device");
     assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 8)), "0,1");
     assert_string_equal(tf_json_str(w, "resources", "limits", "tensor-fusion.ai/vgpu", NULL), "2");

@@ -152,8 +152,21 @@ static int raw_http(struct hvt *t, const char *method, const char *path, const c
     struct curl_slist *h = NULL;
     snprintf(hdr, sizeof(hdr), "Content-Type: %s", ctype ? ctype : "application/json");
     h = curl_slist_append(h, hdr);
-    if (t->auth[0])
+    char own[200] = "";
+    if (t->auth[0]) {
         h = curl_slist_append(h, t->auth);
+    } else if (!t->no_auth) { /* the local hypervisor's own token, as tfctl reads it */
+        char tp[400], tok[160];
+        snprintf(tp, sizeof(tp), "%s/api-token", t->state);
+        FILE *f = fopen(tp, "r");
+        if (f && fgets(tok, sizeof(tok), f)) {
+            tok[strcspn(tok, "\r\n")] = '\0';
+            snprintf(own, sizeof(own), "Authorization: Bearer %s", tok);
+            h = curl_slist_append(h, own);
+        }
+        if (f)
+            fclose(f);
+    }
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);

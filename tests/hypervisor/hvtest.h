@@ -18,7 +18,9 @@ struct hvt {
     char devfile[300]; /* fake NVML device list */
     pid_t pid;         /* running hypervisor or 0 */
     char base[96];     /* http://127.0.0.1:PORT */
-    char auth[200];    /* extra request header ("Authorization: Bearer ..."), or "" */
+    char auth[200];    /* extra request header ("Authorization: Bearer ..."), or "": the
+                          state directory's api-token, as tfctl sends it */
+    bool no_auth;      /* send no token at all (an outsider) */
 };
 
 /* Makes the scratch dirs and the device file with DEVLINES (fake_nvml.c format). Sets the

@@ -337,6 +337,40 @@ static void a_hard_workload_runs_on_its_worker_with_the_limits(void **state)
     assert_int_equal(hvt_count_workloads(&T), 0);
 }
 
+/* The attack: a soft workload's child drops LD_PRELOAD and allocates past the workload's VRAM
+ * limit; nothing in the data path sees it. The hypervisor adds up the real VRAM NVML reports
+ * for the workload's process tree, finds it over the limit, and (--vram-escape kill) kills the
+ * process that runs without the limiter. */
+static void a_child_that_drops_the_limiter_is_caught_and_killed(void **state)
+{
+    hvt_kill(&T, SIGTERM);
+    const char *extra[] = {"--vram-escape", "kill", "--vram-escape-slack", "0", NULL};
+    hvt_start(&T, extra);
+    char script[1200];
+    snprintf(script, sizeof(script), "env -u LD_PRELOAD %s %s 20 1800 1000 child; echo child_rc=$?",
+             getenv("TF_GPU_BURN"), getenv("TF_TIMER_PTX"));
+    const char *argv[] = {"run", "--vram-limit", "1Gi", "--name", "sly",
+                          "--",  "sh",           "-c",  script,   NULL};
+    int rc;
+    char *out = burn_argv_out(argv, &rc);
+    if (rc != 0 || !strstr(out, "child_rc=137"))
+        fail_msg("run exited %d:\n%s", rc, out);
+    /* it got its 1.8 GiB (nothing in the data path stops it) before it was caught */
+    assert_non_null(strstr(out, "child vram_total_mib="));
+    assert_null(strstr(out, "child kernels=")); /* killed long before its 20 s */
+    free(out);
+    char log[400];
+    snprintf(log, sizeof(log), "%s/hypervisor-test.log", T.dir);
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(buf, "workload sly escaped its VRAM limit"));
+    assert_non_null(strstr(buf, "not under the limiter"));
+}
+
 static void remote_runs_use_a_worker_of_another_hypervisor_kept_by_heartbeats(void **state)
 {
     /* T plays the GPU machine: API token, short leases. This side needs no hypervisor. */
@@ -415,6 +449,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             a_shared_run_executes_real_kernels_and_its_utilisation_is_recorded, setup, teardown),
+        cmocka_unit_test_setup_teardown(a_child_that_drops_the_limiter_is_caught_and_killed, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
             soft_workloads_side_by_side_get_their_vram_and_compute_limits, setup_a100, teardown),
         cmocka_unit_test_setup_teardown(

@@ -27,6 +27,8 @@
  *                        start, then launched= and completed= (the device-side counter) of
  *                        the measured run, warm_launched= and launched_sN= (the
  *                        launches of each whole second of the measured run)
+ *   modvars              modules whose __device__ arrays (600 MiB, 2 GiB) the VRAM limit must
+ *                        count: over= load= free= alloc= alloc_after_unload=
  *   timing N             N x (cuLaunchKernel of spin_ns(0) from PTX in $LIM_PTX) and N x
  *                        (cuMemAlloc 4 KiB + cuMemFree); prints launch_ns= alloc_free_ns=
  *                        per call (benchmark helper)
@@ -508,6 +510,42 @@ static int scenario_graph(int argc, char **argv)
     return 0;
 }
 
+/* A module whose only content is one __device__ array of N bytes. */
+static const char *array_module(unsigned long long n)
+{
+    static char ptx[256];
+    snprintf(ptx, sizeof(ptx),
+             ".version 8.0\n.target sm_80\n.address_size 64\n"
+             ".visible .global .align 4 .b8 big[%llu];\n",
+             n);
+    return ptx;
+}
+
+static int scenario_modvars(void)
+{
+    setup();
+    CUresult (*load)(CUmodule *, const void *) =
+        (CUresult(*)(CUmodule *, const void *))sym("cuModuleLoadData");
+    CUresult (*unload)(CUmodule) = (CUresult(*)(CUmodule))sym("cuModuleUnload");
+    CUmodule m;
+    CUdeviceptr p;
+    printf("over=%s\n", errname(load(&m, array_module(2048 * MiB))));
+    CUresult rc = load(&m, array_module(600 * MiB));
+    printf("load=%s\n", errname(rc));
+    if (rc)
+        return 1;
+    size_t fr, tot;
+    CK(cuMemGetInfo(&fr, &tot));
+    printf("free=%zu\n", fr);
+    printf("alloc=%s\n", errname(cuMemAlloc(&p, 600 * MiB)));
+    CK(unload(m));
+    rc = cuMemAlloc(&p, 600 * MiB);
+    printf("alloc_after_unload=%s\n", errname(rc));
+    if (rc == CUDA_SUCCESS)
+        CK(cuMemFree(p));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -540,6 +578,8 @@ int main(int argc, char **argv)
         return scenario_fillslow(argc, argv);
     if (!strcmp(s, "load"))
         return scenario_load(argc, argv);
+    if (!strcmp(s, "modvars"))
+        return scenario_modvars();
     if (!strcmp(s, "timing"))
         return scenario_timing(argc, argv);
     fprintf(stderr, "lim_host: unknown scenario %s\n", s);

@@ -134,6 +134,22 @@ static void two_processes_of_one_workload_share_one_vram_limit(void **state)
     tf_shm_unmap(&m);
 }
 
+/* The attack: module .global arrays were never charged: a soft-limited app held 3 GiB under a
+ * 1 GiB limit in __device__ arrays. Now a module's variables are charged when it loads. */
+static void module_variables_count_against_the_soft_limit(void **state)
+{
+    struct tf_shm_map m = make_region(GiB, 0);
+    struct child c;
+    assert_int_equal(run(&c, "modvars", shm_env, NULL), 0);
+    expect(&c, "over", "CUDA_ERROR_OUT_OF_MEMORY");
+    expect(&c, "load", "CUDA_SUCCESS");
+    assert_true(child_num(&c, "free") <= 424ll * 1024 * 1024);
+    expect(&c, "alloc", "CUDA_ERROR_OUT_OF_MEMORY");
+    expect(&c, "alloc_after_unload", "CUDA_SUCCESS");
+    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
+    tf_shm_unmap(&m);
+}
+
 static void memory_info_and_nvml_report_the_limit(void **state)
 {
     struct tf_shm_map m = make_region(3 * GiB / 2, 0);
@@ -456,6 +472,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(allocation_beyond_the_limit_fails_smaller_ones_succeed),
         cmocka_unit_test(two_processes_of_one_workload_share_one_vram_limit),
+        cmocka_unit_test(module_variables_count_against_the_soft_limit),
         cmocka_unit_test(memory_info_and_nvml_report_the_limit),
         cmocka_unit_test(allocations_through_cuGetProcAddress_are_limited),
         cmocka_unit_test(the_region_filters_what_cuda_visible_devices_leaves),

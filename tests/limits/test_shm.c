@@ -676,6 +676,49 @@ static void heartbeat_goes_stale_when_the_hypervisor_stops(void **state)
     munmap(r, TF_SHM_SIZE);
 }
 
+/* The attack: an app rewrites its own region (its limit raised, its usage zeroed, the header
+ * garbled so a restarted hypervisor rejects it). The hypervisor used to replace it with an
+ * empty region the app never saw. Now it is repaired in place from the recorded limits, and
+ * the reservations the app's processes still hold count again. */
+static void a_region_an_app_rewrote_is_repaired_in_place(void **state)
+{
+    char path[300], err[256] = "";
+    path_of(path, sizeof(path), "repaired-shm");
+    struct tf_shm_config c;
+    two_gpu_config(&c);
+    struct tf_shm_map hv, app;
+    assert_int_equal(tf_shm_create(path, &c, 0600, &hv, err, sizeof(err)), 0);
+    assert_int_equal(tf_shm_open(path, &app, err, sizeof(err)), 0);
+    uint64_t owner = tf_shm_owner_id(4242, 77);
+    int slot = tf_shm_pid_claim(app.r, owner, 0);
+    assert_true(slot >= 0);
+    assert_int_equal(tf_shm_vram_reserve(app.r, 0, slot, 1536 * MiB), 0);
+    tf_shm_unmap(&hv); /* the hypervisor is gone */
+    /* The app's rewrite. */
+    atomic_store(&app.r->dev[0].vram_limit, 1024 * GiB);
+    atomic_store(&app.r->dev[0].vram_used, 0);
+    atomic_store(&app.r->pid[9].vram_used[0], -5 * (int64_t)GiB);
+    app.r->hdr.magic = 0x4141414141414141ull;
+    assert_int_equal(tf_shm_open(path, &hv, err, sizeof(err)), TF_EPROTO);
+    /* The restarted hypervisor repairs it from what it recorded. */
+    assert_int_equal(tf_shm_repair(path, &c, &hv, err, sizeof(err)), 0);
+    /* The app's own mapping sees the recorded limit and its 1.5 GiB still counted. */
+    assert_int_equal(atomic_load(&app.r->dev[0].vram_limit), 2 * GiB);
+    assert_int_equal(atomic_load(&app.r->dev[0].vram_used), (int64_t)(1536 * MiB));
+    assert_int_equal(tf_shm_vram_reserve(app.r, 0, slot, 1024 * MiB), TF_ENOSPC);
+    assert_int_equal(tf_shm_vram_reserve(app.r, 0, slot, 512 * MiB), 0);
+    assert_int_equal(atomic_load(&app.r->pid[slot].owner), owner);
+    assert_int_equal(tf_shm_validate(app.r, TF_SHM_SIZE, err, sizeof(err)), 0);
+    /* A truncated file is sized back; no file at all is TF_ENOENT (then it is created). */
+    assert_int_equal(truncate(path, 100), 0);
+    tf_shm_unmap(&hv);
+    assert_int_equal(tf_shm_repair(path, &c, &hv, err, sizeof(err)), 0);
+    tf_shm_unmap(&hv);
+    tf_shm_unmap(&app);
+    unlink(path);
+    assert_int_equal(tf_shm_repair(path, &c, &hv, err, sizeof(err)), TF_ENOENT);
+}
+
 static void gpu_uuids_round_trip_in_nvml_form(void **state)
 {
     uint8_t u[16], v[16];
@@ -712,6 +755,7 @@ int main(void)
         cmocka_unit_test(process_killed_mid_work_gives_its_memory_back),
         cmocka_unit_test(pid_slots_are_claimed_released_and_reclaimed),
         cmocka_unit_test(heartbeat_goes_stale_when_the_hypervisor_stops),
+        cmocka_unit_test(a_region_an_app_rewrote_is_repaired_in_place),
         cmocka_unit_test(gpu_uuids_round_trip_in_nvml_form),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

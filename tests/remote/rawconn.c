@@ -101,3 +101,24 @@ int raw_wait_closed(int fd, uint32_t *reason)
             *reason = tf__get_4(buf);
     }
 }
+
+static uint64_t raw_req = 10;
+
+int raw_call(int fd, uint16_t op, const void *fixed, size_t flen, const void *tail, size_t tlen,
+             uint8_t *rep, size_t cap)
+{
+    uint64_t id = ++raw_req;
+    if (raw_send(fd, op, id, fixed, flen, tail, tlen) != 0)
+        return -1;
+    return raw_reply(fd, id, rep, cap);
+}
+
+uint64_t raw_ctx(int fd)
+{
+    uint64_t id = TF_PROTO_HANDLE(TF_PROTO_H_CTX, 0x777); /* not an id the victims use */
+    uint8_t p[TF_PROTO_SIZE_ctx_create_req], rep[64];
+    struct tf_msg_ctx_create_req m = {.ctx = id};
+    tf_msg_ctx_create_req_put(p, &m);
+    return raw_call(fd, TF_OP_PRIMARY_RETAIN, p, sizeof(p), NULL, 0, rep, sizeof(rep)) == 0 ? id
+                                                                                            : 0;
+}

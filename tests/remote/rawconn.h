@@ -26,6 +26,11 @@ int raw_send_bytes(int fd, const void *p, size_t n);
 int raw_recv(int fd, struct tf_msg_frame_hdr *h, uint8_t *payload, size_t cap);
 /* Reads frames until the reply to REQ arrives (skipping events); returns its status, or -1. */
 int raw_reply(int fd, uint64_t req, uint8_t *payload, size_t cap);
+/* Sends request OP and returns its reply's status (payload in REP), or -1. */
+int raw_call(int fd, uint16_t op, const void *fixed, size_t flen, const void *tail, size_t tlen,
+             uint8_t *rep, size_t cap);
+/* Retains the primary context of device 0 under a fixed id; returns the id, 0 on failure. */
+uint64_t raw_ctx(int fd);
 /* 1 when the peer closes the connection within 5 s (CLOSE events are read and skipped);
  * *REASON gets the close reason when a CLOSE event came first (0 otherwise). */
 int raw_wait_closed(int fd, uint32_t *reason);

@@ -229,6 +229,35 @@ static int c_vram_live(void *arg)
     return 0;
 }
 
+/* A module with a 48 MiB __device__ array against the region's 64 MiB: charged to the region
+ * at load (the same path as an allocation), so 32 MiB more do not fit until it is unloaded;
+ * a second such module does not load. */
+static int c_module_vars(void *arg)
+{
+    (void)arg;
+    struct tf_shm_map m;
+    char err[256];
+    if (tf_shm_open(region, &m, err, sizeof(err)) != 0)
+        return 1;
+    if (e2e_ctx())
+        return 1;
+    static const char ptx[] = ".version 8.0\n.target sm_80\n.address_size 64\n"
+                              ".visible .global .align 4 .b8 big[50331648];\n";
+    CUmodule a, b;
+    CUdeviceptr p;
+    E2E_CU(cuModuleLoadData(&a, ptx));
+    E2E_CHECK(used_of(m.r) == (int64_t)(48 * MiB));
+    E2E_CHECK_CU(cuMemAlloc(&p, 32 * MiB), CUDA_ERROR_OUT_OF_MEMORY, "32 MiB beside the module");
+    E2E_CHECK_CU(cuModuleLoadData(&b, ptx), CUDA_ERROR_OUT_OF_MEMORY, "a second module");
+    E2E_CU(cuModuleUnload(a));
+    E2E_CU(cuCtxSynchronize());
+    E2E_CHECK(used_of(m.r) == 0);
+    E2E_CU(cuMemAlloc(&p, 32 * MiB));
+    E2E_CU(cuMemFree(p));
+    tf_shm_unmap(&m);
+    return 0;
+}
+
 /* Allocates 40 MiB and leaves without freeing it (the connection just closes). */
 static int c_alloc_and_leave(void *arg)
 {
@@ -352,6 +381,16 @@ static void a_disconnecting_clients_memory_is_released_in_the_region(void **stat
     assert_true(slot >= 0);
     assert_int_equal(atomic_load(&m.r->pid[slot].vram_used[0]), 0);
     assert_true(atomic_load(&m.r->dev[0].vram_peak) >= (int64_t)(40 * MiB));
+    e2e_stop(&w);
+    tf_shm_unmap(&m);
+}
+
+static void module_variables_are_charged_to_the_pods_region(void **state)
+{
+    struct tf_shm_map m = make_region(64 * MiB, 0);
+    struct e2e_worker w;
+    start_worker(&w);
+    assert_int_equal(e2e_run(c_module_vars, NULL, 60), 0);
     e2e_stop(&w);
     tf_shm_unmap(&m);
 }
@@ -628,6 +667,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(vram_limit_comes_from_the_region_and_changes_live),
         cmocka_unit_test(a_disconnecting_clients_memory_is_released_in_the_region),
+        cmocka_unit_test(module_variables_are_charged_to_the_pods_region),
         cmocka_unit_test(the_worker_waits_for_a_region_created_after_it_started),
         cmocka_unit_test(a_missing_region_makes_the_worker_exit_naming_it),
         cmocka_unit_test(a_region_without_the_workers_gpu_is_refused),

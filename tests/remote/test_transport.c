@@ -6,6 +6,7 @@
  * that both ends use while they wait for an answer. The session handler here
  * is a stand-in that answers FLUSH and simulates a long driver wait on CTX_SYNC.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -29,6 +30,8 @@
 #include "remote/worker/server.h"
 
 #define TOKEN "test-token-0123456789"
+#define STALL 0xee    /* CTX_SYNC of this context: the stalled-client scenario */
+#define STALL_MS 4000 /* how long its session then waits on the "driver" */
 
 static int hello_cb(void *arg, struct tf_msg_hello_rep *rep, struct tf_buf *tail)
 {
@@ -62,6 +65,20 @@ static void serve_cb(void *arg, struct tf_wconn *c)
             const uint8_t *tail;
             size_t tl;
             rc = tf_proto_req_split(h.opcode, c->payload.data, c->payload.len, &tail, &tl, &why);
+            if (rc == 0 && h.opcode == TF_OP_CTX_SYNC && c->payload.data[0] == STALL) {
+                /* A client that stopped reading: its socket fills up, then its session waits
+                 * on the "driver" (keepalives due) for STALL_MS. */
+                static uint8_t junk[64 * 1024];
+                while (send(c->fd, junk, sizeof(junk), MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+                    ;
+                while (send(c->fd, junk, TF_PROTO_HDR_SIZE, MSG_DONTWAIT | MSG_NOSIGNAL) > 0)
+                    ;
+                tf_wconn_wait_begin(c);
+                struct timespec d = {STALL_MS / 1000, 0};
+                nanosleep(&d, NULL);
+                tf_wconn_wait_end(c);
+                return;
+            }
             if (rc == 0 && h.opcode == TF_OP_CTX_SYNC) {
                 tf_wconn_wait_begin(c);
                 struct timespec d = {0, 600 * 1000 * 1000};
@@ -84,12 +101,14 @@ struct fixture {
     struct tf_server *srv;
 };
 
-static struct tf_server *start(const char *listen, int max_clients, int hello_ms)
+static struct tf_server *start_pending(const char *listen, int max_clients, int hello_ms,
+                                       int max_pending)
 {
     struct tf_server_config cfg = {.listen = listen,
                                    .token = (const uint8_t *)TOKEN,
                                    .token_len = strlen(TOKEN),
                                    .max_clients = max_clients,
+                                   .max_pending = max_pending,
                                    .hello_timeout_ms = hello_ms,
                                    .keepalive_ms = 150};
     struct tf_server_handler h = {.hello = hello_cb, .serve = serve_cb};
@@ -99,6 +118,11 @@ static struct tf_server *start(const char *listen, int max_clients, int hello_ms
     if (rc)
         fail_msg("server: %s", err);
     return s;
+}
+
+static struct tf_server *start(const char *listen, int max_clients, int hello_ms)
+{
+    return start_pending(listen, max_clients, hello_ms, 0);
 }
 
 static int flush(int fd, uint64_t req)
@@ -234,6 +258,15 @@ static void silent_client_is_dropped_after_the_hello_timeout(void **state)
     tf_server_destroy(s);
 }
 
+/* HELLO with TOKEN, then the worker's verdict: 1 when it closes the connection (*REASON from
+ * its CLOSE event). */
+static int hello_then_closed(int fd, uint32_t *reason)
+{
+    uint8_t fixed[TF_PROTO_SIZE_hello_req] = {0};
+    assert_int_equal(raw_send(fd, TF_OP_HELLO, 1, fixed, sizeof(fixed), TOKEN, strlen(TOKEN)), 0);
+    return raw_wait_closed(fd, reason);
+}
+
 static void clients_beyond_the_limit_are_refused(void **state)
 {
     struct tf_server *s = start("tcp://127.0.0.1:0", 2, 0);
@@ -242,7 +275,7 @@ static void clients_beyond_the_limit_are_refused(void **state)
     assert_int_equal(raw_hello(b, TOKEN), CUDA_SUCCESS);
     int c = raw_connect(tf_server_address(s));
     uint32_t reason;
-    assert_true(raw_wait_closed(c, &reason));
+    assert_true(hello_then_closed(c, &reason));
     assert_int_equal(reason, TF_PROTO_CLOSE_BUSY);
     close(c);
     close(a);
@@ -308,6 +341,137 @@ struct late_write {
     int fd;
     int delay_ms;
 };
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The attack: connections without the token, silent or dribbling, used to count against
+ * --max-clients and to live as long as they kept sending a byte now and then, so a few of
+ * them locked every real client out. Now they wait in a small pending budget of their own
+ * (the oldest is dropped to make room), and the real clients get every client slot. */
+static void silent_peers_without_the_token_never_lock_out_real_clients(void **state)
+{
+    struct tf_server *s = start_pending("tcp://127.0.0.1:0", 2, 0, 4);
+    int silent[12];
+    for (int i = 0; i < 12; i++)
+        assert_true((silent[i] = raw_connect(tf_server_address(s))) >= 0);
+    /* (some may be refused outright instead: dropped ones count against the thread budget
+     * until their threads are gone) */
+    for (int tries = 0; tries < 200 && tf_server_evictions(s) < 4; tries++)
+        usleep(10000);
+    assert_true(tf_server_evictions(s) >= 4);
+    int a = raw_connect(tf_server_address(s)), b = raw_connect(tf_server_address(s));
+    assert_int_equal(raw_hello(a, TOKEN), CUDA_SUCCESS);
+    assert_int_equal(raw_hello(b, TOKEN), CUDA_SUCCESS);
+    assert_int_equal(flush(a, 2), 0);
+    assert_int_equal(flush(b, 2), 0);
+    assert_int_equal(tf_server_clients(s), 2);
+    for (int i = 0; i < 12; i++)
+        close(silent[i]);
+    close(a);
+    close(b);
+    tf_server_destroy(s);
+}
+
+struct dribble {
+    int fd;
+    double closed_after; /* seconds from the connect to the worker's close */
+};
+
+/* Sends a valid HELLO one byte every 100 ms (3+ s in all) and notes when the worker hangs up. */
+static void *dribble_main(void *arg)
+{
+    struct dribble *d = arg;
+    uint8_t f[TF_PROTO_HDR_SIZE + TF_PROTO_SIZE_hello_req + sizeof(TOKEN) - 1] = {0};
+    tf_proto_hdr_put(f, TF_OP_HELLO, 0, (uint32_t)(sizeof(f) - TF_PROTO_HDR_SIZE), 1);
+    memcpy(f + TF_PROTO_HDR_SIZE + TF_PROTO_SIZE_hello_req, TOKEN, sizeof(TOKEN) - 1);
+    double t0 = mono_s();
+    d->closed_after = -1;
+    for (size_t i = 0; i < sizeof(f); i++) {
+        if (send(d->fd, f + i, 1, MSG_NOSIGNAL) != 1)
+            break;
+        struct timespec ts = {0, 100 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+        char c;
+        if (recv(d->fd, &c, 1, MSG_DONTWAIT | MSG_PEEK) >= 0 || errno != EAGAIN)
+            break; /* the worker said something (CLOSE) or hung up */
+    }
+    uint32_t reason;
+    if (raw_wait_closed(d->fd, &reason))
+        d->closed_after = mono_s() - t0;
+    return NULL;
+}
+
+static void dribbled_hello_is_cut_at_the_handshake_deadline(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 0, 500);
+    struct dribble d = {.fd = raw_connect(tf_server_address(s))};
+    pthread_t t;
+    pthread_create(&t, NULL, dribble_main, &d);
+    pthread_join(t, NULL);
+    /* the HELLO would take > 3 s to arrive; the deadline is 0.5 s after the accept */
+    assert_true(d.closed_after > 0.3);
+    assert_true(d.closed_after < 2.0);
+    close(d.fd);
+    tf_server_destroy(s);
+}
+
+static void oversized_hello_is_refused_before_it_is_buffered(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 0, 0);
+    int fd = raw_connect(tf_server_address(s));
+    uint8_t f[TF_PROTO_HDR_SIZE];
+    tf_proto_hdr_put(f, TF_OP_HELLO, 0, 1u << 20, 1); /* a 1 MiB "token" */
+    assert_int_equal(raw_send_bytes(fd, f, sizeof(f)), 0);
+    uint32_t reason;
+    assert_true(raw_wait_closed(fd, &reason));
+    assert_int_equal(reason, TF_PROTO_CLOSE_PROTOCOL);
+    close(fd);
+    tf_server_destroy(s);
+}
+
+/* The attack: a client stops reading while its session waits on the driver. The keepalive
+ * sender used to block on its full socket while holding the server lock, for as long as the
+ * send timeout: accepts and every other client's keepalives stopped. */
+static void a_client_that_stops_reading_freezes_nobody_else(void **state)
+{
+    struct tf_server *s = start("tcp://127.0.0.1:0", 0, 0);
+    int a = raw_connect(tf_server_address(s));
+    int small = 4096;
+    setsockopt(a, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    assert_int_equal(raw_hello(a, TOKEN), CUDA_SUCCESS);
+    uint8_t ctx[8] = {STALL};
+    assert_int_equal(raw_send(a, TF_OP_CTX_SYNC, 7, ctx, 8, NULL, 0), 0);
+    usleep(1000 * 1000); /* A's socket is full and its session in the "driver": keepalives due */
+    double t0 = mono_s();
+    int b = raw_connect(tf_server_address(s));
+    assert_int_equal(raw_hello(b, TOKEN), CUDA_SUCCESS);
+    assert_int_equal(flush(b, 2), 0);
+    /* B waits on the driver too and gets its keepalives meanwhile */
+    uint8_t bctx[8] = {0};
+    assert_int_equal(raw_send(b, TF_OP_CTX_SYNC, 9, bctx, 8, NULL, 0), 0);
+    int keepalives = 0;
+    for (;;) {
+        struct tf_msg_frame_hdr h;
+        uint8_t buf[64];
+        assert_int_equal(raw_recv(b, &h, buf, sizeof(buf)), 0);
+        if (h.opcode == TF_OP_KEEPALIVE) {
+            keepalives++;
+            continue;
+        }
+        assert_int_equal(h.req_id, 9);
+        break;
+    }
+    assert_true(keepalives >= 1);
+    assert_true(mono_s() - t0 < 2.5); /* well inside A's 4 s stall */
+    close(a);
+    close(b);
+    tf_server_destroy(s);
+}
 
 static void *write_late(void *arg)
 {
@@ -399,6 +563,10 @@ int main(void)
         cmocka_unit_test(truncated_frame_then_disconnect_frees_the_connection),
         cmocka_unit_test(silent_client_is_dropped_after_the_hello_timeout),
         cmocka_unit_test(clients_beyond_the_limit_are_refused),
+        cmocka_unit_test(silent_peers_without_the_token_never_lock_out_real_clients),
+        cmocka_unit_test(dribbled_hello_is_cut_at_the_handshake_deadline),
+        cmocka_unit_test(oversized_hello_is_refused_before_it_is_buffered),
+        cmocka_unit_test(a_client_that_stops_reading_freezes_nobody_else),
         cmocka_unit_test(long_driver_waits_send_keepalives),
         cmocka_unit_test(wrong_protocol_version_is_answered_and_closed),
         cmocka_unit_test(polling_receive_gets_data_sent_during_and_after_the_poll),

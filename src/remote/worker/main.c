@@ -5,7 +5,9 @@
  *
  *   tf-worker --listen ADDR --token-file F [--vram-limit Q] [--compute-percent P]
  *             [--limits-region PATH [--limits-wait S]] [--device N[,N...]] [--max-clients N]
- *             [--driver PATH] [--ready-file F] [--spin-us N] [--log-level L]
+ *             [--max-pending N] [--module-buffer-limit Q] [--pinned-staging] [--driver PATH]
+ *             [--ready-file F]
+ *             [--spin-us N] [--log-level L]
  *
  * Limits come from the flags, or (in Kubernetes) live from the pod's limit region that the
  * hypervisor writes (--limits-region; region.h): the two are exclusive. A worker told to use
@@ -40,7 +42,14 @@ static void usage(FILE *f)
                "                         (written by tf-hypervisor); not with the two above\n"
                "  --limits-wait S        wait up to S seconds for PATH to appear (default 60)\n"
                "  --device N[,N...]      driver device ordinals to expose (default 0)\n"
-               "  --max-clients N        concurrent connections (default 64)\n"
+               "  --max-clients N        concurrent authenticated clients (default 64)\n"
+               "  --max-pending N        connections still in their handshake, without the\n"
+               "                         token yet (default 16; the oldest is dropped for a new)\n"
+               "  --module-buffer-limit Q  module images all clients may buffer at once while\n"
+               "                         uploading them (default 1Gi)\n"
+               "  --pinned-staging       page-locked bulk-copy staging (faster on a GPU; its\n"
+               "                         data is reachable from every client's kernels: use\n"
+               "                         only when all clients are one tenant)\n"
                "  --driver PATH          CUDA driver library (default libcuda.so.1)\n"
                "  --ready-file FILE      write the bound address to FILE once listening\n"
                "  --spin-us N            poll N us for a client's next request before sleeping\n"
@@ -85,6 +94,9 @@ int main(int argc, char **argv)
                                          {"limits-wait", required_argument, 0, 'W'},
                                          {"device", required_argument, 0, 'd'},
                                          {"max-clients", required_argument, 0, 'm'},
+                                         {"max-pending", required_argument, 0, 'P'},
+                                         {"module-buffer-limit", required_argument, 0, 'B'},
+                                         {"pinned-staging", no_argument, 0, 'S'},
                                          {"driver", required_argument, 0, 'D'},
                                          {"ready-file", required_argument, 0, 'r'},
                                          {"spin-us", required_argument, 0, 's'},
@@ -93,7 +105,7 @@ int main(int argc, char **argv)
                                          {0, 0, 0, 0}};
     const char *listen = NULL, *token_file = NULL, *ready = NULL;
     struct tf_worker_config wc = {0};
-    int max_clients = 0, spin_us = 0, wait_s = -1;
+    int max_clients = 0, max_pending = 0, spin_us = 0, wait_s = -1;
     char err[512];
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -137,6 +149,24 @@ int main(int argc, char **argv)
         case 'm':
             if (int_arg(optarg, 1, 4096, "--max-clients", &max_clients) != 0)
                 return 2;
+            break;
+        case 'S':
+            wc.pinned_staging = true;
+            break;
+        case 'P':
+            if (int_arg(optarg, 1, 4096, "--max-pending", &max_pending) != 0)
+                return 2;
+            break;
+        case 'B':
+            if (tf_quantity_bytes(optarg, &wc.module_buffer_limit, "--module-buffer-limit", err,
+                                  sizeof(err)) ||
+                wc.module_buffer_limit < (1 << 20)) {
+                fprintf(stderr, "tf-worker: %s\n",
+                        wc.module_buffer_limit < (1 << 20) ? "--module-buffer-limit must be at "
+                                                             "least 1Mi"
+                                                           : err);
+                return 2;
+            }
             break;
         case 's':
             if (int_arg(optarg, 0, 100000, "--spin-us", &spin_us) != 0)
@@ -210,6 +240,7 @@ int main(int argc, char **argv)
                                   .token = token,
                                   .token_len = token_len,
                                   .max_clients = max_clients,
+                                  .max_pending = max_pending,
                                   .spin_us = spin_us};
     struct tf_server_handler h = {.hello = tf_worker_hello, .serve = tf_worker_serve, .arg = &w};
     struct tf_server *srv;

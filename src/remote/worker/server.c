@@ -35,10 +35,13 @@ struct tf_server {
     pthread_t accept_thr, tick_thr;
     pthread_mutex_t lock; /* guards everything below */
     pthread_cond_t cond;
-    struct tf_wconn *conns;
-    int nconn;    /* connection threads alive */
-    int nserving; /* connections past the handshake */
+    struct tf_wconn *conns; /* newest first */
+    int nconn;              /* connection threads alive */
+    int nserving;           /* authenticated connections (at most cfg.max_clients) */
+    int npending;           /* connections in their handshake, not evicted (at most
+                               cfg.max_pending) */
     uint64_t next_id;
+    uint64_t evictions; /* pending connections dropped to make room */
     int stopping;
     int64_t spin_ns; /* from cfg.spin_us */
 };
@@ -157,12 +160,70 @@ static void send_hello_status(struct tf_wconn *c, uint64_t req_id, uint32_t stat
                               NULL, 0);
 }
 
-/* 0 when the client is authenticated and has its HELLO reply. */
-static int handshake(struct tf_server *s, struct tf_wconn *c)
+/* Reads exactly N bytes of the handshake into DST before DEADLINE (CLOCK_MONOTONIC ns), however
+ * the peer dribbles them. 0, TF_EIO (closed or failed) or TF_ETIMEDOUT. */
+static int hs_read(struct tf_wconn *c, void *dst, size_t n, int64_t deadline)
+{
+    uint8_t *d = dst;
+    for (size_t got = 0; got < n;) {
+        int64_t left = deadline - now_ns();
+        if (left <= 0)
+            return TF_ETIMEDOUT;
+        struct pollfd p = {.fd = c->fd, .events = POLLIN};
+        int pr = poll(&p, 1, (int)((left + 999999) / 1000000));
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr < 0)
+            return TF_EIO;
+        if (pr == 0)
+            continue; /* the deadline check above ends it */
+        ssize_t r = recv(c->fd, d + got, n - got, MSG_DONTWAIT);
+        if (r == 0)
+            return TF_EIO;
+        if (r < 0) {
+            if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+                continue;
+            return TF_EIO;
+        }
+        got += (size_t)r;
+    }
+    return 0;
+}
+
+/* Reads the HELLO frame (header and payload, which is at most a HELLO's fixed part and a
+ * token) by DEADLINE. Returns as tf_wconn_read_frame. */
+static int hs_read_hello(struct tf_wconn *c, struct tf_msg_frame_hdr *h, int64_t deadline,
+                         const char **why)
+{
+    uint8_t hdr[TF_PROTO_HDR_SIZE];
+    int rc = hs_read(c, hdr, sizeof(hdr), deadline);
+    if (rc)
+        return rc;
+    tf_msg_frame_hdr_get(hdr, h);
+    if ((rc = tf_proto_hdr_check(h, 0, why)))
+        return rc;
+    if (h->length > TF_PROTO_SIZE_hello_req + TF_PROTO_MAX_TOKEN) {
+        *why = h->opcode == TF_OP_HELLO ? "HELLO longer than a token allows"
+                                        : "first frame is not HELLO";
+        return TF_EPROTO;
+    }
+    tf_buf_reset(&c->payload);
+    uint8_t *dst = tf_buf_grow(&c->payload, h->length);
+    if (!dst && h->length) {
+        *why = "cannot buffer the payload";
+        return TF_EPROTO;
+    }
+    return hs_read(c, dst, h->length, deadline);
+}
+
+/* 0 when the client presented the token (its HELLO request id in *REQ_ID): the whole HELLO
+ * must arrive within cfg.hello_timeout_ms of the accept, however it is dribbled. */
+static int handshake(struct tf_server *s, struct tf_wconn *c, uint64_t *req_id)
 {
     struct tf_msg_frame_hdr h;
     const char *why = "?";
-    int rc = tf_wconn_read_frame(c, &h, &why);
+    int rc =
+        hs_read_hello(c, &h, c->accepted_ns + (int64_t)s->cfg.hello_timeout_ms * 1000000, &why);
     if (rc == TF_ESTATE && h.opcode == TF_OP_HELLO) {
         tf_log(TF_LOG_WARN, "worker", "conn %llu from %s speaks protocol version %u, not %u",
                (unsigned long long)c->id, c->peer, h.version, TF_PROTO_VERSION);
@@ -181,12 +242,14 @@ static int handshake(struct tf_server *s, struct tf_wconn *c)
     if (rc) {
         if (rc == TF_EIO || rc == TF_ETIMEDOUT)
             tf_log(TF_LOG_WARN, "worker", "conn %llu from %s: no HELLO (%s)",
-                   (unsigned long long)c->id, c->peer, rc == TF_ETIMEDOUT ? "timed out" : "closed");
+                   (unsigned long long)c->id, c->peer,
+                   rc == TF_ETIMEDOUT ? "handshake deadline passed" : "closed");
         else
             tf_log(TF_LOG_WARN, "worker", "conn %llu from %s: malformed HELLO: %s",
                    (unsigned long long)c->id, c->peer, why);
         if (rc != TF_EIO)
-            tf_wconn_send_close(c, TF_PROTO_CLOSE_PROTOCOL, why);
+            tf_wconn_send_close(c, TF_PROTO_CLOSE_PROTOCOL,
+                                rc == TF_ETIMEDOUT ? "no HELLO in time" : why);
         return TF_EPROTO;
     }
     struct tf_msg_hello_req req;
@@ -202,21 +265,28 @@ static int handshake(struct tf_server *s, struct tf_wconn *c)
         tf_wconn_send_close(c, TF_PROTO_CLOSE_AUTH, "authentication failed");
         return TF_EPERM;
     }
+    *req_id = h.req_id;
+    return 0;
+}
+
+/* The HELLO reply of an authenticated client. 0 when it was sent. */
+static int hello_reply(struct tf_server *s, struct tf_wconn *c, uint64_t req_id)
+{
     struct tf_msg_hello_rep rep = {0};
     struct tf_buf tailbuf;
     tf_buf_init(&tailbuf, TF_PROTO_MAX_PAYLOAD - TF_PROTO_SIZE_hello_rep);
-    rc = s->h.hello(s->h.arg, &rep, &tailbuf);
+    int rc = s->h.hello(s->h.arg, &rep, &tailbuf);
     rep.version = TF_PROTO_VERSION;
     rep.max_payload = TF_PROTO_MAX_PAYLOAD;
     if (rc) {
         tf_buf_free(&tailbuf);
-        send_hello_status(c, h.req_id, CUDA_ERROR_NO_DEVICE);
+        send_hello_status(c, req_id, CUDA_ERROR_NO_DEVICE);
         tf_wconn_send_close(c, TF_PROTO_CLOSE_SHUTDOWN, "worker cannot serve");
         return rc;
     }
     uint8_t fixed[TF_PROTO_SIZE_hello_rep];
     tf_msg_hello_rep_put(fixed, &rep);
-    rc = tf_wconn_send_frame(c, TF_OP_HELLO, TF_PROTO_F_REPLY, h.req_id, fixed, sizeof(fixed),
+    rc = tf_wconn_send_frame(c, TF_OP_HELLO, TF_PROTO_F_REPLY, req_id, fixed, sizeof(fixed),
                              tailbuf.data, tailbuf.len);
     tf_buf_free(&tailbuf);
     return rc;
@@ -234,44 +304,64 @@ static void conn_free(struct tf_wconn *c)
     free(c);
 }
 
+/* Leaves the pending set (under the lock): authenticated, evicted or gone. */
+static void unpend(struct tf_server *s, struct tf_wconn *c)
+{
+    if (!c->authed && !c->evicted)
+        s->npending--;
+}
+
 static void *conn_main(void *arg)
 {
     struct tf_wconn *c = arg;
     struct tf_server *s = c->srv;
-    int busy;
-    pthread_mutex_lock(&s->lock);
-    busy = s->nserving >= s->cfg.max_clients;
-    if (!busy)
-        s->nserving++;
-    pthread_mutex_unlock(&s->lock);
     struct tf_net_opts o = {.rcv_timeout_ms = s->cfg.hello_timeout_ms,
                             .snd_timeout_ms = s->cfg.send_timeout_ms,
                             .sndbuf = 4 << 20,
                             .rcvbuf = 4 << 20};
     tf_net_tune(c->fd, &o);
-    if (busy) {
-        tf_log(TF_LOG_WARN, "worker", "conn %llu from %s refused: %d clients already",
-               (unsigned long long)c->id, c->peer, s->cfg.max_clients);
-        tf_wconn_send_close(c, TF_PROTO_CLOSE_BUSY, "too many clients");
-    } else {
-        if (handshake(s, c) == 0) {
-            tf_net_set_timeouts(c->fd, 0, s->cfg.send_timeout_ms);
-            tf_log(TF_LOG_INFO, "worker", "conn %llu from %s (pid %u) authenticated",
-                   (unsigned long long)c->id, c->peer, c->pid);
-            s->h.serve(s->h.arg, c);
-            tf_log(TF_LOG_INFO, "worker", "conn %llu from %s (pid %u) closed",
-                   (unsigned long long)c->id, c->peer, c->pid);
+    uint64_t req_id = 0;
+    bool serving = false;
+    if (handshake(s, c, &req_id) == 0) {
+        /* Authenticated capacity is counted only now: peers without the token never hold a
+         * client slot. */
+        pthread_mutex_lock(&s->lock);
+        bool busy = s->nserving >= s->cfg.max_clients;
+        unpend(s, c);
+        c->authed = 1;
+        if (!busy)
+            s->nserving++;
+        pthread_mutex_unlock(&s->lock);
+        if (busy) {
+            tf_log(TF_LOG_WARN, "worker", "conn %llu from %s (pid %u) refused: %d clients already",
+                   (unsigned long long)c->id, c->peer, c->pid, s->cfg.max_clients);
+            tf_wconn_send_close(c, TF_PROTO_CLOSE_BUSY, "too many clients");
+        } else {
+            serving = true;
+            if (hello_reply(s, c, req_id) == 0) {
+                tf_net_set_timeouts(c->fd, 0, s->cfg.send_timeout_ms);
+                tf_log(TF_LOG_INFO, "worker", "conn %llu from %s (pid %u) authenticated",
+                       (unsigned long long)c->id, c->peer, c->pid);
+                s->h.serve(s->h.arg, c);
+                tf_log(TF_LOG_INFO, "worker", "conn %llu from %s (pid %u) closed",
+                       (unsigned long long)c->id, c->peer, c->pid);
+            }
         }
     }
     pthread_mutex_lock(&s->lock);
-    if (!busy)
+    if (serving)
         s->nserving--;
+    unpend(s, c);
+    c->authed = 1; /* (counted out of the pending set once) */
     if (c->prev)
         c->prev->next = c->next;
     else
         s->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    /* The keepalive ticker may be using C outside the lock: wait until it is done. */
+    while (c->pins > 0)
+        pthread_cond_wait(&s->cond, &s->lock);
     /* Close while holding the lock so destroy never shuts down a recycled fd. */
     close(c->fd);
     c->fd = -1;
@@ -280,6 +370,33 @@ static void *conn_main(void *arg)
     pthread_mutex_unlock(&s->lock);
     conn_free(c);
     return NULL;
+}
+
+/* Makes room for one more connection in its handshake (under the lock): when the pending
+ * budget is full the oldest pending connection is dropped, so silent or dribbling peers
+ * without the token cannot keep a real client from reaching its HELLO. False when even the
+ * thread budget is spent (the new connection is refused). */
+static bool admit_pending(struct tf_server *s)
+{
+    if (s->nconn >= s->cfg.max_clients + 2 * s->cfg.max_pending)
+        return false;
+    if (s->npending >= s->cfg.max_pending) {
+        struct tf_wconn *oldest = NULL;
+        for (struct tf_wconn *c = s->conns; c; c = c->next)
+            if (!c->authed && !c->evicted)
+                oldest = c;
+        if (oldest) {
+            oldest->evicted = 1;
+            s->npending--;
+            s->evictions++;
+            shutdown(oldest->fd, SHUT_RDWR);
+            tf_log(TF_LOG_WARN, "worker",
+                   "conn %llu from %s dropped: %d connections without a HELLO yet",
+                   (unsigned long long)oldest->id, oldest->peer, s->cfg.max_pending);
+        }
+    }
+    s->npending++;
+    return true;
 }
 
 static void peer_name(int fd, char *buf, size_t len)
@@ -328,11 +445,19 @@ static void *accept_main(void *arg)
         tf_buf_init(&c->rx, RX_CHUNK);
         tf_buf_init(&c->payload, TF_PROTO_MAX_PAYLOAD);
         peer_name(fd, c->peer, sizeof(c->peer));
+        c->accepted_ns = now_ns();
         pthread_mutex_lock(&s->lock);
         if (s->stopping) {
             pthread_mutex_unlock(&s->lock);
             conn_free(c);
             break;
+        }
+        if (!admit_pending(s)) {
+            pthread_mutex_unlock(&s->lock);
+            tf_log(TF_LOG_WARN, "worker", "connection from %s refused: %d connections open",
+                   c->peer, s->nconn);
+            conn_free(c);
+            continue;
         }
         c->id = ++s->next_id;
         c->next = s->conns;
@@ -350,6 +475,7 @@ static void *accept_main(void *arg)
         if (e) {
             tf_log(TF_LOG_ERROR, "worker", "cannot start a connection thread: %s", strerror(e));
             pthread_mutex_lock(&s->lock);
+            unpend(s, c);
             if (c->prev)
                 c->prev->next = c->next;
             else
@@ -364,12 +490,36 @@ static void *accept_main(void *arg)
     return NULL;
 }
 
-/* Sends KEEPALIVE to every connection that has been waiting on the driver for a period. */
+/* Sends KEEPALIVE to every connection that has been waiting on the driver for a period. The
+ * sends happen outside the server lock and never block: a client that stops reading fills
+ * its own socket buffer and gets no keepalive (it has data pending anyway), while accepts and
+ * every other client's keepalives go on. */
+static void keepalive(struct tf_wconn *c, const uint8_t *hdr, size_t n)
+{
+    /* Its connection thread is inside the driver, not sending; if it is sending anyway, data
+     * is flowing and no keepalive is needed. */
+    if (pthread_mutex_trylock(&c->send_lock) != 0)
+        return;
+    struct pollfd p = {.fd = c->fd, .events = POLLOUT};
+    if (poll(&p, 1, 0) == 1 && (p.revents & POLLOUT)) {
+        ssize_t w = send(c->fd, hdr, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+        if (w > 0 && (size_t)w < n) {
+            /* Half a frame went out: the stream is unusable. The connection ends. */
+            tf_log(TF_LOG_WARN, "worker", "conn %llu: keepalive cut short, closing",
+                   (unsigned long long)c->id);
+            shutdown(c->fd, SHUT_RDWR);
+        }
+    }
+    pthread_mutex_unlock(&c->send_lock);
+}
+
 static void *tick_main(void *arg)
 {
     struct tf_server *s = arg;
     uint8_t hdr[TF_PROTO_HDR_SIZE];
     tf_proto_hdr_put(hdr, TF_OP_KEEPALIVE, 0, 0, 0);
+    struct tf_wconn **due = NULL;
+    size_t cap = 0;
     pthread_mutex_lock(&s->lock);
     while (!s->stopping) {
         struct timespec dl;
@@ -383,19 +533,33 @@ static void *tick_main(void *arg)
         }
         pthread_cond_timedwait(&s->cond, &s->lock, &dl);
         int64_t now = now_ns();
+        size_t n = 0;
         for (struct tf_wconn *c = s->conns; c && !s->stopping; c = c->next) {
             int64_t since = atomic_load_explicit(&c->wait_since_ns, memory_order_relaxed);
-            if (!since || now - since < (int64_t)ms * 1000000)
+            if (!since || now - since < (int64_t)ms * 1000000 || c->fd < 0)
                 continue;
-            /* The connection thread is inside the driver, not sending; if it is sending
-             * anyway, data is flowing and no keepalive is needed. */
-            if (pthread_mutex_trylock(&c->send_lock) != 0)
-                continue;
-            (void)tf_net_send_all(c->fd, hdr, sizeof(hdr));
-            pthread_mutex_unlock(&c->send_lock);
+            if (n == cap) {
+                size_t ncap = cap ? 2 * cap : 16;
+                struct tf_wconn **g = realloc(due, ncap * sizeof(*g));
+                if (!g)
+                    break;
+                due = g;
+                cap = ncap;
+            }
+            c->pins++; /* C stays (and keeps its fd) until unpinned */
+            due[n++] = c;
         }
+        pthread_mutex_unlock(&s->lock);
+        for (size_t i = 0; i < n; i++)
+            keepalive(due[i], hdr, sizeof(hdr));
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < n; i++)
+            due[i]->pins--;
+        if (n)
+            pthread_cond_broadcast(&s->cond);
     }
     pthread_mutex_unlock(&s->lock);
+    free(due);
     return NULL;
 }
 
@@ -419,8 +583,10 @@ int tf_server_start(const struct tf_server_config *cfg, const struct tf_server_h
     s->cfg.token = s->token;
     if (s->cfg.max_clients <= 0)
         s->cfg.max_clients = 64;
+    if (s->cfg.max_pending <= 0)
+        s->cfg.max_pending = 16;
     if (s->cfg.hello_timeout_ms <= 0)
-        s->cfg.hello_timeout_ms = 5000;
+        s->cfg.hello_timeout_ms = 3000;
     if (s->cfg.keepalive_ms <= 0)
         s->cfg.keepalive_ms = 1000;
     if (s->cfg.send_timeout_ms <= 0)
@@ -470,6 +636,14 @@ fail:
 const char *tf_server_address(const struct tf_server *s)
 {
     return s->address;
+}
+
+uint64_t tf_server_evictions(struct tf_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    uint64_t n = s->evictions;
+    pthread_mutex_unlock(&s->lock);
+    return n;
 }
 
 int tf_server_clients(struct tf_server *s)

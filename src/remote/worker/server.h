@@ -3,8 +3,15 @@
  * tf-worker's transport: the listening socket, one thread per client connection, the HELLO
  * handshake with token authentication (before anything else is read), frame reading with the
  * protocol's bounds, serialised frame sending, keepalive events while a connection waits on
- * the driver, and shutdown. What a connection does after the handshake is the handler's
- * business (session.c executes CUDA calls; tests plug in their own). Private to the worker.
+ * the driver, and shutdown.
+ *
+ * Unauthenticated peers: a connection is "pending" until its HELLO carried the token. The
+ * whole HELLO must arrive within hello_timeout_ms of the accept (a deadline, not a per-read
+ * timeout, and at most a HELLO's size is buffered); at most max_pending connections are
+ * pending at once, and a new one makes room by dropping the oldest pending one; pending
+ * connections never count against max_clients, which only authenticated clients fill. What a
+ * connection does after the handshake is the handler's business (session.c executes CUDA calls;
+ * tests plug in their own). Private to the worker.
  *
  * Threads: tf_server_start spawns an accept thread and a keepalive ticker; each accepted
  * connection runs on its own detached thread. A connection's reads and its handler run only
@@ -27,9 +34,13 @@ struct tf_server;
 /* One client connection. Owned by the server; valid during the handler's serve() call. */
 struct tf_wconn {
     int fd;
-    uint64_t id;    /* connection number, for logs */
-    char peer[128]; /* "tcp://1.2.3.4:5678" or "unix" */
-    uint32_t pid;   /* client pid from HELLO */
+    uint64_t id;         /* connection number, for logs */
+    char peer[128];      /* "tcp://1.2.3.4:5678" or "unix" */
+    uint32_t pid;        /* client pid from HELLO */
+    int64_t accepted_ns; /* CLOCK_MONOTONIC ns of the accept: the handshake's deadline base */
+    int authed;          /* past the token check (under the server lock) */
+    int evicted;         /* dropped from the pending set to make room (under the lock) */
+    int pins;            /* the keepalive ticker is using it outside the lock (under the lock) */
     pthread_mutex_t send_lock;
     struct tf_buf rx; /* received bytes not yet consumed: [rx_off, rx.len) */
     size_t rx_off;
@@ -43,8 +54,9 @@ struct tf_server_config {
     const char *listen;   /* tcp://host:port (port 0: any) or unix:///path */
     const uint8_t *token; /* expected token, copied */
     size_t token_len;
-    int max_clients;      /* 0: 64 */
-    int hello_timeout_ms; /* time allowed for the HELLO frame; 0: 5000 */
+    int max_clients;      /* authenticated connections; 0: 64 */
+    int max_pending;      /* connections in their handshake; 0: 16 */
+    int hello_timeout_ms; /* the whole HELLO must arrive within this of the accept; 0: 3000 */
     int keepalive_ms;     /* KEEPALIVE period during driver waits; 0: 1000 */
     int send_timeout_ms;  /* a client not reading for this long is dropped; 0: 60000 */
     int spin_us;          /* polls this long for a client's next frame before sleeping (see
@@ -67,6 +79,8 @@ int tf_server_start(const struct tf_server_config *cfg, const struct tf_server_h
 const char *tf_server_address(const struct tf_server *s);
 /* Connections currently being served. Thread-safe. */
 int tf_server_clients(struct tf_server *s);
+/* Pending connections dropped so far to make room for new ones. Thread-safe. */
+uint64_t tf_server_evictions(struct tf_server *s);
 /* Stops accepting, shuts every connection down (their serve() sees end of stream and
  * returns), waits for all threads and frees S. NULL is fine. */
 void tf_server_destroy(struct tf_server *s);

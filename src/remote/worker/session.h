@@ -37,6 +37,7 @@
 #include "remote/worker/server.h"
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 struct tf_worker_dev {
@@ -47,12 +48,18 @@ struct tf_worker_dev {
 };
 
 struct tf_worker_config {
-    const char *driver_path;   /* NULL: "libcuda.so.1" */
-    const char *devices;       /* comma list of driver ordinals; NULL: "0" */
-    int64_t vram_limit;        /* bytes per device; 0: none */
-    int32_t compute_bp;        /* compute share in basis points; 0 or 10000: none */
-    const char *limits_region; /* limit region file (then vram_limit/compute_bp are 0); NULL */
-    int limits_wait_ms;        /* how long to wait for it to appear */
+    const char *driver_path;     /* NULL: "libcuda.so.1" */
+    const char *devices;         /* comma list of driver ordinals; NULL: "0" */
+    int64_t vram_limit;          /* bytes per device; 0: none */
+    int32_t compute_bp;          /* compute share in basis points; 0 or 10000: none */
+    const char *limits_region;   /* limit region file (then vram_limit/compute_bp are 0); NULL */
+    int limits_wait_ms;          /* how long to wait for it to appear */
+    int64_t module_buffer_limit; /* bytes of module images all sessions may buffer; 0: 1 GiB */
+    /* Bulk copies through page-locked staging rings (faster DMA on a real GPU). Page-locked
+     * host memory is reachable from every context of the process (unified addressing), so
+     * one tenant's kernels could read another's data in transit: only for workers whose
+     * clients are all one tenant. false: pageable rings, reachable by no kernel. */
+    bool pinned_staging;
 };
 
 struct tf_worker {
@@ -63,9 +70,14 @@ struct tf_worker {
     struct tf_wregion region;   /* the limit region (region.map.r NULL: limits from flags) */
     struct tf_wcompute compute; /* the compute limit (inert without one) */
     struct tf_buf hello_tail;   /* device records of the HELLO reply, built once */
+    /* Module images being uploaded (BLOB_APPEND) by all sessions together, against
+     * module_buffer_limit: one client may buffer TF_PROTO_MAX_BLOB, all of them together no
+     * more than this. */
+    _Atomic int64_t blob_used;
+    int64_t blob_limit;
     /* The worker's own context (the primary context of its first device, never given to a
-     * client), in which the sessions' pinned staging rings are allocated (portable). NULL:
-     * the driver cannot, rings are pageable memory. */
+     * client), in which the sessions' pinned staging rings are allocated (portable), with
+     * pinned_staging. NULL: rings are pageable memory. */
     CUcontext stage_ctx;
 };
 
@@ -85,5 +97,10 @@ void tf_worker_serve(void *arg, struct tf_wconn *c);
  * TF_ENOSPC. Release never underflows. */
 int tf_worker_vram_reserve(struct tf_worker *w, int i, int64_t bytes);
 void tf_worker_vram_release(struct tf_worker *w, int i, int64_t bytes);
+
+/* Module-image buffer reservation against the worker-wide budget: 0 or TF_ENOSPC (nothing
+ * taken). Thread-safe. */
+int tf_worker_blob_reserve(struct tf_worker *w, int64_t bytes);
+void tf_worker_blob_release(struct tf_worker *w, int64_t bytes);
 
 #endif

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0
+ *
+ * Internal to tf-hypervisor (local mode): the VRAM escape check. A limit region only limits
+ * the processes that run the limiter, and only as long as they leave their region alone: a
+ * child that drops LD_PRELOAD, a program that calls the driver directly next to its tf-worker,
+ * or an app that rewrites its own region holds more VRAM than its limit and nothing in the
+ * data path notices. After every sample the hypervisor therefore adds up, per workload and
+ * GPU, the device memory NVML reports for the workload's processes — its registered
+ * processes, its hard-isolation worker, and every descendant of them — and compares it with
+ * the workload's limit on that GPU, allowing SLACK bytes per process for what the driver
+ * itself keeps per context. Over it, the workload has escaped: with action "report" that is
+ * logged (once per episode, naming each process and whether the limiter governs it) and
+ * counted in /api/v1/workloads ("vramEscapes"); with "kill" the offending processes are also
+ * sent SIGKILL, the ones outside the limiter first, the largest first, until the rest fit.
+ * Workloads on whole GPUs (no VRAM limit) are not checked.
+ */
+#ifndef TF_HYPERVISOR_ESCAPE_H
+#define TF_HYPERVISOR_ESCAPE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum tf_hv_escape_action { TF_HV_ESCAPE_OFF = 0, TF_HV_ESCAPE_REPORT, TF_HV_ESCAPE_KILL };
+
+/* "off", "report", "kill" -> *OUT; TF_EINVAL otherwise. */
+int tf_hv_escape_action_parse(const char *s, enum tf_hv_escape_action *out);
+
+/* One process of a workload on one GPU. */
+struct tf_hv_escape_proc {
+    int pid;
+    int64_t mem;     /* bytes NVML reports */
+    bool registered; /* governed by the limiter (holds a PID slot of its region) */
+};
+
+/* The pure decision for one workload on one GPU: its N processes P hold *USED bytes; over
+ * LIMIT + N * SLACK it escaped (true), and VICTIMS receives (in order, *NVICTIMS of them) the
+ * processes to kill so the rest fit: unregistered ones first, then the largest. */
+bool tf_hv_escape_judge(int64_t limit, int64_t slack, const struct tf_hv_escape_proc *p, int n,
+                        int64_t *used, int *victims, int *nvictims);
+
+struct tf_hv;
+/* The check over every workload, from the last samples (main loop, after sampling). */
+void tf_hv_check_escapes(struct tf_hv *hv);
+
+#endif
