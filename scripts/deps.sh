@@ -5,7 +5,7 @@
 set -euo pipefail
 pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libyaml-dev libcmocka-dev
       libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev tzdata
-      libgrpc-dev protobuf-c-compiler libprotobuf-c-dev)
+      libgrpc-dev protobuf-c-compiler libprotobuf-c-dev liblz4-dev libzstd-dev)
 if [ "${1:-build}" = test ]; then
     pkgs+=(clang libclang-rt-14-dev clang-format python3 python3-yaml python3-jsonpatch
           influxdb python3-grpcio python3-grpc-tools)

@@ -23,8 +23,8 @@ struct lib_inst {
 };
 
 struct CUlib_st {
-    char *text;
-    size_t len;
+    void *image; /* private copy of the image loaded (PTX text or fatbin container) */
+    size_t size;
     struct tf_ptx_module *pm; /* metadata (kernel names); instances parse their own */
     struct CUkern_st *kernels;
     size_t nkernels;
@@ -44,12 +44,14 @@ static void library_free(struct CUlib_st *lib)
     free(lib->kernels);
     free(lib->inst);
     tf_ptx_module_destroy(lib->pm);
-    free(lib->text);
+    free(lib->image);
     pthread_mutex_destroy(&lib->mu);
     free(lib);
 }
 
-static CUresult library_load(CUlibrary *library, const char *text, size_t len,
+/* Loads IMAGE (FILE_LEN: see tf__image_ptx): a private copy is kept; its PTX for any device
+ * gives the kernel names, each context instantiates the PTX its device runs. */
+static CUresult library_load(CUlibrary *library, const void *image, size_t file_len,
                              struct tf__jit_log *log)
 {
     CUresult rc = tf__init_check();
@@ -62,20 +64,22 @@ static CUresult library_load(CUlibrary *library, const char *text, size_t len,
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_mutex_init(&lib->mu, NULL);
     int version, target;
-    if ((rc = tf__ptx_load(text, len, NULL, &lib->pm, &version, &target, log))) {
+    struct sim_ptx_text ptx;
+    if ((rc = tf__image_copy(image, file_len, &lib->image, &lib->size, log)) ||
+        (rc = tf__image_ptx(lib->image, lib->size, 0, &ptx, log)))
+        goto fail;
+    rc = tf__ptx_load(ptx.text, ptx.len, NULL, &lib->pm, &version, &target, log);
+    tf__ptx_text_free(&ptx);
+    if (rc) {
         lib->pm = NULL;
         goto fail;
     }
-    lib->text = malloc(len + 1);
     lib->nkernels = tf_ptx_module_kernel_count(lib->pm);
     lib->kernels = calloc(lib->nkernels ? lib->nkernels : 1, sizeof(*lib->kernels));
-    if (!lib->text || !lib->kernels) {
+    if (!lib->kernels) {
         rc = CUDA_ERROR_OUT_OF_MEMORY;
         goto fail;
     }
-    memcpy(lib->text, text, len);
-    lib->text[len] = 0;
-    lib->len = len;
     for (size_t i = 0; i < lib->nkernels; i++) {
         struct tf_ptx_kernel_info info;
         tf_ptx_kernel_get_info(tf_ptx_module_kernel_at(lib->pm, i), &info);
@@ -98,10 +102,11 @@ fail:
     return rc;
 }
 
-CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
-                                   void **jitOptionsValues, unsigned int numJitOptions,
-                                   CUlibraryOption *libraryOptions, void **libraryOptionValues,
-                                   unsigned int numLibraryOptions)
+/* cuLibraryLoadData / LoadFromFile after their options are checked. */
+static CUresult library_load_opts(CUlibrary *library, const void *image, size_t file_len,
+                                  CUjit_option *jitOptions, void **jitOptionsValues,
+                                  unsigned int numJitOptions, CUlibraryOption *libraryOptions,
+                                  void **libraryOptionValues, unsigned int numLibraryOptions)
 {
     struct tf__jit_log log;
     CUresult rc = tf__jit_options(numJitOptions, jitOptions, jitOptionsValues, &log);
@@ -112,9 +117,18 @@ CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_o
     for (unsigned i = 0; i < numLibraryOptions; i++)
         if ((unsigned)libraryOptions[i] >= CU_LIBRARY_NUM_OPTIONS)
             return CUDA_ERROR_INVALID_VALUE;
-    if (!code)
+    if (!image)
         return CUDA_ERROR_INVALID_VALUE;
-    return library_load(library, code, tf__image_len(code), &log);
+    return library_load(library, image, file_len, &log);
+}
+
+CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                                   void **jitOptionsValues, unsigned int numJitOptions,
+                                   CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                                   unsigned int numLibraryOptions)
+{
+    return library_load_opts(library, code, 0, jitOptions, jitOptionsValues, numJitOptions,
+                             libraryOptions, libraryOptionValues, numLibraryOptions);
 }
 
 CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
@@ -125,13 +139,13 @@ CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
     CUresult rc = tf__init_check();
     if (rc)
         return rc;
-    char *text;
+    char *image;
     size_t len;
-    if ((rc = tf__read_image(fileName, &text, &len)))
+    if ((rc = tf__read_image(fileName, &image, &len)))
         return rc;
-    rc = cuLibraryLoadData(library, text, jitOptions, jitOptionsValues, numJitOptions,
+    rc = library_load_opts(library, image, len, jitOptions, jitOptionsValues, numJitOptions,
                            libraryOptions, libraryOptionValues, numLibraryOptions);
-    free(text);
+    free(image);
     return rc;
 }
 
@@ -150,7 +164,12 @@ static CUresult library_instance(struct CUlib_st *lib, CUcontext ctx, struct CUm
     }
     struct tf_ptx_module *pm;
     int version, target;
-    if ((rc = tf__ptx_load(lib->text, lib->len, ctx->dev, &pm, &version, &target, NULL)))
+    struct sim_ptx_text ptx;
+    if ((rc = tf__image_ptx(lib->image, lib->size, tf__device_cc(ctx->dev), &ptx, NULL)))
+        goto out;
+    rc = tf__ptx_load(ptx.text, ptx.len, ctx->dev, &pm, &version, &target, NULL);
+    tf__ptx_text_free(&ptx);
+    if (rc)
         goto out;
     struct CUmod_st *m;
     if ((rc = tf__module_create(ctx, pm, version, target, &m)))

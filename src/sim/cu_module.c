@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Module and function entry points of the simulated driver: PTX text is
- * handed to the PTX engine (ptx/ptx.h) once per load; module variables (.global / .const)
- * get device memory in the loading context and are bound before any launch; functions carry
- * the attributes a launch checks (max dynamic shared memory opt-in, ...).
+ * Module and function entry points of the simulated driver: the PTX of an image (PTX text, or
+ * the entry of a fatbin the device can JIT: cu_image.c) is handed to the PTX engine
+ * (ptx/ptx.h) once per load; module variables (.global / .const) get device memory in the
+ * loading context and are bound before any launch; functions carry the attributes a launch
+ * checks (max dynamic shared memory opt-in, ...).
  *
- * Images other than PTX text (cubin ELF, fatbin) cannot run on the simulator:
+ * Cubins (ELF) and fatbins without suitable PTX cannot run on the simulator:
  * CUDA_ERROR_NO_BINARY_FOR_GPU. PTX whose .target is newer than the device fails with
  * CUDA_ERROR_INVALID_PTX, a .version newer than CUDA 13's PTX ISA 9.0 with
  * CUDA_ERROR_UNSUPPORTED_PTX_VERSION, and anything the engine cannot execute with
@@ -90,18 +91,6 @@ CUresult tf__ptx_load(const void *image, size_t len, struct sim_device *d,
                       struct tf_ptx_module **out, int *version, int *target,
                       struct tf__jit_log *log)
 {
-    const unsigned char *b = image;
-    if (len >= 4 && b[0] == 0x7f && b[1] == 'E' && b[2] == 'L' && b[3] == 'F') {
-        tf__jit_log_write(log, "cubin (ELF) images cannot run on the simulated GPU; load PTX");
-        return CUDA_ERROR_NO_BINARY_FOR_GPU;
-    }
-    uint32_t magic = len >= 4 ? (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                                    (uint32_t)b[3] << 24
-                              : 0;
-    if (magic == 0x466243b1u || magic == 0xba55ed50u) {
-        tf__jit_log_write(log, "fatbin images cannot run on the simulated GPU; load PTX");
-        return CUDA_ERROR_NO_BINARY_FOR_GPU;
-    }
     char msg[512];
     ptx_header(image, len, version, target);
     if (*version > PTX_ISA_MAX) {
@@ -112,7 +101,7 @@ CUresult tf__ptx_load(const void *image, size_t len, struct sim_device *d,
         return CUDA_ERROR_UNSUPPORTED_PTX_VERSION;
     }
     if (d) {
-        int cc = d->cfg->hw->cc_major * 10 + d->cfg->hw->cc_minor;
+        int cc = (int)tf__device_cc(d);
         if (*target > cc) {
             snprintf(msg, sizeof(msg),
                      "ptxas fatal: SM version specified by .target (sm_%d) is higher than the "
@@ -132,6 +121,11 @@ CUresult tf__ptx_load(const void *image, size_t len, struct sim_device *d,
 }
 
 /* ---- Modules --------------------------------------------------------------------------- */
+
+unsigned tf__device_cc(const struct sim_device *d)
+{
+    return (unsigned)(d->cfg->hw->cc_major * 10 + d->cfg->hw->cc_minor);
+}
 
 void tf__module_free(struct CUmod_st *m)
 {
@@ -208,7 +202,8 @@ fail:
     return rc;
 }
 
-static CUresult module_load(CUmodule *module, const void *image, size_t len,
+/* Loads IMAGE (FILE_LEN: see tf__image_ptx) into the current context. */
+static CUresult module_load(CUmodule *module, const void *image, size_t file_len,
                             struct tf__jit_log *log)
 {
     CUcontext ctx;
@@ -217,24 +212,30 @@ static CUresult module_load(CUmodule *module, const void *image, size_t len,
         return rc;
     if (!module || !image)
         return CUDA_ERROR_INVALID_VALUE;
+    struct sim_ptx_text ptx;
+    if ((rc = tf__image_ptx(image, file_len, tf__device_cc(ctx->dev), &ptx, log)))
+        return rc;
     struct tf_ptx_module *pm;
     int version, target;
-    if ((rc = tf__ptx_load(image, len, ctx->dev, &pm, &version, &target, log)))
+    rc = tf__ptx_load(ptx.text, ptx.len, ctx->dev, &pm, &version, &target, log);
+    tf__ptx_text_free(&ptx);
+    if (rc)
         return rc;
     return tf__module_create(ctx, pm, version, target, module);
-}
-
-/* Length of an image: PTX text is NUL-terminated; binary images are not supported anyway. */
-size_t tf__image_len(const void *image)
-{
-    return strnlen(image, MAX_IMAGE);
 }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
 {
     if (!image)
         return CUDA_ERROR_INVALID_VALUE;
-    return module_load(module, image, tf__image_len(image), NULL);
+    return module_load(module, image, 0, NULL);
+}
+
+CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+    if (!fatCubin)
+        return CUDA_ERROR_INVALID_VALUE;
+    return module_load(module, fatCubin, 0, NULL);
 }
 
 CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
@@ -246,7 +247,7 @@ CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image, unsigne
         return rc;
     if (!image)
         return CUDA_ERROR_INVALID_VALUE;
-    return module_load(module, image, tf__image_len(image), &log);
+    return module_load(module, image, 0, &log);
 }
 
 /* Reads file FNAME (NUL-terminated copy in *OUT). */

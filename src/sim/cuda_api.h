@@ -12,6 +12,7 @@
 
 #pragma GCC visibility push(default)
 #include <cuda.h>
+#include <cudaProfiler.h>
 
 /* Legacy names with the same ABI as their versioned successors: in this library's sources the
  * unversioned spelling names the legacy symbol. */

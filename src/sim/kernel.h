@@ -65,10 +65,28 @@ CUresult tf__module_create(CUcontext ctx, struct tf_ptx_module *pm, int version,
 /* Unlinks M from its context and its handle; tf__module_free then frees it. */
 void tf__module_unlink(struct CUmod_st *m);
 void tf__module_free(struct CUmod_st *m);
-/* Length of a NUL-terminated PTX image (bounded). */
-size_t tf__image_len(const void *image);
 /* Reads file FNAME into a NUL-terminated buffer *OUT (caller frees). */
 CUresult tf__read_image(const char *fname, char **out, size_t *len);
+/* PTX text of a module image (cu_image.c): TEXT/LEN, backed by OWNED when it was extracted
+ * from a fatbin. */
+struct sim_ptx_text {
+    const char *text;
+    size_t len;
+    char *owned;
+};
+/* The PTX of IMAGE (PTX text, cubin, fatbin container or wrapper record) for a device of
+ * compute capability CC (major * 10 + minor; 0 = any device). FILE_LEN: the bytes known to be
+ * readable at IMAGE (a file), 0 when only the pointer is known (the image's own header or NUL
+ * bounds it). NO_BINARY_FOR_GPU (logged, with the architectures present) when nothing fits. */
+CUresult tf__image_ptx(const void *image, size_t file_len, unsigned cc, struct sim_ptx_text *out,
+                       struct tf__jit_log *log);
+void tf__ptx_text_free(struct sim_ptx_text *t);
+/* A private copy of IMAGE's bytes (the container of a wrapper record), NUL-terminated, for a
+ * library to instantiate later; *SIZE excludes the added NUL. */
+CUresult tf__image_copy(const void *image, size_t file_len, void **copy, size_t *size,
+                        struct tf__jit_log *log);
+/* Compute capability of D as major * 10 + minor. */
+unsigned tf__device_cc(const struct sim_device *d);
 /* Function attribute A of F on device D; setting one. */
 CUresult tf__func_attr(const struct CUfunc_st *f, const struct sim_device *d,
                        CUfunction_attribute a, int *v);
