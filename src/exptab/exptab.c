@@ -95,8 +95,8 @@ static CUresult rt_primary_ctx(CUcontext *pctx, CUdevice dev)
 }
 
 /* [6]: [1] with three more arguments (seen NULL, NULL, 0 from the CUDA 13 runtime). */
-static CUresult rt_module_from_wrapper_ex(CUmodule *module, const void *wrapper, void *a3,
-                                          void *a4, unsigned a5)
+static CUresult rt_module_from_wrapper_ex(CUmodule *module, const void *wrapper, void *a3, void *a4,
+                                          unsigned a5)
 {
     if (a3 || a4 || a5)
         tf_log(TF_LOG_DEBUG, SUBSYS, "CUDART_INTERFACE[6]: extra arguments %p %p %u ignored", a3,

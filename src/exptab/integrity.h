@@ -23,9 +23,9 @@ struct tf_integrity_in {
     uint32_t driver_version; /* cuDriverGetVersion */
     uint32_t version;        /* what the runtime passed */
     uint32_t pid;
-    uint32_t thread; /* low 32 bits of pthread_self() */
+    uint32_t thread;                            /* low 32 bits of pthread_self() */
     uint64_t cudart_table, integrity_table, fn; /* addresses */
-    uint64_t unix_seconds; /* what the runtime passed */
+    uint64_t unix_seconds;                      /* what the runtime passed */
 };
 
 struct tf_integrity_dev {

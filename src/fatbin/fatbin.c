@@ -63,8 +63,7 @@ int tf_fatbin_size(const void *buf, size_t len, uint64_t *size, char *err, size_
     return 0;
 }
 
-int tf_fatbin_open(struct tf_fatbin_iter *it, const void *buf, size_t len, char *err,
-                   size_t errlen)
+int tf_fatbin_open(struct tf_fatbin_iter *it, const void *buf, size_t len, char *err, size_t errlen)
 {
     uint64_t size;
     int rc = tf_fatbin_size(buf, len, &size, err, errlen);
@@ -92,14 +91,15 @@ int tf_fatbin_next(struct tf_fatbin_iter *it, struct tf_fatbin_entry *e, char *e
     uint32_t hsize = le32(h + 4);
     uint64_t padded = le64(h + 8);
     if (version != ENTRY_VERSION)
-        return fail(err, errlen, "fatbin: entry at offset %zu: unknown entry version 0x%x",
-                    it->off, version);
+        return fail(err, errlen, "fatbin: entry at offset %zu: unknown entry version 0x%x", it->off,
+                    version);
     if (hsize < ENTRY_MIN_HEADER || hsize > room)
         return fail(err, errlen, "fatbin: entry at offset %zu: header size %u out of range",
                     it->off, (unsigned)hsize);
     if (padded > room - hsize)
-        return fail(err, errlen, "fatbin: entry at offset %zu: payload of %llu bytes leaves the "
-                                 "container (%zu left)",
+        return fail(err, errlen,
+                    "fatbin: entry at offset %zu: payload of %llu bytes leaves the "
+                    "container (%zu left)",
                     it->off, (unsigned long long)padded, room - hsize);
     uint32_t csize = le32(h + 16);
     uint32_t ver = le32(h + 24);
@@ -112,8 +112,9 @@ int tf_fatbin_next(struct tf_fatbin_iter *it, struct tf_fatbin_entry *e, char *e
     e->data = h + hsize;
     if (e->flags & (TF_FATBIN_F_LZ4 | TF_FATBIN_F_ZSTD)) {
         if (csize > padded)
-            return fail(err, errlen, "fatbin: entry at offset %zu: compressed size %u over its "
-                                     "payload of %llu bytes",
+            return fail(err, errlen,
+                        "fatbin: entry at offset %zu: compressed size %u over its "
+                        "payload of %llu bytes",
                         it->off, (unsigned)csize, (unsigned long long)padded);
         e->data_len = csize;
         e->raw_len = le64(h + 56);
@@ -142,8 +143,8 @@ int tf_fatbin_ptx_fits(const struct tf_fatbin_entry *e, unsigned cc)
 
 void tf_fatbin_entry_name(const struct tf_fatbin_entry *e, char *buf, size_t len)
 {
-    const char *pre = e->kind == TF_FATBIN_PTX   ? "compute_"
-                      : e->kind == TF_FATBIN_ELF ? "sm_"
+    const char *pre = e->kind == TF_FATBIN_PTX     ? "compute_"
+                      : e->kind == TF_FATBIN_ELF   ? "sm_"
                       : e->kind == TF_FATBIN_LTOIR ? "lto_"
                                                    : "kind";
     const char *suf = e->flags & TF_FATBIN_F_ARCH_SPECIFIC     ? "a"
@@ -221,8 +222,7 @@ int tf_fatbin_unpack(const struct tf_fatbin_entry *e, char **out, size_t *out_le
     if (e->flags & (TF_FATBIN_F_LZ4 | TF_FATBIN_F_ZSTD)) {
         if (e->raw_len == 0 || e->raw_len > TF_FATBIN_MAX_UNPACKED)
             return fail(err, errlen, "fatbin: uncompressed size %llu out of range (1..%llu)",
-                        (unsigned long long)e->raw_len,
-                        (unsigned long long)TF_FATBIN_MAX_UNPACKED);
+                        (unsigned long long)e->raw_len, (unsigned long long)TF_FATBIN_MAX_UNPACKED);
         if (!(buf = malloc((size_t)e->raw_len + 1)))
             return TF_ENOMEM;
         if (e->flags & TF_FATBIN_F_ZSTD) {
@@ -237,11 +237,10 @@ int tf_fatbin_unpack(const struct tf_fatbin_entry *e, char **out, size_t *out_le
         } else {
             if (e->data_len > (size_t)LZ4_MAX_INPUT_SIZE) {
                 free(buf);
-                return fail(err, errlen, "fatbin: LZ4 payload of %zu bytes too large",
-                            e->data_len);
+                return fail(err, errlen, "fatbin: LZ4 payload of %zu bytes too large", e->data_len);
             }
-            int r = LZ4_decompress_safe((const char *)e->data, buf, (int)e->data_len,
-                                        (int)e->raw_len);
+            int r =
+                LZ4_decompress_safe((const char *)e->data, buf, (int)e->data_len, (int)e->raw_len);
             if (r < 0) {
                 free(buf);
                 return fail(err, errlen, "fatbin: LZ4 payload of %s%u is corrupt",

@@ -141,9 +141,9 @@ static uint64_t ptx_type_size(const char *t, size_t n)
     static const struct {
         const char *name;
         unsigned size;
-    } types[] = {{"b8", 1},  {"u8", 1},  {"s8", 1},  {"b16", 2},  {"u16", 2}, {"s16", 2},
-                 {"f16", 2}, {"bf16", 2}, {"b32", 4}, {"u32", 4},  {"s32", 4}, {"f32", 4},
-                 {"b64", 8}, {"u64", 8},  {"s64", 8}, {"f64", 8},  {"b128", 16}};
+    } types[] = {{"b8", 1},  {"u8", 1},   {"s8", 1},  {"b16", 2}, {"u16", 2},  {"s16", 2},
+                 {"f16", 2}, {"bf16", 2}, {"b32", 4}, {"u32", 4}, {"s32", 4},  {"f32", 4},
+                 {"b64", 8}, {"u64", 8},  {"s64", 8}, {"f64", 8}, {"b128", 16}};
     for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++)
         if (strlen(types[i].name) == n && memcmp(types[i].name, t, n) == 0)
             return types[i].size;
@@ -163,8 +163,7 @@ static uint64_t ptx_statement(const char *head, uint64_t elems)
         if (*p != '.')
             break;
         const char *w = ++p;
-        while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '[' &&
-               *p != '(')
+        while (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '\r' && *p != '[' && *p != '(')
             p++;
         size_t n = (size_t)(p - w);
         if (n == 6 && memcmp(w, "extern", 6) == 0)
@@ -213,8 +212,7 @@ static uint64_t ptx_statement(const char *head, uint64_t elems)
             p++;
         if (!*p || *p == '=')
             break;
-        while (*p && *p != '[' && *p != ',' && *p != '=' && *p != ' ' && *p != '\t' &&
-               *p != '\n')
+        while (*p && *p != '[' && *p != ',' && *p != '=' && *p != ' ' && *p != '\t' && *p != '\n')
             p++; /* the name */
         uint64_t count = 1;
         int first = 1;
@@ -252,8 +250,8 @@ static uint64_t ptx_statement(const char *head, uint64_t elems)
 /* True when the statement head H (HL bytes) is a directive that ends at its line. */
 static int starts_directive(const char *h, size_t hl)
 {
-    static const char *const line_directives[] = {".version", ".target", ".address_size",
-                                                  ".file", ".loc"};
+    static const char *const line_directives[] = {".version", ".target", ".address_size", ".file",
+                                                  ".loc"};
     size_t i = 0;
     while (i < hl && (h[i] == ' ' || h[i] == '\t' || h[i] == '\r' || h[i] == '\n'))
         i++;
@@ -270,11 +268,11 @@ uint64_t tf_ptx_globals(const char *t, size_t len)
 {
     char head[256];
     size_t hl = 0;
-    int depth = 0;        /* function body nesting */
-    int init = 0;         /* initializer brace nesting of the current statement */
-    int has_init = 0;     /* '=' seen in the current statement */
-    uint64_t elems = 0;   /* top-level initializer elements */
-    int elem_open = 0;    /* a top-level element has started */
+    int depth = 0;      /* function body nesting */
+    int init = 0;       /* initializer brace nesting of the current statement */
+    int has_init = 0;   /* '=' seen in the current statement */
+    uint64_t elems = 0; /* top-level initializer elements */
+    int elem_open = 0;  /* a top-level element has started */
     uint64_t total = 0;
     for (size_t i = 0; i < len; i++) {
         char c = t[i];
@@ -422,9 +420,9 @@ int tf_image_globals(const struct tf_image *im, uint64_t *bytes, char *err, size
             n = e.data_len;
         }
         struct tf_image sub = {TF_IMAGE_ELF, elf, n};
-        rc = n >= 4 && le32(elf) == 0x464c457fu ? tf_image_globals(&sub, bytes, err, errlen)
-                                                : fail(err, errlen, "fatbin: sm_%u is not ELF",
-                                                       e.arch);
+        rc = n >= 4 && le32(elf) == 0x464c457fu
+                 ? tf_image_globals(&sub, bytes, err, errlen)
+                 : fail(err, errlen, "fatbin: sm_%u is not ELF", e.arch);
         free(img);
         return rc;
     }

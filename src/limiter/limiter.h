@@ -119,6 +119,11 @@ bool tf__nvml_init(void);
 /* Standalone controller (standalone.c): starts the in-process engine thread. */
 void tf__standalone_start(void);
 
+/* Module memory (hook_module.c): gives back the charges of context CTX (it went away); forgets
+ * the parent's charges in a forked child. */
+void tf__modules_sweep_ctx(uint64_t ctx);
+void tf__modules_after_fork(void);
+
 /* Resets the calling thread's launch batching (hook_launch.c), in a forked child. */
 void tf__launch_after_fork(void);
 

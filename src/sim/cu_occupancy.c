@@ -76,11 +76,8 @@ static int blocks_per_sm(const struct occ_fn *o, int block, size_t dyn)
     return n;
 }
 
-CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks,
-                                                                      CUfunction func,
-                                                                      int blockSize,
-                                                                      size_t dynamicSMemSize,
-                                                                      unsigned int flags)
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int *numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags)
 {
     struct occ_fn o;
     CUresult rc = occ_fn(func, &o);
@@ -93,11 +90,10 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBl
 }
 
 CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func,
-                                                            int blockSize, size_t dynamicSMemSize)
+                                                             int blockSize, size_t dynamicSMemSize)
 {
-    return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
-                                                                dynamicSMemSize,
-                                                                CU_OCCUPANCY_DEFAULT);
+    return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+        numBlocks, func, blockSize, dynamicSMemSize, CU_OCCUPANCY_DEFAULT);
 }
 
 CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(
@@ -132,10 +128,9 @@ CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize,
-                                                 CUfunction func,
-                                                 CUoccupancyB2DSize blockSizeToDynamicSMemSize,
-                                                 size_t dynamicSMemSize, int blockSizeLimit)
+CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+                                                  CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                  size_t dynamicSMemSize, int blockSizeLimit)
 {
     return cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func,
                                                      blockSizeToDynamicSMemSize, dynamicSMemSize,
@@ -143,7 +138,7 @@ CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSi
 }
 
 CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSize, CUfunction func,
-                                                        int numBlocks, int blockSize)
+                                                         int numBlocks, int blockSize)
 {
     struct occ_fn o;
     CUresult rc = occ_fn(func, &o);

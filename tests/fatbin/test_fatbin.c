@@ -166,9 +166,9 @@ static void sass_only_and_lto_images_have_no_ptx_and_name_their_architectures(vo
     assert_int_equal(tf_fatbin_pick_ptx(b.p, b.n, 89, &e, archs, sizeof(archs), err, sizeof(err)),
                      TF_ENOENT);
     assert_string_equal(archs, "sm_80");
-    assert_int_equal(tf_fatbin_pick_ptx(b.p, b.n, TF_FATBIN_ANY_DEVICE, &e, NULL, 0, err,
-                                        sizeof(err)),
-                     TF_ENOENT);
+    assert_int_equal(
+        tf_fatbin_pick_ptx(b.p, b.n, TF_FATBIN_ANY_DEVICE, &e, NULL, 0, err, sizeof(err)),
+        TF_ENOENT);
     free(b.p);
     b = load("lto_rdc.fatbin");
     assert_int_equal(tf_fatbin_pick_ptx(b.p, b.n, 89, &e, archs, sizeof(archs), err, sizeof(err)),

@@ -52,7 +52,7 @@ static uint64_t globals_of(const void *p, size_t len, enum tf_image_kind want_ki
 
 static void every_form_of_one_program_declares_the_same_globals(void **state)
 {
-    struct blob fat = load("globals_default.fatbin"); /* cubin sm_75 + compressed PTX */
+    struct blob fat = load("globals_default.fatbin");  /* cubin sm_75 + compressed PTX */
     struct blob ptx = load("globals_ptx_only.fatbin"); /* compressed PTX only */
     struct blob elf = load("globals_sm80.cubin");
     assert_int_equal(globals_of(fat.p, fat.n, TF_IMAGE_FATBIN), SYMBOLS_GLOBALS);

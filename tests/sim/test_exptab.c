@@ -101,8 +101,7 @@ static int setup(void **state)
     if (rc != CUDA_SUCCESS)
         return -1;
     CUdriverProcAddressQueryResult st;
-    return cuGetProcAddress("cuGetExportTable", (void **)&get_table, 13000, 0, &st) ==
-                   CUDA_SUCCESS
+    return cuGetProcAddress("cuGetExportTable", (void **)&get_table, 13000, 0, &st) == CUDA_SUCCESS
                ? 0
                : -1;
 }
@@ -285,8 +284,8 @@ static void nvcc_fatbins_load_and_run(void **state)
     assert_non_null(strstr(log, "sm_80"));
     assert_non_null(strstr(log, "PTX only"));
     CUlibrary lib;
-    CU_IS(CUDA_ERROR_NO_BINARY_FOR_GPU, cuLibraryLoadData(&lib, sass.p, NULL, NULL, 0, NULL, NULL,
-                                                          0));
+    CU_IS(CUDA_ERROR_NO_BINARY_FOR_GPU,
+          cuLibraryLoadData(&lib, sass.p, NULL, NULL, 0, NULL, NULL, 0));
 
     /* files: a whole fatbin loads, a truncated one is refused */
     char path[256];
@@ -304,7 +303,8 @@ static void nvcc_fatbins_load_and_run(void **state)
     assert_int_equal(fwrite(multi.p, 1, 200, fp), 200);
     fclose(fp);
     CU_IS(CUDA_ERROR_INVALID_IMAGE, cuModuleLoad(&m, path));
-    CU_IS(CUDA_ERROR_INVALID_IMAGE, cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0));
+    CU_IS(CUDA_ERROR_INVALID_IMAGE,
+          cuLibraryLoadFromFile(&lib, path, NULL, NULL, 0, NULL, NULL, 0));
     unlink(path);
     free(multi.p);
     free(sass.p);
