@@ -229,8 +229,8 @@ CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_o
                                    CUlibraryOption *libraryOptions, void **libraryOptionValues,
                                    unsigned int numLibraryOptions)
 {
-    TF_PASS_IF_NESTED(cuLibraryLoadData, library, code, jitOptions, jitOptionsValues,
-                      numJitOptions, libraryOptions, libraryOptionValues, numLibraryOptions);
+    TF_PASS_IF_NESTED(cuLibraryLoadData, library, code, jitOptions, jitOptionsValues, numJitOptions,
+                      libraryOptions, libraryOptionValues, numLibraryOptions);
     uint64_t bytes = tf__L.r ? image_bytes(code, 0) : 0;
     CUresult rc;
     TF_CALL(rc, cuLibraryLoadData, library, code, jitOptions, jitOptionsValues, numJitOptions,

@@ -25,6 +25,7 @@ struct proc {
     int version;
     int per_thread;
     void *fn;
+    int implemented; /* 0: fn is the not-supported stub */
 };
 
 static CUresult not_supported(const char *name, int version, _Atomic int *logged)
@@ -52,12 +53,12 @@ static CUresult not_supported(const char *name, int version, _Atomic int *logged
 
 /* The table names deprecated entry points too (cuDeviceGetProperties, ...). */
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-#define P(base, version, per_thread, sym) {#base, version, per_thread, (void *)sym},
+#define P(base, version, per_thread, sym) {#base, version, per_thread, (void *)sym, 1},
 #define U(base, version, per_thread)                                                               \
-    {#base, version, per_thread, (void *)stub_##base##_##version##_##per_thread},
+    {#base, version, per_thread, (void *)stub_##base##_##version##_##per_thread, 0},
 static const struct proc procs[] = {
 #include "sim/procs.def"
-    {NULL, 0, 0, NULL},
+    {NULL, 0, 0, NULL, 0},
 };
 #undef P
 #undef U
@@ -100,6 +101,10 @@ static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64
         *pfn = pick->fn;
         st = CU_GET_PROC_ADDRESS_SUCCESS;
         rc = CUDA_SUCCESS;
+        if (tf_log_enabled(TF_LOG_TRACE))
+            tf_log(TF_LOG_TRACE, "sim", "cuGetProcAddress: %s (CUDA %d, flags %llu): %s", symbol,
+                   cudaVersion, (unsigned long long)flags,
+                   pick->implemented ? "implemented" : "not implemented (stub)");
     }
     if (status)
         *status = st;

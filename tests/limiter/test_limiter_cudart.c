@@ -60,8 +60,8 @@ static int setup(void **state)
     snprintf(libpath, sizeof(libpath), "LD_LIBRARY_PATH=%s", lp);
     char lib[1300], err[256];
     const char *colon = strchr(lp, ':');
-    snprintf(lib, sizeof(lib), "%.*s/libnvidia-ml.so.1", colon ? (int)(colon - lp) : (int)strlen(lp),
-             lp);
+    snprintf(lib, sizeof(lib), "%.*s/libnvidia-ml.so.1",
+             colon ? (int)(colon - lp) : (int)strlen(lp), lp);
     if (tf_nvml_open(lib, NULL, &nv, err, sizeof(err)) != 0) {
         fprintf(stderr, "simulated NVML: %s\n", err);
         return -1;
