@@ -166,7 +166,7 @@ run_rt() {
         failed="$failed $tag"
     fi
 }
-rt_programs="vecadd matmul streams symbols launch errors nvrtc"
+rt_programs="vecadd matmul pitched streams symbols launch errors nvrtc"
 declare -A rt_libs=([nvrtc]="-lnvrtc -lcuda" [cublas_sgemm]="-lcublas")
 rt_preload=""
 prebuilt=""

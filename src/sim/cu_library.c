@@ -443,3 +443,18 @@ CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUke
     }
     return CUDA_SUCCESS;
 }
+
+CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev)
+{
+    CUresult rc = check_kernel(kernel);
+    if (rc)
+        return rc;
+    if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUcontext ctx;
+    struct CUfunc_st *f;
+    if ((rc = kernel_ctx(dev, &ctx)) || (rc = kernel_function(kernel, ctx, &f)))
+        return rc;
+    f->cache_config = config; /* a preference: the simulated SM has no L1/shared split */
+    return CUDA_SUCCESS;
+}

@@ -89,8 +89,8 @@ static int run(struct child *c, const char *name, const char *arg, const char *e
 
 static void runtime_programs_pass_unchanged_under_vram_and_compute_limits(void **state)
 {
-    static const char *const progs[] = {"vecadd", "matmul", "streams", "symbols",
-                                        "launch", "errors", "nvrtc"};
+    static const char *const progs[] = {"vecadd",  "matmul", "pitched", "streams",
+                                        "symbols", "launch", "errors",  "nvrtc"};
     for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++)
         for (int shared = 0; shared < 2; shared++) {
             char name[64];
