@@ -7,9 +7,9 @@
 #include "fatbin/fatbin.h"
 
 #include "common/err.h"
+#include "fatbin/le.h"
 
 #include <lz4.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,47 +18,22 @@
 #define ENTRY_MIN_HEADER 64u
 #define ENTRY_VERSION 0x0101u
 
-static uint16_t le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-    return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
-}
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
-                                                      ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return TF_EPARSE;
-}
-
 int tf_fatbin_size(const void *buf, size_t len, uint64_t *size, char *err, size_t errlen)
 {
     const uint8_t *p = buf;
     if (!p || len < TF_FATBIN_HEADER_SIZE)
-        return fail(err, errlen, "fatbin: %zu bytes, shorter than its 16-byte header", len);
+        return tf__fatbin_fail(err, errlen, "fatbin: %zu bytes, shorter than its 16-byte header",
+                               len);
     if (le32(p) != TF_FATBIN_MAGIC)
-        return fail(err, errlen, "fatbin: bad magic 0x%08x", (unsigned)le32(p));
+        return tf__fatbin_fail(err, errlen, "fatbin: bad magic 0x%08x", (unsigned)le32(p));
     uint16_t hsize = le16(p + 6);
     uint64_t body = le64(p + 8);
     if (hsize < TF_FATBIN_HEADER_SIZE || hsize > 4096)
-        return fail(err, errlen, "fatbin: header size %u out of range", (unsigned)hsize);
+        return tf__fatbin_fail(err, errlen, "fatbin: header size %u out of range", (unsigned)hsize);
     if (body > TF_FATBIN_MAX_SIZE)
-        return fail(err, errlen, "fatbin: %llu bytes of entries, over the %llu-byte limit",
-                    (unsigned long long)body, (unsigned long long)TF_FATBIN_MAX_SIZE);
+        return tf__fatbin_fail(err, errlen,
+                               "fatbin: %llu bytes of entries, over the %llu-byte limit",
+                               (unsigned long long)body, (unsigned long long)TF_FATBIN_MAX_SIZE);
     *size = hsize + body;
     return 0;
 }
@@ -70,8 +45,8 @@ int tf_fatbin_open(struct tf_fatbin_iter *it, const void *buf, size_t len, char 
     if (rc)
         return rc;
     if (size > len)
-        return fail(err, errlen, "fatbin: declares %llu bytes, %zu present",
-                    (unsigned long long)size, len);
+        return tf__fatbin_fail(err, errlen, "fatbin: declares %llu bytes, %zu present",
+                               (unsigned long long)size, len);
     it->buf = buf;
     it->off = le16((const uint8_t *)buf + 6);
     it->end = (size_t)size;
@@ -85,22 +60,25 @@ int tf_fatbin_next(struct tf_fatbin_iter *it, struct tf_fatbin_entry *e, char *e
     size_t room = it->end - it->off;
     const uint8_t *h = it->buf + it->off;
     if (room < ENTRY_MIN_HEADER)
-        return fail(err, errlen, "fatbin: entry at offset %zu: %zu bytes left, header needs 64",
-                    it->off, room);
+        return tf__fatbin_fail(err, errlen,
+                               "fatbin: entry at offset %zu: %zu bytes left, header needs 64",
+                               it->off, room);
     unsigned version = le16(h + 2);
     uint32_t hsize = le32(h + 4);
     uint64_t padded = le64(h + 8);
     if (version != ENTRY_VERSION)
-        return fail(err, errlen, "fatbin: entry at offset %zu: unknown entry version 0x%x", it->off,
-                    version);
+        return tf__fatbin_fail(err, errlen,
+                               "fatbin: entry at offset %zu: unknown entry version 0x%x", it->off,
+                               version);
     if (hsize < ENTRY_MIN_HEADER || hsize > room)
-        return fail(err, errlen, "fatbin: entry at offset %zu: header size %u out of range",
-                    it->off, (unsigned)hsize);
+        return tf__fatbin_fail(err, errlen,
+                               "fatbin: entry at offset %zu: header size %u out of range", it->off,
+                               (unsigned)hsize);
     if (padded > room - hsize)
-        return fail(err, errlen,
-                    "fatbin: entry at offset %zu: payload of %llu bytes leaves the "
-                    "container (%zu left)",
-                    it->off, (unsigned long long)padded, room - hsize);
+        return tf__fatbin_fail(err, errlen,
+                               "fatbin: entry at offset %zu: payload of %llu bytes leaves the "
+                               "container (%zu left)",
+                               it->off, (unsigned long long)padded, room - hsize);
     uint32_t csize = le32(h + 16);
     uint32_t ver = le32(h + 24);
     memset(e, 0, sizeof(*e));
@@ -112,10 +90,10 @@ int tf_fatbin_next(struct tf_fatbin_iter *it, struct tf_fatbin_entry *e, char *e
     e->data = h + hsize;
     if (e->flags & (TF_FATBIN_F_LZ4 | TF_FATBIN_F_ZSTD)) {
         if (csize > padded)
-            return fail(err, errlen,
-                        "fatbin: entry at offset %zu: compressed size %u over its "
-                        "payload of %llu bytes",
-                        it->off, (unsigned)csize, (unsigned long long)padded);
+            return tf__fatbin_fail(err, errlen,
+                                   "fatbin: entry at offset %zu: compressed size %u over its "
+                                   "payload of %llu bytes",
+                                   it->off, (unsigned)csize, (unsigned long long)padded);
         e->data_len = csize;
         e->raw_len = le64(h + 56);
     } else {
@@ -221,37 +199,40 @@ int tf_fatbin_unpack(const struct tf_fatbin_entry *e, char **out, size_t *out_le
     }
     if (e->flags & (TF_FATBIN_F_LZ4 | TF_FATBIN_F_ZSTD)) {
         if (e->raw_len == 0 || e->raw_len > TF_FATBIN_MAX_UNPACKED)
-            return fail(err, errlen, "fatbin: uncompressed size %llu out of range (1..%llu)",
-                        (unsigned long long)e->raw_len, (unsigned long long)TF_FATBIN_MAX_UNPACKED);
+            return tf__fatbin_fail(
+                err, errlen, "fatbin: uncompressed size %llu out of range (1..%llu)",
+                (unsigned long long)e->raw_len, (unsigned long long)TF_FATBIN_MAX_UNPACKED);
         if (!(buf = malloc((size_t)e->raw_len + 1)))
             return TF_ENOMEM;
         if (e->flags & TF_FATBIN_F_ZSTD) {
             size_t r = ZSTD_decompress(buf, (size_t)e->raw_len, e->data, e->data_len);
             if (ZSTD_isError(r)) {
                 free(buf);
-                return fail(err, errlen, "fatbin: Zstandard payload of %s%u: %s",
-                            e->kind == TF_FATBIN_PTX ? "compute_" : "sm_", e->arch,
-                            ZSTD_getErrorName(r));
+                return tf__fatbin_fail(err, errlen, "fatbin: Zstandard payload of %s%u: %s",
+                                       e->kind == TF_FATBIN_PTX ? "compute_" : "sm_", e->arch,
+                                       ZSTD_getErrorName(r));
             }
             n = r;
         } else {
             if (e->data_len > (size_t)LZ4_MAX_INPUT_SIZE) {
                 free(buf);
-                return fail(err, errlen, "fatbin: LZ4 payload of %zu bytes too large", e->data_len);
+                return tf__fatbin_fail(err, errlen, "fatbin: LZ4 payload of %zu bytes too large",
+                                       e->data_len);
             }
             int r =
                 LZ4_decompress_safe((const char *)e->data, buf, (int)e->data_len, (int)e->raw_len);
             if (r < 0) {
                 free(buf);
-                return fail(err, errlen, "fatbin: LZ4 payload of %s%u is corrupt",
-                            e->kind == TF_FATBIN_PTX ? "compute_" : "sm_", e->arch);
+                return tf__fatbin_fail(err, errlen, "fatbin: LZ4 payload of %s%u is corrupt",
+                                       e->kind == TF_FATBIN_PTX ? "compute_" : "sm_", e->arch);
             }
             n = (size_t)r;
         }
     } else {
         if (e->data_len > TF_FATBIN_MAX_UNPACKED)
-            return fail(err, errlen, "fatbin: image of %zu bytes over the %llu-byte limit",
-                        e->data_len, (unsigned long long)TF_FATBIN_MAX_UNPACKED);
+            return tf__fatbin_fail(err, errlen,
+                                   "fatbin: image of %zu bytes over the %llu-byte limit",
+                                   e->data_len, (unsigned long long)TF_FATBIN_MAX_UNPACKED);
         if (!(buf = malloc(e->data_len + 1)))
             return TF_ENOMEM;
         memcpy(buf, e->data, e->data_len);

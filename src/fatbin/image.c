@@ -8,41 +8,14 @@
 #include "fatbin/image.h"
 
 #include "common/err.h"
+#include "fatbin/le.h"
 #include "fatbin/fatbin.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SAT (UINT64_C(1) << 62) /* sizes saturate here */
-
-static uint16_t le16(const uint8_t *p)
-{
-    return (uint16_t)(p[0] | p[1] << 8);
-}
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-    return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32;
-}
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
-                                                      ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return TF_EPARSE;
-}
 
 static uint64_t sat_mul(uint64_t a, uint64_t b)
 {
@@ -65,25 +38,26 @@ static uint64_t sat_add(uint64_t a, uint64_t b)
 static int elf_size(const uint8_t *p, size_t len, size_t *size, char *err, size_t errlen)
 {
     if (len && len < 64)
-        return fail(err, errlen, "ELF: %zu bytes, shorter than its header", len);
+        return tf__fatbin_fail(err, errlen, "ELF: %zu bytes, shorter than its header", len);
     if (p[4] != 2 || p[5] != 1)
-        return fail(err, errlen, "ELF: class %u / data %u, not 64-bit little-endian", p[4], p[5]);
+        return tf__fatbin_fail(err, errlen, "ELF: class %u / data %u, not 64-bit little-endian",
+                               p[4], p[5]);
     uint64_t shoff = le64(p + 0x28);
     unsigned shentsize = le16(p + 0x3a), shnum = le16(p + 0x3c);
     if (shnum && shentsize != ELF_SHDR)
-        return fail(err, errlen, "ELF: section header size %u", shentsize);
+        return tf__fatbin_fail(err, errlen, "ELF: section header size %u", shentsize);
     uint64_t end = sat_add(shoff, (uint64_t)shnum * ELF_SHDR);
     uint64_t cap = len ? len : TF_IMAGE_MAX;
     if (end > cap)
-        return fail(err, errlen, "ELF: section table ends at %llu, past %llu bytes",
-                    (unsigned long long)end, (unsigned long long)cap);
+        return tf__fatbin_fail(err, errlen, "ELF: section table ends at %llu, past %llu bytes",
+                               (unsigned long long)end, (unsigned long long)cap);
     uint64_t total = end > 64 ? end : 64;
     uint64_t phoff = le64(p + 0x20);
     unsigned phentsize = le16(p + 0x36), phnum = le16(p + 0x38);
     uint64_t phend = sat_add(phoff, (uint64_t)phnum * phentsize);
     if (phnum && phend > cap)
-        return fail(err, errlen, "ELF: program headers end at %llu, past %llu bytes",
-                    (unsigned long long)phend, (unsigned long long)cap);
+        return tf__fatbin_fail(err, errlen, "ELF: program headers end at %llu, past %llu bytes",
+                               (unsigned long long)phend, (unsigned long long)cap);
     if (phnum && phend > total)
         total = phend;
     for (unsigned i = 0; i < shnum; i++) {
@@ -94,8 +68,8 @@ static int elf_size(const uint8_t *p, size_t len, size_t *size, char *err, size_
             continue;
         uint64_t e = sat_add(off, sz);
         if (e > cap)
-            return fail(err, errlen, "ELF: section %u ends at %llu, past %llu bytes", i,
-                        (unsigned long long)e, (unsigned long long)cap);
+            return tf__fatbin_fail(err, errlen, "ELF: section %u ends at %llu, past %llu bytes", i,
+                                   (unsigned long long)e, (unsigned long long)cap);
         if (e > total)
             total = e;
     }
@@ -112,11 +86,11 @@ static int elf_globals(const uint8_t *p, size_t size, uint64_t *bytes, char *err
     if (!shnum)
         return 0;
     if (shstrndx >= shnum)
-        return fail(err, errlen, "ELF: section name table %u of %u", shstrndx, shnum);
+        return tf__fatbin_fail(err, errlen, "ELF: section name table %u of %u", shstrndx, shnum);
     const uint8_t *strsh = p + shoff + (uint64_t)shstrndx * ELF_SHDR;
     uint64_t stroff = le64(strsh + 0x18), strsz = le64(strsh + 0x20);
     if (stroff > size || strsz > size - stroff)
-        return fail(err, errlen, "ELF: section name table leaves the image");
+        return tf__fatbin_fail(err, errlen, "ELF: section name table leaves the image");
     static const char *const names[] = {".nv.global", ".nv.global.init", ".nv.constant3"};
     for (unsigned i = 0; i < shnum; i++) {
         const uint8_t *sh = p + shoff + (uint64_t)i * ELF_SHDR;
@@ -347,21 +321,21 @@ int tf_image_locate(const void *image, size_t len, struct tf_image *out, char *e
 {
     const uint8_t *p = image;
     if (!p)
-        return fail(err, errlen, "no image");
+        return tf__fatbin_fail(err, errlen, "no image");
     size_t have = len ? len : strnlen(image, 4);
     uint32_t magic = have >= 4 ? le32(p) : 0;
     if (magic == TF_FATBIN_WRAPPER_MAGIC) {
         /* Its pointer is only meaningful in the process that built it: not in a file. */
         if (len)
-            return fail(err, errlen, "a fatbin wrapper record is not a loadable file");
+            return tf__fatbin_fail(err, errlen, "a fatbin wrapper record is not a loadable file");
         memcpy(&p, p + 8, sizeof(p));
         if (!p)
-            return fail(err, errlen, "fatbin wrapper record without a fatbin");
+            return tf__fatbin_fail(err, errlen, "fatbin wrapper record without a fatbin");
         len = 0; /* the container lives elsewhere in the process */
         magic = le32(p);
         if (magic != TF_FATBIN_MAGIC)
-            return fail(err, errlen, "fatbin wrapper record points to magic 0x%08x",
-                        (unsigned)magic);
+            return tf__fatbin_fail(err, errlen, "fatbin wrapper record points to magic 0x%08x",
+                                   (unsigned)magic);
     }
     out->start = p;
     if (magic == TF_FATBIN_MAGIC) {
@@ -370,8 +344,8 @@ int tf_image_locate(const void *image, size_t len, struct tf_image *out, char *e
         if (rc)
             return rc;
         if ((len && total > len) || total > TF_IMAGE_MAX)
-            return fail(err, errlen, "fatbin declares %llu bytes, %zu present",
-                        (unsigned long long)total, len ? len : (size_t)TF_IMAGE_MAX);
+            return tf__fatbin_fail(err, errlen, "fatbin declares %llu bytes, %zu present",
+                                   (unsigned long long)total, len ? len : (size_t)TF_IMAGE_MAX);
         out->kind = TF_IMAGE_FATBIN;
         out->size = (size_t)total;
         return 0;
@@ -422,7 +396,7 @@ int tf_image_globals(const struct tf_image *im, uint64_t *bytes, char *err, size
         struct tf_image sub = {TF_IMAGE_ELF, elf, n};
         rc = n >= 4 && le32(elf) == 0x464c457fu
                  ? tf_image_globals(&sub, bytes, err, errlen)
-                 : fail(err, errlen, "fatbin: sm_%u is not ELF", e.arch);
+                 : tf__fatbin_fail(err, errlen, "fatbin: sm_%u is not ELF", e.arch);
         free(img);
         return rc;
     }

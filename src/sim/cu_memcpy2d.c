@@ -91,11 +91,10 @@ static CUresult copy3d(CUstream h, int per_thread, int wait, const struct end *d
         return CUDA_ERROR_INVALID_VALUE;
     /* Rows that are contiguous on both sides (pitch == width) are one run. */
     int merge = d->pitch == width && s->pitch == width && d->x == 0 && s->x == 0;
-    size_t rows = height * depth, run = merge && (depth == 1 || (d->height == height &&
-                                                                  s->height == height))
-                                            ? rows
-                                        : merge ? height
-                                                : 1;
+    size_t rows = height * depth,
+           run = merge && (depth == 1 || (d->height == height && s->height == height)) ? rows
+                 : merge                                                               ? height
+                                                                                       : 1;
     for (size_t r = 0; r < rows; r += run) {
         uint64_t dp = row_addr(d, r % height, r / height), sp = row_addr(s, r % height, r / height);
         if ((rc = check_row(ctx, d, dp, width * run)) || (rc = check_row(ctx, s, sp, width * run)))
@@ -109,8 +108,8 @@ static CUresult copy3d(CUstream h, int per_thread, int wait, const struct end *d
         op->u.copy.dst = (void *)(uintptr_t)dp;
         op->u.copy.src = (const void *)(uintptr_t)sp;
         op->u.copy.n = width * run;
-        op->u.copy.to_device = d->type != CU_MEMORYTYPE_HOST &&
-                               tf__mem_range_ok(dp, width * run, ctx->dev->index);
+        op->u.copy.to_device =
+            d->type != CU_MEMORYTYPE_HOST && tf__mem_range_ok(dp, width * run, ctx->dev->index);
         if ((rc = tf__enqueue(st, op, wait && r + run >= rows)))
             return rc;
     }
@@ -149,55 +148,29 @@ static CUresult copy3d_desc(const CUDA_MEMCPY3D *p, CUstream h, int per_thread, 
     return copy3d(h, per_thread, wait, &d, &s, p->WidthInBytes, p->Height, p->Depth);
 }
 
-CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D *pCopy)
-{
-    return copy2d(pCopy, NULL, 0, 1);
-}
-
-CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy)
-{
-    return copy2d(pCopy, NULL, 1, 1);
-}
-
-CUresult CUDAAPI cuMemcpy2DUnaligned(const CUDA_MEMCPY2D *pCopy)
-{
-    return copy2d(pCopy, NULL, 0, 1);
-}
-
-CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy)
-{
-    return copy2d(pCopy, NULL, 1, 1);
-}
-
-CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{
-    return copy2d(pCopy, hStream, 0, 0);
-}
-
-CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{
-    return copy2d(pCopy, hStream, 1, 0);
-}
-
-CUresult CUDAAPI cuMemcpy3D(const CUDA_MEMCPY3D *pCopy)
-{
-    return copy3d_desc(pCopy, NULL, 0, 1);
-}
-
-CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy)
-{
-    return copy3d_desc(pCopy, NULL, 1, 1);
-}
-
-CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
-{
-    return copy3d_desc(pCopy, hStream, 0, 0);
-}
-
-CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
-{
-    return copy3d_desc(pCopy, hStream, 1, 0);
-}
+/* The entry points: NAME(descriptor[, stream]) -> IMPL on the legacy or per-thread stream. */
+#define COPY(name, desc, impl, per_thread)                                                         \
+    CUresult CUDAAPI name(const desc *pCopy)                                                       \
+    {                                                                                              \
+        return impl(pCopy, NULL, per_thread, 1);                                                   \
+    }
+#define COPY_ASYNC(name, desc, impl, per_thread)                                                   \
+    CUresult CUDAAPI name(const desc *pCopy, CUstream hStream)                                     \
+    {                                                                                              \
+        return impl(pCopy, hStream, per_thread, 0);                                                \
+    }
+COPY(cuMemcpy2D, CUDA_MEMCPY2D, copy2d, 0)
+COPY(cuMemcpy2D_v2_ptds, CUDA_MEMCPY2D, copy2d, 1)
+COPY(cuMemcpy2DUnaligned, CUDA_MEMCPY2D, copy2d, 0)
+COPY(cuMemcpy2DUnaligned_v2_ptds, CUDA_MEMCPY2D, copy2d, 1)
+COPY_ASYNC(cuMemcpy2DAsync, CUDA_MEMCPY2D, copy2d, 0)
+COPY_ASYNC(cuMemcpy2DAsync_v2_ptsz, CUDA_MEMCPY2D, copy2d, 1)
+COPY(cuMemcpy3D, CUDA_MEMCPY3D, copy3d_desc, 0)
+COPY(cuMemcpy3D_v2_ptds, CUDA_MEMCPY3D, copy3d_desc, 1)
+COPY_ASYNC(cuMemcpy3DAsync, CUDA_MEMCPY3D, copy3d_desc, 0)
+COPY_ASYNC(cuMemcpy3DAsync_v2_ptsz, CUDA_MEMCPY3D, copy3d_desc, 1)
+#undef COPY
+#undef COPY_ASYNC
 
 /* ---- 2D memsets ------------------------------------------------------------------------ */
 

@@ -5,25 +5,9 @@
 // "burn: running" when the load starts, then launched= / completed= (a device-side count).
 // Usage: burn launch|ex|coop SECS MS
 #include "check.h"
+#include "spin.h"
 
-#include <chrono>
 
-__global__ void spin(unsigned long long ns, unsigned long long *done)
-{
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - start < ns);
-    if (threadIdx.x == 0 && blockIdx.x == 0)
-        atomicAdd(done, 1ull);
-}
-
-static double now_s()
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 int main(int argc, char **argv)
 {
@@ -58,11 +42,11 @@ int main(int argc, char **argv)
         if (i >= depth)
             CK(cudaEventSynchronize(ev[slot]));
         if (path[0] == 'l')
-            spin<<<1, 32, 0, s>>>(ns, done);
+            spin_ns<<<1, 32, 0, s>>>(ns, done);
         else if (path[0] == 'e')
-            CK(cudaLaunchKernelEx(&cfg, spin, ns, done));
+            CK(cudaLaunchKernelEx(&cfg, spin_ns, ns, done));
         else
-            CK(cudaLaunchCooperativeKernel((const void *)spin, dim3(1), dim3(32), args, 0, s));
+            CK(cudaLaunchCooperativeKernel((const void *)spin_ns, dim3(1), dim3(32), args, 0, s));
         CK(cudaGetLastError());
         CK(cudaEventRecord(ev[slot], s));
         i++;

@@ -8,27 +8,12 @@
 // Output (one line each, for scripts): "NAME vram_total_mib=N vram_alloc_mib=N",
 // "NAME kernels=N seconds=S share_pct=P", or "NAME vram_refused mib=N total_mib=N
 // error=cudaErrorMemoryAllocation" with exit status 3 when the allocation is refused.
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cuda_runtime.h>
 
-__global__ void spin_ns(unsigned long long ns, unsigned long long *done)
-{
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - start < ns);
-    if (threadIdx.x == 0 && blockIdx.x == 0)
-        atomicAdd(done, 1ull);
-}
+#include "spin.h"
 
-static double now_s()
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-}
 
 static bool check(cudaError_t e, const char *what)
 {

@@ -19,24 +19,7 @@
 
 #include <cmocka.h>
 
-struct blob {
-    uint8_t *p;
-    size_t n;
-};
-
-static struct blob load(const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s/fuzz/corpus/fatbin/%s", getenv("TF_SRCDIR"), name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    struct blob b = {malloc(1 << 20), 0};
-    assert_non_null(b.p);
-    b.n = fread(b.p, 1, 1 << 20, f);
-    fclose(f);
-    assert_true(b.n > 64);
-    return b;
-}
+#include "seeds.h"
 
 static int entries(const struct blob *b, struct tf_fatbin_entry *out, int max)
 {
@@ -65,7 +48,7 @@ static char *ptx_for(const struct blob *b, unsigned cc, struct tf_fatbin_entry *
 
 static void nvcc_default_build_holds_a_cubin_and_compressed_ptx(void **state)
 {
-    struct blob b = load("default_zstd.fatbin");
+    struct blob b = seed_load("default_zstd.fatbin");
     uint64_t size;
     char err[256];
     assert_int_equal(tf_fatbin_size(b.p, b.n, &size, err, sizeof(err)), 0);
@@ -94,12 +77,12 @@ static void compressed_and_plain_ptx_unpack_to_the_same_text(void **state)
 {
     static const char *const names[] = {"lz4.fatbin", "all_compressed.fatbin",
                                         "default_zstd.fatbin"};
-    struct blob plain = load("nocompress.fatbin");
+    struct blob plain = seed_load("nocompress.fatbin");
     struct tf_fatbin_entry e;
     char *want = ptx_for(&plain, 80, &e);
     assert_false(e.flags & (TF_FATBIN_F_LZ4 | TF_FATBIN_F_ZSTD));
     for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        struct blob b = load(names[i]);
+        struct blob b = seed_load(names[i]);
         char *got = ptx_for(&b, 80, &e);
         assert_true(e.flags & (TF_FATBIN_F_LZ4 | TF_FATBIN_F_ZSTD));
         assert_string_equal(got, want);
@@ -112,7 +95,7 @@ static void compressed_and_plain_ptx_unpack_to_the_same_text(void **state)
 
 static void the_highest_ptx_not_above_the_device_is_chosen(void **state)
 {
-    struct blob b = load("multi_arch.fatbin"); /* compute_80, sm_90 (cubin), compute_75 */
+    struct blob b = seed_load("multi_arch.fatbin"); /* compute_80, sm_90 (cubin), compute_75 */
     static const unsigned cc[] = {75, 80, 86, 89, 90, 120};
     static const unsigned want[] = {75, 80, 80, 80, 80, 80};
     for (size_t i = 0; i < sizeof(cc) / sizeof(cc[0]); i++) {
@@ -134,7 +117,7 @@ static void the_highest_ptx_not_above_the_device_is_chosen(void **state)
 
 static void arch_specific_ptx_runs_only_on_its_own_architecture(void **state)
 {
-    struct blob b = load("sm90a.fatbin"); /* compute_90, sm_90a (cubin), compute_90a */
+    struct blob b = seed_load("sm90a.fatbin"); /* compute_90, sm_90a (cubin), compute_90a */
     struct tf_fatbin_entry all[8];
     assert_int_equal(entries(&b, all, 8), 3);
     int specific = 0;
@@ -162,7 +145,7 @@ static void sass_only_and_lto_images_have_no_ptx_and_name_their_architectures(vo
 {
     char archs[256], err[256];
     struct tf_fatbin_entry e;
-    struct blob b = load("sass_only.fatbin");
+    struct blob b = seed_load("sass_only.fatbin");
     assert_int_equal(tf_fatbin_pick_ptx(b.p, b.n, 89, &e, archs, sizeof(archs), err, sizeof(err)),
                      TF_ENOENT);
     assert_string_equal(archs, "sm_80");
@@ -170,7 +153,7 @@ static void sass_only_and_lto_images_have_no_ptx_and_name_their_architectures(vo
         tf_fatbin_pick_ptx(b.p, b.n, TF_FATBIN_ANY_DEVICE, &e, NULL, 0, err, sizeof(err)),
         TF_ENOENT);
     free(b.p);
-    b = load("lto_rdc.fatbin");
+    b = seed_load("lto_rdc.fatbin");
     assert_int_equal(tf_fatbin_pick_ptx(b.p, b.n, 89, &e, archs, sizeof(archs), err, sizeof(err)),
                      TF_ENOENT);
     assert_string_equal(archs, "lto_80");
@@ -179,7 +162,7 @@ static void sass_only_and_lto_images_have_no_ptx_and_name_their_architectures(vo
 
 static void debug_builds_with_file_names_and_options_parse(void **state)
 {
-    struct blob b = load("debug_g.fatbin");
+    struct blob b = seed_load("debug_g.fatbin");
     struct tf_fatbin_entry all[8];
     assert_int_equal(entries(&b, all, 8), 2);
     assert_true(all[1].flags & TF_FATBIN_F_DEBUG);
@@ -221,7 +204,7 @@ static int pick(const struct blob *b, char *err)
 
 static void damaged_containers_are_refused_with_a_reason(void **state)
 {
-    struct blob good = load("default_zstd.fatbin");
+    struct blob good = seed_load("default_zstd.fatbin");
     struct blob b = {malloc(good.n), good.n};
     char err[256];
     size_t pe = ptx_entry(&good);

@@ -19,25 +19,9 @@
 
 #include <cmocka.h>
 
+#include "seeds.h"
+
 #define SYMBOLS_GLOBALS 296 /* 4+4+4+8+256 (.global) + 16 (.const) + 4 (flag_value) */
-
-struct blob {
-    uint8_t *p;
-    size_t n;
-};
-
-static struct blob load(const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s/fuzz/corpus/fatbin/%s", getenv("TF_SRCDIR"), name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    struct blob b = {aligned_alloc(8, 1 << 16), 0};
-    b.n = fread(b.p, 1, 1 << 16, f);
-    fclose(f);
-    assert_true(b.n > 64);
-    return b;
-}
 
 static uint64_t globals_of(const void *p, size_t len, enum tf_image_kind want_kind)
 {
@@ -52,9 +36,9 @@ static uint64_t globals_of(const void *p, size_t len, enum tf_image_kind want_ki
 
 static void every_form_of_one_program_declares_the_same_globals(void **state)
 {
-    struct blob fat = load("globals_default.fatbin");  /* cubin sm_75 + compressed PTX */
-    struct blob ptx = load("globals_ptx_only.fatbin"); /* compressed PTX only */
-    struct blob elf = load("globals_sm80.cubin");
+    struct blob fat = seed_load("globals_default.fatbin");  /* cubin sm_75 + compressed PTX */
+    struct blob ptx = seed_load("globals_ptx_only.fatbin"); /* compressed PTX only */
+    struct blob elf = seed_load("globals_sm80.cubin");
     assert_int_equal(globals_of(fat.p, fat.n, TF_IMAGE_FATBIN), SYMBOLS_GLOBALS);
     assert_int_equal(globals_of(fat.p, 0, TF_IMAGE_FATBIN), SYMBOLS_GLOBALS); /* pointer only */
     assert_int_equal(globals_of(ptx.p, ptx.n, TF_IMAGE_FATBIN), SYMBOLS_GLOBALS);
@@ -115,7 +99,7 @@ static void ptx_declarations_are_sized_by_type_vector_and_dimensions(void **stat
 
 static void damaged_images_are_refused(void **state)
 {
-    struct blob elf = load("globals_sm80.cubin");
+    struct blob elf = seed_load("globals_sm80.cubin");
     struct tf_image im;
     char err[256];
     assert_int_equal(tf_image_locate(elf.p, 40, &im, err, sizeof(err)), TF_EPARSE);
@@ -133,7 +117,7 @@ static void damaged_images_are_refused(void **state)
     wrapper.data = elf.p;
     assert_int_equal(tf_image_locate(&wrapper, sizeof(wrapper), &im, err, sizeof(err)),
                      TF_EPARSE); /* a record read from a file: its pointer means nothing */
-    struct blob fat = load("globals_default.fatbin");
+    struct blob fat = seed_load("globals_default.fatbin");
     assert_int_equal(tf_image_locate(fat.p, 100, &im, err, sizeof(err)), TF_EPARSE);
     /* short text is PTX */
     assert_int_equal(tf_image_locate("ab", 0, &im, err, sizeof(err)), 0);

@@ -20,12 +20,12 @@
 
 #include <cmocka.h>
 
+#include "busy.h"
 #include "limits/nvml.h"
 #include "spawn.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
 
 static char preload[1200], libpath[1200];
 static const char *exes;
@@ -109,13 +109,6 @@ static void vram_limits_hold_for_runtime_allocations_and_module_variables(void *
     run(&c, "vram_shared", "160", "TF_VRAM_LIMIT=160Mi", "TF_COMPUTE_PERCENT=");
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Device busy share (percent) of `burn PATH` started with compute limit E, measured through
  * NVML's per-process busy time over 2 s after 2 s of settling. */
 static double burn_share(const char *path, const char *e)
@@ -125,22 +118,11 @@ static double burn_share(const char *path, const char *e)
     struct child c;
     child_start(&c, argv, env);
     assert_true(child_wait_for(&c, "burn: running", 60));
-    struct timespec two = {2, 0};
-    nanosleep(&two, NULL);
-    struct tf_usage_dev u;
-    static const uint8_t any[16];
-    assert_int_equal(tf_nvml_sample(nv, any, 0, mono_ns(), &u), 0);
-    nanosleep(&two, NULL);
-    assert_int_equal(tf_nvml_sample(nv, any, 0, mono_ns(), &u), 0);
-    assert_true(u.have_busy && u.window_ns > 0);
-    uint64_t busy = 0;
-    for (int i = 0; i < u.nproc; i++)
-        if (u.proc[i].pid == (uint32_t)c.pid)
-            busy += u.proc[i].busy_ns;
+    double share = busy_share(nv, &c);
     int rc = child_finish(&c, 60);
     if (rc != 0)
         fail_msg("burn %s: exit %d\nstdout:\n%s\nstderr:\n%s", path, rc, c.out, c.err);
-    return (double)busy * 100.0 / (double)u.window_ns;
+    return share;
 }
 
 static void compute_limit_throttles_every_runtime_launch_path(void **state)

@@ -11,6 +11,8 @@
 
 #include <cuda.h>
 
+#include "../fatbin/seeds.h"
+
 static const uint8_t CUDART[16] = {0x6b, 0xd5, 0xfb, 0x6c, 0x5b, 0xf4, 0xe7, 0x4a,
                                    0x89, 0x87, 0xd9, 0x39, 0x12, 0xfd, 0x9d, 0xf9};
 static const uint8_t HOOKS[16] = {0xa0, 0x94, 0x79, 0x8c, 0x2e, 0x74, 0x2e, 0x74,
@@ -46,24 +48,6 @@ static void *const *table(const uint8_t id[16])
     CU_OK(get_table(&t, &u));
     assert_non_null(t);
     return (void *const *)t;
-}
-
-struct blob {
-    uint8_t *p;
-    size_t n;
-};
-
-static struct blob seed(const char *name)
-{
-    char path[512];
-    snprintf(path, sizeof(path), "%s/fuzz/corpus/fatbin/%s", getenv("TF_SRCDIR"), name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    struct blob b = {aligned_alloc(8, 1 << 16), 0};
-    b.n = fread(b.p, 1, 1 << 16, f);
-    fclose(f);
-    assert_true(b.n > 64);
-    return b;
 }
 
 /* Runs vecadd of module M on 1000 elements and checks the sums. */
@@ -153,7 +137,7 @@ static void the_runtime_registers_fatbins_and_retains_the_primary_context(void *
     CU_OK(cuDevicePrimaryCtxGetState(0, &flags, &active));
     assert_true(active);
     CU_OK(cuCtxSetCurrent(pctx));
-    struct blob fb = seed("default_zstd.fatbin");
+    struct blob fb = seed_load("default_zstd.fatbin");
     struct {
         uint32_t magic, version;
         const void *data, *extra;
@@ -250,7 +234,7 @@ static void nvcc_fatbins_load_and_run(void **state)
     static const char *const ok[] = {"default_zstd.fatbin", "lz4.fatbin", "nocompress.fatbin",
                                      "multi_arch.fatbin", "debug_g.fatbin"};
     for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
-        struct blob b = seed(ok[i]);
+        struct blob b = seed_load(ok[i]);
         CUmodule m;
         CU_OK(cuModuleLoadData(&m, b.p));
         vecadd_runs(m);
@@ -265,7 +249,7 @@ static void nvcc_fatbins_load_and_run(void **state)
         free(b.p);
     }
     /* the highest fitting PTX of a multi-arch image: compute_80 for this sm_89 device */
-    struct blob multi = seed("multi_arch.fatbin");
+    struct blob multi = seed_load("multi_arch.fatbin");
     CUmodule m;
     CU_OK(cuModuleLoadData(&m, multi.p));
     CUfunction f;
@@ -276,7 +260,7 @@ static void nvcc_fatbins_load_and_run(void **state)
     CU_OK(cuModuleUnload(m));
 
     /* SASS only: no binary for the simulated GPU, the architectures in the JIT log */
-    struct blob sass = seed("sass_only.fatbin");
+    struct blob sass = seed_load("sass_only.fatbin");
     char log[512] = "";
     CUjit_option o[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
     void *ov[] = {log, (void *)(uintptr_t)sizeof(log)};
