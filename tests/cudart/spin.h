@@ -1,23 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 //
 // The load kernel of the runtime programs that keep a GPU busy (burn.cu, gpu_burn.cu): spins
-// NS nanoseconds on %globaltimer and counts completed kernels in *DONE; and a wall clock.
+// NS nanoseconds on %globaltimer and counts completed kernels in *DONE (tests/cuda/kernels/
+// timer.cu, compiled into the program); and a wall clock.
 // Header-only, so each program stays one translation unit.
 #ifndef TF_TESTS_CUDART_SPIN_H
 #define TF_TESTS_CUDART_SPIN_H
 
 #include <chrono>
 
-__global__ void spin_ns(unsigned long long ns, unsigned long long *done)
-{
-    unsigned long long start, now;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do {
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - start < ns);
-    if (threadIdx.x == 0 && blockIdx.x == 0)
-        atomicAdd(done, 1ull);
-}
+// extern "C" spin_ns(ns, done): the same kernel the driver-API programs load as PTX.
+#include "../cuda/kernels/timer.cu"
 
 static double now_s()
 {
