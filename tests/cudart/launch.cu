@@ -70,6 +70,14 @@ int main()
         mismatch("occupancy: %d blocks of 256 per SM, best block %d, min grid %d", per_sm,
                  best_block, min_grid);
 
+    // Cache preferences are accepted (the simulated SM has no L1/shared split to change).
+    CK(cudaFuncSetCacheConfig(reverse_block, cudaFuncCachePreferShared));
+    CK(cudaDeviceSetCacheConfig(cudaFuncCachePreferL1));
+    cudaFuncCache pref;
+    CK(cudaDeviceGetCacheConfig(&pref));
+    if (pref != cudaFuncCachePreferL1)
+        mismatch("cudaDeviceGetCacheConfig = %d after setting PreferL1", (int)pref);
+
     // <<<>>> with static shared memory.
     const int n = 256 * 6;
     int *h0 = (int *)malloc(n * sizeof(int)), *h = (int *)malloc(n * sizeof(int));
