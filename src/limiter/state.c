@@ -124,6 +124,37 @@ static int open_region(const char *path, struct tf_shm_map *m, char *err, size_t
     return rc;
 }
 
+/* Makes the region's devices the process's CUDA devices, in the region's order, through
+ * CUDA_VISIBLE_DEVICES (by UUID), when nothing set it: the driver then numbers them 0..n-1
+ * itself. The CUDA runtime needs that -- it rejects a device handle at or above the count it
+ * was given (cudaErrorInvalidDevice), so the ordinal remapping of the hooks below cannot
+ * serve it. Runs before the real cuInit, which reads the variable. A value set by the user
+ * (or by local mode, to the same devices) is left alone; the remapping then still hides
+ * devices outside the region from driver-API programs. */
+static void restrict_visible(void)
+{
+    const char *cur = getenv("CUDA_VISIBLE_DEVICES");
+    if (cur || !tf__L.r)
+        return;
+    struct tf_shm_config c;
+    if (tf_shm_read_config(tf__L.r, &c) != 0 || c.ndev == 0)
+        return;
+    static const uint8_t zero[16];
+    char list[TF_SHM_MAX_DEVICES * 42 + 1] = "";
+    size_t used = 0;
+    for (uint32_t k = 0; k < c.ndev; k++) {
+        if (memcmp(c.dev[k].uuid, zero, 16) == 0)
+            return; /* devices named by index: the remapping handles them */
+        char u[48];
+        tf_shm_uuid_format(c.dev[k].uuid, u, sizeof(u));
+        used += (size_t)snprintf(list + used, sizeof(list) - used, "%s%s", k ? "," : "", u);
+        if (used >= sizeof(list))
+            return;
+    }
+    if (setenv("CUDA_VISIBLE_DEVICES", list, 0) == 0)
+        tf_log(TF_LOG_DEBUG, TF_LIM_SUBSYS, "CUDA_VISIBLE_DEVICES=%s (the region's devices)", list);
+}
+
 static void configure(void)
 {
     read_env_limits();
@@ -140,6 +171,7 @@ static void configure(void)
         int rc = open_region(path, &m, err, sizeof(err));
         if (rc == 0) {
             tf__L.r = m.r;
+            restrict_visible();
             if (env)
                 tf_log(TF_LOG_INFO, TF_LIM_SUBSYS,
                        "limits come from %s; TF_VRAM_LIMIT/TF_COMPUTE_PERCENT are ignored", path);
@@ -463,7 +495,7 @@ static void after_fork_child(void)
     tf_ptrtab_reset(&tf__L.arr);
     tf_ptrtab_reset(&tf__L.vmm);
     tf_ptrtab_reset(&tf__L.graphs);
-    tf_ptrtab_reset(&tf__L.mods);
+    tf__modules_after_fork();
 }
 
 __attribute__((constructor)) static void limiter_ctor(void)

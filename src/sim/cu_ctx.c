@@ -11,6 +11,7 @@
 #include "sim/drv.h"
 
 #include "common/log.h"
+#include "exptab/exptab.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -258,7 +259,8 @@ CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (atomic_load(&ctx->destroyed))
         return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-    tf__ctx_teardown(ctx); /* the handle stays registered: CONTEXT_IS_DESTROYED from now on */
+    tf_exptab_ctx_gone(ctx); /* the runtime frees its state of CTX while CTX still works */
+    tf__ctx_teardown(ctx);   /* the handle stays registered: CONTEXT_IS_DESTROYED from now on */
     /* Popped from the calling thread's stack if it is current here. */
     if (depth > 0 && stack[depth - 1] == ctx)
         depth--;
@@ -500,4 +502,20 @@ CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config)
         return CUDA_ERROR_INVALID_VALUE;
     c->cache_config = config;
     return CUDA_SUCCESS;
+}
+
+/* ---- Profiler control ------------------------------------------------------------------ */
+
+/* No profiler is ever attached to the simulated GPU: starting and stopping data collection
+ * succeed with nothing to do, in a current context, as with the real driver run without one. */
+CUresult CUDAAPI cuProfilerStart(void)
+{
+    CUcontext ctx;
+    return tf__ctx_current(&ctx, 1);
+}
+
+CUresult CUDAAPI cuProfilerStop(void)
+{
+    CUcontext ctx;
+    return tf__ctx_current(&ctx, 1);
 }

@@ -6,6 +6,8 @@
  */
 #include "sim/drv.h"
 
+#include "exptab/exptab.h"
+
 #include "sim/ptx/ptx.h"
 
 #include <stdio.h>
@@ -403,6 +405,18 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
         pthread_mutex_unlock(&d->mu);
         return CUDA_ERROR_INVALID_CONTEXT;
     }
+    if (d->primary_refs == 1) {
+        /* The last release: the runtime's per-context state goes first, outside d->mu (its
+         * destructors call back into the driver). */
+        CUcontext p = d->primary;
+        pthread_mutex_unlock(&d->mu);
+        tf_exptab_ctx_gone(p);
+        pthread_mutex_lock(&d->mu);
+        if (d->primary_refs == 0) { /* released or reset meanwhile */
+            pthread_mutex_unlock(&d->mu);
+            return CUDA_ERROR_INVALID_CONTEXT;
+        }
+    }
     if (--d->primary_refs == 0)
         tf__ctx_teardown(d->primary);
     pthread_mutex_unlock(&d->mu);
@@ -420,6 +434,11 @@ CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
     CUresult rc = get_device(dev, &d);
     if (rc)
         return rc;
+    pthread_mutex_lock(&d->mu);
+    CUcontext p = d->primary_refs > 0 ? d->primary : NULL;
+    pthread_mutex_unlock(&d->mu);
+    if (p)
+        tf_exptab_ctx_gone(p); /* outside d->mu: the runtime's destructors call the driver */
     pthread_mutex_lock(&d->mu);
     if (d->primary_refs > 0) {
         tf__ctx_teardown(d->primary);

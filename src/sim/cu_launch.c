@@ -7,7 +7,9 @@
  * and its time is accounted as busy time.
  *
  * Checked at launch, as the real driver does: block dimensions (each > 0, x,y <= 1024,
- * z <= 64, product <= 1024) and grid dimensions (x < 2^31, y,z <= 65535) -> INVALID_VALUE;
+ * z <= 64, product <= 1024) and grid dimensions (x < 2^31, y,z <= 65535) -> INVALID_VALUE
+ * (for a CUkernel, as the runtime launches: the code the runtime reports as
+ * cudaErrorInvalidConfiguration, see CUDA_ERROR_INVALID_CONFIGURATION_RT);
  * more threads than the kernel's .maxntid -> LAUNCH_OUT_OF_RESOURCES; a block size other than
  * .reqntid -> INVALID_VALUE; dynamic shared memory above the function's
  * MAX_DYNAMIC_SHARED_SIZE_BYTES (48 KiB minus static by default, raised up to the device's
@@ -95,20 +97,35 @@ struct launch_args {
     void **params, **extra;
     int cooperative;
     int per_thread;
+    int is_kernel; /* F is a CUkernel (library kernel), as the CUDA runtime launches */
 };
 
-static CUresult check_geometry(const struct CUfunc_st *f, const struct launch_args *a)
+/* What the real driver answers the runtime for grid or block dimensions outside the device's
+ * limits: a code cuda.h does not name, which the runtime reports as
+ * cudaErrorInvalidConfiguration (compute-sanitizer shows that error coming out of
+ * libcuda.so.1, and the CUDA 13 runtime maps no documented CUresult to it). Launches of
+ * CUfunction handles keep the documented CUDA_ERROR_INVALID_VALUE. */
+#define CUDA_ERROR_INVALID_CONFIGURATION_RT ((CUresult)9)
+
+/* True when the grid and block dimensions are within the device's limits. */
+static int dims_ok(const struct launch_args *a)
 {
     const unsigned *b = a->block, *g = a->grid;
     if (!b[0] || !b[1] || !b[2] || !g[0] || !g[1] || !g[2])
-        return CUDA_ERROR_INVALID_VALUE;
+        return 0;
     if (b[0] > 1024 || b[1] > 1024 || b[2] > 64)
-        return CUDA_ERROR_INVALID_VALUE;
+        return 0;
+    if ((uint64_t)b[0] * b[1] * b[2] > TF_PTX_MAX_THREADS_PER_BLOCK)
+        return 0;
+    return g[0] <= 2147483647u && g[1] <= 65535 && g[2] <= 65535;
+}
+
+static CUresult check_geometry(const struct CUfunc_st *f, const struct launch_args *a)
+{
+    const unsigned *b = a->block;
+    if (!dims_ok(a))
+        return a->is_kernel ? CUDA_ERROR_INVALID_CONFIGURATION_RT : CUDA_ERROR_INVALID_VALUE;
     uint64_t threads = (uint64_t)b[0] * b[1] * b[2];
-    if (threads > TF_PTX_MAX_THREADS_PER_BLOCK)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (g[0] > 2147483647u || g[1] > 65535 || g[2] > 65535)
-        return CUDA_ERROR_INVALID_VALUE;
     const struct tf_ptx_kernel_info *in = &f->info;
     if (in->reqntid[0]) {
         unsigned ry = in->reqntid[1] ? in->reqntid[1] : 1, rz = in->reqntid[2] ? in->reqntid[2] : 1;
@@ -176,7 +193,7 @@ static CUresult pack_params(const struct CUfunc_st *f, void **params, void **ext
     return CUDA_SUCCESS;
 }
 
-static CUresult launch(const struct launch_args *a)
+static CUresult launch(struct launch_args *a)
 {
     CUcontext ctx;
     CUresult rc = tf__ctx_current(&ctx, 0);
@@ -184,9 +201,17 @@ static CUresult launch(const struct launch_args *a)
         return rc;
     struct CUfunc_st *f;
     struct CUstream_st *s;
+    a->is_kernel = tf__handle_is((const void *)a->f, H_KERNEL);
     if ((rc = tf__func_resolve(a->f, ctx, &f)) ||
-        (rc = tf__stream_resolve(ctx, a->stream, a->per_thread, &s)) || (rc = check_geometry(f, a)))
+        (rc = tf__stream_resolve(ctx, a->stream, a->per_thread, &s)))
         return rc;
+    if ((rc = check_geometry(f, a))) {
+        if (tf_log_enabled(TF_LOG_DEBUG))
+            tf_log(TF_LOG_DEBUG, "sim", "launch of %s: grid %ux%ux%u block %ux%ux%u shared %u: %s",
+                   f->info.name, a->grid[0], a->grid[1], a->grid[2], a->block[0], a->block[1],
+                   a->block[2], a->shmem, tf__cu_error_name(rc));
+        return rc;
+    }
     if (a->cooperative) {
         const struct tf_sim_hwspec *hw = ctx->dev->cfg->hw;
         uint64_t threads = (uint64_t)a->block[0] * a->block[1] * a->block[2];
@@ -220,59 +245,35 @@ static CUresult launch(const struct launch_args *a)
         unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                    \
         unsigned int sharedMemBytes, CUstream hStream
 
+/* The launch_args of one of the entry points below (their parameters are LAUNCH_ARGS). */
+#define LAUNCH_INIT(params_, extra_, cooperative_, per_thread_)                                    \
+    {                                                                                              \
+        .f = f, .grid = {gridDimX, gridDimY, gridDimZ},                                            \
+        .block = {blockDimX, blockDimY, blockDimZ}, .shmem = sharedMemBytes, .stream = hStream,    \
+        .params = params_, .extra = extra_, .cooperative = cooperative_, .per_thread = per_thread_ \
+    }
+
 CUresult CUDAAPI cuLaunchKernel(LAUNCH_ARGS, void **kernelParams, void **extra)
 {
-    struct launch_args a = {f,
-                            {gridDimX, gridDimY, gridDimZ},
-                            {blockDimX, blockDimY, blockDimZ},
-                            sharedMemBytes,
-                            hStream,
-                            kernelParams,
-                            extra,
-                            0,
-                            0};
+    struct launch_args a = LAUNCH_INIT(kernelParams, extra, 0, 0);
     return launch(&a);
 }
 
 CUresult CUDAAPI cuLaunchKernel_ptsz(LAUNCH_ARGS, void **kernelParams, void **extra)
 {
-    struct launch_args a = {f,
-                            {gridDimX, gridDimY, gridDimZ},
-                            {blockDimX, blockDimY, blockDimZ},
-                            sharedMemBytes,
-                            hStream,
-                            kernelParams,
-                            extra,
-                            0,
-                            1};
+    struct launch_args a = LAUNCH_INIT(kernelParams, extra, 0, 1);
     return launch(&a);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernel(LAUNCH_ARGS, void **kernelParams)
 {
-    struct launch_args a = {f,
-                            {gridDimX, gridDimY, gridDimZ},
-                            {blockDimX, blockDimY, blockDimZ},
-                            sharedMemBytes,
-                            hStream,
-                            kernelParams,
-                            NULL,
-                            1,
-                            0};
+    struct launch_args a = LAUNCH_INIT(kernelParams, NULL, 1, 0);
     return launch(&a);
 }
 
 CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(LAUNCH_ARGS, void **kernelParams)
 {
-    struct launch_args a = {f,
-                            {gridDimX, gridDimY, gridDimZ},
-                            {blockDimX, blockDimY, blockDimZ},
-                            sharedMemBytes,
-                            hStream,
-                            kernelParams,
-                            NULL,
-                            1,
-                            1};
+    struct launch_args a = LAUNCH_INIT(kernelParams, NULL, 1, 1);
     return launch(&a);
 }
 
@@ -281,15 +282,14 @@ static CUresult launch_ex(const CUlaunchConfig *config, CUfunction f, void **ker
 {
     if (!config || (config->numAttrs && !config->attrs))
         return CUDA_ERROR_INVALID_VALUE;
-    struct launch_args a = {f,
-                            {config->gridDimX, config->gridDimY, config->gridDimZ},
-                            {config->blockDimX, config->blockDimY, config->blockDimZ},
-                            config->sharedMemBytes,
-                            config->hStream,
-                            kernelParams,
-                            extra,
-                            0,
-                            per_thread};
+    struct launch_args a = {.f = f,
+                            .grid = {config->gridDimX, config->gridDimY, config->gridDimZ},
+                            .block = {config->blockDimX, config->blockDimY, config->blockDimZ},
+                            .shmem = config->sharedMemBytes,
+                            .stream = config->hStream,
+                            .params = kernelParams,
+                            .extra = extra,
+                            .per_thread = per_thread};
     for (unsigned i = 0; i < config->numAttrs; i++) {
         const CUlaunchAttribute *at = &config->attrs[i];
         switch (at->id) {

@@ -24,6 +24,7 @@
 #include "limits/nvml.h"
 #include "limits/proc.h"
 #include "limits/shm.h"
+#include "busy.h"
 #include "spawn.h"
 
 #include <pthread.h>
@@ -440,20 +441,9 @@ static double load_share(const char *e)
     struct child c;
     child_start(&c, argv, env);
     assert_true(child_wait_for(&c, "load: running", 30));
-    struct timespec two = {2, 0};
-    nanosleep(&two, NULL);
-    struct tf_usage_dev u;
-    static const uint8_t any[16];
-    assert_int_equal(tf_nvml_sample(nv, any, 0, mono_ns(), &u), 0);
-    nanosleep(&two, NULL);
-    assert_int_equal(tf_nvml_sample(nv, any, 0, mono_ns(), &u), 0);
-    assert_true(u.have_busy && u.window_ns > 0);
-    uint64_t busy = 0;
-    for (int i = 0; i < u.nproc; i++)
-        if (u.proc[i].pid == (uint32_t)c.pid)
-            busy += u.proc[i].busy_ns;
+    double share = busy_share(nv, &c);
     assert_int_equal(child_finish(&c, 30), 0);
-    return (double)busy * 100.0 / (double)u.window_ns;
+    return share;
 }
 
 static void standalone_compute_percent_limits_without_a_hypervisor(void **state)

@@ -135,12 +135,6 @@ static void unknown_names_and_old_versions_are_not_found(void **state)
     CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuNoSuchThing", &fn, 13000, 0, &st));
     assert_null(fn);
     assert_int_equal(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
-    /* Graphs are not implemented (nor exported). */
-    CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuGraphLaunch", &fn, 13000, 0, &st));
-    assert_int_equal(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
-    /* cuMemAlloc's 32-bit pointer ABI (before CUDA 3.2) is not offered. */
-    CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuMemAlloc", &fn, 3010, 0, &st));
-    assert_int_equal(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
     /* A name introduced after the caller's version. */
     CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuLaunchKernelEx", &fn, 11000, 0, &st));
     CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuStreamGetId", &fn, 11080, 0, &st));
@@ -155,6 +149,31 @@ static void unknown_names_and_old_versions_are_not_found(void **state)
     CU_OK(cuGetProcAddress("cuGetProcAddress", (void **)&v1, 11030, 0, &st));
     CU_OK(v1("cuInit", &fn, 13000, 0));
     CU_IS(CUDA_ERROR_NOT_FOUND, v1("cuNoSuchThing", &fn, 13000, 0));
+}
+
+typedef CUresult (*any_fn)(void);
+
+/* A function the real driver has but the simulator does not implement (textures), or an ABI
+ * version it does not offer (cuMemAlloc's 32-bit pointers before CUDA 3.2), resolves: calling
+ * it fails with NOT_SUPPORTED, never "not found" and never a pretended success. */
+static void unimplemented_driver_functions_resolve_to_not_supported(void **state)
+{
+    CUdriverProcAddressQueryResult st = 99;
+    void *fn = NULL;
+    CU_OK(cuGetProcAddress("cuTexObjectCreate", &fn, 13000, 0, &st));
+    assert_int_equal(st, CU_GET_PROC_ADDRESS_SUCCESS);
+    assert_non_null(fn);
+    CU_IS(CUDA_ERROR_NOT_SUPPORTED, ((any_fn)fn)());
+    CU_IS(CUDA_ERROR_NOT_SUPPORTED, ((any_fn)fn)()); /* logged once, still failing */
+    void *old = NULL;
+    CU_OK(cuGetProcAddress("cuMemAlloc", &old, 3010, 0, &st));
+    CU_IS(CUDA_ERROR_NOT_SUPPORTED, ((any_fn)old)());
+    void *cur = NULL;
+    CU_OK(cuGetProcAddress("cuMemAlloc", &cur, 13000, 0, &st));
+    assert_ptr_not_equal(old, cur);
+    /* Every name of cudaTypedefs.h resolves (procs.def lists them all). */
+    CU_OK(cuGetProcAddress("cuIpcGetMemHandle", &fn, 13000, 0, &st));
+    CU_OK(cuGetProcAddress("cuGraphicsUnregisterResource", &fn, 13000, 0, &st));
 }
 
 /* Versions named in procs.def (the table's sources of truth). */
@@ -248,6 +267,7 @@ int main(void)
         cmocka_unit_test(names_resolve_to_the_newest_abi_version_the_caller_knows),
         cmocka_unit_test(per_thread_stream_variants_are_chosen_on_request),
         cmocka_unit_test(unknown_names_and_old_versions_are_not_found),
+        cmocka_unit_test(unimplemented_driver_functions_resolve_to_not_supported),
         cmocka_unit_test(every_exported_symbol_is_reachable_and_a_real_driver_name),
         cmocka_unit_test(nvml_library_exports_only_nvml_names),
     };
