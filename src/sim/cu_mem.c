@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Memory entry points of the simulated driver: device, pitched, managed, stream-ordered and
- * page-locked host allocations, memory info, address ranges, pointer attributes, copies
- * (host/device in every direction, sync and async, unified cuMemcpy) and memsets.
+ * Memory entry points of the simulated driver: device, pitched, managed and page-locked host
+ * allocations (stream-ordered ones are in cu_pool.c), memory info, address ranges, pointer
+ * attributes, copies (host/device in every direction, sync and async, unified cuMemcpy) and
+ * memsets.
  *
  * Synchronous copies and memsets are ops on the legacy default stream (the per-thread stream
  * for the _ptds entry points) that the call waits for, so they are ordered after earlier
@@ -95,65 +96,6 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
     if ((rc = sync_owner(dptr, ctx)))
         return rc;
     return tf__mem_free((uint64_t)dptr, 0);
-}
-
-static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h, int per_thread)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    struct CUstream_st *s;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &s)))
-        return rc;
-    if (!dptr || bytesize == 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    /* Stream-ordered allocation: memory that exists from now on is valid at the point of the
-     * stream where the allocation happens, and later. */
-    uint64_t p;
-    if ((rc = tf__mem_alloc(ctx, M_DEVICE, bytesize, 0, 0, &p)))
-        return rc;
-    *dptr = (CUdeviceptr)p;
-    return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    return alloc_async(dptr, bytesize, hStream, 0);
-}
-
-CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    return alloc_async(dptr, bytesize, hStream, 1);
-}
-
-static CUresult free_async(CUdeviceptr dptr, CUstream h, int per_thread)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    struct CUstream_st *s;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &s)))
-        return rc;
-    struct sim_alloc a;
-    if (tf__mem_lookup((uint64_t)dptr, &a) != 0 || a.base != (uint64_t)dptr || a.kind != M_DEVICE)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sim_op *op = tf__op_new(OP_FREE);
-    if (!op)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    op->u.free.ptr = dptr;
-    return tf__enqueue(s, op, 0);
-}
-
-CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
-{
-    return free_async(dptr, hStream, 0);
-}
-
-CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-    return free_async(dptr, hStream, 1);
 }
 
 CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
@@ -315,6 +257,9 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
         break;
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
         *(unsigned long long *)data = known ? a.buffer_id : 0;
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        *(CUmemoryPool *)data = known ? tf__pool_of(&a) : NULL;
         break;
     default:
         return CUDA_ERROR_INVALID_VALUE;

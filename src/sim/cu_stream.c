@@ -154,6 +154,7 @@ static CUresult stream_sync(CUstream h, int per_thread)
     if (rc)
         return rc;
     tf__stream_wait_idle(s);
+    tf__pools_synced(s->dev);
     return (CUresult)atomic_load(&ctx->sticky);
 }
 
@@ -189,6 +190,59 @@ CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream)
     return stream_query(hStream, 1);
 }
 
+CUresult tf__stream_wait_seq(struct CUstream_st *s, struct CUstream_st *target, uint64_t seq)
+{
+    struct sim_exec *te = &target->dev->exec;
+    pthread_mutex_lock(&te->mu);
+    target->refs++;
+    pthread_mutex_unlock(&te->mu);
+    struct sim_op *op = tf__op_new(OP_WAIT);
+    if (!op) {
+        tf__stream_unref(target);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    op->u.wait.stream = target;
+    op->u.wait.seq = seq;
+    /* Remembered for the allocator's reuse rules (the oldest of the slots is replaced). */
+    struct sim_exec *e = &s->dev->exec;
+    pthread_mutex_lock(&e->mu);
+    int k = 0;
+    for (int i = 0; i < 4; i++) {
+        if (s->waited[i].id == target->id) {
+            k = i;
+            break;
+        }
+        if (s->waited[i].seq < s->waited[k].seq)
+            k = i;
+    }
+    s->waited[k].id = target->id;
+    if (s->waited[k].seq < seq)
+        s->waited[k].seq = seq;
+    pthread_mutex_unlock(&e->mu);
+    return tf__enqueue(s, op, 0);
+}
+
+int tf__stream_follows(struct CUstream_st *s, unsigned long long t_id, enum sim_stream_kind t_kind,
+                       unsigned t_flags, CUcontext t_ctx, uint64_t seq)
+{
+    if (s->id == t_id)
+        return 1;
+    if (s->ctx == t_ctx) {
+        int s_blocking = !(s->flags & CU_STREAM_NON_BLOCKING);
+        int t_blocking = !(t_flags & CU_STREAM_NON_BLOCKING);
+        if ((t_kind == S_LEGACY && s_blocking) || (s->kind == S_LEGACY && t_blocking))
+            return 1;
+    }
+    struct sim_exec *e = &s->dev->exec;
+    int dep = 0;
+    pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < 4; i++)
+        if (s->waited[i].id == t_id && s->waited[i].seq >= seq)
+            dep = 1;
+    pthread_mutex_unlock(&e->mu);
+    return dep;
+}
+
 static CUresult stream_wait_event(CUstream h, CUevent ev, unsigned flags, int per_thread)
 {
     struct CUstream_st *s;
@@ -208,14 +262,9 @@ static CUresult stream_wait_event(CUstream h, CUevent ev, unsigned flags, int pe
     pthread_mutex_unlock(&ee->mu);
     if (!target) /* never recorded: nothing to wait for */
         return CUDA_SUCCESS;
-    struct sim_op *op = tf__op_new(OP_WAIT);
-    if (!op) {
-        tf__stream_unref(target);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    op->u.wait.stream = target;
-    op->u.wait.seq = seq;
-    return tf__enqueue(s, op, 0);
+    rc = tf__stream_wait_seq(s, target, seq);
+    tf__stream_unref(target);
+    return rc;
 }
 
 CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
@@ -446,6 +495,7 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
     while (!event_done(hEvent))
         pthread_cond_wait(&e->done_cv, &e->mu);
     pthread_mutex_unlock(&e->mu);
+    tf__pools_synced(hEvent->ctx->dev);
     return (CUresult)atomic_load(&hEvent->ctx->sticky);
 }
 

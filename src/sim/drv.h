@@ -42,6 +42,7 @@ enum sim_htype {
     H_FUNC,
     H_LIBRARY,
     H_KERNEL,
+    H_POOL,
 };
 /* Registers P as a live handle of TYPE; 0 or TF_ENOMEM. Thread-safe. */
 int tf__handle_add(const void *p, enum sim_htype type);
@@ -156,7 +157,14 @@ struct CUstream_st {
     pthread_t owner; /* S_PER_THREAD: the thread it belongs to */
     /* Guarded by dev->exec.mu: */
     struct sim_op *head, *tail;
-    uint64_t last_seq;         /* seq of the last op enqueued */
+    uint64_t last_seq; /* seq of the last op enqueued */
+    /* Newest (stream id, seq) this stream was made to wait for by cuStreamWaitEvent, per
+     * waited stream (the oldest entry is replaced): what the stream-ordered allocator's
+     * event-dependency reuse rule reads. */
+    struct {
+        unsigned long long id;
+        uint64_t seq;
+    } waited[4];
     _Atomic uint64_t done_seq; /* seq of the last op completed (ops complete in stream order);
                                   written under exec.mu, read lock-free by other devices */
     int refs;                  /* 1 while the handle lives + 1 per op or wait that names it */
@@ -189,6 +197,13 @@ CUresult tf__stream_new(CUcontext ctx, unsigned flags, int priority, enum sim_st
 void tf__stream_release_handle(struct CUstream_st *s);
 /* Drops one reference taken for a wait op or an event (locks S's device exec.mu). */
 void tf__stream_unref(struct CUstream_st *s);
+/* Queues on S a wait for op SEQ of TARGET (as cuStreamWaitEvent does for a record). */
+CUresult tf__stream_wait_seq(struct CUstream_st *s, struct CUstream_st *target, uint64_t seq);
+/* True when work queued on S from now on runs after op SEQ of stream T (same stream, the
+ * legacy stream's implicit synchronisation, or a cuStreamWaitEvent recorded in S->waited).
+ * T may be gone: only its id, kind, flags and context are given. */
+int tf__stream_follows(struct CUstream_st *s, unsigned long long t_id, enum sim_stream_kind t_kind,
+                       unsigned t_flags, CUcontext t_ctx, uint64_t seq);
 
 /* ---- Work queue (exec.c) --------------------------------------------------------------- */
 enum sim_op_kind {
@@ -202,7 +217,8 @@ enum sim_op_kind {
     OP_SYNC_POINT, /* no-op whose completion a host thread waits for */
 };
 
-struct sim_kernel_op; /* cu_launch.c */
+struct sim_kernel_op;  /* cu_launch.c */
+struct sim_pool_block; /* cu_pool.c */
 
 struct sim_op {
     struct sim_op *next;
@@ -239,6 +255,7 @@ struct sim_op {
         } host;
         struct {
             CUdeviceptr ptr;
+            struct sim_pool_block *block; /* a pool allocation's block (cu_pool.c), or NULL */
         } free;
         struct sim_kernel_op *kernel;
     } u;
@@ -270,25 +287,48 @@ void tf__exec_memview(struct sim_device *d, const struct tf_ptx_range **ranges, 
 enum sim_mem_kind {
     M_DEVICE = 1, /* cuMemAlloc*, cuMemAllocPitch, cuMemAllocAsync */
     M_MANAGED,    /* cuMemAllocManaged */
-    M_HOST,       /* cuMemAllocHost / cuMemHostAlloc (page-locked, mapped) */
+    M_HOST,       /* cuMemAllocHost / cuMemHostAlloc / cuMemHostRegister (page-locked, mapped) */
     M_MODVAR,     /* module .global/.const variable */
+};
+/* Who owns an entry's backing memory. */
+enum sim_backing {
+    B_OWN = 0, /* memtab.c: allocated with the entry, freed (and uncharged) with it */
+    B_POOL,    /* a memory pool's block (cu_pool.c), told when the entry goes */
+    B_USER,    /* the application's (cuMemHostRegister): never freed by the driver */
 };
 struct sim_alloc {
     uint64_t base, size;
     enum sim_mem_kind kind;
     int dev;            /* device index (host allocations: -1) */
-    CUcontext ctx;      /* owner context */
-    unsigned flags;     /* cuMemHostAlloc / cuMemAllocManaged flags */
-    int read_only;      /* .const variables */
+    CUcontext ctx;      /* owner context: the entry goes when it is destroyed */
+    unsigned flags;     /* cuMemHostAlloc / cuMemHostRegister / cuMemAllocManaged flags */
+    int read_only;      /* .const variables, CU_MEMHOSTREGISTER_READ_ONLY */
     uint64_t buffer_id; /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
-    uint64_t charged;   /* bytes reserved in the device budget */
-    size_t map_len;     /* >0: backed by mmap of this length, else malloc */
+    uint64_t charged;   /* bytes reserved in the device budget (B_OWN) */
+    size_t map_len;     /* B_OWN: >0: backing is an mmap of this length, else malloc */
+    enum sim_backing backing;
+    void *owner; /* B_POOL: struct sim_pool_block */
 };
 /* Allocates SIZE bytes of backing memory (zeroed) and registers it; *OUT gets the base. */
 CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
                        int read_only, uint64_t *out);
+/* Zeroed backing memory of SIZE bytes (mmap from 1 MiB: *MAP_LEN gets its length, else 0),
+ * or NULL; freed with tf__mem_backing_free. Not registered, not charged. */
+void *tf__mem_backing_alloc(uint64_t size, size_t *map_len);
+void tf__mem_backing_free(void *p, size_t map_len);
+/* Registers [BASE, BASE+SIZE) owned by OWNER (BACKING != B_OWN) for CTX, on device DEV
+ * (-1: host memory); *BUFFER_ID (if not NULL) gets its buffer id. */
+CUresult tf__mem_insert(CUcontext ctx, int dev, enum sim_mem_kind kind, uint64_t base,
+                        uint64_t size, unsigned flags, int read_only, enum sim_backing backing,
+                        void *owner, uint64_t *buffer_id);
+/* Unregisters the entry starting at BASE without touching its backing; *OUT (if not NULL)
+ * gets it. 0, or TF_ENOENT. */
+int tf__mem_remove(uint64_t base, struct sim_alloc *out);
+/* Sets the size of the entry starting at BASE; with CTX, makes it a new allocation of CTX
+ * (new buffer id into *BUFFER_ID). 0, or TF_ENOENT. */
+int tf__mem_update(uint64_t base, uint64_t size, CUcontext ctx, uint64_t *buffer_id);
 /* Unregisters and frees the allocation starting at BASE of KIND (any device kind when
- * KIND is 0); INVALID_VALUE when there is none. */
+ * KIND is 0); INVALID_VALUE when there is none (registered host memory is never freed). */
 CUresult tf__mem_free(uint64_t base, enum sim_mem_kind kind);
 /* Frees module variable BASE (module unload). */
 void tf__mem_free_modvar(uint64_t base);
@@ -304,6 +344,21 @@ uint64_t tf__mem_gen(void);
  * count, or (size_t)-1 on allocation failure. */
 size_t tf__mem_ranges(int dev, struct tf_ptx_range **v, size_t *cap);
 
+/* ---- Memory pools (cu_pool.c) ---------------------------------------------------------- */
+/* The entry of a pool allocation went without cuMemFreeAsync (cuMemFree, context teardown):
+ * its block returns to the pool. */
+void tf__pool_entry_released(const struct sim_alloc *a);
+/* The pool allocation A came from (NULL: not a pool allocation). */
+CUmemoryPool tf__pool_of(const struct sim_alloc *a);
+/* Executor: the stream-ordered free of BLOCK's allocation ran. */
+void tf__pool_free_done(struct sim_pool_block *block);
+/* After a stream, event or context synchronize on D: pools holding more than their release
+ * threshold give idle memory back. */
+void tf__pools_synced(struct sim_device *d);
+/* Context teardown (before its device reference is dropped): when it is the device's last
+ * context, the device's pools give all idle memory back to the budget. */
+void tf__pools_ctx_gone(CUcontext ctx);
+
 /* Frees every event of CTX (context teardown; cu_stream.c). */
 void tf__events_free_ctx(CUcontext ctx);
 
@@ -312,6 +367,9 @@ void tf__events_free_ctx(CUcontext ctx);
 void tf__modules_free_ctx(CUcontext ctx);
 
 /* ---- Errors ---------------------------------------------------------------------------- */
+/* Logs (once per WHAT, at warn) that a corner of the driver API is not implemented by the
+ * simulated GPU and returns CUDA_ERROR_NOT_SUPPORTED. */
+CUresult tf__not_supported(const char *what);
 /* Sets the thread's "last error detail" shown by logs. */
 const char *tf__cu_error_name(CUresult r);
 

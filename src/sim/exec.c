@@ -208,7 +208,10 @@ static void execute(struct sim_device *d, struct CUstream_st *s, struct sim_op *
             op->u.host.cb(op->u.host.handle, (CUresult)atomic_load(&ctx->sticky), op->u.host.data);
         break;
     case OP_FREE:
-        (void)tf__mem_free(op->u.free.ptr, 0);
+        if (op->u.free.block)
+            tf__pool_free_done(op->u.free.block);
+        else
+            (void)tf__mem_free(op->u.free.ptr, 0);
         break;
     case OP_KERNEL:
 #ifdef TF_SIM_HAVE_PTX

@@ -239,7 +239,7 @@ static void the_region_filters_what_cuda_visible_devices_leaves(void **state)
 /* Runs every tests/cuda/host program (name=exe=ptx;...) with E1/E2; all must PASS. */
 static void run_host_programs(const char *e1, const char *e2)
 {
-    char list[4096];
+    char list[16384];
     snprintf(list, sizeof(list), "%s", hosts);
     int n = 0;
     for (char *save = NULL, *item = strtok_r(list, ";", &save); item;
