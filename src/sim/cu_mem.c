@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Memory entry points of the simulated driver: device, pitched, managed and page-locked host
- * allocations (stream-ordered ones are in cu_pool.c), memory info, address ranges, pointer
+ * Memory entry points of the simulated driver: device and pitched allocations (stream-ordered
+ * ones are in cu_pool.c, page-locked host memory in cu_hostmem.c, managed memory in
+ * cu_managed.c), memory info, address ranges, pointer
  * attributes, copies (host/device in every direction, sync and async, unified cuMemcpy) and
  * memsets.
  *
@@ -59,21 +60,6 @@ CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, size_t Width
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t p;
-    if ((rc = tf__mem_alloc(ctx, M_MANAGED, bytesize, flags, 0, &p)))
-        return rc;
-    *dptr = (CUdeviceptr)p;
-    return CUDA_SUCCESS;
-}
-
 /* Waits until DEV's contexts are idle (cuMemFree is synchronous). */
 static CUresult sync_owner(CUdeviceptr p, CUcontext cur_ctx)
 {
@@ -96,67 +82,6 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
     if ((rc = sync_owner(dptr, ctx)))
         return rc;
     return tf__mem_free((uint64_t)dptr, 0);
-}
-
-CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    const unsigned known =
-        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
-    if (!pp || bytesize == 0 || (Flags & ~known))
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t p;
-    if ((rc = tf__mem_alloc(ctx, M_HOST, bytesize, Flags, 0, &p)))
-        return rc;
-    *pp = (void *)(uintptr_t)p;
-    return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuMemAllocHost(void **pp, size_t bytesize)
-{
-    return cuMemHostAlloc(pp, bytesize, 0);
-}
-
-CUresult CUDAAPI cuMemFreeHost(void *p)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    if (!p)
-        return CUDA_SUCCESS;
-    if ((rc = sync_owner((CUdeviceptr)(uintptr_t)p, ctx)))
-        return rc;
-    return tf__mem_free((uint64_t)(uintptr_t)p, M_HOST);
-}
-
-CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    struct sim_alloc a;
-    if (!pdptr || Flags != 0 || tf__mem_lookup((uint64_t)(uintptr_t)p, &a) != 0 || a.kind != M_HOST)
-        return CUDA_ERROR_INVALID_VALUE;
-    *pdptr = (CUdeviceptr)(uintptr_t)p; /* unified addressing: the same address */
-    return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuMemHostGetFlags(unsigned int *pFlags, void *p)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    struct sim_alloc a;
-    if (!pFlags || tf__mem_lookup((uint64_t)(uintptr_t)p, &a) != 0 || a.kind != M_HOST)
-        return CUDA_ERROR_INVALID_VALUE;
-    *pFlags = a.flags | CU_MEMHOSTALLOC_DEVICEMAP;
-    return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuMemGetInfo(size_t *free, size_t *total)
@@ -247,7 +172,9 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
         *(int *)data = 0;
         break;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-        *(unsigned int *)data = known ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : 0;
+        *(unsigned int *)data = !known        ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE
+                                : a.read_only ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ
+                                              : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
         break;
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
         *(size_t *)data = known ? (size_t)a.size : 0;

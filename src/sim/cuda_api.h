@@ -27,6 +27,9 @@
 #undef cuDevicePrimaryCtxSetFlags
 #undef cuDeviceGetUuid
 #undef cuGetProcAddress
+#undef cuMemHostRegister
+#undef cuMemAdvise
+#undef cuMemPrefetchAsync
 CUresult CUDAAPI cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev);
 CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
 CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
@@ -43,6 +46,11 @@ CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags);
 CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                   cuuint64_t flags);
+CUresult CUDAAPI cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags);
+CUresult CUDAAPI cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice,
+                             CUdevice device);
+CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
+                                    CUstream hStream);
 
 /* Per-thread default stream variants (cuda.h declares them only under
  * CUDA_API_PER_THREAD_DEFAULT_STREAM). */
@@ -70,6 +78,13 @@ CUresult CUDAAPI cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, s
                                        CUstream hStream);
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
+                                         CUstream hStream);
+CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count,
+                                            CUmemLocation location, unsigned int flags,
+                                            CUstream hStream);
+CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream hStream, CUdeviceptr dptr, size_t length,
+                                             unsigned int flags);
 CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream);
 CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream hStream, int *priority);

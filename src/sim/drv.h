@@ -307,17 +307,21 @@ struct sim_alloc {
     uint64_t charged;   /* bytes reserved in the device budget (B_OWN) */
     size_t map_len;     /* B_OWN: >0: backing is an mmap of this length, else malloc */
     enum sim_backing backing;
-    void *owner; /* B_POOL: struct sim_pool_block */
+    void *owner; /* B_POOL: struct sim_pool_block; M_MANAGED: struct sim_managed */
 };
 /* Allocates SIZE bytes of backing memory (zeroed) and registers it; *OUT gets the base. */
 CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
                        int read_only, uint64_t *out);
+/* The same, with OWNER kept in the entry (B_OWN: M_MANAGED's advice state, freed with it). */
+CUresult tf__mem_alloc_owned(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
+                             void *owner, uint64_t *out);
 /* Zeroed backing memory of SIZE bytes (mmap from 1 MiB: *MAP_LEN gets its length, else 0),
  * or NULL; freed with tf__mem_backing_free. Not registered, not charged. */
 void *tf__mem_backing_alloc(uint64_t size, size_t *map_len);
 void tf__mem_backing_free(void *p, size_t map_len);
 /* Registers [BASE, BASE+SIZE) owned by OWNER (BACKING != B_OWN) for CTX, on device DEV
- * (-1: host memory); *BUFFER_ID (if not NULL) gets its buffer id. */
+ * (-1: host memory); *BUFFER_ID (if not NULL) gets its buffer id. INVALID_VALUE when the
+ * range overlaps an entry. */
 CUresult tf__mem_insert(CUcontext ctx, int dev, enum sim_mem_kind kind, uint64_t base,
                         uint64_t size, unsigned flags, int read_only, enum sim_backing backing,
                         void *owner, uint64_t *buffer_id);
@@ -334,6 +338,8 @@ CUresult tf__mem_free(uint64_t base, enum sim_mem_kind kind);
 void tf__mem_free_modvar(uint64_t base);
 /* Frees every allocation owned by CTX. */
 void tf__mem_free_ctx(CUcontext ctx);
+/* Copies an allocation overlapping [BASE, BASE+SIZE) into *OUT; 0 if found, else TF_ENOENT. */
+int tf__mem_overlap(uint64_t base, uint64_t size, struct sim_alloc *out);
 /* Copies the allocation containing ADDR into *OUT; 0 if found, else TF_ENOENT. */
 int tf__mem_lookup(uint64_t addr, struct sim_alloc *out);
 /* True when [ADDR, ADDR+N) lies inside one allocation a device of index DEV can access. */
@@ -343,6 +349,11 @@ uint64_t tf__mem_gen(void);
 /* Writes the ranges device DEV may access (sorted) into *V (grown with realloc); returns the
  * count, or (size_t)-1 on allocation failure. */
 size_t tf__mem_ranges(int dev, struct tf_ptx_range **v, size_t *cap);
+
+/* ---- Managed memory (cu_managed.c) ---------------------------------------------------- */
+struct sim_managed;
+/* Frees the advice state of a managed allocation (NULL is fine). */
+void tf__managed_state_free(struct sim_managed *m);
 
 /* ---- Memory pools (cu_pool.c) ---------------------------------------------------------- */
 /* The entry of a pool allocation went without cuMemFreeAsync (cuMemFree, context teardown):

@@ -65,11 +65,15 @@ static int charged_kind(enum sim_mem_kind k)
     return k == M_DEVICE || k == M_MANAGED || k == M_MODVAR;
 }
 
-void *tf__mem_backing_alloc(uint64_t size, size_t *map_len)
+static CUresult alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
+                      int read_only, void *owner, uint64_t *out);
+
+/* Backing of SIZE bytes; PAGED: whole pages (mmap) whatever the size. */
+static void *backing(uint64_t size, int paged, size_t *map_len)
 {
     void *p = NULL;
     *map_len = 0;
-    if (size >= MMAP_THRESHOLD) {
+    if (size >= MMAP_THRESHOLD || paged) {
         size_t len = (size_t)((size + 4095) & ~(uint64_t)4095);
         p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
                  0);
@@ -84,6 +88,11 @@ void *tf__mem_backing_alloc(uint64_t size, size_t *map_len)
     return p;
 }
 
+void *tf__mem_backing_alloc(uint64_t size, size_t *map_len)
+{
+    return backing(size, 0, map_len);
+}
+
 void tf__mem_backing_free(void *p, size_t map_len)
 {
     if (p && map_len)
@@ -92,7 +101,8 @@ void tf__mem_backing_free(void *p, size_t map_len)
         free(p);
 }
 
-/* Inserts A (its buffer id assigned here). 0, or TF_ENOMEM. */
+/* Inserts A (its buffer id assigned here). 0, TF_EEXIST (it overlaps an entry), or
+ * TF_ENOMEM. */
 static int insert(struct sim_alloc *a)
 {
     pthread_rwlock_wrlock(&mt_lock);
@@ -107,6 +117,11 @@ static int insert(struct sim_alloc *a)
         captab = ncap;
     }
     size_t i = upper(a->base);
+    if ((i > 0 && tab[i - 1].base + tab[i - 1].size > a->base) ||
+        (i < ntab && tab[i].base < a->base + a->size)) {
+        pthread_rwlock_unlock(&mt_lock);
+        return TF_EEXIST; /* the table's ranges never overlap */
+    }
     memmove(&tab[i + 1], &tab[i], (ntab - i) * sizeof(*tab));
     a->buffer_id = next_buffer_id++;
     tab[i] = *a;
@@ -119,6 +134,18 @@ static int insert(struct sim_alloc *a)
 CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
                        int read_only, uint64_t *out)
 {
+    return alloc(ctx, kind, size, flags, read_only, NULL, out);
+}
+
+CUresult tf__mem_alloc_owned(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
+                             void *owner, uint64_t *out)
+{
+    return alloc(ctx, kind, size, flags, 0, owner, out);
+}
+
+static CUresult alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
+                      int read_only, void *owner, uint64_t *out)
+{
     if (size == 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (size > (uint64_t)TF_SIM_MAX_MEMORY)
@@ -128,7 +155,8 @@ CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, uns
     if (charge && tf_sim_shm_mem_reserve(d->shm, atomic_load(&d->slot), charge) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     size_t map_len;
-    void *p = tf__mem_backing_alloc(size, &map_len);
+    /* Managed memory is page-aligned: advice and prefetches work on pages. */
+    void *p = backing(size, kind == M_MANAGED, &map_len);
     struct sim_alloc a = {
         .base = (uint64_t)(uintptr_t)p,
         .size = size,
@@ -140,6 +168,7 @@ CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, uns
         .charged = charge,
         .map_len = map_len,
         .backing = B_OWN,
+        .owner = owner,
     };
     if (!p || insert(&a) != 0) {
         tf__mem_backing_free(p, map_len);
@@ -166,8 +195,9 @@ CUresult tf__mem_insert(CUcontext ctx, int dev, enum sim_mem_kind kind, uint64_t
         .backing = backing,
         .owner = owner,
     };
-    if (insert(&a) != 0)
-        return CUDA_ERROR_OUT_OF_MEMORY;
+    int rc = insert(&a);
+    if (rc)
+        return rc == TF_EEXIST ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_OUT_OF_MEMORY;
     if (buffer_id)
         *buffer_id = a.buffer_id;
     return CUDA_SUCCESS;
@@ -218,6 +248,8 @@ static void release_backing(const struct sim_alloc *a)
             struct sim_device *d = a->ctx->dev;
             tf_sim_shm_mem_release(d->shm, atomic_load(&d->slot), a->charged);
         }
+        if (a->kind == M_MANAGED)
+            tf__managed_state_free(a->owner);
         break;
     case B_POOL:
         tf__pool_entry_released(a);
@@ -285,6 +317,21 @@ void tf__mem_free_ctx(CUcontext ctx)
             return;
         release_backing(&a);
     }
+}
+
+int tf__mem_overlap(uint64_t base, uint64_t size, struct sim_alloc *out)
+{
+    pthread_rwlock_rdlock(&mt_lock);
+    size_t i = upper(base);
+    struct sim_alloc *a = NULL;
+    if (i > 0 && tab[i - 1].base + tab[i - 1].size > base)
+        a = &tab[i - 1];
+    else if (i < ntab && tab[i].base < base + size)
+        a = &tab[i];
+    if (a)
+        *out = *a;
+    pthread_rwlock_unlock(&mt_lock);
+    return a ? 0 : TF_ENOENT;
 }
 
 int tf__mem_lookup(uint64_t addr, struct sim_alloc *out)

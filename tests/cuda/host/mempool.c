@@ -12,13 +12,6 @@
  */
 #include "hostcommon.h"
 
-static void check(const float *a, const float *b, const float *c, int n, const char *what)
-{
-    for (int i = 0; i < n; i++)
-        if (host_bits(c[i]) != host_bits(a[i] + b[i]))
-            host_mismatch("%s: c[%d] = %a, want %a", what, i, (double)c[i], (double)(a[i] + b[i]));
-}
-
 static cuuint64_t pool_attr(CUmemoryPool p, CUmemPool_attribute a)
 {
     cuuint64_t v = 0;
@@ -64,7 +57,7 @@ int main(int argc, char **argv)
         CK(cuMemFreeAsync(db, s));
         CK(cuMemFreeAsync(dc, s));
         CK(cuStreamSynchronize(s));
-        check(a, b, c, n, "same-stream round");
+        host_check_add(a, b, c, n, "same-stream round");
         if (it == 0)
             high1 = pool_attr(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH);
     }
@@ -92,7 +85,7 @@ int main(int argc, char **argv)
     CK(cuMemFreeAsync(db, s2));
     CK(cuMemFreeAsync(dc, s2));
     CK(cuStreamSynchronize(s2));
-    check(a, b, c, n, "cross-stream round");
+    host_check_add(a, b, c, n, "cross-stream round");
 
     /* A pool of its own, capped at 2 MiB. */
     CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
@@ -102,9 +95,8 @@ int main(int argc, char **argv)
     CK(cuMemPoolCreate(&own, &props));
     CUdeviceptr p1, p2;
     CK(cuMemAllocFromPoolAsync(&p1, 1u << 20, own, s));
-    CUresult r = cuMemAllocFromPoolAsync(&p2, 3u << 20, own, s);
-    if (r != CUDA_ERROR_OUT_OF_MEMORY)
-        host_fail("allocation past the pool's maxSize (want CUDA_ERROR_OUT_OF_MEMORY)", r);
+    host_expect(CUDA_ERROR_OUT_OF_MEMORY, cuMemAllocFromPoolAsync(&p2, 3u << 20, own, s),
+                "allocation past the pool's maxSize");
     CUmemoryPool got;
     CK(cuPointerGetAttribute(&got, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p1));
     if (got != own)
@@ -116,9 +108,8 @@ int main(int argc, char **argv)
     /* More than the device has. */
     size_t fr, total;
     CK(cuMemGetInfo(&fr, &total));
-    r = cuMemAllocAsync(&p2, total + (64u << 20), s);
-    if (r != CUDA_ERROR_OUT_OF_MEMORY)
-        host_fail("allocation past the device's memory (want CUDA_ERROR_OUT_OF_MEMORY)", r);
+    host_expect(CUDA_ERROR_OUT_OF_MEMORY, cuMemAllocAsync(&p2, total + (64u << 20), s),
+                "allocation past the device's memory");
 
     CK(cuStreamSynchronize(s));
     CK(cuMemPoolTrimTo(pool, 0));
