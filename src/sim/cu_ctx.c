@@ -374,7 +374,7 @@ CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
 {
     CUcontext c;
     CUresult rc = tf__ctx_resolve(ctx, &c, 0);
-    if (rc)
+    if (rc || (rc = tf__capture_sync_check(c, NULL)))
         return rc;
     rc = tf__ctx_sync(c);
     tf__pools_synced(c->dev);

@@ -18,9 +18,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* The current context, for a call that stream capture may prohibit (cu_capture.c). */
 static CUresult cur(CUcontext *ctx)
 {
-    return tf__ctx_current(ctx, 0);
+    CUresult rc = tf__ctx_current(ctx, 0);
+    return rc ? rc : tf__capture_unsafe_call();
 }
 
 #define HP(p) ((uint64_t)(uintptr_t)(p))
@@ -140,7 +142,7 @@ CUresult CUDAAPI cuMemHostUnregister(void *p)
 CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
 {
     CUcontext ctx;
-    CUresult rc = cur(&ctx);
+    CUresult rc = tf__ctx_current(&ctx, 0);
     if (rc)
         return rc;
     struct sim_alloc a;
@@ -153,7 +155,7 @@ CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned
 CUresult CUDAAPI cuMemHostGetFlags(unsigned int *pFlags, void *p)
 {
     CUcontext ctx;
-    CUresult rc = cur(&ctx);
+    CUresult rc = tf__ctx_current(&ctx, 0);
     if (rc)
         return rc;
     struct sim_alloc a;

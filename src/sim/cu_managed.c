@@ -156,7 +156,7 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
 {
     CUcontext ctx;
     CUresult rc = tf__ctx_current(&ctx, 0);
-    if (rc)
+    if (rc || (rc = tf__capture_unsafe_call()))
         return rc;
     if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
         return CUDA_ERROR_INVALID_VALUE;
@@ -304,11 +304,9 @@ static CUresult prefetch(CUdeviceptr p, size_t n, CUmemLocation where, unsigned 
                          int per_thread)
 {
     CUcontext ctx;
-    CUresult rc = tf__ctx_current(&ctx, 0);
-    if (rc)
-        return rc;
     struct CUstream_st *s;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &s)))
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &s);
+    if (rc)
         return rc;
     struct loc to;
     if (flags != 0)
@@ -464,11 +462,9 @@ CUresult CUDAAPI cuMemRangeGetAttribute(void *data, size_t dataSize,
 static CUresult attach(CUstream h, CUdeviceptr p, size_t length, unsigned flags, int per_thread)
 {
     CUcontext ctx;
-    CUresult rc = tf__ctx_current(&ctx, 0);
-    if (rc)
-        return rc;
     struct CUstream_st *s;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &s)))
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &s);
+    if (rc)
         return rc;
     struct sim_alloc a;
     if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST &&

@@ -22,12 +22,19 @@ static CUresult cur(CUcontext *ctx)
     return tf__ctx_current(ctx, 0);
 }
 
+/* The current context, for a call that stream capture may prohibit (cu_capture.c). */
+static CUresult cur_unsafe(CUcontext *ctx)
+{
+    CUresult rc = tf__ctx_current(ctx, 0);
+    return rc ? rc : tf__capture_unsafe_call();
+}
+
 /* ---- Allocation ------------------------------------------------------------------------ */
 
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 {
     CUcontext ctx;
-    CUresult rc = cur(&ctx);
+    CUresult rc = cur_unsafe(&ctx);
     if (rc)
         return rc;
     if (!dptr || bytesize == 0)
@@ -43,7 +50,7 @@ CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, size_t Width
                                  size_t Height, unsigned int ElementSizeBytes)
 {
     CUcontext ctx;
-    CUresult rc = cur(&ctx);
+    CUresult rc = cur_unsafe(&ctx);
     if (rc)
         return rc;
     if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
@@ -66,6 +73,8 @@ static CUresult sync_owner(CUdeviceptr p, CUcontext cur_ctx)
     struct sim_alloc a;
     if (tf__mem_lookup((uint64_t)p, &a) != 0 || a.base != (uint64_t)p)
         return CUDA_ERROR_INVALID_VALUE;
+    if (a.backing == B_GRAPH && tf__gmem_freed_in_graph(&a))
+        return CUDA_ERROR_INVALID_VALUE; /* only its own graph frees it */
     (void)tf__ctx_sync(a.ctx);
     (void)cur_ctx;
     return CUDA_SUCCESS;
@@ -74,7 +83,7 @@ static CUresult sync_owner(CUdeviceptr p, CUcontext cur_ctx)
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
 {
     CUcontext ctx;
-    CUresult rc = cur(&ctx);
+    CUresult rc = cur_unsafe(&ctx);
     if (rc)
         return rc;
     if (!dptr) /* freeing NULL is a no-op */
@@ -227,14 +236,15 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_at
 enum { END_HOST = 1, END_DEV = 2, END_ANY = 3 };
 
 /* Validates one end of a copy: device ends must lie inside one allocation the context's
- * device can access; END_ANY accepts host memory too (unified addressing). */
-static CUresult check_end(CUcontext ctx, uint64_t p, size_t n, int kind)
+ * device can access (or, for work being captured, a graph allocation's range: it exists when
+ * the graph runs); END_ANY accepts host memory too (unified addressing). */
+static CUresult check_end(CUcontext ctx, uint64_t p, size_t n, int kind, int captured)
 {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     if (kind == END_HOST)
         return CUDA_SUCCESS;
-    if (tf__mem_range_ok(p, n, ctx->dev->index))
+    if (tf__mem_range_ok(p, n, ctx->dev->index) || (captured && tf__gmem_contains(p, n)))
         return CUDA_SUCCESS;
     if (kind == END_ANY) {
         struct sim_alloc a;
@@ -257,7 +267,8 @@ static CUresult copy(CUstream h, int per_thread, int wait, uint64_t dst, int dk,
         return rc;
     if (n == 0)
         return CUDA_SUCCESS;
-    if ((rc = check_end(ctx, dst, n, dk)) || (rc = check_end(ctx, src, n, sk)))
+    int captured = atomic_load(&s->cap) != NULL;
+    if ((rc = check_end(ctx, dst, n, dk, captured)) || (rc = check_end(ctx, src, n, sk, captured)))
         return rc;
     struct sim_op *op = tf__op_new(OP_COPY);
     if (!op)
@@ -374,7 +385,7 @@ static CUresult memset_op(CUstream h, int per_thread, int wait, CUdeviceptr dst,
     if (count == 0)
         return CUDA_SUCCESS;
     if (count > SIZE_MAX / (size_t)width || (dst % (CUdeviceptr)width) != 0 ||
-        !tf__mem_range_ok((uint64_t)dst, (uint64_t)count * (uint64_t)width, ctx->dev->index))
+        check_end(ctx, (uint64_t)dst, count * (size_t)width, END_DEV, atomic_load(&s->cap) != NULL))
         return CUDA_ERROR_INVALID_VALUE;
     struct sim_op *op = tf__op_new(OP_SET);
     if (!op)

@@ -298,14 +298,14 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool poo
                             CUstream h, int per_thread)
 {
     CUcontext ctx;
-    CUresult rc = tf__ctx_current(&ctx, 0);
-    if (rc)
-        return rc;
     struct CUstream_st *s;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &s)))
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &s);
+    if (rc)
         return rc;
     if (!dptr || bytesize == 0 || (from_pool && !tf__handle_is(pool, H_POOL)))
         return CUDA_ERROR_INVALID_VALUE;
+    if (atomic_load(&s->cap)) /* captured: an allocation node, owned by the graph */
+        return tf__capture_mem_alloc(s, bytesize, from_pool ? pool : NULL, dptr);
     if (!from_pool) {
         pthread_mutex_lock(&pool_mu);
         pool = current_pool(ctx->dev);
@@ -372,14 +372,15 @@ static CUresult pool_free(struct sim_pool_block *b, CUdeviceptr dptr, struct CUs
 static CUresult free_async(CUdeviceptr dptr, CUstream h, int per_thread)
 {
     CUcontext ctx;
-    CUresult rc = tf__ctx_current(&ctx, 0);
+    struct CUstream_st *s;
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &s);
     if (rc)
         return rc;
-    struct CUstream_st *s;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &s)))
-        return rc;
+    if (atomic_load(&s->cap)) /* captured: a free node of a graph allocation */
+        return tf__capture_mem_free(s, dptr);
     struct sim_alloc a;
-    if (tf__mem_lookup((uint64_t)dptr, &a) != 0 || a.base != (uint64_t)dptr || a.kind != M_DEVICE)
+    if (tf__mem_lookup((uint64_t)dptr, &a) != 0 || a.base != (uint64_t)dptr || a.kind != M_DEVICE ||
+        (a.backing == B_GRAPH && tf__gmem_freed_in_graph(&a)))
         return CUDA_ERROR_INVALID_VALUE;
     if (a.backing == B_POOL) {
         pthread_mutex_lock(&pool_mu);
@@ -404,6 +405,11 @@ CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 {
     return free_async(dptr, hStream, 1);
+}
+
+struct sim_device *tf__pool_device(CUmemoryPool pool)
+{
+    return pool->dev; /* fixed for the pool's life */
 }
 
 CUmemoryPool tf__pool_of(const struct sim_alloc *a)

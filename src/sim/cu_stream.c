@@ -91,9 +91,8 @@ CUresult tf__stream_resolve(CUcontext ctx, CUstream h, int per_thread, struct CU
     return CUDA_SUCCESS;
 }
 
-/* Current context and resolved stream H. */
-static CUresult cur_stream(CUstream h, int per_thread, int allow_sticky, CUcontext *pctx,
-                           struct CUstream_st **out)
+CUresult tf__cur_stream(CUstream h, int per_thread, int allow_sticky, CUcontext *pctx,
+                        struct CUstream_st **out)
 {
     CUcontext ctx;
     CUresult rc = tf__ctx_current(&ctx, allow_sticky);
@@ -150,8 +149,8 @@ static CUresult stream_sync(CUstream h, int per_thread)
 {
     struct CUstream_st *s;
     CUcontext ctx;
-    CUresult rc = cur_stream(h, per_thread, 0, &ctx, &s);
-    if (rc)
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &s);
+    if (rc || (rc = tf__capture_sync_check(ctx, s)))
         return rc;
     tf__stream_wait_idle(s);
     tf__pools_synced(s->dev);
@@ -172,8 +171,8 @@ static CUresult stream_query(CUstream h, int per_thread)
 {
     struct CUstream_st *s;
     CUcontext ctx;
-    CUresult rc = cur_stream(h, per_thread, 0, &ctx, &s);
-    if (rc)
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &s);
+    if (rc || (rc = tf__capture_sync_check(ctx, s)))
         return rc;
     if (!tf__stream_idle(s))
         return CUDA_ERROR_NOT_READY;
@@ -243,16 +242,8 @@ int tf__stream_follows(struct CUstream_st *s, unsigned long long t_id, enum sim_
     return dep;
 }
 
-static CUresult stream_wait_event(CUstream h, CUevent ev, unsigned flags, int per_thread)
+CUresult tf__stream_wait_event_now(struct CUstream_st *s, struct CUevent_st *ev)
 {
-    struct CUstream_st *s;
-    CUresult rc = cur_stream(h, per_thread, 0, NULL, &s);
-    if (rc)
-        return rc;
-    if (!tf__handle_is(ev, H_EVENT))
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
-        return CUDA_ERROR_INVALID_VALUE;
     struct sim_exec *ee = &ev->ctx->dev->exec;
     pthread_mutex_lock(&ee->mu);
     struct CUstream_st *target = ev->rec_stream;
@@ -262,9 +253,25 @@ static CUresult stream_wait_event(CUstream h, CUevent ev, unsigned flags, int pe
     pthread_mutex_unlock(&ee->mu);
     if (!target) /* never recorded: nothing to wait for */
         return CUDA_SUCCESS;
-    rc = tf__stream_wait_seq(s, target, seq);
+    CUresult rc = tf__stream_wait_seq(s, target, seq);
     tf__stream_unref(target);
     return rc;
+}
+
+static CUresult stream_wait_event(CUstream h, CUevent ev, unsigned flags, int per_thread)
+{
+    struct CUstream_st *s;
+    CUresult rc = tf__cur_stream(h, per_thread, 0, NULL, &s);
+    if (rc)
+        return rc;
+    if (!tf__handle_is(ev, H_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    int handled;
+    if ((rc = tf__capture_wait_event(s, ev, flags, &handled)) || handled)
+        return rc;
+    return tf__stream_wait_event_now(s, ev);
 }
 
 CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
@@ -281,7 +288,7 @@ static CUresult host_func(CUstream h, CUhostFn fn, CUstreamCallback cb, void *da
 {
     struct sim_op *op;
     struct CUstream_st *s;
-    CUresult rc = cur_stream(h, per_thread, 0, NULL, &s);
+    CUresult rc = tf__cur_stream(h, per_thread, 0, NULL, &s);
     if (rc)
         return rc;
     if (!fn && !cb)
@@ -327,7 +334,7 @@ CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback cal
     CUresult CUDAAPI name(CUstream hStream, type *out)                                             \
     {                                                                                              \
         struct CUstream_st *s;                                                                     \
-        CUresult rc = cur_stream(hStream, ptsz, 1, NULL, &s);                                      \
+        CUresult rc = tf__cur_stream(hStream, ptsz, 1, NULL, &s);                                  \
         if (rc)                                                                                    \
             return rc;                                                                             \
         if (!out)                                                                                  \
@@ -427,7 +434,7 @@ void tf__events_free_ctx(CUcontext ctx)
 static CUresult event_record(CUevent ev, CUstream h, unsigned flags, int per_thread)
 {
     struct CUstream_st *s;
-    CUresult rc = cur_stream(h, per_thread, 0, NULL, &s);
+    CUresult rc = tf__cur_stream(h, per_thread, 0, NULL, &s);
     if (rc)
         return rc;
     if (!tf__handle_is(ev, H_EVENT) || ev->ctx != s->ctx)
@@ -438,6 +445,7 @@ static CUresult event_record(CUevent ev, CUstream h, unsigned flags, int per_thr
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
     op->u.rec.ev = ev;
+    op->u.rec.external = (flags & CU_EVENT_RECORD_EXTERNAL) != 0;
     return tf__enqueue(s, op, 0);
 }
 
@@ -474,6 +482,8 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent)
         return rc;
     if (!tf__handle_is(hEvent, H_EVENT))
         return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = tf__capture_event_check(hEvent)))
+        return rc;
     struct sim_exec *e = &hEvent->ctx->dev->exec;
     pthread_mutex_lock(&e->mu);
     int done = event_done(hEvent);
@@ -490,6 +500,8 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
         return rc;
     if (!tf__handle_is(hEvent, H_EVENT))
         return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = tf__capture_event_check(hEvent)))
+        return rc;
     struct sim_exec *e = &hEvent->ctx->dev->exec;
     pthread_mutex_lock(&e->mu);
     while (!event_done(hEvent))
@@ -540,7 +552,7 @@ static CUresult stream_get_ctx_v2(CUstream h, CUcontext *pCtx, CUgreenCtx *pGree
                                   int per_thread)
 {
     struct CUstream_st *s;
-    CUresult rc = cur_stream(h, per_thread, 1, NULL, &s);
+    CUresult rc = tf__cur_stream(h, per_thread, 1, NULL, &s);
     if (rc)
         return rc;
     if (!pCtx && !pGreenCtx)

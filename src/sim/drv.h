@@ -43,6 +43,9 @@ enum sim_htype {
     H_LIBRARY,
     H_KERNEL,
     H_POOL,
+    H_GRAPH,
+    H_GNODE,
+    H_GEXEC,
 };
 /* Registers P as a live handle of TYPE; 0 or TF_ENOMEM. Thread-safe. */
 int tf__handle_add(const void *p, enum sim_htype type);
@@ -126,6 +129,8 @@ struct CUctx_st {
     struct CUmod_st *modules;
     size_t limits[SIM_LIMIT_COUNT];
     CUfunc_cache cache_config;
+    _Atomic int captures;           /* active stream capture sequences (cu_capture.c) */
+    _Atomic int capturing_blocking; /* blocking streams among their streams */
 };
 
 /* The calling thread's current context, checked: NOT_INITIALIZED, INVALID_CONTEXT (none),
@@ -154,7 +159,8 @@ struct CUstream_st {
     int priority;
     enum sim_stream_kind kind;
     unsigned long long id;
-    pthread_t owner; /* S_PER_THREAD: the thread it belongs to */
+    pthread_t owner;                   /* S_PER_THREAD: the thread it belongs to */
+    _Atomic(struct sim_capture *) cap; /* the capture sequence it is part of (cu_capture.c) */
     /* Guarded by dev->exec.mu: */
     struct sim_op *head, *tail;
     uint64_t last_seq; /* seq of the last op enqueued */
@@ -183,6 +189,11 @@ struct CUevent_st {
     int refs; /* 1 while the handle lives + 1 per pending record op */
     int destroyed;
     struct CUevent_st *next; /* exec.events */
+    /* Its latest record in a capturing stream (guarded by the graph mutex, cu_capture.c):
+     * the capture's id (0: none) and the stream's dependency set at that point. */
+    _Atomic unsigned long long cap_id;
+    CUgraphNode *cap_deps;
+    size_t ncap_deps;
 };
 
 /* Resolves a stream argument for CTX: NULL means the legacy stream, or the per-thread stream
@@ -190,6 +201,10 @@ struct CUevent_st {
  * the special handles. Fails with INVALID_HANDLE for unknown or destroyed streams or streams
  * of another context. */
 CUresult tf__stream_resolve(CUcontext ctx, CUstream h, int per_thread, struct CUstream_st **out);
+/* The calling thread's current context (checked as tf__ctx_current, into *PCTX if not NULL)
+ * and stream H of it resolved (as tf__stream_resolve). */
+CUresult tf__cur_stream(CUstream h, int per_thread, int allow_sticky, CUcontext *pctx,
+                        struct CUstream_st **out);
 /* Creates a stream (kind S_USER or S_LEGACY) of CTX. */
 CUresult tf__stream_new(CUcontext ctx, unsigned flags, int priority, enum sim_stream_kind kind,
                         struct CUstream_st **out);
@@ -197,6 +212,12 @@ CUresult tf__stream_new(CUcontext ctx, unsigned flags, int priority, enum sim_st
 void tf__stream_release_handle(struct CUstream_st *s);
 /* Drops one reference taken for a wait op or an event (locks S's device exec.mu). */
 void tf__stream_unref(struct CUstream_st *s);
+/* Takes a reference on S (dropped with tf__stream_unref). */
+void tf__stream_ref(struct CUstream_st *s);
+/* The seq of the last op queued on S. */
+uint64_t tf__stream_last_seq(struct CUstream_st *s);
+/* Queues on S a wait for EV's latest record (nothing if it was never recorded). */
+CUresult tf__stream_wait_event_now(struct CUstream_st *s, struct CUevent_st *ev);
 /* Queues on S a wait for op SEQ of TARGET (as cuStreamWaitEvent does for a record). */
 CUresult tf__stream_wait_seq(struct CUstream_st *s, struct CUstream_st *target, uint64_t seq);
 /* True when work queued on S from now on runs after op SEQ of stream T (same stream, the
@@ -215,10 +236,13 @@ enum sim_op_kind {
     OP_FREE,       /* stream-ordered free */
     OP_KERNEL,     /* kernel launch (cu_launch.c) */
     OP_SYNC_POINT, /* no-op whose completion a host thread waits for */
+    OP_GALLOC,     /* a graph allocation comes into existence (cu_gexec.c) */
 };
 
 struct sim_kernel_op;  /* cu_launch.c */
 struct sim_pool_block; /* cu_pool.c */
+struct sim_gmem;       /* cu_gexec.c */
+struct sim_capture;    /* cu_capture.c */
 
 struct sim_op {
     struct sim_op *next;
@@ -242,6 +266,7 @@ struct sim_op {
         } set;
         struct {
             struct CUevent_st *ev;
+            int external; /* CU_EVENT_RECORD_EXTERNAL: a node of its own when captured */
         } rec;
         struct {
             struct CUstream_st *stream;
@@ -258,6 +283,7 @@ struct sim_op {
             struct sim_pool_block *block; /* a pool allocation's block (cu_pool.c), or NULL */
         } free;
         struct sim_kernel_op *kernel;
+        struct sim_gmem *galloc; /* a reference */
     } u;
 };
 
@@ -294,6 +320,7 @@ enum sim_mem_kind {
 enum sim_backing {
     B_OWN = 0, /* memtab.c: allocated with the entry, freed (and uncharged) with it */
     B_POOL,    /* a memory pool's block (cu_pool.c), told when the entry goes */
+    B_GRAPH,   /* a graph allocation (cu_gexec.c), told when the entry goes */
     B_USER,    /* the application's (cuMemHostRegister): never freed by the driver */
 };
 struct sim_alloc {
@@ -307,7 +334,7 @@ struct sim_alloc {
     uint64_t charged;   /* bytes reserved in the device budget (B_OWN) */
     size_t map_len;     /* B_OWN: >0: backing is an mmap of this length, else malloc */
     enum sim_backing backing;
-    void *owner; /* B_POOL: struct sim_pool_block; M_MANAGED: struct sim_managed */
+    void *owner; /* B_POOL: sim_pool_block; B_GRAPH: sim_gmem; M_MANAGED: sim_managed */
 };
 /* Allocates SIZE bytes of backing memory (zeroed) and registers it; *OUT gets the base. */
 CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
@@ -359,6 +386,8 @@ void tf__managed_state_free(struct sim_managed *m);
 /* The entry of a pool allocation went without cuMemFreeAsync (cuMemFree, context teardown):
  * its block returns to the pool. */
 void tf__pool_entry_released(const struct sim_alloc *a);
+/* The device of POOL. */
+struct sim_device *tf__pool_device(CUmemoryPool pool);
 /* The pool allocation A came from (NULL: not a pool allocation). */
 CUmemoryPool tf__pool_of(const struct sim_alloc *a);
 /* Executor: the stream-ordered free of BLOCK's allocation ran. */
@@ -372,6 +401,36 @@ void tf__pools_ctx_gone(CUcontext ctx);
 
 /* Frees every event of CTX (context teardown; cu_stream.c). */
 void tf__events_free_ctx(CUcontext ctx);
+
+/* ---- Graphs (cu_graph.c, cu_gexec.c, cu_capture.c; nograph.c without the PTX engine) ---- */
+/* True when [P, P+N) lies inside a graph allocation's address range. */
+int tf__gmem_contains(uint64_t p, uint64_t n);
+/* Executor: graph allocation M comes into existence (OP_GALLOC); drops the op's reference. */
+void tf__gmem_alloc_done(struct sim_gmem *m);
+/* The entry of graph allocation A went (a free): it no longer exists. */
+void tf__gmem_entry_released(const struct sim_alloc *a);
+/* True when graph allocation A is freed by a node of its own graph (no other free). */
+int tf__gmem_freed_in_graph(const struct sim_alloc *a);
+/* OP queued on S while S captures: becomes a node (takes OP). WAIT: synchronous work. */
+CUresult tf__capture_op(struct CUstream_st *s, struct sim_op *op, int wait);
+/* The legacy stream of CTX used while a blocking stream captures: invalidates those
+ * captures, returns CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. */
+CUresult tf__capture_implicit(CUcontext ctx);
+/* Synchronizing or querying S (NULL: all of CTX) is allowed by capture: 0, or the error. */
+CUresult tf__capture_sync_check(CUcontext ctx, struct CUstream_st *s);
+/* Querying or synchronizing EV is allowed (not last recorded in an active capture). */
+CUresult tf__capture_event_check(struct CUevent_st *ev);
+/* A potentially unsafe call (allocation, free, ...) is allowed by the capture modes. */
+CUresult tf__capture_unsafe_call(void);
+/* A graph may be launched into S (not capturing, legacy stream usable). */
+CUresult tf__capture_check_launch(struct CUstream_st *s);
+/* cuStreamWaitEvent under capture: *HANDLED when capture rules decided it. */
+CUresult tf__capture_wait_event(struct CUstream_st *s, struct CUevent_st *ev, unsigned flags,
+                                int *handled);
+/* cuMemAllocAsync / cuMemFreeAsync on a capturing stream: allocation and free nodes. */
+CUresult tf__capture_mem_alloc(struct CUstream_st *s, uint64_t size, CUmemoryPool pool,
+                               CUdeviceptr *out);
+CUresult tf__capture_mem_free(struct CUstream_st *s, CUdeviceptr ptr);
 
 /* ---- Modules (cu_module.c) ------------------------------------------------------------- */
 /* Unloads every module of CTX (context teardown). */

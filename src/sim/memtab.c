@@ -254,6 +254,9 @@ static void release_backing(const struct sim_alloc *a)
     case B_POOL:
         tf__pool_entry_released(a);
         break;
+    case B_GRAPH:
+        tf__gmem_entry_released(a);
+        break;
     case B_USER:
         break;
     }
