@@ -21,6 +21,7 @@ static void sweep_ctx(CUcontext ctx)
     atomic_fetch_add_explicit(&tf__L.ctx_gen, 1, memory_order_relaxed);
     tf_ptrtab_sweep_ctx(&tf__L.mem, (uint64_t)(uintptr_t)ctx, give_back, NULL);
     tf_ptrtab_sweep_ctx(&tf__L.arr, (uint64_t)(uintptr_t)ctx, give_back, NULL);
+    tf_ptrtab_sweep_ctx(&tf__L.gmem, (uint64_t)(uintptr_t)ctx, give_back, NULL);
 }
 
 CUresult CUDAAPI cuInit(unsigned int Flags)

@@ -14,8 +14,6 @@
 #include "limits/controller.h"
 #include "limits/throttle.h"
 
-#include <stdlib.h>
-
 /* Launch -> region index cache for multi-device processes (context of the calling thread). */
 static __thread CUcontext t_ctx __attribute__((tls_model("initial-exec")));
 static __thread int t_idx __attribute__((tls_model("initial-exec")));
@@ -214,88 +212,8 @@ CUresult CUDAAPI cuLaunchGridAsync(CUfunction f, int grid_width, int grid_height
 }
 #pragma GCC diagnostic pop
 
-/* --- graphs: a launch charges one launch per kernel node --------------------------------- */
-
-static uint64_t count_kernels(CUgraph g, int depth)
-{
-    size_t n = 0;
-    CUresult rc;
-    TF_CALL(rc, cuGraphGetNodes, g, NULL, &n);
-    if (rc != CUDA_SUCCESS || n == 0 || depth > 8)
-        return 0;
-    CUgraphNode *nodes = calloc(n, sizeof(*nodes));
-    if (!nodes)
-        return 0;
-    uint64_t k = 0;
-    TF_CALL(rc, cuGraphGetNodes, g, nodes, &n);
-    for (size_t i = 0; rc == CUDA_SUCCESS && i < n; i++) {
-        CUgraphNodeType t;
-        CUresult trc;
-        TF_CALL(trc, cuGraphNodeGetType, nodes[i], &t);
-        if (trc != CUDA_SUCCESS)
-            continue;
-        if (t == CU_GRAPH_NODE_TYPE_KERNEL) {
-            k++;
-        } else if (t == CU_GRAPH_NODE_TYPE_GRAPH) {
-            CUgraph child;
-            TF_CALL(trc, cuGraphChildGraphNodeGetGraph, nodes[i], &child);
-            if (trc == CUDA_SUCCESS)
-                k += count_kernels(child, depth + 1);
-        }
-    }
-    free(nodes);
-    return k;
-}
-
-static void remember_graph(CUgraphExec exec, CUgraph g)
-{
-    if (!tf__L.r)
-        return;
-    uint64_t k = count_kernels(g, 0);
-    tf_ptrtab_put(&tf__L.graphs, (uint64_t)(uintptr_t)exec, k ? k : 1, 0, 0);
-}
-
-#define INSTANTIATE(name, ...)                                                                     \
-    TF_PASS_IF_NESTED(name, __VA_ARGS__);                                                          \
-    CUresult rc;                                                                                   \
-    TF_CALL(rc, name, __VA_ARGS__);                                                                \
-    if (rc == CUDA_SUCCESS && phGraphExec)                                                         \
-        remember_graph(*phGraphExec, hGraph);                                                      \
-    return rc
-
-CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                             unsigned long long flags)
-{
-    INSTANTIATE(cuGraphInstantiateWithFlags, phGraphExec, hGraph, flags);
-}
-
-CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                              CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
-{
-    INSTANTIATE(cuGraphInstantiateWithParams, phGraphExec, hGraph, instantiateParams);
-}
-
-CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                                   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
-{
-    INSTANTIATE(cuGraphInstantiateWithParams_ptsz, phGraphExec, hGraph, instantiateParams);
-}
-
-CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
-{
-    TF_PASS_IF_NESTED(cuGraphExecDestroy, hGraphExec);
-    struct tf_ptrtab_val v;
-    uintptr_t h = tf__L.r ? tf_ptrtab_take(&tf__L.graphs, (uint64_t)(uintptr_t)hGraphExec, &v) : 0;
-    CUresult rc;
-    TF_CALL(rc, cuGraphExecDestroy, hGraphExec);
-    if (h) {
-        if (rc == CUDA_SUCCESS)
-            tf_ptrtab_done(h);
-        else
-            tf_ptrtab_restore(h);
-    }
-    return rc;
-}
+/* --- graphs: a launch charges one launch per kernel node, counted at instantiation
+ * (hook_graph.c) ------------------------------------------------------------------------ */
 
 static uint64_t graph_launches(CUgraphExec e)
 {

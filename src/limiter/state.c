@@ -463,6 +463,7 @@ static void after_fork_child(void)
     tf_ptrtab_reset(&tf__L.arr);
     tf_ptrtab_reset(&tf__L.vmm);
     tf_ptrtab_reset(&tf__L.graphs);
+    tf_ptrtab_reset(&tf__L.gmem);
 }
 
 __attribute__((constructor)) static void limiter_ctor(void)

@@ -112,6 +112,27 @@ static void allocation_beyond_the_limit_fails_smaller_ones_succeed(void **state)
     tf_shm_unmap(&m);
 }
 
+static void stream_ordered_managed_and_graph_memory_count_against_the_limit(void **state)
+{
+    struct tf_shm_map m = make_region(GiB, 0);
+    struct child c;
+    assert_int_equal(run(&c, "ordered", shm_env, NULL), 0);
+    assert_int_equal(child_num(&c, "total"), (long long)GiB);
+    expect(&c, "async_over", "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_int_equal(child_num(&c, "async_used"), (long long)(GiB / 2));
+    expect(&c, "async_more", "CUDA_ERROR_OUT_OF_MEMORY");
+    expect(&c, "pool_over", "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_int_equal(child_num(&c, "pool_used"), (long long)(GiB / 4));
+    expect(&c, "managed_over", "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_int_equal(child_num(&c, "captured_used"), 0);
+    assert_int_equal(child_num(&c, "graph_used"), (long long)(GiB / 2));
+    expect(&c, "second_graph", "CUDA_ERROR_INVALID_VALUE"); /* one exec with memory nodes */
+    expect(&c, "graph_over", "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_int_equal(child_num(&c, "used_at_end"), 0);
+    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
+    tf_shm_unmap(&m);
+}
+
 static void two_processes_of_one_workload_share_one_vram_limit(void **state)
 {
     struct tf_shm_map m = make_region(GiB, 0);
@@ -389,6 +410,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(allocation_beyond_the_limit_fails_smaller_ones_succeed),
+        cmocka_unit_test(stream_ordered_managed_and_graph_memory_count_against_the_limit),
         cmocka_unit_test(two_processes_of_one_workload_share_one_vram_limit),
         cmocka_unit_test(memory_info_and_nvml_report_the_limit),
         cmocka_unit_test(allocations_through_cuGetProcAddress_are_limited),
