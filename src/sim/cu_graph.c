@@ -293,8 +293,7 @@ CUresult tf__graph_copy(struct CUgraph_st *to, struct CUgraph_st *from)
     CUresult rc = CUDA_SUCCESS;
     size_t i = 0;
     for (CUgraphNode n = from->nodes; n && !rc; n = n->next, i++) {
-        CUgraphNode d[1];
-        if ((rc = tf__graph_add(to, n->type, d, 0, &map[i])))
+        if ((rc = tf__graph_add(to, n->type, NULL, 0, &map[i])))
             break;
         if ((rc = clone_params(map[i], n))) {
             map[i]->type = CU_GRAPH_NODE_TYPE_EMPTY; /* nothing owned yet */

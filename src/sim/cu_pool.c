@@ -306,6 +306,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool poo
         return CUDA_ERROR_INVALID_VALUE;
     if (atomic_load(&s->cap)) /* captured: an allocation node, owned by the graph */
         return tf__capture_mem_alloc(s, bytesize, from_pool ? pool : NULL, dptr);
+    if ((rc = tf__capture_check_launch(s))) /* the legacy stream during a blocking capture */
+        return rc;
     if (!from_pool) {
         pthread_mutex_lock(&pool_mu);
         pool = current_pool(ctx->dev);
@@ -378,6 +380,8 @@ static CUresult free_async(CUdeviceptr dptr, CUstream h, int per_thread)
         return rc;
     if (atomic_load(&s->cap)) /* captured: a free node of a graph allocation */
         return tf__capture_mem_free(s, dptr);
+    if ((rc = tf__capture_check_launch(s)))
+        return rc;
     struct sim_alloc a;
     if (tf__mem_lookup((uint64_t)dptr, &a) != 0 || a.base != (uint64_t)dptr || a.kind != M_DEVICE ||
         (a.backing == B_GRAPH && tf__gmem_freed_in_graph(&a)))
@@ -516,7 +520,7 @@ CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props
         return tf__not_supported("managed memory pools");
     if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)
         return CUDA_ERROR_INVALID_VALUE;
-    struct sim_device *d;
+    struct sim_device *d = NULL;
     if ((rc = device_location(&props->location, &d)))
         return rc;
     if (props->handleTypes != CU_MEM_HANDLE_TYPE_NONE)
@@ -744,21 +748,21 @@ static CUresult device_arg(CUdevice dev, struct sim_device **d)
 
 CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
 {
-    struct sim_device *d;
+    struct sim_device *d = NULL;
     CUresult rc = device_arg(dev, &d);
     return rc ? rc : device_pool(pool_out, d, 0);
 }
 
 CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
 {
-    struct sim_device *d;
+    struct sim_device *d = NULL;
     CUresult rc = device_arg(dev, &d);
     return rc ? rc : device_pool(pool, d, 1);
 }
 
 CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
 {
-    struct sim_device *d;
+    struct sim_device *d = NULL;
     CUresult rc = device_arg(dev, &d);
     return rc ? rc : set_device_pool(d, pool);
 }
@@ -782,7 +786,7 @@ static CUresult location_arg(const CUmemLocation *loc, CUmemAllocationType type,
 CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location,
                                         CUmemAllocationType type)
 {
-    struct sim_device *d;
+    struct sim_device *d = NULL;
     CUresult rc = location_arg(location, type, &d);
     return rc ? rc : device_pool(pool_out, d, 0);
 }
@@ -790,7 +794,7 @@ CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *l
 CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location,
                                  CUmemAllocationType type)
 {
-    struct sim_device *d;
+    struct sim_device *d = NULL;
     CUresult rc = location_arg(location, type, &d);
     return rc ? rc : device_pool(pool, d, 1);
 }
@@ -798,7 +802,7 @@ CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location,
 CUresult CUDAAPI cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type,
                                  CUmemoryPool pool)
 {
-    struct sim_device *d;
+    struct sim_device *d = NULL;
     CUresult rc = location_arg(location, type, &d);
     return rc ? rc : set_device_pool(d, pool);
 }

@@ -422,7 +422,8 @@ CUresult tf__capture_sync_check(CUcontext ctx, struct CUstream_st *s);
 CUresult tf__capture_event_check(struct CUevent_st *ev);
 /* A potentially unsafe call (allocation, free, ...) is allowed by the capture modes. */
 CUresult tf__capture_unsafe_call(void);
-/* A graph may be launched into S (not capturing, legacy stream usable). */
+/* Work may be queued on S outside of tf__enqueue (a graph launch, a stream-ordered
+ * allocation): S is not capturing and, if legacy, usable. */
 CUresult tf__capture_check_launch(struct CUstream_st *s);
 /* cuStreamWaitEvent under capture: *HANDLED when capture rules decided it. */
 CUresult tf__capture_wait_event(struct CUstream_st *s, struct CUevent_st *ev, unsigned flags,

@@ -268,6 +268,9 @@ static void capture_rules_fail_and_invalidate_as_on_hardware(void **state)
     CU_IS(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, cuStreamIsCapturing(CU_STREAM_LEGACY, &st));
     CU_IS(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, cuMemsetD8Async(a, 0, 64, NULL));
     CU_IS(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(blk, &g));
+    CU_OK(cuStreamBeginCapture(blk, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_IS(CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, cuMemAllocAsync(&x, 64, CU_STREAM_LEGACY));
+    CU_IS(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(blk, &g));
     /* Capture info, and replacing a stream's dependency set. */
     CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     CU_OK(cuMemsetD8Async(a, 1, 8, s));
