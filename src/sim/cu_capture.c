@@ -154,6 +154,20 @@ static void finish(struct sim_capture *c, int keep)
     free(c);
 }
 
+void tf__capture_ctx_gone(CUcontext ctx)
+{
+    if (!atomic_load(&ctx->captures))
+        return;
+    pthread_mutex_lock(&tf__graph_mu);
+    struct sim_capture *c = active, *next;
+    for (; c; c = next) {
+        next = c->next;
+        if (c->ctx == ctx)
+            finish(c, 0);
+    }
+    pthread_mutex_unlock(&tf__graph_mu);
+}
+
 void tf__capture_graph_gone(struct CUgraph_st *g)
 {
     if (g->cap)

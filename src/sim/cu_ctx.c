@@ -162,6 +162,7 @@ CUresult tf__ctx_sync(CUcontext ctx)
 
 void tf__ctx_teardown(CUcontext ctx)
 {
+    tf__capture_ctx_gone(ctx);
     (void)tf__ctx_sync(ctx);
     atomic_store(&ctx->destroyed, 1);
 #ifdef TF_SIM_HAVE_PTX

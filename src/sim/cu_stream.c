@@ -136,6 +136,8 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
         return rc;
     if (!tf__handle_is(hStream, H_STREAM) || hStream->kind != S_USER)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (atomic_load(&hStream->cap)) /* not while it captures (the capture is invalidated) */
+        return tf__capture_sync_check(hStream->ctx, hStream);
     tf__stream_release_handle(hStream);
     return CUDA_SUCCESS;
 }

@@ -428,6 +428,8 @@ CUresult tf__capture_check_launch(struct CUstream_st *s);
 /* cuStreamWaitEvent under capture: *HANDLED when capture rules decided it. */
 CUresult tf__capture_wait_event(struct CUstream_st *s, struct CUevent_st *ev, unsigned flags,
                                 int *handled);
+/* CTX is being destroyed: its capture sequences end, their graphs discarded. */
+void tf__capture_ctx_gone(CUcontext ctx);
 /* cuMemAllocAsync / cuMemFreeAsync on a capturing stream: allocation and free nodes. */
 CUresult tf__capture_mem_alloc(struct CUstream_st *s, uint64_t size, CUmemoryPool pool,
                                CUdeviceptr *out);

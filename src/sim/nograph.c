@@ -79,6 +79,11 @@ CUresult tf__capture_wait_event(struct CUstream_st *s, struct CUevent_st *ev, un
     return CUDA_SUCCESS;
 }
 
+void tf__capture_ctx_gone(CUcontext ctx)
+{
+    (void)ctx;
+}
+
 CUresult tf__capture_mem_alloc(struct CUstream_st *s, uint64_t size, CUmemoryPool pool,
                                CUdeviceptr *out)
 {

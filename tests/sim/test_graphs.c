@@ -224,7 +224,10 @@ static void capture_rules_fail_and_invalidate_as_on_hardware(void **state)
     assert_null(g);
     CU_OK(cuStreamIsCapturing(s, &st));
     assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
-    /* Querying it, synchronous work on it, and the context's synchronize too. */
+    /* Destroying it, querying it, and the context's synchronize too. */
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_IS(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, cuStreamDestroy(s));
+    CU_IS(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(s, &g));
     CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     CU_IS(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, cuStreamQuery(s));
     CU_IS(CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, cuStreamEndCapture(s, &g));
@@ -304,6 +307,16 @@ static void capture_rules_fail_and_invalidate_as_on_hardware(void **state)
     assert_int_equal(h[16], 3);
     CU_OK(cuGraphExecDestroy(e));
     CU_OK(cuGraphDestroy(cg));
+    /* A context destroyed in the middle of a capture takes the capture with it. */
+    CUcontext c2;
+    CUstream s3;
+    CU_OK(cuCtxCreate(&c2, NULL, 0, 0));
+    CU_OK(cuStreamCreate(&s3, 0));
+    CU_OK(cuStreamBeginCapture(s3, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuCtxDestroy(c2));
+    CU_OK(cuCtxSetCurrent(ctx));
+    CU_OK(cuMemAlloc(&x, 64)); /* no capture prohibits it any more */
+    CU_OK(cuMemFree(x));
     CU_OK(cuEventDestroy(outside));
     CU_OK(cuMemFree(a));
     CU_OK(cuStreamDestroy(s));
