@@ -266,7 +266,8 @@ struct xnode {
 };
 
 struct CUgraphExec_st {
-    struct CUgraph_st *src; /* the graph it came from, while that lives */
+    struct CUgraph_st *src; /* the graph it came from (src_id: while that lives) */
+    unsigned long long src_id;
     unsigned long long flags;
     struct xnode *x;
     size_t n, cap;
@@ -299,7 +300,7 @@ static void exec_free(CUgraphExec e)
     for (size_t i = 0; i < e->n; i++)
         xnode_release(&e->x[i]);
     free(e->x);
-    if (e->src && tf__graph_ok(e->src))
+    if (e->src && tf__graph_ok(e->src) && e->src->id == e->src_id)
         e->src->execs--;
     if (e->last)
         tf__stream_unref(e->last);
@@ -493,6 +494,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph g, unsigned long long flag
         return rc;
     }
     e->src = g;
+    e->src_id = g->id;
     g->execs++;
     pthread_mutex_unlock(&tf__graph_mu);
     *result = CUDA_GRAPH_INSTANTIATE_SUCCESS;

@@ -38,6 +38,7 @@ CUresult tf__graph_new(struct CUgraph_st **out, int owned_by_node)
     if (!g)
         return CUDA_ERROR_OUT_OF_MEMORY;
     g->owned_by_node = owned_by_node;
+    g->id = atomic_fetch_add(&tf__drv()->next_id, 1);
     if (tf__handle_add(g, H_GRAPH) != 0) {
         free(g);
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -85,6 +85,7 @@ struct CUgraph_st {
     int execs;               /* executable graphs instantiated from it and alive */
     struct sim_capture *cap; /* the capture sequence building it, if any */
     int owned_by_node;       /* a child graph: destroyed with its node */
+    unsigned long long id;   /* unique over the process's life */
 };
 
 /* Makes an empty graph (registered as a handle unless OWNED_BY_NODE). Caller holds
