@@ -12,6 +12,7 @@
 #include "simtest.h"
 
 #include <cuda.h>
+#include <pthread.h>
 #include <stdatomic.h>
 
 #define MiB (1u << 20)
@@ -417,6 +418,57 @@ static void destroying_a_context_returns_its_pool_memory(void **state)
     assert_int_equal(attr64(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0);
 }
 
+struct churn {
+    int id;
+    CUresult rc;
+    int bad;
+};
+
+/* One thread: allocations of varying sizes on its own stream, filled, checked and freed in
+ * stream order, while other threads do the same on the same pool. */
+static void *churn_main(void *arg)
+{
+    struct churn *c = arg;
+    c->rc = cuCtxSetCurrent(ctx);
+    CUstream s;
+    if (c->rc || (c->rc = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING)))
+        return NULL;
+    for (int i = 0; i < 300 && !c->rc; i++) {
+        size_t n = 256 + (size_t)((i * 7919 + c->id * 104729) % 20000);
+        CUdeviceptr p;
+        unsigned v = 0;
+        if ((c->rc = cuMemAllocAsync(&p, n * 4, s)) ||
+            (c->rc = cuMemsetD32Async(p, (unsigned)(c->id * 1000 + i), n, s)) ||
+            (c->rc = cuMemcpyDtoHAsync(&v, p + (n - 1) * 4, 4, s)) ||
+            (c->rc = cuMemFreeAsync(p, s)) || (c->rc = cuStreamSynchronize(s)))
+            break;
+        c->bad += v != (unsigned)(c->id * 1000 + i);
+    }
+    cuStreamDestroy(s);
+    return NULL;
+}
+
+static void threads_share_a_pool_without_mixing_up_blocks(void **state)
+{
+    enum { T = 4 };
+    pthread_t th[T];
+    struct churn c[T];
+    for (int i = 0; i < T; i++) {
+        c[i] = (struct churn){.id = i};
+        assert_int_equal(pthread_create(&th[i], NULL, churn_main, &c[i]), 0);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        CU_OK(c[i].rc);
+        assert_int_equal(c[i].bad, 0);
+    }
+    CUmemoryPool def;
+    CU_OK(cuDeviceGetDefaultMemPool(&def, 0));
+    CU_OK(cuCtxSynchronize());
+    assert_int_equal(attr64(def, CU_MEMPOOL_ATTR_USED_MEM_CURRENT), 0);
+    assert_int_equal(attr64(def, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT), 0);
+}
+
 static int setup(void **state)
 {
     CU_OK(cuInit(0));
@@ -440,6 +492,7 @@ int main(void)
         cmocka_unit_test(short_memory_makes_an_allocation_wait_for_a_queued_free),
         cmocka_unit_test(frees_check_their_pointer),
         cmocka_unit_test(destroying_a_context_returns_its_pool_memory),
+        cmocka_unit_test(threads_share_a_pool_without_mixing_up_blocks),
     };
     int rc = cmocka_run_group_tests(tests, setup, NULL);
     simtest_cleanup();
