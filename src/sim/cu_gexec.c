@@ -812,8 +812,8 @@ static CUresult lock_exec_node(CUgraphExec e, CUgraphNode n, int type, struct xn
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
-                                                const CUDA_KERNEL_NODE_PARAMS *p)
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                   const CUDA_KERNEL_NODE_PARAMS *p)
 {
     struct xnode *x;
     CUresult rc = lock_exec_node(hGraphExec, hNode, CU_GRAPH_NODE_TYPE_KERNEL, &x);
@@ -934,8 +934,8 @@ CUresult CUDAAPI cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode
 
 /* Whole-graph update: the new graph must have the same topology (same node kinds in the same
  * order, same edges) and no memory nodes; every node's parameters are then taken from it. */
-CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
-                                   CUgraphExecUpdateResultInfo *resultInfo)
+CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                                      CUgraphExecUpdateResultInfo *resultInfo)
 {
     CUresult rc = lock_exec(hGraphExec);
     if (rc)

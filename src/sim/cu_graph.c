@@ -458,9 +458,9 @@ static CUresult begin_add(CUgraph g, CUgraphNode *out)
     return out ? CUDA_SUCCESS : unlock(CUDA_ERROR_INVALID_VALUE);
 }
 
-CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-                                      const CUgraphNode *dependencies, size_t numDependencies,
-                                      const CUDA_KERNEL_NODE_PARAMS *nodeParams)
+CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                         const CUgraphNode *dependencies, size_t numDependencies,
+                                         const CUDA_KERNEL_NODE_PARAMS *nodeParams)
 {
     CUresult rc = begin_add(hGraph, phGraphNode);
     if (rc)
@@ -481,7 +481,7 @@ CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     return unlock(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *p)
+CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *p)
 {
     CUresult rc = lock_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
     if (rc)
@@ -516,7 +516,7 @@ CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_
     return unlock(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *p)
+CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *p)
 {
     CUresult rc = lock_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
     if (rc)
@@ -824,10 +824,10 @@ CUresult CUDAAPI cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dpt
 
 /* ---- cuGraphAddNode: the same node kinds through one entry point ------------------------ */
 
-CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
-                                const CUgraphNode *dependencies,
-                                const CUgraphEdgeData *dependencyData, size_t numDependencies,
-                                CUgraphNodeParams *nodeParams)
+CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                   const CUgraphNode *dependencies,
+                                   const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                   CUgraphNodeParams *nodeParams)
 {
     if (!nodeParams)
         return CUDA_ERROR_INVALID_VALUE;
@@ -845,7 +845,7 @@ CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
             p->kernel.gridDimZ,  p->kernel.blockDimX,      p->kernel.blockDimY,
             p->kernel.blockDimZ, p->kernel.sharedMemBytes, p->kernel.kernelParams,
             p->kernel.extra,     p->kernel.kern,           p->kernel.ctx};
-        return cuGraphAddKernelNode(phGraphNode, hGraph, d, n, &k);
+        return cuGraphAddKernelNode_v2(phGraphNode, hGraph, d, n, &k);
     }
     case CU_GRAPH_NODE_TYPE_MEMCPY:
         return cuGraphAddMemcpyNode(phGraphNode, hGraph, d, n, &p->memcpy.copyParams,
@@ -941,8 +941,8 @@ static void zero_edges(CUgraphEdgeData *e, size_t n)
         memset(e, 0, n * sizeof(*e));
 }
 
-CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
-                                 CUgraphEdgeData *edgeData, size_t *numEdges)
+CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+                                    CUgraphEdgeData *edgeData, size_t *numEdges)
 {
     CUresult rc = lock_graph(hGraph);
     if (rc)
@@ -966,8 +966,8 @@ CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode 
     return unlock(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies,
-                                            CUgraphEdgeData *edgeData, size_t *numDependencies)
+CUresult CUDAAPI cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies,
+                                               CUgraphEdgeData *edgeData, size_t *numDependencies)
 {
     CUresult rc = lock_node(hNode, -1);
     if (rc)
@@ -985,8 +985,9 @@ CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *depe
     return unlock(CUDA_SUCCESS);
 }
 
-CUresult CUDAAPI cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes,
-                                              CUgraphEdgeData *edgeData, size_t *numDependentNodes)
+CUresult CUDAAPI cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode *dependentNodes,
+                                                 CUgraphEdgeData *edgeData,
+                                                 size_t *numDependentNodes)
 {
     CUresult rc = lock_node(hNode, -1);
     if (rc)
@@ -1024,9 +1025,9 @@ static CUresult check_edges(CUgraph g, const CUgraphNode *from, const CUgraphNod
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
-                                        const CUgraphNode *to, const CUgraphEdgeData *edgeData,
-                                        size_t numDependencies)
+CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+                                           const CUgraphNode *to, const CUgraphEdgeData *edgeData,
+                                           size_t numDependencies)
 {
     CUresult rc = lock_graph(hGraph);
     if (rc)
@@ -1041,9 +1042,10 @@ CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
     return unlock(rc);
 }
 
-CUresult CUDAAPI cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from,
-                                           const CUgraphNode *to, const CUgraphEdgeData *edgeData,
-                                           size_t numDependencies)
+CUresult CUDAAPI cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+                                              const CUgraphNode *to,
+                                              const CUgraphEdgeData *edgeData,
+                                              size_t numDependencies)
 {
     CUresult rc = lock_graph(hGraph);
     if (rc)

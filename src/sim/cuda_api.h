@@ -4,7 +4,8 @@
  * every function it declares has default visibility (the library is built with
  * -fvisibility=hidden; only the driver API names are exported, and the linker version script
  * cuda.map keeps it that way), and declares the legacy ABI names that cuda.h hides behind its
- * versioned #defines (cuCtxDestroy vs cuCtxDestroy_v2, ...) and the per-thread-stream
+ * versioned #defines (cuCtxDestroy vs cuCtxDestroy_v2, cuGraphAddKernelNode vs _v2, ...): in
+ * the driver's sources the unversioned name is the legacy symbol. Also the per-thread-stream
  * (_ptds/_ptsz) variants, which the real driver exports too.
  */
 #ifndef TF_SIM_CUDA_API_H
@@ -30,6 +31,21 @@
 #undef cuMemHostRegister
 #undef cuMemAdvise
 #undef cuMemPrefetchAsync
+#undef cuGraphAddKernelNode
+#undef cuGraphKernelNodeGetParams
+#undef cuGraphKernelNodeSetParams
+#undef cuGraphExecKernelNodeSetParams
+#undef cuGraphGetEdges
+#undef cuGraphNodeGetDependencies
+#undef cuGraphNodeGetDependentNodes
+#undef cuGraphAddDependencies
+#undef cuGraphRemoveDependencies
+#undef cuGraphAddNode
+#undef cuGraphExecUpdate
+#undef cuGraphInstantiate
+#undef cuStreamBeginCapture
+#undef cuStreamGetCaptureInfo
+#undef cuStreamUpdateCaptureDependencies
 CUresult CUDAAPI cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev);
 CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
 CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams,
@@ -135,6 +151,55 @@ CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridD
                                                 unsigned int blockDimZ, unsigned int sharedMemBytes,
                                                 CUstream hStream, void **kernelParams);
 CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData);
+/* The older ABI versions of the graph and capture entry points (cu_graph_legacy.c). */
+CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                      const CUgraphNode *dependencies, size_t numDependencies,
+                                      const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                const CUDA_KERNEL_NODE_PARAMS_v1 *p);
+CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+                                 size_t *numEdges);
+CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies,
+                                            size_t *numDependencies);
+CUresult CUDAAPI cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes,
+                                              size_t *numDependentNodes);
+CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
+                                        const CUgraphNode *to, size_t numDependencies);
+CUresult CUDAAPI cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from,
+                                           const CUgraphNode *to, size_t numDependencies);
+CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                const CUgraphNode *dependencies, size_t numDependencies,
+                                CUgraphNodeParams *nodeParams);
+CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+                                   CUgraphNode *hErrorNode_out,
+                                   CUgraphExecUpdateResult *updateResult_out);
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                    CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize);
+CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                       CUgraphNode *phErrorNode, char *logBuffer,
+                                       size_t bufferSize);
+CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream);
+CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream hStream);
+CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream, CUstreamCaptureStatus *captureStatus,
+                                        cuuint64_t *id);
+CUresult CUDAAPI cuStreamGetCaptureInfo_ptsz(CUstream hStream, CUstreamCaptureStatus *captureStatus,
+                                             cuuint64_t *id);
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream,
+                                           CUstreamCaptureStatus *captureStatus_out,
+                                           cuuint64_t *id_out, CUgraph *graph_out,
+                                           const CUgraphNode **dependencies_out,
+                                           size_t *numDependencies_out);
+CUresult CUDAAPI cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
+                                                CUstreamCaptureStatus *captureStatus_out,
+                                                cuuint64_t *id_out, CUgraph *graph_out,
+                                                const CUgraphNode **dependencies_out,
+                                                size_t *numDependencies_out);
+CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
+                                                   size_t numDependencies, unsigned int flags);
+CUresult CUDAAPI cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream, CUgraphNode *dependencies,
+                                                        size_t numDependencies, unsigned int flags);
 #pragma GCC visibility pop
 
 #endif

@@ -41,7 +41,8 @@ def symbols(base):
 cuda_h = open(os.path.join(os.path.dirname(typedefs), 'cuda.h')).read()
 macro = dict(re.findall(r'#define\s+(cu\w+)\s+(?:__CUDA_API_PT\w+\()?(cu\w+)\)?', cuda_h))
 engine = set()
-for f in ('cu_module.c', 'cu_launch.c', 'cu_graph.c', 'cu_gexec.c', 'cu_capture.c'):
+for f in ('cu_module.c', 'cu_launch.c', 'cu_graph.c', 'cu_graph_legacy.c', 'cu_gexec.c',
+          'cu_capture.c'):
     path = os.path.join(here, f)
     if os.path.exists(path):
         for name in re.findall(r'CUresult CUDAAPI (cu\w+)\(', open(path).read()):

@@ -645,6 +645,102 @@ static void graph_memory_lives_between_its_alloc_and_free_nodes(void **state)
     CU_OK(cuMemFreeHost(host));
 }
 
+static void *proc(const char *name, int version, int per_thread)
+{
+    void *fn = NULL;
+    CUdriverProcAddressQueryResult st;
+    CU_OK(cuGetProcAddress(name, &fn, version,
+                           per_thread ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0, &st));
+    assert_non_null(fn);
+    return fn;
+}
+
+/* What a CUDA 11 / 12.1 runtime resolves (cuGetProcAddress at its own version) works. */
+static void older_runtimes_get_the_older_abis(void **state)
+{
+    /* The older signatures (cuda.h declares them only for the driver's own build). */
+    CUresult (*begin1)(CUstream) = proc("cuStreamBeginCapture", 10000, 0);
+    CUresult (*info2)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                      const CUgraphNode **, size_t *) = proc("cuStreamGetCaptureInfo", 12010, 0);
+    CUresult (*info1)(CUstream, CUstreamCaptureStatus *, cuuint64_t *) =
+        proc("cuStreamGetCaptureInfo", 11000, 0);
+    CUresult (*upd1)(CUstream, CUgraphNode *, size_t, unsigned) =
+        proc("cuStreamUpdateCaptureDependencies", 12010, 0);
+    CUresult (*addk1)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                      const CUDA_KERNEL_NODE_PARAMS_v1 *) = proc("cuGraphAddKernelNode", 11080, 0);
+    CUresult (*getk1)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v1 *) =
+        proc("cuGraphKernelNodeGetParams", 11080, 0);
+    CUresult (*edges1)(CUgraph, CUgraphNode *, CUgraphNode *, size_t *) =
+        proc("cuGraphGetEdges", 12010, 0);
+    CUresult (*upd_exec1)(CUgraphExec, CUgraph, CUgraphNode *, CUgraphExecUpdateResult *) =
+        proc("cuGraphExecUpdate", 11080, 0);
+    CUresult (*inst2)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t) =
+        proc("cuGraphInstantiate", 11080, 0);
+    CUresult (*addnode1)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t, CUgraphNodeParams *) =
+        proc("cuGraphAddNode", 12020, 0);
+    CUresult (*info2pt)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                        const CUgraphNode **, size_t *) = proc("cuStreamGetCaptureInfo", 12010, 1);
+    CUstream s;
+    CUdeviceptr a, c;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CU_OK(cuMemAlloc(&a, N * 4));
+    CU_OK(cuMemAlloc(&c, N * 4));
+    CU_OK(cuMemsetD32(a, 0x3FC00000u, N)); /* 1.5 */
+    CU_OK(begin1(s));
+    CU_OK(cuMemsetD32Async(c, 0, N, s));
+    CUstreamCaptureStatus st;
+    cuuint64_t id1 = 0, id2 = 0;
+    CUgraph cg;
+    const CUgraphNode *deps;
+    size_t nd = 0;
+    CU_OK(info1(s, &st, &id1));
+    CU_OK(info2(s, &st, &id2, &cg, &deps, &nd));
+    assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    assert_true(id1 == id2 && nd == 1);
+    CU_OK(upd1(s, NULL, 0, CU_STREAM_SET_CAPTURE_DEPENDENCIES));
+    CUgraph g;
+    CU_OK(cuStreamEndCapture(s, &g));
+    CU_OK(info2pt(CU_STREAM_PER_THREAD, &st, &id2, NULL, NULL, NULL));
+    assert_int_equal(st, CU_STREAM_CAPTURE_STATUS_NONE);
+    int n = N;
+    void *args[] = {&a, &a, &c, &n};
+    CUDA_KERNEL_NODE_PARAMS_v1 kp = {vecadd, (N + 127) / 128, 1, 1, 128, 1, 1, 0, args, NULL};
+    CUgraphNode k, set;
+    size_t nn = 1;
+    CU_OK(cuGraphGetNodes(g, &set, &nn));
+    CU_OK(addk1(&k, g, &set, 1, &kp));
+    CUDA_KERNEL_NODE_PARAMS_v1 back;
+    CU_OK(getk1(k, &back));
+    assert_ptr_equal(back.func, vecadd);
+    CUgraphNode from, to;
+    size_t ne = 1;
+    CU_OK(edges1(g, &from, &to, &ne));
+    assert_int_equal(ne, 1);
+    assert_ptr_equal(from, set);
+    CUgraphNodeParams np = {.type = CU_GRAPH_NODE_TYPE_EMPTY};
+    CUgraphNode empty;
+    CU_OK(addnode1(&empty, g, &k, 1, &np));
+    CUgraphExec e;
+    CUgraphNode err = (CUgraphNode)&e;
+    char log[64] = "x";
+    CU_OK(inst2(&e, g, &err, log, sizeof(log)));
+    assert_null(err);
+    assert_string_equal(log, "");
+    CUgraphExecUpdateResult why;
+    CU_OK(upd_exec1(e, g, &err, &why));
+    assert_int_equal(why, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+    CU_OK(cuGraphLaunch(e, s));
+    CU_OK(cuStreamSynchronize(s));
+    float out[N];
+    CU_OK(cuMemcpyDtoH(out, c, sizeof(out)));
+    assert_true(out[0] == 3.0f && out[N - 1] == 3.0f);
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFree(a));
+    CU_OK(cuMemFree(c));
+}
+
 static int setup(void **state)
 {
     char *ptx = simtest_slurp(ptx_path);
@@ -672,6 +768,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(an_explicit_graph_runs_every_node_kind),
         cmocka_unit_test(executable_graphs_take_updates),
         cmocka_unit_test(graph_memory_lives_between_its_alloc_and_free_nodes),
+        cmocka_unit_test(older_runtimes_get_the_older_abis),
     };
     int rc = cmocka_run_group_tests(tests, setup, NULL);
     simtest_cleanup();

@@ -135,11 +135,6 @@ static void unknown_names_and_old_versions_are_not_found(void **state)
     CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuNoSuchThing", &fn, 13000, 0, &st));
     assert_null(fn);
     assert_int_equal(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
-    /* A version not implemented: cuGraphAddKernelNode's CUDA 10 parameter layout (only the
-     * CUDA 12 one, cuGraphAddKernelNode_v2, is). */
-    CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuGraphAddKernelNode", &fn, 11000, 0, &st));
-    assert_int_equal(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
-    CU_OK(cuGetProcAddress("cuGraphAddKernelNode", &fn, 12000, 0, &st));
     /* cuMemAlloc's 32-bit pointer ABI (before CUDA 3.2) is not offered. */
     CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuMemAlloc", &fn, 3010, 0, &st));
     assert_int_equal(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
