@@ -128,6 +128,9 @@ static void stream_ordered_managed_and_graph_memory_count_against_the_limit(void
     assert_int_equal(child_num(&c, "graph_used"), (long long)(GiB / 2));
     expect(&c, "second_graph", "CUDA_ERROR_INVALID_VALUE"); /* one exec with memory nodes */
     expect(&c, "graph_over", "CUDA_ERROR_OUT_OF_MEMORY");
+    expect(&c, "cuda11_instantiate_from", "libtf_limiter.so");
+    expect(&c, "graph_over_cuda11", "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_int_equal(child_num(&c, "graph_used_cuda11"), (long long)(GiB / 2 + MiB));
     assert_int_equal(child_num(&c, "used_at_end"), 0);
     assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
     tf_shm_unmap(&m);
