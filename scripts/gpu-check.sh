@@ -100,7 +100,7 @@ elif [ -n "$sim" ]; then
 else
     die "no $cuda/lib64/stubs/libcuda.so to link against"
 fi
-programs="vecadd saxpy sgemm reduce spin oob isa visible"
+programs="vecadd saxpy sgemm reduce spin oob isa visible mempool hostmem managed graph"
 for p in $programs attrs; do
     "$cc" -O2 -std=gnu11 -Wall -I"$cuda/include" "$root/tests/cuda/host/$p.c" -o "$work/$p" \
         "${link[@]}" -lm >"$work/cc-$p.log" 2>&1 || { cat "$work/cc-$p.log"; die "cannot build $p"; }
@@ -126,7 +126,8 @@ fi
 
 # --- run ----------------------------------------------------------------------------------------
 declare -A kernel_of=([vecadd]=vecadd [saxpy]=vecadd [sgemm]=sgemm [reduce]=reduce [spin]=timer
-    [oob]=oob [isa]=isa [visible]="")
+    [oob]=oob [isa]=isa [visible]="" [mempool]=vecadd [hostmem]=vecadd
+    [managed]=vecadd [graph]=vecadd)
 pass=0 fail=0 failed=""
 for p in $programs; do
     args=()

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * Benchmark: the simulated GPU's driver overheads. Kernel launch latency (enqueue only, and
- * launch + stream synchronize of an empty grid), the cost of a synchronous driver call, and
+ * launch + stream synchronize of an empty grid; the same launches replayed from a captured
+ * graph), the cost of a synchronous driver call, a stream-ordered allocation + free, and
  * memcpy / memset bandwidth (host memory is device memory, so these measure the driver's
  * queueing plus the host's memory bandwidth). Launch figures need the PTX engine; without it
  * they are skipped (built without it, or the PTX file is missing). Prints `name: value unit` lines.
@@ -124,6 +125,20 @@ int main(int argc, char **argv)
         CK(cuMemsetD32(da, (unsigned)i, 1));
     printf("sim_sync_call_latency: %.2f us\n", (now() - t0) / n * 1e6);
 
+    /* A stream-ordered allocation and its free, reused from the pool every time. */
+    CUstream as;
+    CK(cuStreamCreate(&as, CU_STREAM_NON_BLOCKING));
+    n = 20000;
+    t0 = now();
+    for (int i = 0; i < n; i++) {
+        CUdeviceptr p;
+        CK(cuMemAllocAsync(&p, 1 << 16, as));
+        CK(cuMemFreeAsync(p, as));
+    }
+    CK(cuStreamSynchronize(as));
+    printf("sim_alloc_free_async_latency: %.2f us\n", (now() - t0) / n * 1e6);
+    CK(cuStreamDestroy(as));
+
     host = malloc(BYTES);
     memset(host, 1, BYTES);
     bandwidth("sim_memcpy_htod_bandwidth", htod, NULL, BYTES);
@@ -164,6 +179,25 @@ int main(int argc, char **argv)
             CK(cuStreamSynchronize(s));
         }
         printf("sim_launch_sync_latency: %.2f us\n", (now() - t0) / n * 1e6);
+        /* The same empty launches, 10 to a captured graph, replayed. */
+        CUgraph g;
+        CUgraphExec ge;
+        CK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        for (int i = 0; i < 10; i++)
+            CK(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, params, NULL));
+        CK(cuStreamEndCapture(s, &g));
+        CK(cuGraphInstantiate(&ge, g, 0));
+        n = 2000;
+        t0 = now();
+        for (int i = 0; i < n; i++)
+            CK(cuGraphLaunch(ge, s));
+        enq = now() - t0;
+        CK(cuStreamSynchronize(s));
+        all = now() - t0;
+        printf("sim_graph_launch_enqueue_latency: %.2f us\n", enq / n * 1e6);
+        printf("sim_graph_kernel_throughput: %.0f launches/s\n", 10.0 * n / all);
+        CK(cuGraphExecDestroy(ge));
+        CK(cuGraphDestroy(g));
         CK(cuStreamDestroy(s));
         CK(cuModuleUnload(mod));
     }

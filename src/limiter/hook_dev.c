@@ -23,6 +23,7 @@ static void sweep_ctx(CUcontext ctx)
     tf_ptrtab_sweep_ctx(&tf__L.mem, (uint64_t)(uintptr_t)ctx, give_back, NULL);
     tf_ptrtab_sweep_ctx(&tf__L.arr, (uint64_t)(uintptr_t)ctx, give_back, NULL);
     tf__modules_sweep_ctx((uint64_t)(uintptr_t)ctx);
+    tf_ptrtab_sweep_ctx(&tf__L.gmem, (uint64_t)(uintptr_t)ctx, give_back, NULL);
 }
 
 CUresult CUDAAPI cuInit(unsigned int Flags)

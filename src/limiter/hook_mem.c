@@ -162,9 +162,26 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 
 /* --- stream-ordered allocations --------------------------------------------------------- */
 
-#define ALLOC_ASYNC(name, ...)                                                                     \
+/* True when H (PTSZ: a per-thread-stream entry point) is capturing: an allocation there
+ * makes a graph allocation node, accounted when the graph is instantiated (hook_graph.c). */
+static bool capturing(CUstream h, bool ptsz)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult rc;
+    if (ptsz)
+        TF_CALL(rc, cuStreamIsCapturing_ptsz, h, &st);
+    else
+        TF_CALL(rc, cuStreamIsCapturing, h, &st);
+    return rc == CUDA_SUCCESS && st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+#define ALLOC_ASYNC(name, ptsz, ...)                                                               \
     TF_PASS_IF_NESTED(name, __VA_ARGS__);                                                          \
     CUresult rc;                                                                                   \
+    if (tf__L.r && capturing(hStream, ptsz)) {                                                     \
+        TF_CALL(rc, name, __VA_ARGS__);                                                            \
+        return rc;                                                                                 \
+    }                                                                                              \
     int idx = bytesize && dptr ? tf__cur_idx() : -1;                                               \
     if (!tf__reserve(idx, bytesize))                                                               \
         return CUDA_ERROR_OUT_OF_MEMORY;                                                           \
@@ -179,24 +196,24 @@ CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    ALLOC_ASYNC(cuMemAllocAsync, dptr, bytesize, hStream);
+    ALLOC_ASYNC(cuMemAllocAsync, false, dptr, bytesize, hStream);
 }
 
 CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    ALLOC_ASYNC(cuMemAllocAsync_ptsz, dptr, bytesize, hStream);
+    ALLOC_ASYNC(cuMemAllocAsync_ptsz, true, dptr, bytesize, hStream);
 }
 
 CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                          CUstream hStream)
 {
-    ALLOC_ASYNC(cuMemAllocFromPoolAsync, dptr, bytesize, pool, hStream);
+    ALLOC_ASYNC(cuMemAllocFromPoolAsync, false, dptr, bytesize, pool, hStream);
 }
 
 CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
                                               CUstream hStream)
 {
-    ALLOC_ASYNC(cuMemAllocFromPoolAsync_ptsz, dptr, bytesize, pool, hStream);
+    ALLOC_ASYNC(cuMemAllocFromPoolAsync_ptsz, true, dptr, bytesize, pool, hStream);
 }
 
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)

@@ -9,7 +9,8 @@
 #define TF_LIMITER_HOOKS_H
 
 #include <cuda.h>
-#undef cuGetProcAddress /* we export both ABI versions under their own names */
+#undef cuGetProcAddress   /* we export both ABI versions under their own names */
+#undef cuGraphInstantiate /* the CUDA 11 ABI of that name, not cuGraphInstantiateWithFlags */
 
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
 #include "sim/nvml_abi.h"

@@ -61,7 +61,7 @@ struct tf__lim {
     _Atomic(uintptr_t) primary[TF_LIM_MAX_REAL]; /* primary contexts seen by retain */
     _Atomic(unsigned) ctx_gen;                   /* bumped when a context dies (launch caches) */
     /* tracked allocations */
-    struct tf_ptrtab mem, arr, vmm, graphs;
+    struct tf_ptrtab mem, arr, vmm, graphs, gmem;
     /* diagnostics, logged once */
     _Atomic(int) stale_state; /* 0 fresh, 1 stale (logged) */
     _Atomic(int) untracked_logged;

@@ -496,6 +496,7 @@ static void after_fork_child(void)
     tf_ptrtab_reset(&tf__L.vmm);
     tf_ptrtab_reset(&tf__L.graphs);
     tf__modules_after_fork();
+    tf_ptrtab_reset(&tf__L.gmem);
 }
 
 __attribute__((constructor)) static void limiter_ctor(void)

@@ -163,6 +163,7 @@ CUresult tf__ctx_sync(CUcontext ctx)
 
 void tf__ctx_teardown(CUcontext ctx)
 {
+    tf__capture_ctx_gone(ctx);
     (void)tf__ctx_sync(ctx);
     atomic_store(&ctx->destroyed, 1);
 #ifdef TF_SIM_HAVE_PTX
@@ -171,6 +172,7 @@ void tf__ctx_teardown(CUcontext ctx)
     tf__events_free_ctx(ctx);
     destroy_ctx_streams(ctx);
     tf__mem_free_ctx(ctx);
+    tf__pools_ctx_gone(ctx);
     ctx->null_stream = NULL;
     tf__device_unref(ctx->dev);
     /* A primary context keeps its handle (retain revives it); others stay as zombies. */
@@ -368,20 +370,18 @@ CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 
 CUresult CUDAAPI cuCtxSynchronize(void)
 {
-    CUcontext c;
-    CUresult rc = tf__ctx_current(&c, 0);
-    if (rc)
-        return rc;
-    return tf__ctx_sync(c);
+    return cuCtxSynchronize_v2(NULL);
 }
 
 CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
 {
     CUcontext c;
     CUresult rc = tf__ctx_resolve(ctx, &c, 0);
-    if (rc)
+    if (rc || (rc = tf__capture_sync_check(c, NULL)))
         return rc;
-    return tf__ctx_sync(c);
+    rc = tf__ctx_sync(c);
+    tf__pools_synced(c->dev);
+    return rc;
 }
 
 CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)

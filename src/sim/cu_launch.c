@@ -29,15 +29,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct sim_kernel_op {
-    struct tf_ptx_launch l;
-    const char *name;
-    unsigned char params[]; /* l.params points here */
-};
-
 void tf__kernel_free(struct sim_kernel_op *k)
 {
     free(k);
+}
+
+struct sim_kernel_op *tf__kernel_op_dup(const struct sim_kernel_op *k)
+{
+    size_t n = sizeof(*k) + k->l.params_size;
+    struct sim_kernel_op *c = malloc(n);
+    if (c) {
+        memcpy(c, k, n);
+        c->l.params = c->params;
+    }
+    return c;
 }
 
 static CUresult fault_code(enum tf_ptx_status st)
@@ -193,17 +198,13 @@ static CUresult pack_params(const struct CUfunc_st *f, void **params, void **ext
     return CUDA_SUCCESS;
 }
 
-static CUresult launch(struct launch_args *a)
+/* Checks launch A in CTX and builds its op (caller owns it). */
+static CUresult build(CUcontext ctx, struct launch_args *a, struct sim_kernel_op **out)
 {
-    CUcontext ctx;
-    CUresult rc = tf__ctx_current(&ctx, 0);
-    if (rc)
-        return rc;
     struct CUfunc_st *f;
-    struct CUstream_st *s;
+    CUresult rc;
     a->is_kernel = tf__handle_is((const void *)a->f, H_KERNEL);
-    if ((rc = tf__func_resolve(a->f, ctx, &f)) ||
-        (rc = tf__stream_resolve(ctx, a->stream, a->per_thread, &s)))
+    if ((rc = tf__func_resolve(a->f, ctx, &f)))
         return rc;
     if ((rc = check_geometry(f, a))) {
         if (tf_log_enabled(TF_LOG_DEBUG))
@@ -226,11 +227,39 @@ static CUresult launch(struct launch_args *a)
     if ((rc = pack_params(f, a->params, a->extra, &k)))
         return rc;
     k->name = f->info.name;
+    k->func = f;
     k->l.kernel = f->k;
     memcpy(k->l.grid, a->grid, sizeof(k->l.grid));
     memcpy(k->l.block, a->block, sizeof(k->l.block));
     k->l.dynamic_shared = a->shmem;
     k->l.max_dynamic_shared = (uint32_t)f->max_dynamic_smem;
+    *out = k;
+    return CUDA_SUCCESS;
+}
+
+CUresult tf__kernel_op_build(CUcontext ctx, CUfunction f, const unsigned grid[3],
+                             const unsigned block[3], unsigned shmem, void **params, void **extra,
+                             struct sim_kernel_op **out)
+{
+    struct launch_args a = {.f = f,
+                            .grid = {grid[0], grid[1], grid[2]},
+                            .block = {block[0], block[1], block[2]},
+                            .shmem = shmem,
+                            .params = params,
+                            .extra = extra};
+    return build(ctx, &a, out);
+}
+
+static CUresult launch(struct launch_args *a)
+{
+    CUcontext ctx;
+    CUresult rc = tf__ctx_current(&ctx, 0);
+    if (rc)
+        return rc;
+    struct CUstream_st *s;
+    struct sim_kernel_op *k;
+    if ((rc = tf__stream_resolve(ctx, a->stream, a->per_thread, &s)) || (rc = build(ctx, a, &k)))
+        return rc;
     struct sim_op *op = tf__op_new(OP_KERNEL);
     if (!op) {
         free(k);

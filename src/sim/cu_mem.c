@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Memory entry points of the simulated driver: device, pitched, managed, stream-ordered and
- * page-locked host allocations, memory info, address ranges, pointer attributes, copies
- * (host/device in every direction, sync and async, unified cuMemcpy) and memsets.
+ * Memory entry points of the simulated driver: device and pitched allocations (stream-ordered
+ * ones are in cu_pool.c, page-locked host memory in cu_hostmem.c, managed memory in
+ * cu_managed.c), memory info, address ranges, pointer
+ * attributes, copies (host/device in every direction, sync and async, unified cuMemcpy) and
+ * memsets.
  *
  * Synchronous copies and memsets are ops on the legacy default stream (the per-thread stream
  * for the _ptds entry points) that the call waits for, so they are ordered after earlier
@@ -20,12 +22,19 @@ static CUresult cur(CUcontext *ctx)
     return tf__ctx_current(ctx, 0);
 }
 
+/* The current context, for a call that stream capture may prohibit (cu_capture.c). */
+static CUresult cur_unsafe(CUcontext *ctx)
+{
+    CUresult rc = tf__ctx_current(ctx, 0);
+    return rc ? rc : tf__capture_unsafe_call();
+}
+
 /* ---- Allocation ------------------------------------------------------------------------ */
 
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr *dptr, size_t bytesize)
 {
     CUcontext ctx;
-    CUresult rc = cur(&ctx);
+    CUresult rc = cur_unsafe(&ctx);
     if (rc)
         return rc;
     if (!dptr || bytesize == 0)
@@ -41,7 +50,7 @@ CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, size_t Width
                                  size_t Height, unsigned int ElementSizeBytes)
 {
     CUcontext ctx;
-    CUresult rc = cur(&ctx);
+    CUresult rc = cur_unsafe(&ctx);
     if (rc)
         return rc;
     if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
@@ -58,27 +67,14 @@ CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr *dptr, size_t *pPitch, size_t Width
     return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    if (!dptr || bytesize == 0 || (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST))
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t p;
-    if ((rc = tf__mem_alloc(ctx, M_MANAGED, bytesize, flags, 0, &p)))
-        return rc;
-    *dptr = (CUdeviceptr)p;
-    return CUDA_SUCCESS;
-}
-
 /* Waits until DEV's contexts are idle (cuMemFree is synchronous). */
 static CUresult sync_owner(CUdeviceptr p, CUcontext cur_ctx)
 {
     struct sim_alloc a;
     if (tf__mem_lookup((uint64_t)p, &a) != 0 || a.base != (uint64_t)p)
         return CUDA_ERROR_INVALID_VALUE;
+    if (a.backing == B_GRAPH && tf__gmem_freed_in_graph(&a))
+        return CUDA_ERROR_INVALID_VALUE; /* only its own graph frees it */
     (void)tf__ctx_sync(a.ctx);
     (void)cur_ctx;
     return CUDA_SUCCESS;
@@ -87,7 +83,7 @@ static CUresult sync_owner(CUdeviceptr p, CUcontext cur_ctx)
 CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
 {
     CUcontext ctx;
-    CUresult rc = cur(&ctx);
+    CUresult rc = cur_unsafe(&ctx);
     if (rc)
         return rc;
     if (!dptr) /* freeing NULL is a no-op */
@@ -95,126 +91,6 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr dptr)
     if ((rc = sync_owner(dptr, ctx)))
         return rc;
     return tf__mem_free((uint64_t)dptr, 0);
-}
-
-static CUresult alloc_async(CUdeviceptr *dptr, size_t bytesize, CUstream h, int per_thread)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    struct CUstream_st *s;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &s)))
-        return rc;
-    if (!dptr || bytesize == 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    /* Stream-ordered allocation: memory that exists from now on is valid at the point of the
-     * stream where the allocation happens, and later. */
-    uint64_t p;
-    if ((rc = tf__mem_alloc(ctx, M_DEVICE, bytesize, 0, 0, &p)))
-        return rc;
-    *dptr = (CUdeviceptr)p;
-    return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    return alloc_async(dptr, bytesize, hStream, 0);
-}
-
-CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
-{
-    return alloc_async(dptr, bytesize, hStream, 1);
-}
-
-static CUresult free_async(CUdeviceptr dptr, CUstream h, int per_thread)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    struct CUstream_st *s;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &s)))
-        return rc;
-    struct sim_alloc a;
-    if (tf__mem_lookup((uint64_t)dptr, &a) != 0 || a.base != (uint64_t)dptr || a.kind != M_DEVICE)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct sim_op *op = tf__op_new(OP_FREE);
-    if (!op)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    op->u.free.ptr = dptr;
-    return tf__enqueue(s, op, 0);
-}
-
-CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
-{
-    return free_async(dptr, hStream, 0);
-}
-
-CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-    return free_async(dptr, hStream, 1);
-}
-
-CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    const unsigned known =
-        CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
-    if (!pp || bytesize == 0 || (Flags & ~known))
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t p;
-    if ((rc = tf__mem_alloc(ctx, M_HOST, bytesize, Flags, 0, &p)))
-        return rc;
-    *pp = (void *)(uintptr_t)p;
-    return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuMemAllocHost(void **pp, size_t bytesize)
-{
-    return cuMemHostAlloc(pp, bytesize, 0);
-}
-
-CUresult CUDAAPI cuMemFreeHost(void *p)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    if (!p)
-        return CUDA_SUCCESS;
-    if ((rc = sync_owner((CUdeviceptr)(uintptr_t)p, ctx)))
-        return rc;
-    return tf__mem_free((uint64_t)(uintptr_t)p, M_HOST);
-}
-
-CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, unsigned int Flags)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    struct sim_alloc a;
-    if (!pdptr || Flags != 0 || tf__mem_lookup((uint64_t)(uintptr_t)p, &a) != 0 || a.kind != M_HOST)
-        return CUDA_ERROR_INVALID_VALUE;
-    *pdptr = (CUdeviceptr)(uintptr_t)p; /* unified addressing: the same address */
-    return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuMemHostGetFlags(unsigned int *pFlags, void *p)
-{
-    CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
-    struct sim_alloc a;
-    if (!pFlags || tf__mem_lookup((uint64_t)(uintptr_t)p, &a) != 0 || a.kind != M_HOST)
-        return CUDA_ERROR_INVALID_VALUE;
-    *pFlags = a.flags | CU_MEMHOSTALLOC_DEVICEMAP;
-    return CUDA_SUCCESS;
 }
 
 CUresult CUDAAPI cuMemGetInfo(size_t *free, size_t *total)
@@ -305,7 +181,9 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
         *(int *)data = 0;
         break;
     case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
-        *(unsigned int *)data = known ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE : 0;
+        *(unsigned int *)data = !known        ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE
+                                : a.read_only ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ
+                                              : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
         break;
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
         *(size_t *)data = known ? (size_t)a.size : 0;
@@ -315,6 +193,9 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
         break;
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID:
         *(unsigned long long *)data = known ? a.buffer_id : 0;
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        *(CUmemoryPool *)data = known ? tf__pool_of(&a) : NULL;
         break;
     default:
         return CUDA_ERROR_INVALID_VALUE;
@@ -355,14 +236,15 @@ CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_at
 enum { END_HOST = 1, END_DEV = 2, END_ANY = 3 };
 
 /* Validates one end of a copy: device ends must lie inside one allocation the context's
- * device can access; END_ANY accepts host memory too (unified addressing). */
-static CUresult check_end(CUcontext ctx, uint64_t p, size_t n, int kind)
+ * device can access (or, for work being captured, a graph allocation's range: it exists when
+ * the graph runs); END_ANY accepts host memory too (unified addressing). */
+static CUresult check_end(CUcontext ctx, uint64_t p, size_t n, int kind, int captured)
 {
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     if (kind == END_HOST)
         return CUDA_SUCCESS;
-    if (tf__mem_range_ok(p, n, ctx->dev->index))
+    if (tf__mem_range_ok(p, n, ctx->dev->index) || (captured && tf__gmem_contains(p, n)))
         return CUDA_SUCCESS;
     if (kind == END_ANY) {
         struct sim_alloc a;
@@ -385,7 +267,8 @@ static CUresult copy(CUstream h, int per_thread, int wait, uint64_t dst, int dk,
         return rc;
     if (n == 0)
         return CUDA_SUCCESS;
-    if ((rc = check_end(ctx, dst, n, dk)) || (rc = check_end(ctx, src, n, sk)))
+    int captured = atomic_load(&s->cap) != NULL;
+    if ((rc = check_end(ctx, dst, n, dk, captured)) || (rc = check_end(ctx, src, n, sk, captured)))
         return rc;
     struct sim_op *op = tf__op_new(OP_COPY);
     if (!op)
@@ -502,7 +385,7 @@ static CUresult memset_op(CUstream h, int per_thread, int wait, CUdeviceptr dst,
     if (count == 0)
         return CUDA_SUCCESS;
     if (count > SIZE_MAX / (size_t)width || (dst % (CUdeviceptr)width) != 0 ||
-        !tf__mem_range_ok((uint64_t)dst, (uint64_t)count * (uint64_t)width, ctx->dev->index))
+        check_end(ctx, (uint64_t)dst, count * (size_t)width, END_DEV, atomic_load(&s->cap) != NULL))
         return CUDA_ERROR_INVALID_VALUE;
     struct sim_op *op = tf__op_new(OP_SET);
     if (!op)

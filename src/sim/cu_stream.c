@@ -91,9 +91,8 @@ CUresult tf__stream_resolve(CUcontext ctx, CUstream h, int per_thread, struct CU
     return CUDA_SUCCESS;
 }
 
-/* Current context and resolved stream H. */
-static CUresult cur_stream(CUstream h, int per_thread, int allow_sticky, CUcontext *pctx,
-                           struct CUstream_st **out)
+CUresult tf__cur_stream(CUstream h, int per_thread, int allow_sticky, CUcontext *pctx,
+                        struct CUstream_st **out)
 {
     CUcontext ctx;
     CUresult rc = tf__ctx_current(&ctx, allow_sticky);
@@ -137,6 +136,8 @@ CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
         return rc;
     if (!tf__handle_is(hStream, H_STREAM) || hStream->kind != S_USER)
         return CUDA_ERROR_INVALID_HANDLE;
+    if (atomic_load(&hStream->cap)) /* not while it captures (the capture is invalidated) */
+        return tf__capture_sync_check(hStream->ctx, hStream);
     tf__stream_release_handle(hStream);
     return CUDA_SUCCESS;
 }
@@ -150,10 +151,11 @@ static CUresult stream_sync(CUstream h, int per_thread)
 {
     struct CUstream_st *s;
     CUcontext ctx;
-    CUresult rc = cur_stream(h, per_thread, 0, &ctx, &s);
-    if (rc)
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &s);
+    if (rc || (rc = tf__capture_sync_check(ctx, s)))
         return rc;
     tf__stream_wait_idle(s);
+    tf__pools_synced(s->dev);
     return (CUresult)atomic_load(&ctx->sticky);
 }
 
@@ -171,8 +173,8 @@ static CUresult stream_query(CUstream h, int per_thread)
 {
     struct CUstream_st *s;
     CUcontext ctx;
-    CUresult rc = cur_stream(h, per_thread, 0, &ctx, &s);
-    if (rc)
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &s);
+    if (rc || (rc = tf__capture_sync_check(ctx, s)))
         return rc;
     if (!tf__stream_idle(s))
         return CUDA_ERROR_NOT_READY;
@@ -189,16 +191,61 @@ CUresult CUDAAPI cuStreamQuery_ptsz(CUstream hStream)
     return stream_query(hStream, 1);
 }
 
-static CUresult stream_wait_event(CUstream h, CUevent ev, unsigned flags, int per_thread)
+CUresult tf__stream_wait_seq(struct CUstream_st *s, struct CUstream_st *target, uint64_t seq)
 {
-    struct CUstream_st *s;
-    CUresult rc = cur_stream(h, per_thread, 0, NULL, &s);
-    if (rc)
-        return rc;
-    if (!tf__handle_is(ev, H_EVENT))
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
-        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_exec *te = &target->dev->exec;
+    pthread_mutex_lock(&te->mu);
+    target->refs++;
+    pthread_mutex_unlock(&te->mu);
+    struct sim_op *op = tf__op_new(OP_WAIT);
+    if (!op) {
+        tf__stream_unref(target);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    op->u.wait.stream = target;
+    op->u.wait.seq = seq;
+    /* Remembered for the allocator's reuse rules (the oldest of the slots is replaced). */
+    struct sim_exec *e = &s->dev->exec;
+    pthread_mutex_lock(&e->mu);
+    int k = 0;
+    for (int i = 0; i < 4; i++) {
+        if (s->waited[i].id == target->id) {
+            k = i;
+            break;
+        }
+        if (s->waited[i].seq < s->waited[k].seq)
+            k = i;
+    }
+    s->waited[k].id = target->id;
+    if (s->waited[k].seq < seq)
+        s->waited[k].seq = seq;
+    pthread_mutex_unlock(&e->mu);
+    return tf__enqueue(s, op, 0);
+}
+
+int tf__stream_follows(struct CUstream_st *s, unsigned long long t_id, enum sim_stream_kind t_kind,
+                       unsigned t_flags, CUcontext t_ctx, uint64_t seq)
+{
+    if (s->id == t_id)
+        return 1;
+    if (s->ctx == t_ctx) {
+        int s_blocking = !(s->flags & CU_STREAM_NON_BLOCKING);
+        int t_blocking = !(t_flags & CU_STREAM_NON_BLOCKING);
+        if ((t_kind == S_LEGACY && s_blocking) || (s->kind == S_LEGACY && t_blocking))
+            return 1;
+    }
+    struct sim_exec *e = &s->dev->exec;
+    int dep = 0;
+    pthread_mutex_lock(&e->mu);
+    for (int i = 0; i < 4; i++)
+        if (s->waited[i].id == t_id && s->waited[i].seq >= seq)
+            dep = 1;
+    pthread_mutex_unlock(&e->mu);
+    return dep;
+}
+
+CUresult tf__stream_wait_event_now(struct CUstream_st *s, struct CUevent_st *ev)
+{
     struct sim_exec *ee = &ev->ctx->dev->exec;
     pthread_mutex_lock(&ee->mu);
     struct CUstream_st *target = ev->rec_stream;
@@ -208,14 +255,25 @@ static CUresult stream_wait_event(CUstream h, CUevent ev, unsigned flags, int pe
     pthread_mutex_unlock(&ee->mu);
     if (!target) /* never recorded: nothing to wait for */
         return CUDA_SUCCESS;
-    struct sim_op *op = tf__op_new(OP_WAIT);
-    if (!op) {
-        tf__stream_unref(target);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    op->u.wait.stream = target;
-    op->u.wait.seq = seq;
-    return tf__enqueue(s, op, 0);
+    CUresult rc = tf__stream_wait_seq(s, target, seq);
+    tf__stream_unref(target);
+    return rc;
+}
+
+static CUresult stream_wait_event(CUstream h, CUevent ev, unsigned flags, int per_thread)
+{
+    struct CUstream_st *s;
+    CUresult rc = tf__cur_stream(h, per_thread, 0, NULL, &s);
+    if (rc)
+        return rc;
+    if (!tf__handle_is(ev, H_EVENT))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL)
+        return CUDA_ERROR_INVALID_VALUE;
+    int handled;
+    if ((rc = tf__capture_wait_event(s, ev, flags, &handled)) || handled)
+        return rc;
+    return tf__stream_wait_event_now(s, ev);
 }
 
 CUresult CUDAAPI cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags)
@@ -232,7 +290,7 @@ static CUresult host_func(CUstream h, CUhostFn fn, CUstreamCallback cb, void *da
 {
     struct sim_op *op;
     struct CUstream_st *s;
-    CUresult rc = cur_stream(h, per_thread, 0, NULL, &s);
+    CUresult rc = tf__cur_stream(h, per_thread, 0, NULL, &s);
     if (rc)
         return rc;
     if (!fn && !cb)
@@ -278,7 +336,7 @@ CUresult CUDAAPI cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback cal
     CUresult CUDAAPI name(CUstream hStream, type *out)                                             \
     {                                                                                              \
         struct CUstream_st *s;                                                                     \
-        CUresult rc = cur_stream(hStream, ptsz, 1, NULL, &s);                                      \
+        CUresult rc = tf__cur_stream(hStream, ptsz, 1, NULL, &s);                                  \
         if (rc)                                                                                    \
             return rc;                                                                             \
         if (!out)                                                                                  \
@@ -378,7 +436,7 @@ void tf__events_free_ctx(CUcontext ctx)
 static CUresult event_record(CUevent ev, CUstream h, unsigned flags, int per_thread)
 {
     struct CUstream_st *s;
-    CUresult rc = cur_stream(h, per_thread, 0, NULL, &s);
+    CUresult rc = tf__cur_stream(h, per_thread, 0, NULL, &s);
     if (rc)
         return rc;
     if (!tf__handle_is(ev, H_EVENT) || ev->ctx != s->ctx)
@@ -389,6 +447,7 @@ static CUresult event_record(CUevent ev, CUstream h, unsigned flags, int per_thr
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
     op->u.rec.ev = ev;
+    op->u.rec.external = (flags & CU_EVENT_RECORD_EXTERNAL) != 0;
     return tf__enqueue(s, op, 0);
 }
 
@@ -425,6 +484,8 @@ CUresult CUDAAPI cuEventQuery(CUevent hEvent)
         return rc;
     if (!tf__handle_is(hEvent, H_EVENT))
         return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = tf__capture_event_check(hEvent)))
+        return rc;
     struct sim_exec *e = &hEvent->ctx->dev->exec;
     pthread_mutex_lock(&e->mu);
     int done = event_done(hEvent);
@@ -441,11 +502,14 @@ CUresult CUDAAPI cuEventSynchronize(CUevent hEvent)
         return rc;
     if (!tf__handle_is(hEvent, H_EVENT))
         return CUDA_ERROR_INVALID_HANDLE;
+    if ((rc = tf__capture_event_check(hEvent)))
+        return rc;
     struct sim_exec *e = &hEvent->ctx->dev->exec;
     pthread_mutex_lock(&e->mu);
     while (!event_done(hEvent))
         pthread_cond_wait(&e->done_cv, &e->mu);
     pthread_mutex_unlock(&e->mu);
+    tf__pools_synced(hEvent->ctx->dev);
     return (CUresult)atomic_load(&hEvent->ctx->sticky);
 }
 
@@ -490,7 +554,7 @@ static CUresult stream_get_ctx_v2(CUstream h, CUcontext *pCtx, CUgreenCtx *pGree
                                   int per_thread)
 {
     struct CUstream_st *s;
-    CUresult rc = cur_stream(h, per_thread, 1, NULL, &s);
+    CUresult rc = tf__cur_stream(h, per_thread, 1, NULL, &s);
     if (rc)
         return rc;
     if (!pCtx && !pGreenCtx)

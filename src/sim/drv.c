@@ -190,6 +190,25 @@ CUresult CUDAAPI cuDriverGetVersion(int *driverVersion)
 #include "common/cuerr.def"
 #undef X
 
+CUresult tf__not_supported(const char *what)
+{
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static const char *seen[64]; /* guarded by mu; past 64 names every call logs */
+    int fresh = 1;
+    pthread_mutex_lock(&mu);
+    for (int i = 0; i < 64 && fresh; i++) {
+        if (!seen[i]) {
+            seen[i] = what;
+            break;
+        }
+        fresh = strcmp(seen[i], what) != 0;
+    }
+    pthread_mutex_unlock(&mu);
+    if (fresh)
+        tf_log(TF_LOG_WARN, "sim", "not supported by the simulated GPU: %s", what);
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 const char *tf__cu_error_name(CUresult r)
 {
     const char *n = tf_cuerr_name((int)r);

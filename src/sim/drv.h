@@ -42,6 +42,10 @@ enum sim_htype {
     H_FUNC,
     H_LIBRARY,
     H_KERNEL,
+    H_POOL,
+    H_GRAPH,
+    H_GNODE,
+    H_GEXEC,
 };
 /* Registers P as a live handle of TYPE; 0 or TF_ENOMEM. Thread-safe. */
 int tf__handle_add(const void *p, enum sim_htype type);
@@ -126,6 +130,8 @@ struct CUctx_st {
     struct CUmod_st *modules;
     size_t limits[SIM_LIMIT_COUNT];
     CUfunc_cache cache_config;
+    _Atomic int captures;           /* active stream capture sequences (cu_capture.c) */
+    _Atomic int capturing_blocking; /* blocking streams among their streams */
 };
 
 /* The calling thread's current context, checked: NOT_INITIALIZED, INVALID_CONTEXT (none),
@@ -154,10 +160,18 @@ struct CUstream_st {
     int priority;
     enum sim_stream_kind kind;
     unsigned long long id;
-    pthread_t owner; /* S_PER_THREAD: the thread it belongs to */
+    pthread_t owner;                   /* S_PER_THREAD: the thread it belongs to */
+    _Atomic(struct sim_capture *) cap; /* the capture sequence it is part of (cu_capture.c) */
     /* Guarded by dev->exec.mu: */
     struct sim_op *head, *tail;
-    uint64_t last_seq;         /* seq of the last op enqueued */
+    uint64_t last_seq; /* seq of the last op enqueued */
+    /* Newest (stream id, seq) this stream was made to wait for by cuStreamWaitEvent, per
+     * waited stream (the oldest entry is replaced): what the stream-ordered allocator's
+     * event-dependency reuse rule reads. */
+    struct {
+        unsigned long long id;
+        uint64_t seq;
+    } waited[4];
     _Atomic uint64_t done_seq; /* seq of the last op completed (ops complete in stream order);
                                   written under exec.mu, read lock-free by other devices */
     int refs;                  /* 1 while the handle lives + 1 per op or wait that names it */
@@ -176,6 +190,11 @@ struct CUevent_st {
     int refs; /* 1 while the handle lives + 1 per pending record op */
     int destroyed;
     struct CUevent_st *next; /* exec.events */
+    /* Its latest record in a capturing stream (guarded by the graph mutex, cu_capture.c):
+     * the capture's id (0: none) and the stream's dependency set at that point. */
+    _Atomic unsigned long long cap_id;
+    CUgraphNode *cap_deps;
+    size_t ncap_deps;
 };
 
 /* Resolves a stream argument for CTX: NULL means the legacy stream, or the per-thread stream
@@ -183,6 +202,10 @@ struct CUevent_st {
  * the special handles. Fails with INVALID_HANDLE for unknown or destroyed streams or streams
  * of another context. */
 CUresult tf__stream_resolve(CUcontext ctx, CUstream h, int per_thread, struct CUstream_st **out);
+/* The calling thread's current context (checked as tf__ctx_current, into *PCTX if not NULL)
+ * and stream H of it resolved (as tf__stream_resolve). */
+CUresult tf__cur_stream(CUstream h, int per_thread, int allow_sticky, CUcontext *pctx,
+                        struct CUstream_st **out);
 /* Creates a stream (kind S_USER or S_LEGACY) of CTX. */
 CUresult tf__stream_new(CUcontext ctx, unsigned flags, int priority, enum sim_stream_kind kind,
                         struct CUstream_st **out);
@@ -190,6 +213,19 @@ CUresult tf__stream_new(CUcontext ctx, unsigned flags, int priority, enum sim_st
 void tf__stream_release_handle(struct CUstream_st *s);
 /* Drops one reference taken for a wait op or an event (locks S's device exec.mu). */
 void tf__stream_unref(struct CUstream_st *s);
+/* Takes a reference on S (dropped with tf__stream_unref). */
+void tf__stream_ref(struct CUstream_st *s);
+/* The seq of the last op queued on S. */
+uint64_t tf__stream_last_seq(struct CUstream_st *s);
+/* Queues on S a wait for EV's latest record (nothing if it was never recorded). */
+CUresult tf__stream_wait_event_now(struct CUstream_st *s, struct CUevent_st *ev);
+/* Queues on S a wait for op SEQ of TARGET (as cuStreamWaitEvent does for a record). */
+CUresult tf__stream_wait_seq(struct CUstream_st *s, struct CUstream_st *target, uint64_t seq);
+/* True when work queued on S from now on runs after op SEQ of stream T (same stream, the
+ * legacy stream's implicit synchronisation, or a cuStreamWaitEvent recorded in S->waited).
+ * T may be gone: only its id, kind, flags and context are given. */
+int tf__stream_follows(struct CUstream_st *s, unsigned long long t_id, enum sim_stream_kind t_kind,
+                       unsigned t_flags, CUcontext t_ctx, uint64_t seq);
 
 /* ---- Work queue (exec.c) --------------------------------------------------------------- */
 enum sim_op_kind {
@@ -201,9 +237,13 @@ enum sim_op_kind {
     OP_FREE,       /* stream-ordered free */
     OP_KERNEL,     /* kernel launch (cu_launch.c) */
     OP_SYNC_POINT, /* no-op whose completion a host thread waits for */
+    OP_GALLOC,     /* a graph allocation comes into existence (cu_gexec.c) */
 };
 
-struct sim_kernel_op; /* cu_launch.c */
+struct sim_kernel_op;  /* cu_launch.c */
+struct sim_pool_block; /* cu_pool.c */
+struct sim_gmem;       /* cu_gexec.c */
+struct sim_capture;    /* cu_capture.c */
 
 struct sim_op {
     struct sim_op *next;
@@ -227,6 +267,7 @@ struct sim_op {
         } set;
         struct {
             struct CUevent_st *ev;
+            int external; /* CU_EVENT_RECORD_EXTERNAL: a node of its own when captured */
         } rec;
         struct {
             struct CUstream_st *stream;
@@ -240,8 +281,10 @@ struct sim_op {
         } host;
         struct {
             CUdeviceptr ptr;
+            struct sim_pool_block *block; /* a pool allocation's block (cu_pool.c), or NULL */
         } free;
         struct sim_kernel_op *kernel;
+        struct sim_gmem *galloc; /* a reference */
     } u;
 };
 
@@ -272,30 +315,60 @@ void tf__exec_memview(struct sim_device *d, CUcontext ctx, const struct tf_ptx_r
 enum sim_mem_kind {
     M_DEVICE = 1, /* cuMemAlloc*, cuMemAllocPitch, cuMemAllocAsync */
     M_MANAGED,    /* cuMemAllocManaged */
-    M_HOST,       /* cuMemAllocHost / cuMemHostAlloc (page-locked, mapped) */
+    M_HOST,       /* cuMemAllocHost / cuMemHostAlloc / cuMemHostRegister (page-locked, mapped) */
     M_MODVAR,     /* module .global/.const variable */
+};
+/* Who owns an entry's backing memory. */
+enum sim_backing {
+    B_OWN = 0, /* memtab.c: allocated with the entry, freed (and uncharged) with it */
+    B_POOL,    /* a memory pool's block (cu_pool.c), told when the entry goes */
+    B_GRAPH,   /* a graph allocation (cu_gexec.c), told when the entry goes */
+    B_USER,    /* the application's (cuMemHostRegister): never freed by the driver */
 };
 struct sim_alloc {
     uint64_t base, size;
     enum sim_mem_kind kind;
     int dev;            /* device index (host allocations: -1) */
-    CUcontext ctx;      /* owner context */
-    unsigned flags;     /* cuMemHostAlloc / cuMemAllocManaged flags */
-    int read_only;      /* .const variables */
+    CUcontext ctx;      /* owner context: the entry goes when it is destroyed */
+    unsigned flags;     /* cuMemHostAlloc / cuMemHostRegister / cuMemAllocManaged flags */
+    int read_only;      /* .const variables, CU_MEMHOSTREGISTER_READ_ONLY */
     uint64_t buffer_id; /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
-    uint64_t charged;   /* bytes reserved in the device budget */
-    size_t map_len;     /* >0: backed by mmap of this length, else malloc */
+    uint64_t charged;   /* bytes reserved in the device budget (B_OWN) */
+    size_t map_len;     /* B_OWN: >0: backing is an mmap of this length, else malloc */
+    enum sim_backing backing;
+    void *owner; /* B_POOL: sim_pool_block; B_GRAPH: sim_gmem; M_MANAGED: sim_managed */
 };
 /* Allocates SIZE bytes of backing memory (zeroed) and registers it; *OUT gets the base. */
 CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
                        int read_only, uint64_t *out);
+/* The same, with OWNER kept in the entry (B_OWN: M_MANAGED's advice state, freed with it). */
+CUresult tf__mem_alloc_owned(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
+                             void *owner, uint64_t *out);
+/* Zeroed backing memory of SIZE bytes (mmap from 1 MiB: *MAP_LEN gets its length, else 0),
+ * or NULL; freed with tf__mem_backing_free. Not registered, not charged. */
+void *tf__mem_backing_alloc(uint64_t size, size_t *map_len);
+void tf__mem_backing_free(void *p, size_t map_len);
+/* Registers [BASE, BASE+SIZE) owned by OWNER (BACKING != B_OWN) for CTX, on device DEV
+ * (-1: host memory); *BUFFER_ID (if not NULL) gets its buffer id. INVALID_VALUE when the
+ * range overlaps an entry. */
+CUresult tf__mem_insert(CUcontext ctx, int dev, enum sim_mem_kind kind, uint64_t base,
+                        uint64_t size, unsigned flags, int read_only, enum sim_backing backing,
+                        void *owner, uint64_t *buffer_id);
+/* Unregisters the entry starting at BASE without touching its backing; *OUT (if not NULL)
+ * gets it. 0, or TF_ENOENT. */
+int tf__mem_remove(uint64_t base, struct sim_alloc *out);
+/* Sets the size of the entry starting at BASE; with CTX, makes it a new allocation of CTX
+ * (new buffer id into *BUFFER_ID). 0, or TF_ENOENT. */
+int tf__mem_update(uint64_t base, uint64_t size, CUcontext ctx, uint64_t *buffer_id);
 /* Unregisters and frees the allocation starting at BASE of KIND (any device kind when
- * KIND is 0); INVALID_VALUE when there is none. */
+ * KIND is 0); INVALID_VALUE when there is none (registered host memory is never freed). */
 CUresult tf__mem_free(uint64_t base, enum sim_mem_kind kind);
 /* Frees module variable BASE (module unload). */
 void tf__mem_free_modvar(uint64_t base);
 /* Frees every allocation owned by CTX. */
 void tf__mem_free_ctx(CUcontext ctx);
+/* Copies an allocation overlapping [BASE, BASE+SIZE) into *OUT; 0 if found, else TF_ENOENT. */
+int tf__mem_overlap(uint64_t base, uint64_t size, struct sim_alloc *out);
 /* Copies the allocation containing ADDR into *OUT; 0 if found, else TF_ENOENT. */
 int tf__mem_lookup(uint64_t addr, struct sim_alloc *out);
 /* True when [ADDR, ADDR+N) lies inside one allocation a device of index DEV can access. */
@@ -309,14 +382,72 @@ uint64_t tf__mem_gen(void);
  * as on hardware. Returns the count, or (size_t)-1 on allocation failure. */
 size_t tf__mem_ranges(CUcontext ctx, struct tf_ptx_range **v, size_t *cap);
 
+/* ---- Managed memory (cu_managed.c) ---------------------------------------------------- */
+struct sim_managed;
+/* Frees the advice state of a managed allocation (NULL is fine). */
+void tf__managed_state_free(struct sim_managed *m);
+
+/* ---- Memory pools (cu_pool.c) ---------------------------------------------------------- */
+/* The entry of a pool allocation went without cuMemFreeAsync (cuMemFree, context teardown):
+ * its block returns to the pool. */
+void tf__pool_entry_released(const struct sim_alloc *a);
+/* The device of POOL. */
+struct sim_device *tf__pool_device(CUmemoryPool pool);
+/* The pool allocation A came from (NULL: not a pool allocation). */
+CUmemoryPool tf__pool_of(const struct sim_alloc *a);
+/* Executor: the stream-ordered free of BLOCK's allocation ran. */
+void tf__pool_free_done(struct sim_pool_block *block);
+/* After a stream, event or context synchronize on D: pools holding more than their release
+ * threshold give idle memory back. */
+void tf__pools_synced(struct sim_device *d);
+/* Context teardown (before its device reference is dropped): when it is the device's last
+ * context, the device's pools give all idle memory back to the budget. */
+void tf__pools_ctx_gone(CUcontext ctx);
+
 /* Frees every event of CTX (context teardown; cu_stream.c). */
 void tf__events_free_ctx(CUcontext ctx);
+
+/* ---- Graphs (cu_graph.c, cu_gexec.c, cu_capture.c; nograph.c without the PTX engine) ---- */
+/* True when [P, P+N) lies inside a graph allocation's address range. */
+int tf__gmem_contains(uint64_t p, uint64_t n);
+/* Executor: graph allocation M comes into existence (OP_GALLOC); drops the op's reference. */
+void tf__gmem_alloc_done(struct sim_gmem *m);
+/* The entry of graph allocation A went (a free): it no longer exists. */
+void tf__gmem_entry_released(const struct sim_alloc *a);
+/* True when graph allocation A is freed by a node of its own graph (no other free). */
+int tf__gmem_freed_in_graph(const struct sim_alloc *a);
+/* OP queued on S while S captures: becomes a node (takes OP). WAIT: synchronous work. */
+CUresult tf__capture_op(struct CUstream_st *s, struct sim_op *op, int wait);
+/* The legacy stream of CTX used while a blocking stream captures: invalidates those
+ * captures, returns CUDA_ERROR_STREAM_CAPTURE_IMPLICIT. */
+CUresult tf__capture_implicit(CUcontext ctx);
+/* Synchronizing or querying S (NULL: all of CTX) is allowed by capture: 0, or the error. */
+CUresult tf__capture_sync_check(CUcontext ctx, struct CUstream_st *s);
+/* Querying or synchronizing EV is allowed (not last recorded in an active capture). */
+CUresult tf__capture_event_check(struct CUevent_st *ev);
+/* A potentially unsafe call (allocation, free, ...) is allowed by the capture modes. */
+CUresult tf__capture_unsafe_call(void);
+/* Work may be queued on S outside of tf__enqueue (a graph launch, a stream-ordered
+ * allocation): S is not capturing and, if legacy, usable. */
+CUresult tf__capture_check_launch(struct CUstream_st *s);
+/* cuStreamWaitEvent under capture: *HANDLED when capture rules decided it. */
+CUresult tf__capture_wait_event(struct CUstream_st *s, struct CUevent_st *ev, unsigned flags,
+                                int *handled);
+/* CTX is being destroyed: its capture sequences end, their graphs discarded. */
+void tf__capture_ctx_gone(CUcontext ctx);
+/* cuMemAllocAsync / cuMemFreeAsync on a capturing stream: allocation and free nodes. */
+CUresult tf__capture_mem_alloc(struct CUstream_st *s, uint64_t size, CUmemoryPool pool,
+                               CUdeviceptr *out);
+CUresult tf__capture_mem_free(struct CUstream_st *s, CUdeviceptr ptr);
 
 /* ---- Modules (cu_module.c) ------------------------------------------------------------- */
 /* Unloads every module of CTX (context teardown). */
 void tf__modules_free_ctx(CUcontext ctx);
 
 /* ---- Errors ---------------------------------------------------------------------------- */
+/* Logs (once per WHAT, at warn) that a corner of the driver API is not implemented by the
+ * simulated GPU and returns CUDA_ERROR_NOT_SUPPORTED. */
+CUresult tf__not_supported(const char *what);
 /* Sets the thread's "last error detail" shown by logs. */
 const char *tf__cu_error_name(CUresult r);
 

@@ -114,6 +114,23 @@ void tf__stream_unref(struct CUstream_st *s)
     pthread_mutex_unlock(&e->mu);
 }
 
+void tf__stream_ref(struct CUstream_st *s)
+{
+    struct sim_exec *e = &s->dev->exec;
+    pthread_mutex_lock(&e->mu);
+    s->refs++;
+    pthread_mutex_unlock(&e->mu);
+}
+
+uint64_t tf__stream_last_seq(struct CUstream_st *s)
+{
+    struct sim_exec *e = &s->dev->exec;
+    pthread_mutex_lock(&e->mu);
+    uint64_t seq = s->last_seq;
+    pthread_mutex_unlock(&e->mu);
+    return seq;
+}
+
 void tf__stream_release_handle(struct CUstream_st *s)
 {
     struct sim_exec *e = &s->dev->exec;
@@ -208,13 +225,19 @@ static void execute(struct sim_device *d, struct CUstream_st *s, struct sim_op *
             op->u.host.cb(op->u.host.handle, (CUresult)atomic_load(&ctx->sticky), op->u.host.data);
         break;
     case OP_FREE:
-        (void)tf__mem_free(op->u.free.ptr, 0);
+        if (op->u.free.block)
+            tf__pool_free_done(op->u.free.block);
+        else
+            (void)tf__mem_free(op->u.free.ptr, 0);
         break;
     case OP_KERNEL:
 #ifdef TF_SIM_HAVE_PTX
         if (!broken)
             tf__kernel_run(d, ctx, op->u.kernel);
 #endif
+        break;
+    case OP_GALLOC:
+        tf__gmem_alloc_done(op->u.galloc);
         break;
     case OP_RECORD:
     case OP_WAIT:
@@ -237,6 +260,7 @@ static void maybe_free_event(struct sim_exec *e, struct CUevent_st *ev)
         ev->rec_stream->refs--;
         maybe_free_stream(e, ev->rec_stream);
     }
+    free(ev->cap_deps);
     free(ev);
 }
 
@@ -404,6 +428,16 @@ void tf__exec_shutdown(void)
 
 CUresult tf__enqueue(struct CUstream_st *s, struct sim_op *op, int wait)
 {
+    if (atomic_load(&s->cap)) /* capturing: the op becomes a graph node */
+        return tf__capture_op(s, op, wait);
+    if (s->kind == S_LEGACY && atomic_load(&s->ctx->capturing_blocking) > 0) {
+#ifdef TF_SIM_HAVE_PTX
+        if (op->kind == OP_KERNEL)
+            tf__kernel_free(op->u.kernel);
+#endif
+        free(op);
+        return tf__capture_implicit(s->ctx);
+    }
     struct sim_device *d = s->dev;
     struct sim_exec *e = &d->exec;
     pthread_mutex_lock(&e->mu);
@@ -426,6 +460,7 @@ CUresult tf__enqueue(struct CUstream_st *s, struct sim_op *op, int wait)
         }
         ev->rec_seq = op->seq;
         ev->refs++;
+        atomic_store(&ev->cap_id, 0); /* a real record replaces one made in a capture */
     }
     uint64_t seq = op->seq;
     op->stream = s;

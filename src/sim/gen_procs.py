@@ -8,8 +8,8 @@
 # point (tests/sim/test_procaddr checks the table and the exports agree):
 #   nm -D --defined-only build/test/src/sim/libcuda.so.1 | awk '{print $3}' > /tmp/syms
 #   src/sim/gen_procs.py /usr/local/cuda/include/cudaTypedefs.h /tmp/syms > src/sim/procs.def
-# Symbols defined in cu_module.c / cu_library.c / cu_launch.c / cu_occupancy.c (they need the
-# PTX engine) are wrapped in #ifdef TF_SIM_HAVE_PTX.
+# Symbols defined in cu_module.c / cu_library.c / cu_launch.c / cu_occupancy.c / the graph
+# files (they need the PTX engine) are wrapped in #ifdef TF_SIM_HAVE_PTX.
 import os
 import re
 import sys
@@ -48,7 +48,8 @@ def symbols(base):
 cuda_h = open(os.path.join(os.path.dirname(typedefs), 'cuda.h')).read()
 macro = dict(re.findall(r'#define\s+(cu\w+)\s+(?:__CUDA_API_PT\w+\()?(cu\w+)\)?', cuda_h))
 engine = set()
-for f in ('cu_module.c', 'cu_library.c', 'cu_launch.c', 'cu_occupancy.c'):
+for f in ('cu_module.c', 'cu_library.c', 'cu_launch.c', 'cu_occupancy.c', 'cu_graph.c',
+          'cu_graph_legacy.c', 'cu_gexec.c', 'cu_capture.c'):
     path = os.path.join(here, f)
     if os.path.exists(path):
         for name in re.findall(r'CUresult CUDAAPI (cu\w+)\(', open(path).read()):

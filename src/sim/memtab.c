@@ -7,7 +7,10 @@
  * cuPointerGetAttribute reads it. Backing memory: mmap for large allocations (lazily
  * committed, so an 80 GiB budget costs nothing until touched), zeroed malloc for small ones.
  * Device-memory bytes are charged to the device's shared budget (devshm.c) before the backing
- * is allocated and returned when it is freed. Thread-safe (one rwlock).
+ * is allocated and returned when it is freed. Entries whose backing belongs to someone else
+ * (a memory pool's block, registered user memory) are inserted and removed without touching
+ * it; when such an entry goes with its context or a free, its owner is told. Thread-safe (one
+ * rwlock, never held while calling out).
  */
 #include "sim/drv.h"
 
@@ -62,8 +65,86 @@ static int charged_kind(enum sim_mem_kind k)
     return k == M_DEVICE || k == M_MANAGED || k == M_MODVAR;
 }
 
+static CUresult alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
+                      int read_only, void *owner, uint64_t *out);
+
+/* Backing of SIZE bytes; PAGED: whole pages (mmap) whatever the size. */
+static void *backing(uint64_t size, int paged, size_t *map_len)
+{
+    void *p = NULL;
+    *map_len = 0;
+    if (size >= MMAP_THRESHOLD || paged) {
+        size_t len = (size_t)((size + 4095) & ~(uint64_t)4095);
+        p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+                 0);
+        if (p == MAP_FAILED)
+            return NULL;
+        *map_len = len;
+    } else if (posix_memalign(&p, ALLOC_ALIGN, (size_t)size) == 0) {
+        memset(p, 0, (size_t)size);
+    } else {
+        p = NULL;
+    }
+    return p;
+}
+
+void *tf__mem_backing_alloc(uint64_t size, size_t *map_len)
+{
+    return backing(size, 0, map_len);
+}
+
+void tf__mem_backing_free(void *p, size_t map_len)
+{
+    if (p && map_len)
+        munmap(p, map_len);
+    else
+        free(p);
+}
+
+/* Inserts A (its buffer id assigned here). 0, TF_EEXIST (it overlaps an entry), or
+ * TF_ENOMEM. */
+static int insert(struct sim_alloc *a)
+{
+    pthread_rwlock_wrlock(&mt_lock);
+    if (ntab == captab) {
+        size_t ncap = captab ? captab * 2 : 64;
+        struct sim_alloc *n = realloc(tab, ncap * sizeof(*n));
+        if (!n) {
+            pthread_rwlock_unlock(&mt_lock);
+            return TF_ENOMEM;
+        }
+        tab = n;
+        captab = ncap;
+    }
+    size_t i = upper(a->base);
+    if ((i > 0 && tab[i - 1].base + tab[i - 1].size > a->base) ||
+        (i < ntab && tab[i].base < a->base + a->size)) {
+        pthread_rwlock_unlock(&mt_lock);
+        return TF_EEXIST; /* the table's ranges never overlap */
+    }
+    memmove(&tab[i + 1], &tab[i], (ntab - i) * sizeof(*tab));
+    a->buffer_id = next_buffer_id++;
+    tab[i] = *a;
+    ntab++;
+    atomic_fetch_add(&mt_gen, 1);
+    pthread_rwlock_unlock(&mt_lock);
+    return 0;
+}
+
 CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
                        int read_only, uint64_t *out)
+{
+    return alloc(ctx, kind, size, flags, read_only, NULL, out);
+}
+
+CUresult tf__mem_alloc_owned(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
+                             void *owner, uint64_t *out)
+{
+    return alloc(ctx, kind, size, flags, 0, owner, out);
+}
+
+static CUresult alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsigned flags,
+                      int read_only, void *owner, uint64_t *out)
 {
     if (size == 0)
         return CUDA_ERROR_INVALID_VALUE;
@@ -73,72 +154,111 @@ CUresult tf__mem_alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, uns
     uint64_t charge = charged_kind(kind) ? size : 0;
     if (charge && tf_sim_shm_mem_reserve(d->shm, atomic_load(&d->slot), charge) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    void *p = NULL;
-    size_t map_len = 0;
-    if (size >= MMAP_THRESHOLD) {
-        map_len = (size_t)((size + 4095) & ~(uint64_t)4095);
-        p = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-        if (p == MAP_FAILED)
-            p = NULL;
-    } else if (posix_memalign(&p, ALLOC_ALIGN, (size_t)size) == 0) {
-        memset(p, 0, (size_t)size);
-    } else {
-        p = NULL;
-    }
-    if (!p)
-        goto fail;
-    pthread_rwlock_wrlock(&mt_lock);
-    if (ntab == captab) {
-        size_t ncap = captab ? captab * 2 : 64;
-        struct sim_alloc *n = realloc(tab, ncap * sizeof(*n));
-        if (!n) {
-            pthread_rwlock_unlock(&mt_lock);
-            goto fail;
-        }
-        tab = n;
-        captab = ncap;
-    }
-    uint64_t base = (uint64_t)(uintptr_t)p;
-    size_t i = upper(base);
-    memmove(&tab[i + 1], &tab[i], (ntab - i) * sizeof(*tab));
-    tab[i] = (struct sim_alloc){
-        .base = base,
+    size_t map_len;
+    /* Managed memory is page-aligned: advice and prefetches work on pages. */
+    void *p = backing(size, kind == M_MANAGED, &map_len);
+    struct sim_alloc a = {
+        .base = (uint64_t)(uintptr_t)p,
         .size = size,
         .kind = kind,
         .dev = kind == M_HOST ? -1 : d->index,
         .ctx = ctx,
         .flags = flags,
         .read_only = read_only,
-        .buffer_id = next_buffer_id++,
         .charged = charge,
         .map_len = map_len,
+        .backing = B_OWN,
+        .owner = owner,
     };
-    ntab++;
+    if (!p || insert(&a) != 0) {
+        tf__mem_backing_free(p, map_len);
+        if (charge)
+            tf_sim_shm_mem_release(d->shm, atomic_load(&d->slot), charge);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *out = a.base;
+    return CUDA_SUCCESS;
+}
+
+CUresult tf__mem_insert(CUcontext ctx, int dev, enum sim_mem_kind kind, uint64_t base,
+                        uint64_t size, unsigned flags, int read_only, enum sim_backing backing,
+                        void *owner, uint64_t *buffer_id)
+{
+    struct sim_alloc a = {
+        .base = base,
+        .size = size,
+        .kind = kind,
+        .dev = dev,
+        .ctx = ctx,
+        .flags = flags,
+        .read_only = read_only,
+        .backing = backing,
+        .owner = owner,
+    };
+    int rc = insert(&a);
+    if (rc)
+        return rc == TF_EEXIST ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_OUT_OF_MEMORY;
+    if (buffer_id)
+        *buffer_id = a.buffer_id;
+    return CUDA_SUCCESS;
+}
+
+int tf__mem_remove(uint64_t base, struct sim_alloc *out)
+{
+    pthread_rwlock_wrlock(&mt_lock);
+    size_t i = upper(base);
+    if (i == 0 || tab[i - 1].base != base) {
+        pthread_rwlock_unlock(&mt_lock);
+        return TF_ENOENT;
+    }
+    if (out)
+        *out = tab[i - 1];
+    memmove(&tab[i - 1], &tab[i], (ntab - i) * sizeof(*tab));
+    ntab--;
     atomic_fetch_add(&mt_gen, 1);
     pthread_rwlock_unlock(&mt_lock);
-    *out = base;
-    return CUDA_SUCCESS;
-fail:
-    if (p && map_len)
-        munmap(p, map_len);
-    else
-        free(p);
-    if (charge)
-        tf_sim_shm_mem_release(d->shm, atomic_load(&d->slot), charge);
-    return CUDA_ERROR_OUT_OF_MEMORY;
+    return 0;
+}
+
+int tf__mem_update(uint64_t base, uint64_t size, CUcontext ctx, uint64_t *buffer_id)
+{
+    pthread_rwlock_wrlock(&mt_lock);
+    size_t i = upper(base);
+    if (i == 0 || tab[i - 1].base != base) {
+        pthread_rwlock_unlock(&mt_lock);
+        return TF_ENOENT;
+    }
+    struct sim_alloc *a = &tab[i - 1];
+    a->size = size;
+    if (ctx)
+        a->ctx = ctx;
+    if (buffer_id)
+        *buffer_id = a->buffer_id = next_buffer_id++;
+    atomic_fetch_add(&mt_gen, 1);
+    pthread_rwlock_unlock(&mt_lock);
+    return 0;
 }
 
 static void release_backing(const struct sim_alloc *a)
 {
-    void *p = (void *)(uintptr_t)a->base;
-    if (a->map_len)
-        munmap(p, a->map_len);
-    else
-        free(p);
-    if (a->charged) {
-        struct sim_device *d = a->ctx->dev;
-        tf_sim_shm_mem_release(d->shm, atomic_load(&d->slot), a->charged);
+    switch (a->backing) {
+    case B_OWN:
+        tf__mem_backing_free((void *)(uintptr_t)a->base, a->map_len);
+        if (a->charged) {
+            struct sim_device *d = a->ctx->dev;
+            tf_sim_shm_mem_release(d->shm, atomic_load(&d->slot), a->charged);
+        }
+        if (a->kind == M_MANAGED)
+            tf__managed_state_free(a->owner);
+        break;
+    case B_POOL:
+        tf__pool_entry_released(a);
+        break;
+    case B_GRAPH:
+        tf__gmem_entry_released(a);
+        break;
+    case B_USER:
+        break;
     }
 }
 
@@ -149,7 +269,7 @@ CUresult tf__mem_free(uint64_t base, enum sim_mem_kind kind)
     struct sim_alloc a;
     if (i == 0 || tab[i - 1].base != base ||
         (kind ? tab[i - 1].kind != kind : tab[i - 1].kind == M_HOST) ||
-        tab[i - 1].kind == M_MODVAR) {
+        tab[i - 1].kind == M_MODVAR || tab[i - 1].backing == B_USER) {
         pthread_rwlock_unlock(&mt_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
@@ -200,6 +320,21 @@ void tf__mem_free_ctx(CUcontext ctx)
             return;
         release_backing(&a);
     }
+}
+
+int tf__mem_overlap(uint64_t base, uint64_t size, struct sim_alloc *out)
+{
+    pthread_rwlock_rdlock(&mt_lock);
+    size_t i = upper(base);
+    struct sim_alloc *a = NULL;
+    if (i > 0 && tab[i - 1].base + tab[i - 1].size > base)
+        a = &tab[i - 1];
+    else if (i < ntab && tab[i].base < base + size)
+        a = &tab[i];
+    if (a)
+        *out = *a;
+    pthread_rwlock_unlock(&mt_lock);
+    return a ? 0 : TF_ENOENT;
 }
 
 int tf__mem_lookup(uint64_t addr, struct sim_alloc *out)

@@ -14,6 +14,9 @@
  *   nvml                 NVML device count and memory info (dlopen libnvidia-ml.so.1)
  *   launch N [PTX]       N launches (of spin_ns from PTX if given, else a NULL function)
  *   graph K N            a graph of K kernel nodes launched N times
+ *   ordered              stream-ordered, pool, managed and graph allocations against the
+ *                        limit (graph memory: counted from instantiation to destruction,
+ *                        not while captured)
  *   rollback             a driver-side allocation failure (fake driver fault) gives the
  *                        reservation back
  *   fillslow CHUNK MS N  N attempts, one every MS ms, to allocate CHUNK MiB; prints ok=count
@@ -34,6 +37,7 @@
  *                        per call (benchmark helper)
  */
 #include <cuda.h>
+#include <cudaTypedefs.h>
 #undef cuGetProcAddress
 
 #define NVML_NO_UNVERSIONED_FUNC_DEFS
@@ -546,6 +550,106 @@ static int scenario_modvars(void)
     return 0;
 }
 
+/* Resolves NAME as the PFN_ type T (the entry points lim_host uses with the fake driver
+ * too are linked; these are looked up, so the program loads where they are missing). */
+#define SYM(T, name) ((T)sym(name))
+
+static size_t used_now(size_t free0)
+{
+    size_t f, t;
+    CK(cuMemGetInfo(&f, &t));
+    return free0 - f;
+}
+
+static int scenario_ordered(void)
+{
+    setup();
+    PFN_cuMemAllocAsync_v11020 alloc = SYM(PFN_cuMemAllocAsync_v11020, "cuMemAllocAsync");
+    PFN_cuMemFreeAsync_v11020 freea = SYM(PFN_cuMemFreeAsync_v11020, "cuMemFreeAsync");
+    PFN_cuMemPoolCreate_v11020 pcreate = SYM(PFN_cuMemPoolCreate_v11020, "cuMemPoolCreate");
+    PFN_cuMemPoolDestroy_v11020 pdestroy = SYM(PFN_cuMemPoolDestroy_v11020, "cuMemPoolDestroy");
+    PFN_cuMemAllocFromPoolAsync_v11020 palloc =
+        SYM(PFN_cuMemAllocFromPoolAsync_v11020, "cuMemAllocFromPoolAsync");
+    PFN_cuStreamBeginCapture_v10010 begin =
+        SYM(PFN_cuStreamBeginCapture_v10010, "cuStreamBeginCapture_v2");
+    PFN_cuStreamEndCapture_v10000 end = SYM(PFN_cuStreamEndCapture_v10000, "cuStreamEndCapture");
+    PFN_cuGraphInstantiateWithFlags_v11040 inst =
+        SYM(PFN_cuGraphInstantiateWithFlags_v11040, "cuGraphInstantiateWithFlags");
+    PFN_cuGraphLaunch_v10000 launch = SYM(PFN_cuGraphLaunch_v10000, "cuGraphLaunch");
+    PFN_cuGraphExecDestroy_v10000 edestroy =
+        SYM(PFN_cuGraphExecDestroy_v10000, "cuGraphExecDestroy");
+    PFN_cuGraphDestroy_v10000 gdestroy = SYM(PFN_cuGraphDestroy_v10000, "cuGraphDestroy");
+    PFN_cuStreamCreate_v2000 screate = SYM(PFN_cuStreamCreate_v2000, "cuStreamCreate");
+    PFN_cuStreamDestroy_v4000 sdestroy = SYM(PFN_cuStreamDestroy_v4000, "cuStreamDestroy_v2");
+    PFN_cuMemsetD8Async_v3020 memset8 = SYM(PFN_cuMemsetD8Async_v3020, "cuMemsetD8Async");
+    size_t free0, total;
+    CK(cuMemGetInfo(&free0, &total));
+    printf("total=%zu\n", total);
+    CUstream s;
+    CK(screate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr a, b;
+    /* Stream-ordered and pool allocations. */
+    printf("async_over=%s\n", errname(alloc(&b, total + MiB, s)));
+    CK(alloc(&a, total / 2, s));
+    printf("async_used=%zu\n", used_now(free0));
+    printf("async_more=%s\n", errname(alloc(&b, total / 2 + MiB, s)));
+    CK(freea(a, s));
+    CK(cuStreamSynchronize(s));
+    CUmemPoolProps props = {.allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                            .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+    CUmemoryPool pool;
+    CK(pcreate(&pool, &props));
+    printf("pool_over=%s\n", errname(palloc(&b, total + MiB, pool, s)));
+    CK(palloc(&a, total / 4, pool, s));
+    printf("pool_used=%zu\n", used_now(free0));
+    CK(freea(a, s));
+    CK(cuStreamSynchronize(s));
+    CK(pdestroy(pool));
+    /* Managed memory. */
+    printf("managed_over=%s\n", errname(cuMemAllocManaged(&b, total + MiB, CU_MEM_ATTACH_GLOBAL)));
+    /* Graph memory: a captured allocation is not counted until the graph is instantiated. */
+    CK(begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CK(alloc(&a, total / 2, s));
+    CK(memset8(a, 1, total / 2, s));
+    CK(freea(a, s));
+    CUgraph g;
+    CK(end(s, &g));
+    printf("captured_used=%zu\n", used_now(free0));
+    CUgraphExec e, e2;
+    CK(inst(&e, g, 0));
+    printf("graph_used=%zu\n", used_now(free0));
+    printf("second_graph=%s\n", errname(inst(&e2, g, 0)));
+    CUgraph g2;
+    CK(begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CK(alloc(&b, total / 2 + MiB, s));
+    CK(freea(b, s));
+    CK(end(s, &g2));
+    printf("graph_over=%s\n", errname(inst(&e2, g2, 0)));
+    /* The CUDA 11 ABI (cuGraphInstantiate_v2, what an 11.x runtime resolves) is counted too. */
+    CUresult (*getproc)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
+        (CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))sym(
+            "cuGetProcAddress_v2");
+    CUresult (*inst11)(CUgraphExec *, CUgraph, CUgraphNode *, char *, size_t) = NULL;
+    CK(getproc("cuGraphInstantiate", (void **)&inst11, 11080, 0, NULL));
+    Dl_info di; /* the limiter's hook (the simulator's own forwards to a hooked name anyway) */
+    const char *from = dladdr((void *)inst11, &di) && di.dli_fname ? strrchr(di.dli_fname, '/') : 0;
+    printf("cuda11_instantiate_from=%s\n", from ? from + 1 : "?");
+    printf("graph_over_cuda11=%s\n", errname(inst11(&e2, g2, NULL, NULL, 0)));
+    CK(launch(e, s));
+    CK(cuStreamSynchronize(s));
+    CK(edestroy(e));
+    CK(inst11(&e2, g2, NULL, NULL, 0)); /* fits once the first is gone */
+    printf("graph_used_cuda11=%zu\n", used_now(free0));
+    CK(launch(e2, s));
+    CK(cuStreamSynchronize(s));
+    CK(edestroy(e2));
+    CK(gdestroy(g));
+    CK(gdestroy(g2));
+    CK(sdestroy(s));
+    printf("used_at_end=%zu\n", used_now(free0));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -570,6 +674,8 @@ int main(int argc, char **argv)
         return scenario_nvml();
     if (!strcmp(s, "launch"))
         return scenario_launch(argc, argv);
+    if (!strcmp(s, "ordered"))
+        return scenario_ordered();
     if (!strcmp(s, "graph"))
         return scenario_graph(argc, argv);
     if (!strcmp(s, "rollback"))

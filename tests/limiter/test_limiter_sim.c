@@ -114,6 +114,30 @@ static void allocation_beyond_the_limit_fails_smaller_ones_succeed(void **state)
     tf_shm_unmap(&m);
 }
 
+static void stream_ordered_managed_and_graph_memory_count_against_the_limit(void **state)
+{
+    struct tf_shm_map m = make_region(GiB, 0);
+    struct child c;
+    assert_int_equal(run(&c, "ordered", shm_env, NULL), 0);
+    assert_int_equal(child_num(&c, "total"), (long long)GiB);
+    expect(&c, "async_over", "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_int_equal(child_num(&c, "async_used"), (long long)(GiB / 2));
+    expect(&c, "async_more", "CUDA_ERROR_OUT_OF_MEMORY");
+    expect(&c, "pool_over", "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_int_equal(child_num(&c, "pool_used"), (long long)(GiB / 4));
+    expect(&c, "managed_over", "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_int_equal(child_num(&c, "captured_used"), 0);
+    assert_int_equal(child_num(&c, "graph_used"), (long long)(GiB / 2));
+    expect(&c, "second_graph", "CUDA_ERROR_INVALID_VALUE"); /* one exec with memory nodes */
+    expect(&c, "graph_over", "CUDA_ERROR_OUT_OF_MEMORY");
+    expect(&c, "cuda11_instantiate_from", "libtf_limiter.so");
+    expect(&c, "graph_over_cuda11", "CUDA_ERROR_OUT_OF_MEMORY");
+    assert_int_equal(child_num(&c, "graph_used_cuda11"), (long long)(GiB / 2 + MiB));
+    assert_int_equal(child_num(&c, "used_at_end"), 0);
+    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
+    tf_shm_unmap(&m);
+}
+
 static void two_processes_of_one_workload_share_one_vram_limit(void **state)
 {
     struct tf_shm_map m = make_region(GiB, 0);
@@ -257,7 +281,7 @@ static void the_region_filters_what_cuda_visible_devices_leaves(void **state)
 /* Runs every tests/cuda/host program (name=exe=ptx;...) with E1/E2; all must PASS. */
 static void run_host_programs(const char *e1, const char *e2)
 {
-    char list[4096];
+    char list[16384];
     snprintf(list, sizeof(list), "%s", hosts);
     int n = 0;
     for (char *save = NULL, *item = strtok_r(list, ";", &save); item;
@@ -461,6 +485,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(allocation_beyond_the_limit_fails_smaller_ones_succeed),
+        cmocka_unit_test(stream_ordered_managed_and_graph_memory_count_against_the_limit),
         cmocka_unit_test(two_processes_of_one_workload_share_one_vram_limit),
         cmocka_unit_test(module_variables_count_against_the_soft_limit),
         cmocka_unit_test(memory_info_and_nvml_report_the_limit),

@@ -258,6 +258,21 @@ static void launch_bound(struct tf_ptx_module *m, const struct tf_ptx_kernel *k,
         free(vm.p[i]);
 }
 
+static void managed_variables_are_marked(void **state)
+{
+    (void)state;
+    struct tf_ptx_module *m = ptxt_load_text(".version 8.0\n.target sm_80\n.address_size 64\n"
+                                             ".global .attribute(.managed) .align 4 .u32 counter;\n"
+                                             ".global .align 4 .u32 plain;\n");
+    const struct tf_ptx_var *v =
+        tf_ptx_module_var_at(m, (size_t)tf_ptx_module_var_find(m, "counter"));
+    assert_int_equal(v->is_managed, 1);
+    assert_int_equal(v->size, 4);
+    v = tf_ptx_module_var_at(m, (size_t)tf_ptx_module_var_find(m, "plain"));
+    assert_int_equal(v->is_managed, 0);
+    tf_ptx_module_destroy(m);
+}
+
 static void module_variables_are_laid_out_bound_and_used(void **state)
 {
     (void)state;
@@ -285,6 +300,8 @@ static void module_variables_are_laid_out_bound_and_used(void **state)
         assert_true(v->align >= 4);
     }
     assert_int_equal(tf_ptx_module_var_find(m, "nope"), -1);
+    assert_int_equal(
+        tf_ptx_module_var_at(m, (size_t)tf_ptx_module_var_find(m, "counter"))->is_managed, 0);
     const struct tf_ptx_var *cv =
         tf_ptx_module_var_at(m, (size_t)tf_ptx_module_var_find(m, "counter"));
     int c0;
@@ -673,6 +690,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(device_functions_called_with_call_match_cpu),
         cmocka_unit_test(divergent_warp_then_shfl_vote_match_redux_see_the_right_lanes),
         cmocka_unit_test(module_variables_are_laid_out_bound_and_used),
+        cmocka_unit_test(managed_variables_are_marked),
         cmocka_unit_test(bit_intrinsics_match_cpu),
         cmocka_unit_test(wide_integer_ops_match_cpu),
         cmocka_unit_test(doubles_and_conversions_match_cpu),

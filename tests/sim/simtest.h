@@ -79,6 +79,23 @@ static inline void simtest_cleanup(void)
         }                                                                                          \
     } while (0)
 
+/* The contents of the file at PATH, NUL-terminated (caller frees); fails the test if it
+ * cannot be read. */
+static inline char *simtest_slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
 /* Path of the sim_helper program (next to the test executables). */
 static inline const char *simtest_helper(void)
 {

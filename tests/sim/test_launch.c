@@ -17,20 +17,6 @@ static char *driver_ptx;
 static CUcontext ctx;
 static CUmodule mod;
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = 0;
-    fclose(f);
-    return s;
-}
-
 static CUfunction fn(const char *name)
 {
     CUfunction f;
@@ -473,7 +459,7 @@ int main(int argc, char **argv)
     driver_ptx_path = argv[1];
     oob_ptx_path = argv[2];
     simtest_env("L4:1Gi:8,A100-40GB:2Gi");
-    driver_ptx = slurp(driver_ptx_path);
+    driver_ptx = simtest_slurp(driver_ptx_path);
     setenv("TF_SIM_LAUNCH_MAX_INSNS", "2000000", 1);
     CU_OK(cuInit(0));
 #define T(name) cmocka_unit_test_setup_teardown(name, fresh_context, drop_context)

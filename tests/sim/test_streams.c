@@ -6,6 +6,7 @@
  * across devices), priorities, per-thread default streams, NOT_READY queries, event
  * elapsed time, and async copies and memsets in stream order.
  */
+#include "gate.h"
 #include "simtest.h"
 
 #include <cuda.h>
@@ -16,43 +17,7 @@
 
 static CUcontext ctx, ctx1;
 
-/* ---- Gates and an order log ------------------------------------------------------------ */
-
-struct gate {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int open;
-};
-
-static void gate_init(struct gate *g)
-{
-    pthread_mutex_init(&g->mu, NULL);
-    pthread_cond_init(&g->cv, NULL);
-    g->open = 0;
-}
-
-static void CUDA_CB gate_wait(void *arg)
-{
-    struct gate *g = arg;
-    pthread_mutex_lock(&g->mu);
-    while (!g->open)
-        pthread_cond_wait(&g->cv, &g->mu);
-    pthread_mutex_unlock(&g->mu);
-}
-
-static void gate_open(struct gate *g)
-{
-    pthread_mutex_lock(&g->mu);
-    g->open = 1;
-    pthread_cond_broadcast(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-}
-
-static void *gate_open_thread(void *arg)
-{
-    gate_open(arg);
-    return NULL;
-}
+/* ---- An order log ---------------------------------------------------------------------- */
 
 static char order[64];
 static _Atomic int norder;
@@ -70,12 +35,6 @@ static void CUDA_CB note(void *arg)
     order[atomic_fetch_add(&norder, 1)] = *(char *)arg;
 }
 #define NOTE(stream, ch) CU_OK(cuLaunchHostFunc((stream), note, &tags[(unsigned char)(ch)]))
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
 
 /* ---- Tests ----------------------------------------------------------------------------- */
 

@@ -1008,6 +1008,7 @@ int tf__d_var(struct tf__dctx *dc, const struct tf__vardecl *v)
                                 .size = size,
                                 .align = align,
                                 .is_const = v->space == MOD_CONST,
+                                .is_managed = v->managed,
                                 .init = v->init,
                                 .init_len = v->init_len};
         int sp = v->space;

@@ -23,6 +23,7 @@ struct tf__vardecl {
     const char *name;
     uint64_t count; /* elements (product of array dimensions); 1 for a scalar */
     int unsized;    /* name[] */
+    int managed;    /* .attribute(.managed) */
     const uint8_t *init;
     uint64_t init_len;
 };

@@ -286,13 +286,15 @@ static int parse_var(struct ps *ps, int space, int is_extern, int paramlist,
                     return -1;
             }
         } else if (tf__tok_is(&ps->t, ".attribute")) {
-            /* .attribute(.managed) / (.unified): plain device memory here */
+            /* .attribute(.managed): a __managed__ variable (the driver decides where it
+             * lives); the engine sees plain global memory */
             if (next(ps) || expect_punct(ps, '('))
                 return -1;
             if (ps->t.kind != TK_DIR)
                 return unexpected(ps, "an attribute");
             if (!tf__tok_is(&ps->t, ".managed"))
                 return perr(ps, "%s", "unsupported variable attribute");
+            v.managed = 1;
             if (next(ps) || expect_punct(ps, ')'))
                 return -1;
         } else if (dir_type(&ps->t) != TY_NONE) {

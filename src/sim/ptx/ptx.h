@@ -66,7 +66,8 @@ struct tf_ptx_var {
     const char *name;
     uint64_t size;
     uint32_t align;
-    int is_const; /* .const space (read-only to kernels) */
+    int is_const;   /* .const space (read-only to kernels) */
+    int is_managed; /* .attribute(.managed): a __managed__ variable */
     const uint8_t *init;
     uint64_t init_len;
 };

@@ -48,6 +48,18 @@ static inline void host_mismatch(const char *fmt, ...)
     exit(1);
 }
 
+/* Fails unless CALL returned WANT (an expected error code). */
+static inline void host_expect(CUresult want, CUresult got, const char *what)
+{
+    if (got != want) {
+        const char *w = NULL, *g = NULL;
+        cuGetErrorName(want, &w);
+        cuGetErrorName(got, &g);
+        printf("%s: FAIL %s: %s, want %s\n", host_name, what, g ? g : "?", w ? w : "?");
+        exit(1);
+    }
+}
+
 /* Deterministic pseudo-random numbers (the same inputs on every machine). */
 static uint32_t host_rng = 0x12345678u;
 static inline uint32_t host_rand(void)
@@ -69,6 +81,15 @@ static inline uint32_t host_bits(float f)
     uint32_t u;
     memcpy(&u, &f, 4);
     return u;
+}
+
+/* Checks C = A + B bit for bit (the vecadd kernel's result). */
+static inline void host_check_add(const float *a, const float *b, const float *c, int n,
+                                  const char *what)
+{
+    for (int i = 0; i < n; i++)
+        if (host_bits(c[i]) != host_bits(a[i] + b[i]))
+            host_mismatch("%s: c[%d] = %a, want %a", what, i, (double)c[i], (double)(a[i] + b[i]));
 }
 
 /* Reads the PTX file named by argv[1] (NUL-terminated, caller frees). */
