@@ -210,7 +210,8 @@ def main():
                 os.environ["TF_SIM_LIBDIR"], "libnvidia-ml.so.1"))
             procs.append(start([os.environ["TF_HYPERVISOR_BIN"], "--state-dir", d,
                                 "--kubernetes", "--node-name", node, "--server", api,
-                                "--shm-root", os.path.join(d, "shm"), "--pool", "default-pool",
+                                "--shm-root", os.path.join(d, "shm"),
+                                "--pool", "tensor-fusion-cluster-default-pool",
                                 "--metrics-sink", gurl + "/v1/influxdb/api/v2/write?db=public"
                                 "&precision=ms", "--metrics-interval", "500",
                                 "--sample-interval", "250"], log, hvenv))
@@ -227,7 +228,7 @@ def main():
             nodes[node]["uuid"] = g["status"]["uuid"] if g else "?"
         pool = wait_for("both nodes Running on their hypervisors' heartbeats", lambda: (
             lambda p: p if p and p.get("status", {}).get("readyNodes") == 2 else None)(
-                env.get("gpupool", "default-pool")), 30)
+                env.get("gpupool", "tensor-fusion-cluster-default-pool")), 30)
         check("GPUNode phase from the heartbeat Lease; the pool is ready", pool and
               pool["status"]["phase"] == "Running" and all(
                   (env.get("gpunode", n) or {}).get("status", {}).get("phase") == "Running"
@@ -299,7 +300,8 @@ def main():
         if idle:
             lab, ann = idle["labels"], idle["annotations"]
             check("IdleGPU names node, pool and GPU",
-                  lab.get("node") == "node-b" and lab.get("pool") == "default-pool" and
+                  lab.get("node") == "node-b" and
+                  lab.get("pool") == "tensor-fusion-cluster-default-pool" and
                   lab.get("instance") == b_uuid and lab.get("severity") == "P2", lab)
             check("IdleGPU says what to do", b_uuid in ann.get("summary", "") and
                   "node-b" in ann.get("description", "") and ann.get("runbook_url"), ann)
@@ -345,7 +347,7 @@ def main():
         check("step 1, allocation per node: both nodes, node-a allocated",
               set(byn) == {"node-a", "node-b"} and byn["node-a"]["tflops_allocated_pct"] > 0 and
               byn["node-b"]["tflops_allocated_pct"] == 0 and
-              byn["node-a"]["pool"] == "default-pool", r["node"])
+              byn["node-a"]["pool"] == "tensor-fusion-cluster-default-pool", r["node"])
         byg = {x["uuid"]: x for x in r["gpu"]}
         check("step 1, usage per GPU: node-a's GPU did the work",
               set(byg) == {a_uuid, b_uuid} and

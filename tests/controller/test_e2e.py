@@ -287,7 +287,8 @@ def placement_attacks(env, ids):
     forged["metadata"].update(name="forged", namespace="tensor-fusion-sys", labels={
         "tensor-fusion.ai/enabled": "true", "tensor-fusion.ai/component": "client"})
     forged["metadata"]["annotations"].update({
-        "tensor-fusion.ai/gpupool": "default-pool", "tensor-fusion.ai/isolation": "soft",
+        "tensor-fusion.ai/gpupool": "tensor-fusion-cluster-default-pool",
+        "tensor-fusion.ai/isolation": "soft",
         "tensor-fusion.ai/vram-request": "80Gi", "tensor-fusion.ai/tflops-request": "300",
         "tensor-fusion.ai/container-gpus": json.dumps({"app": [other]}),
         "tensor-fusion.ai/allocation-signature": "v1:" + "ab" * 32})
@@ -519,7 +520,8 @@ def main():
         # The heartbeat stops: the node is Unknown, the pool not ready, an Event says why.
         heartbeat(env, "gpu-node-1", age_s=60)
         pst = wait_for("pool not ready", lambda: (lambda p: p if p and p["status"].get(
-            "readyNodes") == 0 else None)(env.get("gpupool", "default-pool")))
+            "readyNodes") == 0 else None)(env.get("gpupool",
+                                                 "tensor-fusion-cluster-default-pool")))
         check("a lost heartbeat makes the node Unknown and the pool not ready", pst and
               pst["status"]["phase"] == "Unknown" and pst["status"]["notReadyNodes"] == 1 and
               env.get("gpunode", "gpu-node-1")["status"]["phase"] == "Unknown",

@@ -288,9 +288,10 @@ static int setup(void **state)
             snprintf(buf, sizeof(buf),
                      "{\"status\":{\"uuid\":\"GPU-node-%d-%d\",\"gpuModel\":\"A100-80GB\","
                      "\"index\":%d,\"phase\":\"Running\",\"capacity\":{\"tflops\":\"%d\","
-                     "\"vram\":\"%dGi\"},\"nodeSelector\":{\"kubernetes.io/hostname\":"
+                     "\"vram\":\"%dGi\"},\"available\":{\"tflops\":\"%d\",\"vram\":\"%dGi\"},"
+                     "\"message\":\"\",\"nodeSelector\":{\"kubernetes.io/hostname\":"
                      "\"node-%d\"}}}",
-                     n, g, g, GPU_TFLOPS, GPU_VRAM_GIB, n);
+                     n, g, g, GPU_TFLOPS, GPU_VRAM_GIB, GPU_TFLOPS, GPU_VRAM_GIB, n);
             json_object *p = jparse(buf);
             if (tf_k8s_merge_patch(fake.client, &tf_k8s_gpus, NULL, name, "status", p, NULL, err,
                                    sizeof(err)))

@@ -385,7 +385,7 @@ def test_metrics_and_alerts():
     c = container(mine, "Deployment", "tensor-fusion-controller")
     check("an existing Alertmanager", find(mine, "StatefulSet", "alert-manager") is None and
           "--alertmanager-url=http://am.example:9093" in c["args"], c["args"])
-    pool = find(docs, "GPUPool", "default-pool")
+    pool = find(docs, "GPUPool", "tensor-fusion-cluster-default-pool")
     check("the default pool prices every QoS",
           {p["qos"] for p in pool["spec"]["qosConfig"]["pricing"]} ==
           {"low", "medium", "high", "critical"})

@@ -135,9 +135,6 @@ static void unknown_names_and_old_versions_are_not_found(void **state)
     CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuNoSuchThing", &fn, 13000, 0, &st));
     assert_null(fn);
     assert_int_equal(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
-    /* cuMemAlloc's 32-bit pointer ABI (before CUDA 3.2) is not offered. */
-    CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuMemAlloc", &fn, 3010, 0, &st));
-    assert_int_equal(st, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
     /* A name introduced after the caller's version. */
     CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuLaunchKernelEx", &fn, 11000, 0, &st));
     CU_IS(CUDA_ERROR_NOT_FOUND, cuGetProcAddress("cuStreamGetId", &fn, 11080, 0, &st));
