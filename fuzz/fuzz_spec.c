@@ -82,11 +82,7 @@ static void check(const struct tf_spec *s)
     if ((s->requests.tflops_set && s->requests.percent_set) ||
         (s->limits.tflops_set && s->limits.percent_set))
         abort();
-    if (s->requests.tflops_set && s->limits.tflops_set &&
-        s->requests.tflops_milli > s->limits.tflops_milli)
-        abort();
-    if (s->requests.vram_set && s->limits.vram_set && s->requests.vram_bytes > s->limits.vram_bytes)
-        abort();
+    /* A request above its limit is admitted (with a warning), as upstream does. */
     if (!tf_isolation_name(s->isolation) || !tf_qos_name(s->qos))
         abort();
     for (size_t i = 0; i < s->ncontainers; i++)
