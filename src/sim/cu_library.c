@@ -28,6 +28,7 @@ struct CUlib_st {
     struct tf_ptx_module *pm; /* metadata (kernel names); instances parse their own */
     struct CUkern_st *kernels;
     size_t nkernels;
+    uint64_t *managed;  /* per variable of pm: its __managed__ memory (library-wide), or 0 */
     pthread_mutex_t mu; /* guards inst */
     struct lib_inst *inst;
     size_t ninst, cap_inst;
@@ -43,10 +44,38 @@ static void library_free(struct CUlib_st *lib)
     }
     free(lib->kernels);
     free(lib->inst);
+    size_t nv = lib->pm ? tf_ptx_module_var_count(lib->pm) : 0;
+    for (size_t i = 0; lib->managed && i < nv; i++)
+        if (lib->managed[i])
+            (void)tf__mem_free(lib->managed[i], M_MANAGED);
+    free(lib->managed);
     tf_ptx_module_destroy(lib->pm);
     free(lib->image);
     pthread_mutex_destroy(&lib->mu);
     free(lib);
+}
+
+/* The library's __managed__ variables exist once for the whole process, in managed memory
+ * every context and the host reach (context-independent, as cuLibraryGetManaged needs: the
+ * runtime asks for them before any context exists); not charged to a device budget. */
+static CUresult managed_vars(struct CUlib_st *lib)
+{
+    size_t nv = tf_ptx_module_var_count(lib->pm);
+    lib->managed = calloc(nv ? nv : 1, sizeof(*lib->managed));
+    if (!lib->managed)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < nv; i++) {
+        const struct tf_ptx_var *v = tf_ptx_module_var_at(lib->pm, i);
+        if (!v->is_managed)
+            continue;
+        CUresult rc = tf__managed_alloc_global(v->size ? v->size : 1, &lib->managed[i]);
+        if (rc)
+            return rc;
+        if (v->init_len)
+            memcpy((void *)(uintptr_t)lib->managed[i], v->init,
+                   (size_t)(v->init_len < v->size ? v->init_len : v->size));
+    }
+    return CUDA_SUCCESS;
 }
 
 /* Loads IMAGE (FILE_LEN: see tf__image_ptx): a private copy is kept; its PTX for any device
@@ -74,6 +103,8 @@ static CUresult library_load(CUlibrary *library, const void *image, size_t file_
         lib->pm = NULL;
         goto fail;
     }
+    if ((rc = managed_vars(lib)))
+        goto fail;
     lib->nkernels = tf_ptx_module_kernel_count(lib->pm);
     lib->kernels = calloc(lib->nkernels ? lib->nkernels : 1, sizeof(*lib->kernels));
     if (!lib->kernels) {
@@ -172,9 +203,8 @@ static CUresult library_instance(struct CUlib_st *lib, CUcontext ctx, struct CUm
     if (rc)
         goto out;
     struct CUmod_st *m;
-    if ((rc = tf__module_create(ctx, pm, version, target, &m)))
+    if ((rc = tf__module_create(ctx, pm, version, target, lib, &m)))
         goto out;
-    m->lib = lib;
     for (size_t i = 0; i < m->nfuncs; i++)
         for (size_t k = 0; k < lib->nkernels; k++)
             if (lib->kernels[k].max_dynamic_smem >= 0 &&
@@ -296,6 +326,31 @@ CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary 
     if (rc)
         return rc;
     return cuModuleGetGlobal(dptr, bytes, m, name);
+}
+
+uint64_t tf__library_managed(const struct CUlib_st *lib, const char *name)
+{
+    long i = tf_ptx_module_var_find(lib->pm, name);
+    return i < 0 ? 0 : lib->managed[i];
+}
+
+/* A __managed__ variable of the library (no context needed: they are library-wide). */
+CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                     const char *name)
+{
+    CUresult rc = check_library(library);
+    if (rc)
+        return rc;
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    long i = tf_ptx_module_var_find(library->pm, name);
+    if (i < 0 || !library->managed[i])
+        return CUDA_ERROR_NOT_FOUND;
+    if (dptr)
+        *dptr = (CUdeviceptr)library->managed[i];
+    if (bytes)
+        *bytes = (size_t)tf_ptx_module_var_at(library->pm, (size_t)i)->size;
+    return CUDA_SUCCESS;
 }
 
 static CUresult check_kernel(CUkernel k)

@@ -172,6 +172,17 @@ CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned 
     return CUDA_SUCCESS;
 }
 
+CUresult tf__managed_alloc_global(uint64_t size, uint64_t *out)
+{
+    struct sim_managed *m = state_new(size);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = tf__mem_alloc_owned(NULL, M_MANAGED, size, CU_MEM_ATTACH_GLOBAL, m, out);
+    if (rc)
+        tf__managed_state_free(m);
+    return rc;
+}
+
 /* ---- Locations ------------------------------------------------------------------------- */
 
 /* A location as the v2 entry points take it, for advice or prefetch: devices (by a valid

@@ -75,6 +75,8 @@ static CUresult sync_owner(CUdeviceptr p, CUcontext cur_ctx)
         return CUDA_ERROR_INVALID_VALUE;
     if (a.backing == B_GRAPH && tf__gmem_freed_in_graph(&a))
         return CUDA_ERROR_INVALID_VALUE; /* only its own graph frees it */
+    if (!a.ctx)
+        return CUDA_ERROR_INVALID_VALUE; /* a library's __managed__ variable */
     (void)tf__ctx_sync(a.ctx);
     (void)cur_ctx;
     return CUDA_SUCCESS;
@@ -160,7 +162,7 @@ static CUresult pointer_attr(void *data, CUpointer_attribute attr, CUdeviceptr p
         *(int *)data = known && a.kind == M_MANAGED;
         break;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *(int *)data = known ? a.ctx->dev->index : -2;
+        *(int *)data = known && a.ctx ? a.ctx->dev->index : known ? -1 : -2;
         break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
         *(CUdeviceptr *)data = known ? (CUdeviceptr)a.base : 0;

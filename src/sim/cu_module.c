@@ -142,7 +142,7 @@ void tf__module_free(struct CUmod_st *m)
 
 /* Builds a module of CTX from parsed PM (takes ownership of PM). */
 CUresult tf__module_create(CUcontext ctx, struct tf_ptx_module *pm, int version, int target,
-                           struct CUmod_st **out)
+                           struct CUlib_st *lib, struct CUmod_st **out)
 {
     struct CUmod_st *m = calloc(1, sizeof(*m));
     if (!m) {
@@ -150,6 +150,7 @@ CUresult tf__module_create(CUcontext ctx, struct tf_ptx_module *pm, int version,
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     m->ctx = ctx;
+    m->lib = lib;
     m->pm = pm;
     m->ptx_version = version;
     m->target_sm = target;
@@ -164,13 +165,16 @@ CUresult tf__module_create(CUcontext ctx, struct tf_ptx_module *pm, int version,
     }
     for (size_t i = 0; i < m->nvars; i++) {
         const struct tf_ptx_var *v = tf_ptx_module_var_at(pm, i);
-        uint64_t addr;
-        if ((rc = tf__mem_alloc(ctx, M_MODVAR, v->size ? v->size : 1, 0, v->is_const, &addr)))
-            goto fail;
+        /* (tf__module_free leaves the library's alone: they are not M_MODVAR) */
+        uint64_t addr = lib && v->is_managed ? tf__library_managed(lib, v->name) : 0;
+        if (!addr) {
+            if ((rc = tf__mem_alloc(ctx, M_MODVAR, v->size ? v->size : 1, 0, v->is_const, &addr)))
+                goto fail;
+            if (v->init_len)
+                memcpy((void *)(uintptr_t)addr, v->init,
+                       (size_t)(v->init_len < v->size ? v->init_len : v->size));
+        }
         m->vars[i] = addr;
-        if (v->init_len)
-            memcpy((void *)(uintptr_t)addr, v->init,
-                   (size_t)(v->init_len < v->size ? v->init_len : v->size));
         tf_ptx_module_var_bind(pm, i, addr);
     }
     for (size_t i = 0; i < m->nfuncs; i++) {
@@ -221,7 +225,7 @@ static CUresult module_load(CUmodule *module, const void *image, size_t file_len
     tf__ptx_text_free(&ptx);
     if (rc)
         return rc;
-    return tf__module_create(ctx, pm, version, target, module);
+    return tf__module_create(ctx, pm, version, target, NULL, module);
 }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)

@@ -384,6 +384,9 @@ size_t tf__mem_ranges(CUcontext ctx, struct tf_ptx_range **v, size_t *cap);
 
 /* ---- Managed memory (cu_managed.c) ---------------------------------------------------- */
 struct sim_managed;
+/* Managed memory of no context (a library's __managed__ variable): uncharged, freed with
+ * tf__mem_free(*OUT, M_MANAGED). */
+CUresult tf__managed_alloc_global(uint64_t size, uint64_t *out);
 /* Frees the advice state of a managed allocation (NULL is fine). */
 void tf__managed_state_free(struct sim_managed *m);
 

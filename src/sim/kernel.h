@@ -76,9 +76,12 @@ CUresult tf__jit_options(unsigned n, const CUjit_option *opt, void **val, struct
 CUresult tf__ptx_load(const void *image, size_t len, struct sim_device *d,
                       struct tf_ptx_module **out, int *version, int *target,
                       struct tf__jit_log *log);
-/* Builds a module of CTX from parsed PM (takes ownership of PM) and links it into CTX. */
+/* Builds a module of CTX from parsed PM (takes ownership of PM) and links it into CTX; an
+ * instance of library LIB (or NULL) uses the library's __managed__ variables. */
 CUresult tf__module_create(CUcontext ctx, struct tf_ptx_module *pm, int version, int target,
-                           struct CUmod_st **out);
+                           struct CUlib_st *lib, struct CUmod_st **out);
+/* The library-wide memory of LIB's __managed__ variable NAME, or 0 (cu_library.c). */
+uint64_t tf__library_managed(const struct CUlib_st *lib, const char *name);
 /* Unlinks M from its context and its handle; tf__module_free then frees it. */
 void tf__module_unlink(struct CUmod_st *m);
 void tf__module_free(struct CUmod_st *m);

@@ -150,8 +150,8 @@ static CUresult alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsi
         return CUDA_ERROR_INVALID_VALUE;
     if (size > (uint64_t)TF_SIM_MAX_MEMORY)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    struct sim_device *d = ctx->dev;
-    uint64_t charge = charged_kind(kind) ? size : 0;
+    struct sim_device *d = ctx ? ctx->dev : NULL;
+    uint64_t charge = d && charged_kind(kind) ? size : 0;
     if (charge && tf_sim_shm_mem_reserve(d->shm, atomic_load(&d->slot), charge) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     size_t map_len;
@@ -161,7 +161,7 @@ static CUresult alloc(CUcontext ctx, enum sim_mem_kind kind, uint64_t size, unsi
         .base = (uint64_t)(uintptr_t)p,
         .size = size,
         .kind = kind,
-        .dev = kind == M_HOST ? -1 : d->index,
+        .dev = kind == M_HOST || !d ? -1 : d->index,
         .ctx = ctx,
         .flags = flags,
         .read_only = read_only,

@@ -3,7 +3,8 @@
  * Managed memory on the simulated driver: the host and kernels reading and writing the same
  * allocation without copies (both attach modes), advice and prefetches as
  * cuMemRangeGetAttribute(s) report them page by page, their argument checks, stream
- * attachment rules, pointer attributes, and the device budget.
+ * attachment rules, pointer attributes, the device budget, and a library's __managed__
+ * variables (one for the whole process, reached before any context exists).
  * Usage: test_managed vecadd.ptx
  */
 #include "simtest.h"
@@ -217,6 +218,62 @@ static void managed_memory_is_charged_to_the_device(void **state)
     assert_int_equal(f0, f1);
 }
 
+/* A __managed__ variable as nvcc 13 emits it (initialised to 7), and a kernel adding to it. */
+static const char managed_ptx[] = ".version 9.0\n.target sm_75\n.address_size 64\n"
+                                  ".global .attribute(.managed) .align 4 .u32 counter = 7;\n"
+                                  ".visible .entry bump(.param .u32 bump_param_0)\n{\n"
+                                  "  .reg .b32 %r<3>;\n  .reg .b64 %rd<2>;\n"
+                                  "  ld.param.u32 %r1, [bump_param_0];\n"
+                                  "  mov.u64 %rd1, counter;\n"
+                                  "  atom.global.add.u32 %r2, [%rd1], %r1;\n  ret;\n}\n";
+
+/* The runtime asks for a library's __managed__ variables with no context current: they exist
+ * once for the process, the same memory in every context (and for the host), initialised
+ * from the image, not the application's to free, and gone with the library. */
+static void library_managed_variables_belong_to_the_whole_library(void **state)
+{
+    CUcontext saved;
+    CU_OK(cuCtxPopCurrent(&saved));
+    CUlibrary lib;
+    CU_OK(cuLibraryLoadData(&lib, managed_ptx, NULL, NULL, 0, NULL, NULL, 0));
+    CUdeviceptr var;
+    size_t size = 0;
+    CU_OK(cuLibraryGetManaged(&var, &size, lib, "counter"));
+    assert_int_equal(size, 4);
+    volatile unsigned *host = (volatile unsigned *)(uintptr_t)var;
+    assert_int_equal(*host, 7);
+    CU_IS(CUDA_ERROR_NOT_FOUND, cuLibraryGetManaged(&var, &size, lib, "nothing"));
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuLibraryGetManaged(&var, &size, lib, NULL));
+    *host = 100;
+
+    /* Kernels of two contexts (two devices) add to the same variable. */
+    CUkernel k;
+    CU_OK(cuLibraryGetKernel(&k, lib, "bump"));
+    unsigned add[2] = {1, 20};
+    CUcontext c2;
+    CU_OK(cuCtxCreate(&c2, NULL, 0, 1));
+    for (int i = 0; i < 2; i++) {
+        CU_OK(cuCtxSetCurrent(i ? c2 : saved));
+        void *p[] = {&add[i]};
+        CU_OK(cuLaunchKernel((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, NULL, p, NULL));
+        CU_OK(cuCtxSynchronize());
+        CUdeviceptr g;
+        CU_OK(cuLibraryGetGlobal(&g, &size, lib, "counter"));
+        assert_true(g == var);
+    }
+    assert_int_equal(*host, 121);
+    int managed = 0;
+    CU_OK(cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, var));
+    assert_int_equal(managed, 1);
+    CU_IS(CUDA_ERROR_INVALID_VALUE, cuMemFree(var));
+    CU_OK(cuCtxDestroy(c2));
+    CU_OK(cuCtxSetCurrent(saved));
+    assert_int_equal(*host, 121); /* a context going does not take it */
+    CU_OK(cuLibraryUnload(lib));
+    CU_IS(CUDA_ERROR_INVALID_VALUE,
+          cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, var));
+}
+
 static int setup(void **state)
 {
     pg = (size_t)sysconf(_SC_PAGESIZE);
@@ -243,6 +300,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(prefetches_are_recorded_in_stream_calls),
         cmocka_unit_test(stream_attachment_takes_whole_managed_allocations),
         cmocka_unit_test(managed_memory_is_charged_to_the_device),
+        cmocka_unit_test(library_managed_variables_belong_to_the_whole_library),
     };
     int rc = cmocka_run_group_tests(tests, setup, NULL);
     simtest_cleanup();
