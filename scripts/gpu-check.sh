@@ -167,7 +167,7 @@ run_rt() {
         failed="$failed $tag"
     fi
 }
-rt_programs="vecadd matmul pitched streams symbols launch errors nvrtc"
+rt_programs="vecadd matmul pitched streams symbols launch errors nvrtc mempool managed graph"
 declare -A rt_libs=([nvrtc]="-lnvrtc -lcuda" [cublas_sgemm]="-lcublas")
 rt_preload=""
 prebuilt=""

@@ -1,20 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
 // A compute load through one of the runtime's launch paths, for the limiter's compute limit:
 // kernels spinning MS milliseconds on %globaltimer, kept 4 deep in flight on a stream for SECS
-// seconds, launched with <<<>>>, cudaLaunchKernelEx or cudaLaunchCooperativeKernel. Prints
-// "burn: running" when the load starts, then launched= / completed= (a device-side count).
-// Usage: burn launch|ex|coop SECS MS
+// seconds, launched with <<<>>>, cudaLaunchKernelEx, cudaLaunchCooperativeKernel, or as a
+// captured one-kernel CUDA graph (cudaGraphLaunch). Prints "burn: running" when the load
+// starts, then launched= / completed= (a device-side count).
+// Usage: burn launch|ex|coop|graph SECS MS
 #include "check.h"
 #include "spin.h"
-
-
 
 int main(int argc, char **argv)
 {
     prog = "burn";
     if (argc != 4 || atoi(argv[3]) < 1 ||
-        (strcmp(argv[1], "launch") && strcmp(argv[1], "ex") && strcmp(argv[1], "coop"))) {
-        printf("usage: burn launch|ex|coop SECS MS\n");
+        (strcmp(argv[1], "launch") && strcmp(argv[1], "ex") && strcmp(argv[1], "coop") &&
+         strcmp(argv[1], "graph"))) {
+        printf("usage: burn launch|ex|coop|graph SECS MS\n");
         return 2;
     }
     const char *path = argv[1];
@@ -33,6 +33,15 @@ int main(int argc, char **argv)
     cfg.blockDim = dim3(32);
     cfg.stream = s;
     void *args[] = {&ns, &done};
+    cudaGraphExec_t ge = NULL;
+    if (path[0] == 'g') {
+        cudaGraph_t g;
+        CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        spin_ns<<<1, 32, 0, s>>>(ns, done);
+        CK(cudaStreamEndCapture(s, &g));
+        CK(cudaGraphInstantiate(&ge, g, 0));
+        CK(cudaGraphDestroy(g));
+    }
     printf("burn: running\n");
     fflush(stdout);
     double end = now_s() + secs;
@@ -45,6 +54,8 @@ int main(int argc, char **argv)
             spin_ns<<<1, 32, 0, s>>>(ns, done);
         else if (path[0] == 'e')
             CK(cudaLaunchKernelEx(&cfg, spin_ns, ns, done));
+        else if (path[0] == 'g')
+            CK(cudaGraphLaunch(ge, s));
         else
             CK(cudaLaunchCooperativeKernel((const void *)spin_ns, dim3(1), dim3(32), args, 0, s));
         CK(cudaGetLastError());

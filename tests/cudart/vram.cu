@@ -3,7 +3,10 @@
 // argv[1] MiB (the limiter suite): the device and cudaMemGetInfo report the limit; the 32 MiB
 // __device__ array of this program counts against it once the module is in use; cudaMalloc,
 // cudaMallocPitch and cudaMalloc3D past what is left fail with cudaErrorMemoryAllocation while
-// smaller ones succeed; frees give the room back.
+// smaller ones succeed; frees give the room back. The same for stream-ordered allocation (the
+// device's pool and one of the program's own), managed memory, and a captured graph's memory
+// node (counted from instantiation: a graph whose allocation does not fit is refused there),
+// each sharing the one budget with cudaMalloc.
 #include "check.h"
 
 #define BIG (32u << 20)
@@ -14,6 +17,15 @@ __device__ char big[BIG];
 __global__ void touch(unsigned i)
 {
     big[i] = 1;
+}
+
+// cudaMemGetInfo must show FREE bytes free again once WHAT gave its memory back.
+static void all_back(size_t free_want, const char *what)
+{
+    size_t free_b, total_b;
+    CK(cudaMemGetInfo(&free_b, &total_b));
+    if (free_b != free_want)
+        mismatch("free %zu after freeing the memory of %s, %zu before", free_b, what, free_want);
 }
 
 int main(int argc, char **argv)
@@ -62,11 +74,69 @@ int main(int argc, char **argv)
     CK(cudaFree(pp.ptr));
 
     CK(cudaFree(p));
-    CK(cudaMemGetInfo(&free_b, &total_b));
-    if (free_b != after_module)
-        mismatch("free %zu after freeing everything, %zu before", free_b, after_module);
+    all_back(after_module, "cudaMalloc");
+
+    // Stream-ordered allocation, from the device's pool and from one of our own.
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    cudaMemPoolProps props = {};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = 0;
+    cudaMemPool_t own;
+    CK(cudaMemPoolCreate(&own, &props));
+    for (int from_own = 0; from_own < 2; from_own++) {
+        CK(from_own ? cudaMallocFromPoolAsync(&p, after_module - 16 * MiB, own, s)
+                    : cudaMallocAsync(&p, after_module - 16 * MiB, s));
+        EXPECT_ERR(cudaMalloc(&q, 32 * MiB), cudaErrorMemoryAllocation);
+        (void)cudaGetLastError();
+        EXPECT_ERR(from_own ? cudaMallocFromPoolAsync(&q, 32 * MiB, own, s)
+                            : cudaMallocAsync(&q, 32 * MiB, s),
+                   cudaErrorMemoryAllocation);
+        (void)cudaGetLastError();
+        CK(cudaMallocAsync(&q, 8 * MiB, s));
+        CK(cudaFreeAsync(q, s));
+        CK(cudaFreeAsync(p, s));
+        CK(cudaStreamSynchronize(s));
+        all_back(after_module, from_own ? "cudaMallocFromPoolAsync" : "cudaMallocAsync");
+    }
+    CK(cudaMemPoolDestroy(own));
+
+    // Managed memory.
+    CK(cudaMallocManaged(&p, after_module - 16 * MiB));
+    EXPECT_ERR(cudaMalloc(&q, 32 * MiB), cudaErrorMemoryAllocation);
+    (void)cudaGetLastError();
+    EXPECT_ERR(cudaMallocManaged(&q, 32 * MiB), cudaErrorMemoryAllocation);
+    (void)cudaGetLastError();
+    CK(cudaFree(p));
+    all_back(after_module, "cudaMallocManaged");
+
+    // A graph's memory node: refused at instantiation while 32 MiB are taken, then counted
+    // for as long as the executable graph exists.
+    cudaGraph_t g;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    CK(cudaMallocAsync(&p, after_module - 16 * MiB, s));
+    CK(cudaMemsetAsync(p, 1, after_module - 16 * MiB, s));
+    CK(cudaFreeAsync(p, s));
+    CK(cudaStreamEndCapture(s, &g));
+    cudaGraphExec_t e;
+    CK(cudaMalloc(&q, 32 * MiB));
+    EXPECT_ERR(cudaGraphInstantiate(&e, g, 0), cudaErrorMemoryAllocation);
+    (void)cudaGetLastError();
+    CK(cudaFree(q));
+    CK(cudaGraphInstantiate(&e, g, 0));
+    EXPECT_ERR(cudaMalloc(&q, 32 * MiB), cudaErrorMemoryAllocation);
+    (void)cudaGetLastError();
+    CK(cudaGraphLaunch(e, s));
+    CK(cudaStreamSynchronize(s));
+    CK(cudaGraphExecDestroy(e));
+    CK(cudaGraphDestroy(g));
+    CK(cudaDeviceGraphMemTrim(0));
+    all_back(after_module, "a graph's memory node");
+    CK(cudaStreamDestroy(s));
     pass("limit %zu MiB reported; module variables (%u MiB) counted; cudaMalloc, "
-         "cudaMallocPitch, cudaMalloc3D refused past the limit",
+         "cudaMallocPitch, cudaMalloc3D, cudaMallocAsync, cudaMallocFromPoolAsync, "
+         "cudaMallocManaged and graph memory nodes refused past the limit",
          limit / MiB, BIG / MiB);
     return 0;
 }
