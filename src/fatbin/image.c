@@ -260,6 +260,12 @@ uint64_t tf_ptx_globals(const char *t, size_t len)
                 i++;
             i++;
             c = ' ';
+        } else if (c == '"') { /* a string (.file names): its ';', '{' and '//' are text */
+            size_t k = i + 1;
+            while (k < len && t[k] != '"' && t[k] != '\n')
+                k++;
+            i = k < len && t[k] == '"' ? k : k - 1; /* an unterminated one ends at its line */
+            c = ' ';
         }
         if (depth > 0) {
             depth += c == '{' ? 1 : c == '}' ? -1 : 0;
@@ -409,4 +415,12 @@ int tf_image_globals(const struct tf_image *im, uint64_t *bytes, char *err, size
     *bytes = tf_ptx_globals(text, n);
     free(text);
     return 0;
+}
+
+int tf_image_vars_bytes(const void *image, size_t len, uint64_t *bytes, char *err, size_t errlen)
+{
+    struct tf_image im;
+    *bytes = 0;
+    int rc = tf_image_locate(image, len, &im, err, errlen);
+    return rc ? rc : tf_image_globals(&im, bytes, err, errlen);
 }

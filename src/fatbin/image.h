@@ -45,6 +45,11 @@ int tf_image_locate(const void *image, size_t len, struct tf_image *out, char *e
  * TF_EPARSE / TF_ENOTSUP / TF_ENOMEM as the parsers report them (message in ERR). */
 int tf_image_globals(const struct tf_image *im, uint64_t *bytes, char *err, size_t errlen);
 
+/* Both in one: the device memory of the module-scope variables of IMAGE (LEN as for
+ * tf_image_locate), what a VRAM limit charges for loading it (the soft limiter, tf-worker).
+ * Errors as tf_image_locate / tf_image_globals report them. */
+int tf_image_vars_bytes(const void *image, size_t len, uint64_t *bytes, char *err, size_t errlen);
+
 /* The same for PTX text of LEN bytes (exposed for tests and the fuzzer). */
 uint64_t tf_ptx_globals(const char *text, size_t len);
 

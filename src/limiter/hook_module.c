@@ -63,11 +63,9 @@ static bool grow(void **v, size_t *cap, size_t n, size_t sz)
 /* Module-variable bytes of IMAGE (LEN: 0 = by pointer); 0 when it cannot be sized. */
 static uint64_t image_bytes(const void *image, size_t len)
 {
-    struct tf_image im;
     uint64_t bytes = 0;
     char err[256] = "";
-    if (!image || tf_image_locate(image, len, &im, err, sizeof(err)) != 0 ||
-        tf_image_globals(&im, &bytes, err, sizeof(err)) != 0) {
+    if (!image || tf_image_vars_bytes(image, len, &bytes, err, sizeof(err)) != 0) {
         int expect = 0;
         if (atomic_compare_exchange_strong(&size_logged, &expect, 1))
             tf_log(TF_LOG_WARN, TF_LIM_SUBSYS,

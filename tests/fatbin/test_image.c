@@ -2,8 +2,10 @@
  *
  * Module images (src/fatbin/image.h): locating PTX text, cubins, fatbin containers and
  * wrapper records, and sizing their module-scope variables -- what the limiter charges for a
- * loaded module. Fixtures are nvcc 13 builds of tests/cudart/symbols.cu (296 bytes of
- * __device__ / __constant__ variables) in fuzz/corpus/fatbin/, plus PTX written here.
+ * loaded module (the soft limiter, tf-worker). Fixtures are nvcc 13 builds of
+ * tests/cudart/symbols.cu (296 bytes of __device__ / __constant__ variables) and of
+ * tests/cuda/kernels/vars.cu (76 bytes; its PTX is tests/cuda/ptx/vars.ptx) in
+ * fuzz/corpus/fatbin/, plus PTX written here, some of it made to confuse the scan.
  */
 #include "common/err.h"
 #include "fatbin/fatbin.h"
@@ -63,6 +65,45 @@ static void every_form_of_one_program_declares_the_same_globals(void **state)
     free(elf.p);
 }
 
+static char *slurp(const char *rel, size_t *len)
+{
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/%s", getenv("TF_SRCDIR"), rel);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        fail_msg("cannot open %s", path);
+    char *buf = calloc(1, 1 << 20);
+    assert_non_null(buf);
+    *len = fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+static void nvcc_ptx_and_cubin_of_one_source_declare_the_same_globals(void **state)
+{
+    size_t n;
+    char *ptx = slurp("tests/cuda/ptx/vars.ptx", &n);
+    assert_int_equal(globals_of(ptx, n, TF_IMAGE_PTX), 76); /* 4 + 16 + 16 + 32 + 8 */
+    free(ptx);
+    struct blob elf = seed_load("vars.sm90.cubin");
+    assert_int_equal(globals_of(elf.p, elf.n, TF_IMAGE_ELF), 76);
+    /* cut anywhere: refused or located inside what is there, never read past it (ASan) */
+    for (size_t cut = 1; cut < elf.n; cut += 7) {
+        struct tf_image im;
+        char err[256];
+        uint64_t bytes;
+        if (tf_image_locate(elf.p, cut, &im, err, sizeof(err)) == 0) {
+            assert_true(im.size <= cut);
+            (void)tf_image_globals(&im, &bytes, err, sizeof(err));
+        }
+    }
+    free(elf.p);
+    /* the extern dynamic shared array takes no device memory */
+    ptx = slurp("tests/cuda/ptx/driver.ptx", &n);
+    assert_int_equal(globals_of(ptx, n, TF_IMAGE_PTX), 36);
+    free(ptx);
+}
+
 static void ptx_declarations_are_sized_by_type_vector_and_dimensions(void **state)
 {
     static const struct {
@@ -84,6 +125,18 @@ static void ptx_declarations_are_sized_by_type_vector_and_dimensions(void **stat
         {"// .global .u32 commented;\n/* .global .u32 also[100]; */ .global .u16 real;\n", 2},
         {".global .u32 a, b, c;\n", 12},
         {".global .texref t;\n.global .u32 ok;\n", 4},
+        {".version 8.0\n.file 1 \".global .u32 in_string[9];\"\n.global .u32 a;\n", 4},
+        {"// .global .u32 in_comment;\n"
+         "/* .global .u32 in_block_comment; */\n"
+         ".version 8.0\n.target sm_80\n.address_size 64\n"
+         ".file 1 \".global .u32 in_string;\"\n"
+         ".extern .global .align 4 .u32 imported;\n"
+         ".visible .global .align 8 .b8 arr[64] = {1, 2, 3};\n"
+         ".global .u32 a, b;\n"
+         ".visible .entry k(.param .u64 p)\n{\n"
+         "  .reg .b32 %r<2>;\n  ld.global.u32 %r1, [a];\n  .local .u32 l;\n}\n"
+         ".const .f32 c = 1.0;\n",
+         76},
         {"", 0},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -92,6 +145,12 @@ static void ptx_declarations_are_sized_by_type_vector_and_dimensions(void **stat
             fail_msg("case %zu: %llu bytes, want %llu:\n%s", i, (unsigned long long)got,
                      (unsigned long long)cases[i].bytes, cases[i].ptx);
     }
+    /* a NUL ends PTX text of a known length */
+    uint64_t bytes = 0;
+    char err[256];
+    static const char two[] = ".global .u32 x;\0.global .u32 y;\n";
+    assert_int_equal(tf_image_vars_bytes(two, sizeof(two) - 1, &bytes, err, sizeof(err)), 0);
+    assert_int_equal(bytes, 4);
     /* absurd dimensions saturate instead of wrapping */
     const char *huge = ".global .b64 z[99999999999999999999][99999999999];\n";
     assert_true(tf_ptx_globals(huge, strlen(huge)) >= (UINT64_C(1) << 62));
@@ -131,6 +190,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_form_of_one_program_declares_the_same_globals),
+        cmocka_unit_test(nvcc_ptx_and_cubin_of_one_source_declare_the_same_globals),
         cmocka_unit_test(ptx_declarations_are_sized_by_type_vector_and_dimensions),
         cmocka_unit_test(damaged_images_are_refused),
     };

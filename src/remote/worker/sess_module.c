@@ -5,11 +5,10 @@
  */
 #include "remote/worker/session_int.h"
 
-#include "limits/imgvars.h"
-
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
+#include "fatbin/image.h"
 
 #include <assert.h>
 #include <stdio.h>
@@ -203,37 +202,30 @@ static uint32_t report_funcs(struct session *s, struct obj *owner, uint64_t ctx,
     return count;
 }
 
-struct var_of {
-    struct session *s;
-    CUmodule mod;
-};
-
-static int64_t var_size(void *arg, const char *name)
+/* Reserves the device memory module image BLOB's variables take (__device__ / __constant__:
+ * the driver allocates them at load; sized from the image by src/fatbin/image.h) on device
+ * DEV, before the load: CUDA_ERROR_OUT_OF_MEMORY when they do not fit the limit. An image not
+ * understood is charged nothing (the driver then says whether it loads). */
+static CUresult reserve_vars(struct session *s, int dev, int64_t *bytes)
 {
-    struct var_of *v = arg;
-    CUdeviceptr p;
-    size_t n = 0;
-    return v->s->d->moduleGetGlobal(&p, &n, v->mod, name) == CUDA_SUCCESS ? (int64_t)n : -1;
-}
-
-/* Charges module O's variables (__device__ / __constant__: the driver allocated them at load)
- * to its context's device: CUDA_ERROR_OUT_OF_MEMORY when they do not fit the limit. */
-static CUresult charge_vars(struct session *s, struct obj *o)
-{
-    if (!s->d->moduleGetGlobal)
-        return CUDA_SUCCESS;
-    struct var_of v = {s, o->h.mod};
-    int64_t bytes = tf_imgvars_bytes(s->blob.data, s->blob.len, var_size, &v);
-    if (!bytes)
-        return CUDA_SUCCESS;
-    struct obj *c = tf__ws_obj_get(s, o->ctx, TF_PROTO_H_CTX);
-    if (!c || tf_worker_vram_reserve(s->w, c->dev, bytes) != 0) {
+    uint64_t n = 0;
+    char err[256] = "";
+    *bytes = 0;
+    if (tf_image_vars_bytes(s->blob.data, s->blob.len, &n, err, sizeof(err)) != 0) {
         tf_log(TF_LOG_INFO, "worker",
-               "conn %llu: module variables of %lld bytes over the VRAM limit",
-               (unsigned long long)s->c->id, (long long)bytes);
+               "conn %llu: module image not understood (%s): its variables are not charged",
+               (unsigned long long)s->c->id, err);
+        return CUDA_SUCCESS;
+    }
+    if (!n)
+        return CUDA_SUCCESS;
+    if (n > (uint64_t)INT64_MAX || tf_worker_vram_reserve(s->w, dev, (int64_t)n) != 0) {
+        tf_log(TF_LOG_INFO, "worker",
+               "conn %llu: module variables of %llu bytes over the VRAM limit",
+               (unsigned long long)s->c->id, (unsigned long long)n);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    o->bytes = bytes;
+    *bytes = (int64_t)n;
     return CUDA_SUCCESS;
 }
 
@@ -257,10 +249,15 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
      * budget charged for the image includes that byte. */
     if (s->blob_refused || tf_buf_append(&s->blob, "", 1) != 0)
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    if (!r && type == TF_PROTO_H_MODULE)
-        r = tf__ws_use_ctx(s, m.ctx, NULL);
-    else if (!r && m.ctx)
-        r = tf__ws_use_ctx(s, m.ctx, NULL);
+    struct obj *ctxo = NULL;
+    int64_t vars = 0; /* reserved for the module's variables, until its object holds them */
+    int dev = 0;
+    if (!r && (type == TF_PROTO_H_MODULE || m.ctx))
+        r = tf__ws_use_ctx(s, m.ctx, &ctxo);
+    if (!r && type == TF_PROTO_H_MODULE) {
+        dev = ctxo->dev;
+        r = reserve_vars(s, dev, &vars);
+    }
     if (!r && type == TF_PROTO_H_LIBRARY && !s->d->libraryLoadData)
         r = CUDA_ERROR_NOT_SUPPORTED;
     CUmodule mod = NULL;
@@ -295,12 +292,14 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
                 o->h.mod = mod;
             else
                 o->h.lib = lib;
-            if (type == TF_PROTO_H_MODULE && (r = charge_vars(s, o)) != CUDA_SUCCESS)
-                tf__ws_destroy_obj(s, o); /* unloaded: its variables are gone again */
-            else if (type == TF_PROTO_H_MODULE || (m.ctx && s->d->libraryGetKernel))
+            o->bytes = vars; /* given back when it is unloaded */
+            vars = 0;
+            if (type == TF_PROTO_H_MODULE || (m.ctx && s->d->libraryGetKernel))
                 nfuncs = report_funcs(s, o, m.ctx, (const char *)s->blob.data, s->blob.len - 1);
         }
     }
+    if (vars) /* the load failed */
+        tf_worker_vram_release(s->w, dev, vars);
     tf__ws_blob_drop(s); /* the image's memory and budget go back at once */
     s->blob_refused = 0;
     struct tf_msg_module_load_rep rep = {.nfuncs = nfuncs, .log_len = (uint32_t)loglen};
