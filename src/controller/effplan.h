@@ -19,8 +19,9 @@
  *              annotations tensor-fusion.ai/autoscale / autoscale-target
  *   cron       status.activeCronScalingRule: the current resources came from that rule
  *   created    metadata.creationTimestamp
- * Compute given as a percentage (computePercent, tensor-fusion.ai/compute-percent-*) is not
- * rescaled: only VRAM is (targetResource all becomes vram, compute turns autoscaling off).
+ * Compute given as a percentage (compute, or our former computePercent;
+ * tensor-fusion.ai/compute-percent-*) is not rescaled: only VRAM is (targetResource all
+ * becomes vram, compute turns autoscaling off).
  * The result goes to the workload's status subresource:
  *   status.recommendation          {"requests":{"tflops","vram"},"limits":{"tflops","vram"}}
  *                                  (when there was usage history or a cron rule applies)

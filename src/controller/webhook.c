@@ -619,7 +619,7 @@ static json_object *workload_object(const struct tf_spec *s, const char *ns, con
         }
         if (sides[i]->percent_set) {
             percent_text(sides[i]->percent_bp, buf, sizeof(buf));
-            set_str(side, "computePercent", buf);
+            set_str(side, "compute", buf); /* upstream's field (readers also take ours) */
         }
         if (sides[i]->vram_set) {
             tf_quantity_format_bytes(sides[i]->vram_bytes, buf, sizeof(buf));

@@ -146,21 +146,29 @@ static void own_config_wins_over_the_profile_and_errors_name_the_path(void **sta
     json_object_put(pods);
 }
 
+/* Compute as a percentage, in upstream's field (compute, what the webhook writes) or our
+ * former one (computePercent): vram is all that can scale. */
 static void compute_by_percent_only_scales_vram(void **state)
 {
     (void)state;
-    json_object *wl = jparse("{\"metadata\":{\"name\":\"pct\",\"namespace\":\"ml\"},\"spec\":{"
-                             "\"resources\":{\"requests\":{\"computePercent\":\"50\",\"vram\":"
-                             "\"8Gi\"}},\"autoScalingConfig\":{\"autoSetResources\":{\"enable\":"
-                             "true}}}}");
-    struct tf_effplan_workload w;
-    char err[512];
-    assert_int_equal(tf_effplan_workload_read(wl, NULL, &w, err, sizeof(err)), 0);
-    assert_true(w.compute_by_percent);
-    assert_int_equal(tf_effplan_workload_config(&w, NULL, NULL, err, sizeof(err)), 0);
-    assert_int_equal(w.cfg.target, TF_AUTOSCALE_VRAM);
-    tf_effplan_workload_free(&w);
-    json_object_put(wl);
+    static const char *const fields[] = {"compute", "computePercent"};
+    for (size_t i = 0; i < 2; i++) {
+        char doc[512];
+        snprintf(doc, sizeof(doc),
+                 "{\"metadata\":{\"name\":\"pct\",\"namespace\":\"ml\"},\"spec\":{"
+                 "\"resources\":{\"requests\":{\"%s\":\"50\",\"vram\":\"8Gi\"}},"
+                 "\"autoScalingConfig\":{\"autoSetResources\":{\"enable\":true}}}}",
+                 fields[i]);
+        json_object *wl = jparse(doc);
+        struct tf_effplan_workload w;
+        char err[512];
+        assert_int_equal(tf_effplan_workload_read(wl, NULL, &w, err, sizeof(err)), 0);
+        assert_true(w.compute_by_percent);
+        assert_int_equal(tf_effplan_workload_config(&w, NULL, NULL, err, sizeof(err)), 0);
+        assert_int_equal(w.cfg.target, TF_AUTOSCALE_VRAM);
+        tf_effplan_workload_free(&w);
+        json_object_put(wl);
+    }
 }
 
 static void status_patch_records_the_recommendation_and_the_cron_rule(void **state)

@@ -27,6 +27,7 @@ struct fixture {
     int owner_count;      /* pods already taken over per the "cache" */
     int workloads_created;
     char last_workload[128];
+    char last_resources[512]; /* spec.resources of the last workload, as JSON */
     bool last_join;
     json_object *ns_labels;
     char last_event[600];
@@ -110,6 +111,9 @@ static int fx_ensure(void *arg, const char *ns, const char *name, json_object *w
     struct fixture *fx = arg;
     fx->workloads_created++;
     snprintf(fx->last_workload, sizeof(fx->last_workload), "%s/%s", ns, name);
+    snprintf(fx->last_resources, sizeof(fx->last_resources), "%s",
+             json_object_to_json_string_ext(tf_json_path(w, "spec", "resources", NULL),
+                                            JSON_C_TO_STRING_PLAIN));
     fx->last_join = join;
     assert_string_equal(tf_json_str(w, "kind", NULL), "TensorFusionWorkload");
     return 0;
@@ -724,6 +728,26 @@ static void kubectl_dry_run_pod_is_mutated(void **state)
     json_object_put(pod);
 }
 
+/* The TensorFusionWorkload the webhook writes spells compute as upstream's CRD does
+ * (resources.*.compute), not our former computePercent (still read). */
+static void workload_compute_percent_is_written_in_upstreams_field(void **state)
+{
+    json_object *pod =
+        jparse("{\"metadata\":{\"name\":\"p\",\"labels\":{\"tensor-fusion.ai/enabled\":\"true\"},"
+               "\"annotations\":{\"tensor-fusion.ai/compute-percent-request\":\"25\","
+               "\"tensor-fusion.ai/compute-percent-limit\":\"50\","
+               "\"tensor-fusion.ai/vram-limit\":\"2Gi\",\"tensor-fusion.ai/workload\":\"pct\"}},"
+               "\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}");
+    fx.workloads_created = 0;
+    json_object *out = admit(pod, "default", NULL);
+    assert_non_null(out);
+    assert_int_equal(fx.workloads_created, 1);
+    assert_string_equal(fx.last_resources, "{\"requests\":{\"compute\":\"25\",\"vram\":\"2Gi\"},"
+                                           "\"limits\":{\"compute\":\"50\",\"vram\":\"2Gi\"}}");
+    json_object_put(out);
+    json_object_put(pod);
+}
+
 static void dry_run_does_not_create_workloads_and_garbage_is_400(void **state)
 {
     json_object *pod = jparse("{\"metadata\":{\"name\":\"d\",\"labels\":{"
@@ -758,6 +782,7 @@ int main(void)
         cmocka_unit_test(remote_pod_gets_only_the_client_and_hard_local_gets_a_worker),
         cmocka_unit_test(high_and_critical_pods_get_a_priority_class_unless_they_name_one),
         cmocka_unit_test(kubectl_dry_run_pod_is_mutated),
+        cmocka_unit_test(workload_compute_percent_is_written_in_upstreams_field),
         cmocka_unit_test(dry_run_does_not_create_workloads_and_garbage_is_400),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
