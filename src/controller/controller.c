@@ -650,17 +650,7 @@ static void http_handler(const struct tf_http_req *req, struct tf_http_resp *res
         if (x->metrics) {
             struct tf_metrics_sink_stats st;
             tf_ctlmetrics_stats(x->metrics, &st);
-            tf_dynbuf_addf(&b,
-                           "# HELP tf_metrics_points_total metric points by fate (dropped: lost "
-                           "to a full queue or refused by the database)\n"
-                           "# TYPE tf_metrics_points_total counter\n"
-                           "tf_metrics_points_total{result=\"written\"} %llu\n"
-                           "tf_metrics_points_total{result=\"sent\"} %llu\n"
-                           "tf_metrics_points_total{result=\"dropped\"} %llu\n"
-                           "# HELP tf_metrics_queue_bytes metric lines waiting for the database\n"
-                           "# TYPE tf_metrics_queue_bytes gauge\ntf_metrics_queue_bytes %zu\n",
-                           (unsigned long long)st.written, (unsigned long long)st.sent,
-                           (unsigned long long)st.dropped, st.queued);
+            tf_metrics_sink_stats_prom(&st, &b);
         }
         if (x->alerts) {
             struct tf_alerts_stats as;

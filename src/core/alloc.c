@@ -372,14 +372,9 @@ int tf_alloc_place(struct tf_alloc *a, const struct tf_alloc_request *req,
     struct tf_alloc_result tmp;
     if (!res)
         res = &tmp;
-    int rc = tf__alloc_compile(a, req, &p, err, errlen);
-    if (!rc)
-        rc = tf__alloc_pod_checks(a, &p, err, errlen);
-    if (rc) {
-        if (rb)
-            tf__alloc_reason_add(rb, "%s", err ? err : "");
+    int rc = tf__alloc_prepare(a, req, &p, rb, err, errlen);
+    if (rc)
         return rc;
-    }
     uint32_t id;
     if (!tf_strmap_get(&a->by_key, p.key, p.key_len, &id)) {
         tf_errf(err, errlen, "pod %s already holds GPUs", p.key);
@@ -423,9 +418,7 @@ int tf_alloc_reserve(struct tf_alloc *a, const struct tf_alloc_request *req, con
                      struct tf_alloc_result *res, char *err, size_t errlen)
 {
     struct plan p;
-    int rc = tf__alloc_compile(a, req, &p, err, errlen);
-    if (!rc)
-        rc = tf__alloc_pod_checks(a, &p, err, errlen);
+    int rc = tf__alloc_prepare(a, req, &p, NULL, err, errlen);
     if (rc)
         return rc;
     uint32_t nid = node ? tf_cluster_node_find(a->c, node, strlen(node)) : TF_NONE;

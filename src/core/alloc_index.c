@@ -265,9 +265,7 @@ int tf_alloc_index_filter(struct tf_alloc_index *x, const struct tf_alloc_reques
     const struct tf_cluster *c = x->a->c;
     struct plan p;
     char perr[512];
-    int rc = tf__alloc_compile(x->a, req, &p, perr, sizeof(perr));
-    if (!rc)
-        rc = tf__alloc_pod_checks(x->a, &p, perr, sizeof(perr));
+    int rc = tf__alloc_prepare(x->a, req, &p, NULL, perr, sizeof(perr));
     if (rc) {
         tf_errf(err, errlen, "%s", perr);
         return tf__alloc_fail_all(rc, perr, n, out, rb, c, names);

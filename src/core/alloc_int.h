@@ -134,6 +134,9 @@ static inline int64_t frac_bp(int64_t used, int64_t cap)
 int tf__alloc_compile(const struct tf_alloc *a, const struct tf_alloc_request *req, struct plan *p,
                       char *err, size_t errlen);
 int tf__alloc_pod_checks(const struct tf_alloc *a, const struct plan *p, char *err, size_t errlen);
+/* Both, the pod-level error also added to RB (may be NULL). */
+int tf__alloc_prepare(const struct tf_alloc *a, const struct tf_alloc_request *req, struct plan *p,
+                      struct tf_reasons *rb, char *err, size_t errlen);
 int tf__alloc_normalise(const struct tf_alloc_resources *in, struct tf_alloc_resources *out,
                         char *err, size_t errlen);
 void tf__alloc_need_on(const struct tf_cluster *c, const struct plan *p, const struct tf_gpu *g,

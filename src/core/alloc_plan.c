@@ -226,6 +226,17 @@ int tf__alloc_pod_checks(const struct tf_alloc *a, const struct plan *p, char *e
     return tf_quota_check(a->q, p->req->ns, p->ns_len, &p->ask, NULL, err, errlen);
 }
 
+int tf__alloc_prepare(const struct tf_alloc *a, const struct tf_alloc_request *req, struct plan *p,
+                      struct tf_reasons *rb, char *err, size_t errlen)
+{
+    int rc = tf__alloc_compile(a, req, p, err, errlen);
+    if (!rc)
+        rc = tf__alloc_pod_checks(a, p, err, errlen);
+    if (rc && rb)
+        tf__alloc_reason_add(rb, "%s", err ? err : "");
+    return rc;
+}
+
 /* ---------- per-GPU checks ---------- */
 
 /* What P takes on G; for partitioned pods, TPL < 0 when no template fits the free slots. */

@@ -304,14 +304,9 @@ int tf_alloc_choose(const struct tf_alloc *a, const struct tf_alloc_request *req
                     struct tf_alloc_result *res, struct tf_reasons *rb, char *err, size_t errlen)
 {
     struct plan p;
-    int rc = tf__alloc_compile(a, req, &p, err, errlen);
-    if (!rc)
-        rc = tf__alloc_pod_checks(a, &p, err, errlen);
-    if (rc) {
-        if (rb)
-            tf__alloc_reason_add(rb, "%s", err ? err : "");
+    int rc = tf__alloc_prepare(a, req, &p, rb, err, errlen);
+    if (rc)
         return rc;
-    }
     uint32_t nid;
     struct selection sel;
     int32_t sc;

@@ -79,13 +79,8 @@ int tf_spec_add_warning(struct tf_spec *s, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    char *msg = NULL;
-    int len = vasprintf(&msg, fmt, ap);
+    int rc = tf__vwarn(&s->warnings, &s->nwarnings, fmt, ap);
     va_end(ap);
-    if (len < 0)
-        return TF_ENOMEM;
-    int rc = tf__strv_push(&s->warnings, &s->nwarnings, msg, (size_t)len);
-    free(msg);
     return rc;
 }
 

@@ -48,17 +48,23 @@ bool tf__strv_has(char *const *list, size_t n, const char *s, size_t len)
     return false;
 }
 
-int tf__warn(char ***list, size_t *n, const char *fmt, ...)
+int tf__vwarn(char ***list, size_t *n, const char *fmt, va_list ap)
 {
-    va_list ap;
-    va_start(ap, fmt);
     char *msg = NULL;
     int len = vasprintf(&msg, fmt, ap);
-    va_end(ap);
     if (len < 0)
         return TF_ENOMEM;
     int rc = tf__strv_push(list, n, msg, (size_t)len);
     free(msg);
+    return rc;
+}
+
+int tf__warn(char ***list, size_t *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = tf__vwarn(list, n, fmt, ap);
+    va_end(ap);
     return rc;
 }
 

@@ -8,11 +8,14 @@
 
 #include <json-c/json.h>
 #include <stdbool.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Appends a formatted warning to the owned array *LIST (count *N). Returns 0 or TF_ENOMEM. */
 int tf__warn(char ***list, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int tf__vwarn(char ***list, size_t *n, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Appends a copy of S to the owned string array *LIST. Returns 0 or TF_ENOMEM. */
 int tf__strv_push(char ***list, size_t *n, const char *s, size_t len);

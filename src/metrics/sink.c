@@ -61,6 +61,21 @@ void tf_metrics_sink_stats(struct tf_metrics_sink *s, struct tf_metrics_sink_sta
         .written = s->points_written, .dropped = s->points_dropped, .sent = s->points_written};
 }
 
+void tf_metrics_sink_stats_prom(const struct tf_metrics_sink_stats *st, struct tf_dynbuf *b)
+{
+    tf_dynbuf_addf(b,
+                   "# HELP tf_metrics_points_total metric points by fate (dropped: lost to a "
+                   "full queue or refused by the database)\n"
+                   "# TYPE tf_metrics_points_total counter\n"
+                   "tf_metrics_points_total{result=\"written\"} %llu\n"
+                   "tf_metrics_points_total{result=\"sent\"} %llu\n"
+                   "tf_metrics_points_total{result=\"dropped\"} %llu\n"
+                   "# HELP tf_metrics_queue_bytes metric lines waiting for the database\n"
+                   "# TYPE tf_metrics_queue_bytes gauge\ntf_metrics_queue_bytes %zu\n",
+                   (unsigned long long)st->written, (unsigned long long)st->sent,
+                   (unsigned long long)st->dropped, st->queued);
+}
+
 void tf_metrics_sink_destroy(struct tf_metrics_sink *s)
 {
     if (s)

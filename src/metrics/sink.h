@@ -99,6 +99,9 @@ int tf_metrics_sink_write(struct tf_metrics_sink *s, const struct tf_lp_point *p
 int tf_metrics_sink_flush(struct tf_metrics_sink *s, char *err, size_t errlen);
 /* The sink's counters (thread-safe for background sinks). */
 void tf_metrics_sink_stats(struct tf_metrics_sink *s, struct tf_metrics_sink_stats *out);
+/* Appends ST to B in the Prometheus text format, as tf_metrics_points_total{result=written|
+ * sent|dropped} and tf_metrics_queue_bytes (the /metrics of every component with a sink). */
+void tf_metrics_sink_stats_prom(const struct tf_metrics_sink_stats *st, struct tf_dynbuf *b);
 void tf_metrics_sink_destroy(struct tf_metrics_sink *s);
 
 #endif

@@ -771,12 +771,9 @@ CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 /* Uploading prepares device-side state the simulator does not have: checked, nothing else. */
 static CUresult upload(CUgraphExec e, CUstream h, int per_thread)
 {
-    CUcontext ctx;
-    CUresult rc = tf__ctx_current(&ctx, 0);
-    if (rc)
-        return rc;
     struct CUstream_st *s;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &s)) || (rc = lock_exec(e)))
+    CUresult rc = tf__cur_stream(h, per_thread, 0, NULL, &s);
+    if (rc || (rc = lock_exec(e)))
         return rc;
     return unlock(CUDA_SUCCESS);
 }

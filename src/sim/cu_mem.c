@@ -261,11 +261,9 @@ static CUresult copy(CUstream h, int per_thread, int wait, uint64_t dst, int dk,
                      int sk, size_t n)
 {
     CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
     struct CUstream_st *s;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &s)))
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &s);
+    if (rc)
         return rc;
     if (n == 0)
         return CUDA_SUCCESS;
@@ -378,11 +376,9 @@ static CUresult memset_op(CUstream h, int per_thread, int wait, CUdeviceptr dst,
                           size_t count, int width)
 {
     CUcontext ctx;
-    CUresult rc = cur(&ctx);
-    if (rc)
-        return rc;
     struct CUstream_st *s;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &s)))
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &s);
+    if (rc)
         return rc;
     if (count == 0)
         return CUDA_SUCCESS;

@@ -75,11 +75,9 @@ static CUresult copy3d(CUstream h, int per_thread, int wait, const struct end *d
                        const struct end *s, size_t width, size_t height, size_t depth)
 {
     CUcontext ctx;
-    CUresult rc = tf__ctx_current(&ctx, 0);
-    if (rc)
-        return rc;
     struct CUstream_st *st;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &st)))
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &st);
+    if (rc)
         return rc;
     if (!width || !height || !depth)
         return CUDA_SUCCESS;
@@ -178,11 +176,9 @@ static CUresult set2d(CUstream h, int per_thread, int wait, CUdeviceptr dst, siz
                       uint32_t v, size_t w, size_t height, int width)
 {
     CUcontext ctx;
-    CUresult rc = tf__ctx_current(&ctx, 0);
-    if (rc)
-        return rc;
     struct CUstream_st *st;
-    if ((rc = tf__stream_resolve(ctx, h, per_thread, &st)))
+    CUresult rc = tf__cur_stream(h, per_thread, 0, &ctx, &st);
+    if (rc)
         return rc;
     if (!w || !height)
         return CUDA_SUCCESS;

@@ -104,6 +104,20 @@ static CUresult kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfu
     return CUDA_SUCCESS;
 }
 
+/* The function client handle ID names in context CTX: a function, or a kernel (its function
+ * in CTX); *O is the handle's object. */
+static CUresult func_of(struct session *s, uint64_t id, uint64_t ctx, struct obj **o,
+                        CUfunction *fn)
+{
+    if ((*o = tf__ws_obj_get(s, id, TF_PROTO_H_FUNC))) {
+        *fn = (*o)->h.fn;
+        return CUDA_SUCCESS;
+    }
+    if (!(*o = tf__ws_obj_get(s, id, TF_PROTO_H_KERNEL)))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return kernel_func(s, *o, ctx, fn);
+}
+
 /* Next ".entry NAME" in PTX text [*P, END); 1 with NAME (NUL-terminated) or 0. */
 static int ptx_next_entry(const char **pp, const char *end, char *name, size_t cap)
 {
@@ -439,17 +453,9 @@ int tf__ws_h_func_attr(struct session *s, struct req *q)
     if (r)
         return r;
     CUfunction fn;
-    struct obj *o = tf__ws_obj_get(s, m.func, TF_PROTO_H_FUNC);
-    if (o) {
-        fn = o->h.fn;
-    } else {
-        o = tf__ws_obj_get(s, m.func, TF_PROTO_H_KERNEL);
-        if (!o)
-            return CUDA_ERROR_INVALID_HANDLE;
-        r = kernel_func(s, o, m.ctx, &fn);
-        if (r)
-            return r;
-    }
+    struct obj *o;
+    if ((r = func_of(s, m.func, m.ctx, &o, &fn)))
+        return r;
     if (!s->d->funcSetAttribute)
         return CUDA_ERROR_NOT_SUPPORTED;
     return s->d->funcSetAttribute(fn, (CUfunction_attribute)m.attr, (int)m.value);
@@ -482,17 +488,9 @@ int tf__ws_h_launch(struct session *s, struct req *q)
     if (r)
         return r;
     CUfunction fn;
-    struct obj *o = tf__ws_obj_get(s, m.func, TF_PROTO_H_FUNC);
-    if (o) {
-        fn = o->h.fn;
-    } else {
-        o = tf__ws_obj_get(s, m.func, TF_PROTO_H_KERNEL);
-        if (!o)
-            return CUDA_ERROR_INVALID_HANDLE;
-        r = kernel_func(s, o, m.ctx, &fn);
-        if (r)
-            return r;
-    }
+    struct obj *o;
+    if ((r = func_of(s, m.func, m.ctx, &o, &fn)))
+        return r;
     if (plen != o->params_size)
         return CUDA_ERROR_INVALID_VALUE;
     CUstream st;
