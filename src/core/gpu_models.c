@@ -72,17 +72,26 @@ static bool name_eq(const char *a, const char *b)
     }
 }
 
-/* Upstream TensorFusion's model names (its public GPU info list: GPUModel_BoardSlotType) for
- * the boards of the table, each naming the table entry it is. Form factors the table does not
- * tell apart (A100 SXM and PCIe) name the same entry. */
+/* Upstream TensorFusion's board names (its public GPU info list: `model`, GPUModel_BoardSlotType,
+ * with the NVML name it lists as `fullModelName`) for the boards of the table, each naming the
+ * table entry it is. Form factors the table does not tell apart (A100 SXM and PCIe) name the
+ * same entry; an entry's first board is its default (tf_gpu_model_upstream_name). */
 static const struct {
-    const char *upstream, *name;
+    const char *upstream, *name, *nvml;
 } aliases[] = {
-    {"A100_SXM_40G", "A100-40GB"}, {"A100_PCIe_40G", "A100-40GB"}, {"A100_PCIe_40GB", "A100-40GB"},
-    {"A100_SXM_80G", "A100-80GB"}, {"A100_PCIe_80G", "A100-80GB"}, {"A100_PCIe_80GB", "A100-80GB"},
-    {"A800_SXM_80G", "A800-80GB"}, {"A800_PCIe_80G", "A800-80GB"}, {"H100_SXM", "H100"},
-    {"H100_PCIe", "H100-PCIe"},    {"H800_SXM", "H800"},           {"B200_SXM", "B200"},
-    {"RTX_5090", "RTX5090"},
+    {"A100_SXM_40G", "A100-40GB", "NVIDIA A100-SXM4-40GB"},
+    {"A100_PCIe_40G", "A100-40GB", "NVIDIA A100 40GB PCIe"},
+    {"A100_PCIe_40GB", "A100-40GB", "NVIDIA A100-PCIE-40GB"},
+    {"A100_SXM_80G", "A100-80GB", "NVIDIA A100-SXM4-80GB"},
+    {"A100_PCIe_80G", "A100-80GB", "NVIDIA A100 80GB PCIe"},
+    {"A100_PCIe_80GB", "A100-80GB", "NVIDIA A100-PCIE-80GB"},
+    {"A800_SXM_80G", "A800-80GB", "NVIDIA A800-SXM4-80GB"},
+    {"A800_PCIe_80G", "A800-80GB", "NVIDIA A800-PCIE-80GB"},
+    {"H100_SXM", "H100", "NVIDIA H100 80GB HBM3"},
+    {"H100_PCIe", "H100-PCIe", "NVIDIA H100 PCIe"},
+    {"H800_SXM", "H800", "NVIDIA H800 80GB HBM3"},
+    {"B200_SXM", "B200", "NVIDIA B200 SXM"},
+    {"RTX_5090", "RTX5090", "NVIDIA GeForce RTX 5090"},
 };
 
 #define NALIASES (sizeof(aliases) / sizeof(aliases[0]))
@@ -111,6 +120,22 @@ const struct tf_gpu_model *tf_gpu_model_find(const char *name)
         if (name_eq(models[i].family, name))
             m = &models[i];
     return m;
+}
+
+const char *tf_gpu_model_upstream_name(const struct tf_gpu_model *m, const char *nvml_name)
+{
+    if (!m)
+        return NULL;
+    const char *first = NULL;
+    for (size_t i = 0; i < NALIASES; i++) {
+        if (strcmp(aliases[i].name, m->name) != 0)
+            continue;
+        if (nvml_name && name_eq(aliases[i].nvml, nvml_name))
+            return aliases[i].upstream;
+        if (!first)
+            first = aliases[i].upstream;
+    }
+    return first ? first : m->name;
 }
 
 bool tf_gpu_model_matches(const struct tf_gpu_model *gpu, const char *requested)

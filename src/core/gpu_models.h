@@ -36,6 +36,13 @@ const struct tf_gpu_model *tf_gpu_model_at(size_t i);
  * or its family; for a family, the first (smallest VRAM) variant. NULL when unknown. */
 const struct tf_gpu_model *tf_gpu_model_find(const char *name);
 
+/* Upstream TensorFusion's name for a board of model M (NULL if M is): the name its GPU info
+ * list gives the board whose NVML name is NVML_NAME (may be NULL), else M's default board
+ * ("H100_SXM", "A100_SXM_80G"), else M's canonical name, which for the other models is the
+ * upstream one ("L4", "T4", "H200"). What GPU objects' status.gpuModel holds, as upstream
+ * writes it; every such name resolves back to M with tf_gpu_model_find. */
+const char *tf_gpu_model_upstream_name(const struct tf_gpu_model *m, const char *nvml_name);
+
 /* True when a GPU of model GPU satisfies a request for REQUESTED: its family, or a name that
  * tf_gpu_model_find resolves to GPU exactly. */
 bool tf_gpu_model_matches(const struct tf_gpu_model *gpu, const char *requested);

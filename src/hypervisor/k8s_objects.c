@@ -51,7 +51,9 @@ json_object *tf_hv_k8s_gpu_status(const struct tf_hv_device *d, const char *node
     json_object *st = json_object_new_object(), *cap = json_object_new_object(),
                 *sel = json_object_new_object();
     put_str(st, "uuid", d->uuid);
-    put_str(st, "gpuModel", d->model[0] ? d->model : d->name);
+    /* upstream's board name, as its node agent writes it and gpu-model annotations name it */
+    const struct tf_gpu_model *m = d->model[0] ? tf_gpu_model_find(d->model) : NULL;
+    put_str(st, "gpuModel", m ? tf_gpu_model_upstream_name(m, d->name) : d->name);
     if (d->vendor[0])
         put_str(st, "vendor", d->vendor);
     json_object_object_add(st, "index", json_object_new_int(d->index));

@@ -7,7 +7,8 @@
  * the controller's extender and reconcilers read them (docs/kubernetes.md):
  *   metadata.name    the device UUID lower-cased ("GPU-1F2E..." -> "gpu-1f2e...")
  *   metadata.labels  tensor-fusion.ai/node: <node>, tensor-fusion.ai/gpupool: <pool>
- *   status           uuid, gpuModel (the core table's canonical name, else the NVML name),
+ *   status           uuid, gpuModel (upstream TensorFusion's board name, "A100_SXM_80G", "L4";
+ *                    the NVML name for a model the table lacks),
  *                    vendor, index, phase ("Running"; "Unknown" once the device is gone),
  *                    capacity {tflops, vram} as quantities, nodeSelector
  *                    {kubernetes.io/hostname: <node>}

@@ -29,23 +29,30 @@
 #include "ext_rig.h"
 #include "harness.h"
 
-static void gpu(const char *node, int idx, const char *vram)
+/* GPU IDX of NODE, of MODEL as status.gpuModel spells it. */
+static void gpu_of(const char *node, int idx, const char *vram, const char *model)
 {
     char buf[1024], err[256];
     snprintf(buf, sizeof(buf), "{\"metadata\":{\"name\":\"%s-gpu-%d\"}}", node, idx);
     create(&tf_k8s_gpus, NULL, buf);
     snprintf(buf, sizeof(buf),
-             "{\"status\":{\"uuid\":\"GPU-%s-%d\",\"gpuModel\":\"A100-80GB\",\"index\":%d,"
+             "{\"status\":{\"uuid\":\"GPU-%s-%d\",\"gpuModel\":\"%s\",\"index\":%d,"
              "\"phase\":\"Running\",\"capacity\":{\"tflops\":\"312\",\"vram\":\"%s\"},"
              "\"available\":{\"tflops\":\"312\",\"vram\":\"%s\"},\"message\":\"\","
              "\"nodeSelector\":{\"kubernetes.io/hostname\":\"%s\"}}}",
-             node, idx, idx, vram, vram, node);
+             node, idx, model, idx, vram, vram, node);
     json_object *p = jparse(buf);
     snprintf(buf, sizeof(buf), "%s-gpu-%d", node, idx);
     if (tf_k8s_merge_patch(fake.client, &tf_k8s_gpus, NULL, buf, "status", p, NULL, err,
                            sizeof(err)))
         fail_msg("gpu status: %s", err);
     json_object_put(p);
+}
+
+/* An A100 80GB as our node agent and upstream's name it (upstream's GPU info board name). */
+static void gpu(const char *node, int idx, const char *vram)
+{
+    gpu_of(node, idx, vram, "A100_SXM_80G");
 }
 
 /* A pod as the webhook leaves it: label + normalised annotations. */
@@ -757,6 +764,59 @@ static void pod_bringing_its_own_gpu_ids_books_nothing(void **state)
     rig_down(&r2);
 }
 
+/* Nodes among NODES (JSON array) the filter passes for pod NAME, as "a,b". */
+static void filter_names(struct rig *r, const char *name, const char *nodes, char *out, size_t cap)
+{
+    char *args = args_for(name, nodes);
+    json_object *o = call(r, "filter", args);
+    free(args);
+    json_object *ok = tf_json_path(o, "NodeNames", NULL);
+    out[0] = 0;
+    for (size_t i = 0; ok && i < json_object_array_length(ok); i++)
+        snprintf(out + strlen(out), cap - strlen(out), "%s%s", i ? "," : "",
+                 json_object_get_string(json_object_array_get_idx(ok, i)));
+    json_object_put(o);
+}
+
+/* Users' gpu-model annotations name upstream's boards (A100_SXM_80G, H100_SXM), the names GPU
+ * objects carry (our node agent writes them as upstream's does); a family (H100) or our
+ * former canonical name (A100-80GB) names them too. */
+static void gpu_model_annotations_match_upstreams_board_names(void **state)
+{
+    gpu_of("node-h100", 0, "80Gi", "H100_SXM");
+    gpu_of("node-old", 0, "80Gi", "A100-80GB"); /* an object written by a former agent */
+    struct rig r;
+    rig_up(&r);
+    wait_gpu_status(&r, "node-h100-gpu-0");
+    wait_gpu_status(&r, "node-old-gpu-0");
+    static const struct {
+        const char *pod, *model, *want;
+    } cases[] = {
+        {"want-h100-sxm", "H100_SXM", "node-h100"},
+        {"want-h100", "H100", "node-h100"},
+        {"want-a100-sxm", "A100_SXM_80G", "node-a,node-old"},
+        {"want-a100-former", "A100-80GB", "node-a,node-old"},
+        {"want-l4", "L4", ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char ann[128], got[256];
+        snprintf(ann, sizeof(ann), ",\"tensor-fusion.ai/gpu-model\":\"%s\"", cases[i].model);
+        pod(cases[i].pod, "10Gi", ann);
+        wait_pod(&r, cases[i].pod);
+        filter_names(&r, cases[i].pod, "[\"node-a\",\"node-h100\",\"node-old\"]", got, sizeof(got));
+        if (strcmp(got, cases[i].want) != 0)
+            fail_msg("gpu-model %s: filter passed [%s], want [%s]", cases[i].model, got,
+                     cases[i].want);
+    }
+    /* and binding puts the pod on the board it named */
+    assert_string_equal(bind_err(&r, "want-h100-sxm", "node-h100"), "");
+    json_object *p = get_pod("want-h100-sxm");
+    assert_string_equal(tf_json_str(p, "metadata", "annotations", "tensor-fusion.ai/gpu-ids", NULL),
+                        "GPU-node-h100-0");
+    json_object_put(p);
+    rig_down(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -774,6 +834,7 @@ int main(void)
         cmocka_unit_test(no_gang_member_is_bound_while_the_quorum_does_not_fit),
         cmocka_unit_test(a_gang_timeout_releases_the_held_gpus_and_backs_the_group_off),
         cmocka_unit_test(pod_bringing_its_own_gpu_ids_books_nothing),
+        cmocka_unit_test(gpu_model_annotations_match_upstreams_board_names),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

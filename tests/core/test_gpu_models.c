@@ -77,6 +77,51 @@ static void nvml_names_map_to_models(void **state)
     }
 }
 
+/* GPU objects carry upstream TensorFusion's board name (its GPU info list), picked by the NVML
+ * name where the table has several boards for one entry; each resolves back to the entry, so a
+ * gpu-model annotation naming it matches. */
+static void gpus_are_named_as_upstreams_gpu_info_names_them(void **state)
+{
+    static const struct {
+        const char *nvml, *upstream;
+    } boards[] = {
+        {"NVIDIA A100-SXM4-80GB", "A100_SXM_80G"},
+        {"NVIDIA A100 80GB PCIe", "A100_PCIe_80G"},
+        {"NVIDIA A100-PCIE-80GB", "A100_PCIe_80GB"},
+        {"NVIDIA A100-SXM4-40GB", "A100_SXM_40G"},
+        {"NVIDIA A100 40GB PCIe", "A100_PCIe_40G"},
+        {"NVIDIA A100-PCIE-40GB", "A100_PCIe_40GB"},
+        {"NVIDIA A800-SXM4-80GB", "A800_SXM_80G"},
+        {"NVIDIA H100 80GB HBM3", "H100_SXM"},
+        {"NVIDIA H100 PCIe", "H100_PCIe"},
+        {"NVIDIA H800 80GB HBM3", "H800_SXM"},
+        {"NVIDIA GeForce RTX 5090", "RTX_5090"},
+        {"NVIDIA L4", "L4"},
+        {"Tesla T4", "T4"},
+        {"NVIDIA L40S", "L40S"},
+        {"NVIDIA H200", "H200"},
+        {"NVIDIA GeForce RTX 4090", "RTX4090"},
+    };
+    for (size_t i = 0; i < sizeof(boards) / sizeof(boards[0]); i++) {
+        const struct tf_gpu_model *m = tf_gpu_model_from_nvml(boards[i].nvml, 0);
+        assert_non_null(m);
+        assert_string_equal(tf_gpu_model_upstream_name(m, boards[i].nvml), boards[i].upstream);
+        assert_ptr_equal(tf_gpu_model_find(boards[i].upstream), m);
+        assert_true(tf_gpu_model_matches(m, boards[i].upstream));
+    }
+    /* An NVML name upstream does not list: the entry's default board. */
+    assert_string_equal(tf_gpu_model_upstream_name(tf_gpu_model_find("H800"), "NVIDIA H800"),
+                        "H800_SXM");
+    assert_string_equal(tf_gpu_model_upstream_name(tf_gpu_model_find("A100-80GB"), NULL),
+                        "A100_SXM_80G");
+    assert_null(tf_gpu_model_upstream_name(NULL, "NVIDIA L4"));
+    /* Every entry's upstream name leads back to it. */
+    for (size_t i = 0; i < tf_gpu_model_count(); i++) {
+        const struct tf_gpu_model *m = tf_gpu_model_at(i);
+        assert_ptr_equal(tf_gpu_model_find(tf_gpu_model_upstream_name(m, m->nvml_name)), m);
+    }
+}
+
 static void percent_converts_with_the_models_tflops(void **state)
 {
     const struct tf_gpu_model *h100 = tf_gpu_model_find("H100");
@@ -106,6 +151,7 @@ int main(void)
         cmocka_unit_test(every_model_the_issue_names_is_in_the_table),
         cmocka_unit_test(users_write_families_in_any_case),
         cmocka_unit_test(nvml_names_map_to_models),
+        cmocka_unit_test(gpus_are_named_as_upstreams_gpu_info_names_them),
         cmocka_unit_test(percent_converts_with_the_models_tflops),
         cmocka_unit_test(all_thirteen_vendors_of_seed_001),
     };

@@ -302,7 +302,7 @@ static void gpu_objects_follow_the_devices_and_keep_the_controllers_fields(void 
     const char *a100 = "gpu-aaaaaaaa-1111-2222-3333-444444444444";
     const char *l4 = "gpu-bbbbbbbb-1111-2222-3333-444444444444";
     expect_gpu(a100,
-               "{\"uuid\":\"" A100 "\",\"gpuModel\":\"A100-80GB\",\"vendor\":\"NVIDIA\","
+               "{\"uuid\":\"" A100 "\",\"gpuModel\":\"A100_SXM_80G\",\"vendor\":\"NVIDIA\","
                "\"index\":0,\"phase\":\"Running\",\"capacity\":{\"tflops\":\"312\","
                "\"vram\":\"80Gi\"},\"nodeSelector\":{\"kubernetes.io/hostname\":\"" NODE "\"}}");
     expect_gpu(l4, "{\"uuid\":\"" L4 "\",\"gpuModel\":\"L4\",\"index\":1,\"phase\":\"Running\","
@@ -622,7 +622,7 @@ static void sim_gpu_uuid(char *uuid, size_t len)
     assert_non_null(list);
     json_object *g = json_object_array_get_idx(json_object_object_get(list, "items"), 0);
     snprintf(uuid, len, "%s", tf_json_str(g, "status", "uuid", NULL));
-    assert_string_equal(tf_json_str(g, "status", "gpuModel", NULL), "A100-80GB");
+    assert_string_equal(tf_json_str(g, "status", "gpuModel", NULL), "A100_SXM_80G");
     assert_string_equal(tf_json_str(g, "status", "capacity", "tflops", NULL), "312");
     assert_string_equal(tf_json_str(g, "status", "capacity", "vram", NULL), "80Gi");
     json_object_put(list);

@@ -106,6 +106,11 @@ static void gpu_status_carries_what_the_extender_reads(void **state)
                               "\"n1\"}}");
     assert_true(json_object_equal(st, want));
     json_object_put(st);
+    /* Upstream's board name for the A100 (its node agent writes it; users' gpu-model names it) */
+    st = tf_hv_k8s_gpu_status(&devs[0], "n1");
+    assert_string_equal(json_object_get_string(json_object_object_get(st, "gpuModel")),
+                        "A100_SXM_80G");
+    json_object_put(st);
     /* An unknown model is reported by its NVML name (the extender tries that mapping). */
     st = tf_hv_k8s_gpu_status(&devs[2], "n1");
     assert_string_equal(json_object_get_string(json_object_object_get(st, "gpuModel")),
