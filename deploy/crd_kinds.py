@@ -212,7 +212,7 @@ RUNNING_APP = obj({"name": s("workload"), "namespace": s(), "count": i(fmt=None)
 GPU_STATUS = obj({
     "phase": phase(["Pending", "Provisioning", "Running", "Unknown", "Destroying", "Migrating"],
                    "Pending"),
-    "uuid": s("device UUID"), "gpuModel": s("model, e.g. A100-80GB"), "model": s(),
+    "uuid": s("device UUID"), "gpuModel": s("model, as upstream names the board, e.g. A100_SXM_80G"), "model": s(),
     "vendor": s(default="NVIDIA"), "index": i(), "numaNode": i("-1: no NUMA node"),
     "nodeSelector": smap("kubernetes.io/hostname of the node"),
     "capacity": resource_status(), "available": resource_status(),
