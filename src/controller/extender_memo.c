@@ -22,8 +22,8 @@ void tf__ext_memo_free(struct tf__ext_memo *m)
 }
 
 struct tf__ext_memo *tf__ext_memo_new(struct tf_ext_args *args, const struct tf_podreq *pr,
-                                      uint32_t *ids, const char *const *reasons,
-                                      uint64_t serial, const char *out, const size_t span[2])
+                                      uint32_t *ids, const char *const *reasons, uint64_t serial,
+                                      const char *out, const size_t span[2])
 {
     if (!args->pod_text || !args->name_hashes || !ids || !span[1])
         return NULL;
