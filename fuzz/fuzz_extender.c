@@ -3,7 +3,8 @@
  * libFuzzer target: kube-scheduler extender bodies (ExtenderArgs and ExtenderBindingArgs)
  * must decode or fail cleanly; decoded args must encode filter and priority results. The
  * strict scan must decode as the json-c tree decoder does (same result, names, Pod), and the
- * filter result's text writer must write json-c's bytes.
+ * filter result's text writer must write json-c's bytes; a Pod of the bytes the decoder was
+ * told to expect is recognised.
  */
 #include "controller/extender_codec.h"
 
@@ -31,6 +32,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (strcmp(a.node_names[i], t.node_names[i]))
                 abort();
         tf_ext_args_free(&t);
+        /* Told to expect its own Pod bytes, the scan recognises them and decodes the rest. */
+        if (a.pod_text) {
+            struct tf_ext_expect ex = {a.pod_text, NULL, a.pod_len, 0};
+            struct tf_ext_args e;
+            if (tf_ext_decode_args_expect((const char *)data, size, &ex, &e, err, sizeof(err)) ||
+                !e.pod_expected || e.pod || e.n_nodes != a.n_nodes)
+                abort();
+            tf_ext_args_free(&e);
+        }
     }
     if (r1 == 0) {
         const char **reasons = calloc(a.n_nodes + 1, sizeof(char *));

@@ -11,6 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 void tf_dynbuf_init(struct tf_dynbuf *b, size_t max)
 {
@@ -113,45 +116,119 @@ int tf_dynbuf_addf(struct tf_dynbuf *b, const char *fmt, ...)
 
 /* Whether any of the 8 bytes of W is below 0x20, a '"' or a '\\' (SWAR: the classic
  * has-zero-byte test on W ^ pattern, and has-less-than for the control characters). */
-static int word_needs_escape(uint64_t w)
+static uint64_t word_needs_escape(uint64_t w)
 {
     const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
     uint64_t q = w ^ (ones * '"'), bs = w ^ (ones * '\\');
     uint64_t hit = ((q - ones) & ~q) | ((bs - ones) & ~bs) | ((w - ones * 0x20) & ~w);
-    return (hit & highs) != 0;
+    return hit & highs; /* the lowest set bit marks the first such byte (borrows run upwards) */
+}
+
+size_t tf_json_plain_len(const char *s, size_t n)
+{
+    size_t i = 0;
+#ifdef __SSE2__
+    /* Sixteen bytes a step: '"', '\\', and bytes whose unsigned minimum with 0x1f is themselves. */
+    const __m128i quote = _mm_set1_epi8('"'), bslash = _mm_set1_epi8('\\'),
+                  ctl = _mm_set1_epi8(0x1f);
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(s + i));
+        __m128i hit =
+            _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, bslash)),
+                         _mm_cmpeq_epi8(_mm_min_epu8(v, ctl), v));
+        unsigned mask = (unsigned)_mm_movemask_epi8(hit);
+        if (mask)
+            return i + (size_t)__builtin_ctz(mask);
+    }
+#endif
+    for (uint64_t w, hit; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        if ((hit = word_needs_escape(w)) != 0) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+            return i + (size_t)__builtin_ctzll(hit) / 8;
+#else
+            break;
+#endif
+        }
+    }
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == '"' || c == '\\')
+            break;
+    }
+    return i;
+}
+
+/* The short escape of C (\" \\ \b \f \n \r \t), or 0 when C is written as \u00XX. */
+static char short_escape(unsigned char c)
+{
+    switch (c) {
+    case '"':
+        return '"';
+    case '\\':
+        return '\\';
+    case '\b':
+        return 'b';
+    case '\f':
+        return 'f';
+    case '\n':
+        return 'n';
+    case '\r':
+        return 'r';
+    case '\t':
+        return 't';
+    default:
+        return 0;
+    }
+}
+
+size_t tf_json_escaped_len(const char *s, size_t n)
+{
+    size_t i = tf_json_plain_len(s, n), len = i;
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        len += c >= 0x20 && c != '"' && c != '\\' ? 1 : short_escape(c) ? 2 : 6;
+    }
+    return len;
+}
+
+char *tf_json_escape(char *dst, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        size_t run = tf_json_plain_len(s + i, n - i);
+        memcpy(dst, s + i, run);
+        dst += run;
+        if ((i += run) >= n)
+            break;
+        unsigned char c = (unsigned char)s[i];
+        char e = short_escape(c);
+        *dst++ = '\\';
+        if (e) {
+            *dst++ = e;
+        } else {
+            memcpy(dst, "u00", 3);
+            dst[3] = hex[c >> 4];
+            dst[4] = hex[c & 15];
+            dst += 5;
+        }
+    }
+    return dst;
 }
 
 int tf_dynbuf_add_json_str(struct tf_dynbuf *b, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789abcdef";
-    int rc = tf_dynbuf_addc(b, '"');
-    size_t run = 0; /* start of the bytes not yet copied */
-    for (size_t i = 0; i < n && !rc; i++) {
-        uint64_t w;
-        while (i + 8 <= n && (memcpy(&w, s + i, 8), !word_needs_escape(w)))
-            i += 8; /* eight plain bytes at once */
-        if (i >= n)
-            break;
-        unsigned char c = (unsigned char)s[i];
-        if (c >= 0x20 && c != '"' && c != '\\')
-            continue;
-        const char *short_esc = c == '"'    ? "\\\""
-                                : c == '\\' ? "\\\\"
-                                : c == '\b' ? "\\b"
-                                : c == '\f' ? "\\f"
-                                : c == '\n' ? "\\n"
-                                : c == '\r' ? "\\r"
-                                : c == '\t' ? "\\t"
-                                            : NULL;
-        char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        rc = tf_dynbuf_add(b, s + run, i - run);
-        if (!rc)
-            rc = short_esc ? tf_dynbuf_add(b, short_esc, 2) : tf_dynbuf_add(b, esc, sizeof(esc));
-        run = i + 1;
-    }
-    if (!rc)
-        rc = tf_dynbuf_add(b, s + run, n - run);
-    return rc ? rc : tf_dynbuf_addc(b, '"');
+    size_t len = tf_json_escaped_len(s, n);
+    int rc = len > SIZE_MAX - 2 ? TF_ERANGE : tf_dynbuf_reserve(b, len + 2);
+    if (rc)
+        return rc;
+    char *p = b->data + b->len;
+    *p++ = '"';
+    p = tf_json_escape(p, s, n);
+    *p++ = '"';
+    *p = '\0';
+    b->len = (size_t)(p - b->data);
+    return 0;
 }
 
 void tf_dynbuf_consume(struct tf_dynbuf *b, size_t n)

@@ -35,6 +35,14 @@ int tf_dynbuf_addf(struct tf_dynbuf *b, const char *fmt, ...) __attribute__((for
  * writes with JSON_C_TO_STRING_NOSLASHESCAPE: \" \\ \b \f \n \r \t, other bytes below 0x20 as
  * \u00XX, everything else (UTF-8 included) as is. */
 int tf_dynbuf_add_json_str(struct tf_dynbuf *b, const char *s, size_t n);
+/* How many of the N bytes at S, from the start, JSON writes as they are (no '"', '\\' or byte
+ * below 0x20): N when S needs no escaping; otherwise the offset of the first byte that does.
+ * Eight bytes per step. */
+size_t tf_json_plain_len(const char *s, size_t n);
+/* The length of the N bytes of S escaped as tf_dynbuf_add_json_str escapes them (quotes not
+ * counted), and the escaped bytes written at DST (that many; no NUL); returns their end. */
+size_t tf_json_escaped_len(const char *s, size_t n);
+char *tf_json_escape(char *dst, const char *s, size_t n);
 /* Drops the first N bytes (N > len empties it). */
 void tf_dynbuf_consume(struct tf_dynbuf *b, size_t n);
 /* Shrinks len to N (N <= len). */

@@ -31,6 +31,7 @@ struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default
     pthread_mutex_init(&x->inflight_lock, NULL);
     pthread_mutex_init(&x->index_lock, NULL);
     pthread_mutex_init(&x->scratch_lock, NULL);
+    pthread_mutex_init(&x->memo_lock, NULL);
     x->inflight = json_object_new_object();
     x->preempting = json_object_new_object();
     x->ledger = tf__ledger_new();
@@ -76,6 +77,8 @@ void tf_extender_destroy(struct tf_extender *x)
     tf_ext_gangs_destroy(x->gangs);
     pthread_mutex_destroy(&x->index_lock);
     pthread_mutex_destroy(&x->scratch_lock);
+    pthread_mutex_destroy(&x->memo_lock);
+    tf__ext_memo_free(x->memo);
     for (int i = 0; i < 4; i++)
         free(x->scratch[i].p);
     free(x->default_pool);

@@ -99,6 +99,9 @@ bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
 
 /* Number of pods holding GPUs in the current state (tests, metrics); rebuilds if dirty. */
 int tf_extender_allocations(struct tf_extender *x);
+/* How many /prioritize calls were answered from the /filter before them (same Pod, that
+ * filter's NodeNames text: see extender_int.h's memo), without decoding either again. */
+uint64_t tf_extender_memo_hits(struct tf_extender *x);
 
 /* What the current state reserves on the GPU with uuid UUID: requested TFLOPS (milli) and
  * VRAM (bytes) and the number of pods on it (tests, metrics; rebuilds if dirty). 0, TF_ENOENT

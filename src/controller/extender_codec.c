@@ -8,6 +8,7 @@
 #include "common/err.h"
 #include "common/strutil.h"
 #include "common/yamljson.h"
+#include "core/strmap.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -212,11 +213,12 @@ static bool scan_value(struct scan *s)
     }
 }
 
-/* NodeNames: an array of escape-free strings, copied into ARGS. */
+/* NodeNames: an array of escape-free strings. The array's text is copied once into ARGS's
+ * buffer, each name ends where its closing quote was (NUL-terminated in place), hashed as it
+ * is found. */
 static bool scan_names(struct scan *s, struct tf_ext_args *args)
 {
-    size_t n = 0, used = 0;
-    size_t room = (size_t)(s->end - s->p);
+    size_t n = 0, room = (size_t)(s->end - s->p);
     /* Names take 8 bytes or more with their quotes and comma as kube-scheduler sends them
      * (node names are DNS names): room for that many at once, grown if they are shorter. */
     size_t cap = room / 8 < TF_EXT_MAX_NODES ? room / 8 + 16 : TF_EXT_MAX_NODES + 1;
@@ -224,17 +226,23 @@ static bool scan_names(struct scan *s, struct tf_ext_args *args)
     size_t *lens = malloc(cap * sizeof(*lens));
     uint32_t *hashes = malloc(cap * sizeof(*hashes));
     char *buf = malloc(room + 1);
-    if (!names || !lens || !hashes || !buf || !scan_lit(s, "[", 1))
+    if (!names || !lens || !hashes || !buf)
         goto no;
-    scan_ws(s);
-    if (s->p < s->end && *s->p == ']') {
-        s->p++;
+    memcpy(buf, s->p, room);
+    buf[room] = '\0';
+    struct scan b = {buf, buf + room, s->depth};
+    if (!scan_lit(&b, "[", 1))
+        goto no;
+    scan_ws(&b);
+    if (b.p < b.end && *b.p == ']') {
+        b.p++;
     } else {
         for (;;) {
-            const char *st;
-            size_t len;
-            bool esc;
-            if (!scan_str(s, &st, &len, &esc) || esc || n == TF_EXT_MAX_NODES)
+            if (b.p >= b.end || *b.p != '"' || n == TF_EXT_MAX_NODES)
+                goto no;
+            char *st = (char *)++b.p;
+            size_t len = tf_json_plain_len(st, (size_t)(b.end - st));
+            if (st + len >= b.end || st[len] != '"') /* an escape, a control byte, cut short */
                 goto no;
             if (n == cap) {
                 cap *= 2;
@@ -250,27 +258,23 @@ static bool scan_names(struct scan *s, struct tf_ext_args *args)
                 if (!nn || !nl || !nh)
                     goto no;
             }
-            uint32_t h = 2166136261u; /* FNV-1a, as tf_strmap_hash */
-            for (size_t k = 0; k < len; k++) {
-                buf[used + k] = st[k];
-                h = (h ^ (unsigned char)st[k]) * 16777619u;
-            }
-            buf[used + len] = '\0';
-            hashes[n] = h;
-            names[n] = buf + used; /* buffer never moves: room covers every name */
-            lens[n++] = len;
-            used += len + 1;
-            scan_ws(s);
-            if (s->p < s->end && *s->p == ',') {
-                s->p++;
-                scan_ws(s);
+            st[len] = '\0';
+            names[n] = st;
+            lens[n] = len;
+            hashes[n++] = tf_strmap_hash(st, len);
+            b.p = st + len + 1;
+            scan_ws(&b);
+            if (b.p < b.end && *b.p == ',') {
+                b.p++;
+                scan_ws(&b);
                 continue;
             }
-            if (!scan_lit(s, "]", 1))
+            if (!scan_lit(&b, "]", 1))
                 goto no;
             break;
         }
     }
+    s->p += b.p - buf;
     args->node_names = names;
     args->name_lens = lens;
     args->name_hashes = hashes;
@@ -286,8 +290,19 @@ no:
     return false;
 }
 
-/* The strict scan of an ExtenderArgs in NodeNames mode; false: leave it to json-c. */
-static bool decode_scan(const char *body, size_t len, struct tf_ext_args *args)
+/* Whether the LEN bytes EXPECT are at S's position (then skipped). */
+static bool scan_expected(struct scan *s, const char *expect, size_t len)
+{
+    if (!expect || !len || (size_t)(s->end - s->p) < len || memcmp(s->p, expect, len) != 0)
+        return false;
+    s->p += len;
+    return true;
+}
+
+/* The strict scan of an ExtenderArgs in NodeNames mode; false: leave it to json-c. A Pod or
+ * NodeNames of exactly EX's bytes (EX may be NULL) is skipped and flagged, not decoded. */
+static bool decode_scan(const char *body, size_t len, const struct tf_ext_expect *ex,
+                        struct tf_ext_args *args)
 {
     struct scan s = {body, body + len, 1};
     const char *pod = NULL, *pod_end = NULL;
@@ -312,11 +327,15 @@ static bool decode_scan(const char *body, size_t len, struct tf_ext_args *args)
             if (pod || s.p >= s.end || *s.p != '{')
                 goto no;
             pod = s.p;
-            if (!scan_value(&s))
+            args->pod_expected = ex && scan_expected(&s, ex->pod, ex->pod_len);
+            if (!args->pod_expected && !scan_value(&s))
                 goto no;
             pod_end = s.p;
         } else if (kl == 9 && !memcmp(k, "NodeNames", 9)) {
-            if (names || !scan_names(&s, args))
+            if (names)
+                goto no;
+            args->names_expected = ex && scan_expected(&s, ex->names, ex->names_len);
+            if (!args->names_expected && !scan_names(&s, args))
                 goto no;
             names = true;
         } else if (kl == 5 && !memcmp(k, "Nodes", 5)) {
@@ -339,6 +358,10 @@ static bool decode_scan(const char *body, size_t len, struct tf_ext_args *args)
     scan_ws(&s);
     if (s.p != s.end || !pod || !names)
         goto no;
+    args->pod_text = pod;
+    args->pod_len = (size_t)(pod_end - pod);
+    if (args->pod_expected)
+        return true;
     json_tokener *tok = json_tokener_new_ex(64);
     if (!tok)
         goto no;
@@ -359,13 +382,19 @@ no:
     return false;
 }
 
+int tf_ext_decode_args_expect(const char *body, size_t len, const struct tf_ext_expect *ex,
+                              struct tf_ext_args *args, char *err, size_t errlen)
+{
+    memset(args, 0, sizeof(*args));
+    if (len < 0x7fffffff && decode_scan(body, len, ex, args))
+        return 0;
+    return tf_ext_decode_args_tree(body, len, args, err, errlen);
+}
+
 int tf_ext_decode_args(const char *body, size_t len, struct tf_ext_args *args, char *err,
                        size_t errlen)
 {
-    memset(args, 0, sizeof(*args));
-    if (len < 0x7fffffff && decode_scan(body, len, args))
-        return 0;
-    return tf_ext_decode_args_tree(body, len, args, err, errlen);
+    return tf_ext_decode_args_expect(body, len, NULL, args, err, errlen);
 }
 
 int tf_ext_decode_args_tree(const char *body, size_t len, struct tf_ext_args *args, char *err,
@@ -458,21 +487,38 @@ static size_t name_len(const struct tf_ext_args *args, size_t i)
     return args->name_lens ? args->name_lens[i] : strlen(args->node_names[i]);
 }
 
-/* Node I's name as a JSON string. */
-static int add_name(struct tf_dynbuf *out, const struct tf_ext_args *args, size_t i)
+/* Bytes of the JSON string of the N bytes of S (quotes included); PLAIN: S needs no escape. */
+static size_t str_size(const char *s, size_t n, bool plain)
 {
-    size_t n = name_len(args, i);
-    if (!args->names_plain)
-        return tf_dynbuf_add_json_str(out, args->node_names[i], n);
-    int rc = tf_dynbuf_addc(out, '"');
-    if (!rc)
-        rc = tf_dynbuf_add(out, args->node_names[i], n);
-    return rc ? rc : tf_dynbuf_addc(out, '"');
+    return (plain ? n : tf_json_escaped_len(s, n)) + 2;
+}
+
+/* Writes the JSON string of the N bytes of S at P; returns its end. PLAIN: S needs no escape. */
+static char *put_str(char *p, const char *s, size_t n, bool plain)
+{
+    *p++ = '"';
+    if (plain) {
+        memcpy(p, s, n);
+        p += n;
+    } else {
+        p = tf_json_escape(p, s, n);
+    }
+    *p++ = '"';
+    return p;
+}
+
+static char *put_lit(char *p, const char *lit)
+{
+    size_t n = strlen(lit);
+    memcpy(p, lit, n);
+    return p + n;
 }
 
 /* Whether two failing nodes share a name (json-c would keep one key: leave it to json-c). */
 static bool failed_repeat(const struct tf_ext_args *args, const char *const *reasons)
 {
+    if (args->names_distinct)
+        return false;
     size_t nf = 0, cap = 16;
     for (size_t i = 0; i < args->n_nodes; i++)
         nf += reasons[i] != NULL;
@@ -486,10 +532,7 @@ static bool failed_repeat(const struct tf_ext_args *args, const char *const *rea
         if (!reasons[i])
             continue;
         const char *nm = args->node_names[i];
-        size_t n = name_len(args, i);
-        uint32_t h = 2166136261u;
-        for (size_t k = 0; k < n; k++)
-            h = (h ^ (unsigned char)nm[k]) * 16777619u;
+        uint32_t h = tf_strmap_hash(nm, name_len(args, i));
         for (size_t j = h & (cap - 1);; j = (j + 1) & (cap - 1)) {
             if (!set[j]) {
                 set[j] = nm;
@@ -505,66 +548,100 @@ static bool failed_repeat(const struct tf_ext_args *args, const char *const *rea
     return rep;
 }
 
-static int add_failed(struct tf_dynbuf *out, const struct tf_ext_args *args,
-                      const char *const *reasons, const bool *unresolvable, bool want)
+/* The failed nodes of one map (those UNRESOLVABLE says WANT of) as "name":"reason" pairs, at P
+ * (NULL: only their size); RLEN holds each reason's length, ELEN its escaped length. Returns
+ * the end (or the size). */
+static char *put_failed(char *p, const struct tf_ext_args *args, const char *const *reasons,
+                        const size_t *rlen, const size_t *elen, const bool *unresolvable, bool want,
+                        size_t *size)
 {
     bool first = true;
-    int rc = 0;
-    for (size_t i = 0; !rc && i < args->n_nodes; i++) {
+    for (size_t i = 0; i < args->n_nodes; i++) {
         if (!reasons[i] || (unresolvable && unresolvable[i]) != want)
             continue;
-        if ((!first && (rc = tf_dynbuf_addc(out, ','))) || (rc = add_name(out, args, i)) ||
-            (rc = tf_dynbuf_addc(out, ':')))
-            break;
-        rc = tf_dynbuf_add_json_str(out, reasons[i], strlen(reasons[i]));
+        size_t n = name_len(args, i);
+        if (!p) {
+            *size += !first + str_size(args->node_names[i], n, args->names_plain) + 3 + elen[i];
+        } else {
+            if (!first)
+                *p++ = ',';
+            p = put_str(p, args->node_names[i], n, args->names_plain);
+            *p++ = ':';
+            p = put_str(p, reasons[i], rlen[i], elen[i] == rlen[i]);
+        }
         first = false;
     }
-    return rc;
+    return p;
 }
 
 char *tf_ext_encode_filter(const struct tf_ext_args *args, const char *const *reasons,
                            const bool *unresolvable, const char *error)
 {
-    /* Written as text (as json-c writes it: keys in insertion order, no spaces). */
+    return tf_ext_encode_filter_span(args, reasons, unresolvable, error, NULL);
+}
+
+char *tf_ext_encode_filter_span(const struct tf_ext_args *args, const char *const *reasons,
+                                const bool *unresolvable, const char *error, size_t span[2])
+{
+    if (span)
+        span[0] = span[1] = 0;
+    /* Written as text (as json-c writes it: keys in insertion order, no spaces), into one
+     * allocation of the exact size. */
     if (args->node_list || (reasons && failed_repeat(args, reasons)))
         return tf_ext_encode_filter_tree(args, reasons, unresolvable, error);
-    struct tf_dynbuf out;
-    tf_dynbuf_init(&out, SIZE_MAX);
-    size_t guess = 128 + (error ? strlen(error) : 0); /* exact when nothing needs escaping */
-    for (size_t i = 0; i < args->n_nodes; i++)
-        guess += name_len(args, i) + 3 + (reasons && reasons[i] ? strlen(reasons[i]) + 3 : 0);
-    int rc = tf_dynbuf_reserve(&out, guess);
-    if (!rc)
-        rc = tf_dynbuf_adds(&out, "{\"Nodes\":null,\"NodeNames\":[");
+    static const char head[] = "{\"Nodes\":null,\"NodeNames\":[", mid1[] = "],\"FailedNodes\":{",
+                      mid2[] = "},\"FailedAndUnresolvableNodes\":{", tail[] = "},\"Error\":";
+    size_t *rlen = reasons ? malloc((args->n_nodes + 1) * 2 * sizeof(*rlen)) : NULL;
+    size_t *elen = rlen ? rlen + args->n_nodes + 1 : NULL;
+    if (reasons && !rlen)
+        return NULL;
+    size_t errl = error ? strlen(error) : 0, passed = 0;
+    size_t size = sizeof(head) + sizeof(mid1) + sizeof(mid2) + sizeof(tail) + 2 +
+                  str_size(error ? error : "", errl, false);
+    for (size_t i = 0; i < args->n_nodes; i++) {
+        if (reasons && reasons[i]) {
+            rlen[i] = strlen(reasons[i]);
+            elen[i] = tf_json_escaped_len(reasons[i], rlen[i]);
+            continue;
+        }
+        size += !!passed + str_size(args->node_names[i], name_len(args, i), args->names_plain);
+        passed++;
+    }
+    if (reasons) {
+        put_failed(NULL, args, reasons, rlen, elen, unresolvable, false, &size);
+        put_failed(NULL, args, reasons, rlen, elen, unresolvable, true, &size);
+    }
+    char *out = malloc(size + 1), *p = out;
+    if (!out) {
+        free(rlen);
+        return NULL;
+    }
+    p = put_lit(p, head);
+    if (span)
+        span[0] = (size_t)(p - out) - 1; /* at the '[' */
     bool first = true;
-    for (size_t i = 0; !rc && i < args->n_nodes; i++) {
+    for (size_t i = 0; i < args->n_nodes; i++) {
         if (reasons && reasons[i])
             continue;
         if (!first)
-            rc = tf_dynbuf_addc(&out, ',');
-        if (!rc)
-            rc = add_name(&out, args, i);
+            *p++ = ',';
+        p = put_str(p, args->node_names[i], name_len(args, i), args->names_plain);
         first = false;
     }
-    if (!rc)
-        rc = tf_dynbuf_adds(&out, "],\"FailedNodes\":{");
-    if (!rc && reasons)
-        rc = add_failed(&out, args, reasons, unresolvable, false);
-    if (!rc)
-        rc = tf_dynbuf_adds(&out, "},\"FailedAndUnresolvableNodes\":{");
-    if (!rc && reasons)
-        rc = add_failed(&out, args, reasons, unresolvable, true);
-    if (!rc)
-        rc = tf_dynbuf_adds(&out, "},\"Error\":");
-    if (!rc)
-        rc = tf_dynbuf_add_json_str(&out, error ? error : "", error ? strlen(error) : 0);
-    if (!rc)
-        rc = tf_dynbuf_addc(&out, '}');
-    if (rc) {
-        tf_dynbuf_free(&out);
-        return NULL;
-    }
-    return out.data;
+    if (span)
+        span[1] = (size_t)(p - out) + 1 - span[0]; /* through the ']' */
+    p = put_lit(p, mid1);
+    if (reasons)
+        p = put_failed(p, args, reasons, rlen, elen, unresolvable, false, NULL);
+    p = put_lit(p, mid2);
+    if (reasons)
+        p = put_failed(p, args, reasons, rlen, elen, unresolvable, true, NULL);
+    p = put_lit(p, tail);
+    p = put_str(p, error ? error : "", errl, false);
+    *p++ = '}';
+    *p = '\0';
+    free(rlen);
+    return out;
 }
 
 char *tf_ext_encode_filter_tree(const struct tf_ext_args *args, const char *const *reasons,
@@ -602,26 +679,26 @@ char *tf_ext_encode_filter_tree(const struct tf_ext_args *args, const char *cons
     return finish(res);
 }
 
-/* The HostPriorityList of plain names, written straight into one allocation of its size. */
-static char *priorities_plain(const struct tf_ext_args *args, const int *scores)
+char *tf_ext_encode_priorities(const struct tf_ext_args *args, const int *scores)
 {
-    static const char host[] = "{\"Host\":\"", score[] = "\",\"Score\":";
+    /* Written as text straight into one allocation of its size: thousands of tiny objects
+     * through json-c cost more than the scoring. */
+    static const char host[] = "{\"Host\":", score[] = ",\"Score\":";
     size_t size = 3;
     for (size_t i = 0; i < args->n_nodes; i++)
-        size += name_len(args, i) + sizeof(host) + sizeof(score) + 4;
+        size += str_size(args->node_names[i], name_len(args, i), args->names_plain) + sizeof(host) +
+                sizeof(score) + 2;
     char *out = malloc(size), *p = out;
     if (!out)
         return NULL;
     *p++ = '[';
     for (size_t i = 0; i < args->n_nodes; i++) {
         int sc = scores[i] < 0 ? 0 : scores[i] > 10 ? 10 : scores[i];
-        size_t n = name_len(args, i);
         if (i)
             *p++ = ',';
         memcpy(p, host, sizeof(host) - 1);
-        p += sizeof(host) - 1;
-        memcpy(p, args->node_names[i], n);
-        p += n;
+        p = put_str(p + sizeof(host) - 1, args->node_names[i], name_len(args, i),
+                    args->names_plain);
         memcpy(p, score, sizeof(score) - 1);
         p += sizeof(score) - 1;
         if (sc == 10)
@@ -632,33 +709,6 @@ static char *priorities_plain(const struct tf_ext_args *args, const int *scores)
     *p++ = ']';
     *p = '\0';
     return out;
-}
-
-char *tf_ext_encode_priorities(const struct tf_ext_args *args, const int *scores)
-{
-    /* Written as text: thousands of tiny objects through json-c cost more than the scoring. */
-    if (args->names_plain)
-        return priorities_plain(args, scores);
-    struct tf_dynbuf out;
-    tf_dynbuf_init(&out, SIZE_MAX);
-    int rc = tf_dynbuf_addc(&out, '[');
-    for (size_t i = 0; !rc && i < args->n_nodes; i++) {
-        int sc = scores[i] < 0 ? 0 : scores[i] > 10 ? 10 : scores[i];
-        if ((i && (rc = tf_dynbuf_addc(&out, ','))) || (rc = tf_dynbuf_adds(&out, "{\"Host\":")) ||
-            (rc = add_name(&out, args, i)))
-            break;
-        if ((rc = tf_dynbuf_adds(&out, sc == 10 ? ",\"Score\":10" : ",\"Score\":")) ||
-            (sc < 10 && (rc = tf_dynbuf_addc(&out, (char)('0' + sc)))))
-            break;
-        rc = tf_dynbuf_addc(&out, '}');
-    }
-    if (!rc)
-        rc = tf_dynbuf_addc(&out, ']');
-    if (rc) {
-        tf_dynbuf_free(&out);
-        return NULL;
-    }
-    return out.data;
 }
 
 void tf_ext_binding_free(struct tf_ext_binding *b)

@@ -6,6 +6,7 @@
  *   extender.c        lifecycle, state locking, informer handlers, autoscaler calls, dispatch
  *   extender_state.c  the allocator's state built from GPU, pool, template, quota, pod objects
  *   extender_verbs.c  /filter, /prioritize (with QoS preemption) and /bind
+ *   extender_memo.c   the last /filter's answer, for the /prioritize after it
  *   extender_ledger.c the pods holding GPUs, as the pod informer reports them
  *   extender_gpus.c   the GPUs, as the GPU informer reports them
  */
@@ -16,6 +17,7 @@
 #include "controller/allocsig.h"
 #include "controller/extender_gang.h"
 
+#include "controller/extender_codec.h"
 #include "controller/podreq.h"
 #include "core/alloc.h"
 #include "core/alloc_index.h"
@@ -61,8 +63,11 @@ struct tf_extender {
         void *p;
         size_t size;
     } scratch[4];
-    json_object *loaded[3]; /* pools, templates, quotas of the last tf_extender_load: those
-                               of rebuilds when no informer feeds them (guarded by lock) */
+    json_object *loaded[3];     /* pools, templates, quotas of the last tf_extender_load: those
+                                   of rebuilds when no informer feeds them (guarded by lock) */
+    pthread_mutex_t memo_lock;  /* guards memo */
+    struct tf__ext_memo *memo;  /* the last /filter's answer (extender_memo.c), or NULL */
+    _Atomic uint64_t memo_hits; /* prioritize calls that used it whole */
 };
 
 /* Seconds a started preemption is left to take effect before the same pod may plan again. */
@@ -170,6 +175,36 @@ void tf__gpus_load(struct tf__gpus *t, json_object *gpus);
  * that large ones do not fault in fresh pages each time), and its return. NULL on ENOMEM. */
 void *tf__ext_scratch_get(struct tf_extender *x, size_t size, size_t *got);
 void tf__ext_scratch_put(struct tf_extender *x, void *p, size_t size);
+
+/* extender_memo.c: what a /filter answered, for the /prioritize kube-scheduler sends next
+ * with the same Pod and, as NodeNames, the filter's own NodeNames text (one extender, all
+ * passed nodes scored). Matching bytes stand for the decoded Pod and names: the prioritize
+ * neither parses the Pod nor looks the names up again, and its scores come from the verdict
+ * index for the node ids the filter resolved, as long as that index (and so its cluster) is
+ * the same one. Anything else is decoded as usual. One memo per extender. */
+struct tf__ext_memo {
+    uint64_t serial;   /* tf_alloc_index_serial of the index IDS were resolved under */
+    char *pod, *names; /* the Pod's bytes; the answer's NodeNames array text */
+    size_t pod_len, names_len;
+    struct tf_podreq pr;     /* what the Pod decodes to */
+    size_t n;                /* the nodes in NAMES, in order: */
+    const char **node_names; /* into NAMES_BUF */
+    size_t *lens;
+    uint32_t *hashes, *ids;
+    char *names_buf;
+    bool names_plain;
+};
+/* The memo of a filter answer OUT (NodeNames at SPAN, tf_ext_encode_filter_span) for ARGS, the
+ * Pod's request PR and the candidates' IDS resolved under index SERIAL, REASONS[i] NULL for
+ * those that passed. Takes ARGS's name arrays and IDS on success (NULL: nothing taken). */
+struct tf__ext_memo *tf__ext_memo_new(struct tf_ext_args *args, const struct tf_podreq *pr,
+                                      uint32_t *ids, const char *const *reasons, uint64_t serial,
+                                      const char *out, const size_t span[2]);
+void tf__ext_memo_free(struct tf__ext_memo *m);
+/* Takes the extender's memo (NULL when none), and gives one back: REPLACE drops the one kept,
+ * else M is kept only when none is. */
+struct tf__ext_memo *tf__ext_memo_take(struct tf_extender *x);
+void tf__ext_memo_put(struct tf_extender *x, struct tf__ext_memo *m, bool replace);
 
 /* extender_verbs.c: the three verbs; *STATUS is set on errors, the body is a new string. */
 char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *status);

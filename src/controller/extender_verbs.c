@@ -143,21 +143,43 @@ out:
 }
 
 /* The candidates' node ids when the decoder hashed their names (NULL: the index resolves the
- * names itself). Caller holds the read lock; frees the array. */
-static uint32_t *resolve(const struct tf_extender *x, const struct tf_ext_args *a)
+ * names itself), and A->names_distinct set when every name is a node of its own. Caller holds
+ * the read lock; frees the array. */
+static uint32_t *resolve(const struct tf_extender *x, struct tf_ext_args *a)
 {
-    uint32_t *ids = a->name_hashes ? malloc((a->n_nodes + 1) * sizeof(*ids)) : NULL;
-    for (size_t i = 0; ids && i < a->n_nodes; i++)
-        ids[i] = tf_cluster_node_find_hashed(x->cluster, a->node_names[i], a->name_lens[i],
-                                             a->name_hashes[i]);
+    if (!a->name_hashes)
+        return NULL;
+    const struct tf_cluster *c = x->cluster;
+    const struct tf_strmap *m = &c->node_by_name;
+    uint32_t *ids = malloc((a->n_nodes + 1) * sizeof(*ids));
+    uint64_t *seen = calloc(c->nnodes / 64 + 1, sizeof(*seen));
+    bool distinct = seen != NULL;
+    for (size_t i = 0; ids && i < a->n_nodes; i++) {
+        /* The slots a few names ahead, and the keys of those nearer, are fetched meanwhile. */
+        if (i + 16 < a->n_nodes)
+            tf_strmap_prefetch(m, a->name_hashes[i + 16]);
+        if (i + 8 < a->n_nodes)
+            tf_strmap_prefetch_key(m, a->name_hashes[i + 8]);
+        uint32_t id =
+            tf_cluster_node_find_hashed(c, a->node_names[i], a->name_lens[i], a->name_hashes[i]);
+        ids[i] = id;
+        if (id == TF_NONE || !seen || (seen[id / 64] & (UINT64_C(1) << (id % 64))))
+            distinct = false;
+        else
+            seen[id / 64] |= UINT64_C(1) << (id % 64);
+    }
+    free(seen);
+    a->names_distinct = ids && distinct;
     return ids;
 }
 
-/* Decodes the ExtenderArgs BODY into ARGS; false with *BAD (the 400 answer) set if invalid. */
-static bool decode(const char *body, size_t len, struct tf_ext_args *args, char **bad, int *status)
+/* Decodes the ExtenderArgs BODY into ARGS (EX: what it is expected to hold, may be NULL); false
+ * with *BAD (the 400 answer) set if invalid. */
+static bool decode(const char *body, size_t len, const struct tf_ext_expect *ex,
+                   struct tf_ext_args *args, char **bad, int *status)
 {
     char err[1024];
-    if (!tf_ext_decode_args(body, len, args, err, sizeof(err)))
+    if (!tf_ext_decode_args_expect(body, len, ex, args, err, sizeof(err)))
         return true;
     *status = 400;
     *bad = tf_ext_encode_binding_result(err);
@@ -168,7 +190,7 @@ char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *s
 {
     struct tf_ext_args args;
     char err[1024], *bad;
-    if (!decode(body, len, &args, &bad, status))
+    if (!decode(body, len, NULL, &args, &bad, status))
         return bad;
     struct req_buf b;
     /* One scratch buffer: verdicts, reason pointers, reason text (160 bytes a node). */
@@ -178,6 +200,8 @@ char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *s
     struct tf_node_verdict *v = (struct tf_node_verdict *)scratch;
     const char **reasons = scratch ? (const char **)(scratch + nv * sizeof(*v)) : NULL;
     char *rbuf = scratch ? scratch + nv * sizeof(*v) + nv * sizeof(char *) : NULL;
+    uint32_t *ids = NULL;
+    struct tf__ext_memo *memo = NULL;
     if (!scratch)
         goto out;
     memset(v, 0, nv * sizeof(*v));
@@ -200,13 +224,13 @@ char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *s
     }
     struct tf_reasons rb;
     tf_reasons_init(&rb, rbuf, rlen);
-    uint32_t *ids = resolve(x, &args);
+    ids = resolve(x, &args);
     pthread_mutex_lock(&x->index_lock);
+    uint64_t serial = tf_alloc_index_serial(x->index);
     rc = tf_alloc_index_filter(x->index, &b.req, args.node_names, ids, args.n_nodes, v, &rb, err,
                                sizeof(err));
     pthread_mutex_unlock(&x->index_lock);
     pthread_rwlock_unlock(&x->lock);
-    free(ids);
     bool any_fit = false;
     for (size_t i = 0; i < args.n_nodes; i++)
         any_fit = any_fit || (v[i].node != TF_NONE && v[i].fit);
@@ -224,12 +248,17 @@ char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *s
         else if (!v[i].fit)
             reasons[i] = v[i].reason ? v[i].reason : "no GPU fits the request";
     }
-    out = tf_ext_encode_filter(&args, reasons, NULL, NULL);
+    size_t span[2];
+    out = tf_ext_encode_filter_span(&args, reasons, NULL, NULL, span);
+    if (out && rc == 0 && (memo = tf__ext_memo_new(&args, &b.pr, ids, reasons, serial, out, span)))
+        ids = NULL; /* the memo's now */
 out:
     if (!out) {
         *status = 500;
         out = tf_ext_encode_binding_result("out of memory");
     }
+    tf__ext_memo_put(x, memo, true);
+    free(ids);
     tf__ext_scratch_put(x, scratch, got);
     tf_ext_args_free(&args);
     return out;
@@ -239,30 +268,57 @@ char *tf__ext_prioritize(struct tf_extender *x, const char *body, size_t len, in
 {
     struct tf_ext_args args;
     char err[1024], *bad;
-    if (!decode(body, len, &args, &bad, status))
+    /* The filter's answer for this pod, when this is the prioritize that follows it. */
+    struct tf__ext_memo *m = tf__ext_memo_take(x);
+    struct tf_ext_expect ex = {0};
+    if (m)
+        ex = (struct tf_ext_expect){m->pod, m->names, m->pod_len, m->names_len};
+    if (!decode(body, len, m ? &ex : NULL, &args, &bad, status)) {
+        tf__ext_memo_put(x, m, false);
         return bad;
+    }
+    if (args.names_expected) { /* the memo's nodes stand for the body's */
+        args.node_names = m->node_names;
+        args.name_lens = m->lens;
+        args.name_hashes = m->hashes;
+        args.n_nodes = m->n;
+        args.names_plain = m->names_plain;
+    }
     int *scores = calloc(args.n_nodes + 1, sizeof(int));
     char *out = NULL;
+    uint32_t *ids = NULL;
     struct req_buf b;
     if (!scores)
         goto out;
-    if (tf_podreq_from_pod(args.pod, &b.pr, err, sizeof(err)) == 0 && b.pr.managed &&
-        !b.pr.remote_client && tf__ext_read_state(x)) {
+    if (args.pod_expected)
+        b.pr = m->pr;
+    if ((args.pod_expected || tf_podreq_from_pod(args.pod, &b.pr, err, sizeof(err)) == 0) &&
+        b.pr.managed && !b.pr.remote_client && tf__ext_read_state(x)) {
         tf__ext_to_alloc(&b);
-        uint32_t *ids = resolve(x, &args);
+        /* The index (and its cluster) is replaced only under the write lock. */
+        bool hit = args.names_expected && m->serial == tf_alloc_index_serial(x->index);
+        const uint32_t *rid = hit ? m->ids : (ids = resolve(x, &args));
+        if (hit && args.pod_expected)
+            atomic_fetch_add(&x->memo_hits, 1);
         pthread_mutex_lock(&x->index_lock);
-        int rc = tf_alloc_index_score(x->index, &b.req, args.node_names, ids, args.n_nodes, scores,
+        int rc = tf_alloc_index_score(x->index, &b.req, args.node_names, rid, args.n_nodes, scores,
                                       err, sizeof(err));
         pthread_mutex_unlock(&x->index_lock);
         pthread_rwlock_unlock(&x->lock);
-        free(ids);
         for (size_t i = 0; i < args.n_nodes; i++)
             scores[i] = rc ? 0 : (scores[i] + 5) / 10; /* 0..100 -> 0..10 */
     }
     out = tf_ext_encode_priorities(&args, scores);
 out:
+    free(ids);
     free(scores);
+    if (args.names_expected) { /* borrowed from the memo */
+        args.node_names = NULL;
+        args.name_lens = NULL;
+        args.name_hashes = NULL;
+    }
     tf_ext_args_free(&args);
+    tf__ext_memo_put(x, m, false); /* kept for a repeated prioritize, unless a filter came */
     if (!out) {
         *status = 500;
         out = strdup("[]");

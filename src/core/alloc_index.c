@@ -38,6 +38,7 @@ struct shape {
 
 struct tf_alloc_index {
     const struct tf_alloc *a;
+    uint64_t serial;
     uint32_t epoch; /* the cluster's, when the shapes were made */
     uint64_t tick;
     struct shape *shapes[TF_ALLOC_INDEX_SHAPES];
@@ -57,9 +58,11 @@ static void shape_free(struct shape *s)
 
 struct tf_alloc_index *tf_alloc_index_new(const struct tf_alloc *a)
 {
+    static _Atomic uint64_t serials;
     struct tf_alloc_index *x = calloc(1, sizeof(*x));
     if (x) {
         x->a = a;
+        x->serial = ++serials;
         x->epoch = a->c->epoch;
     }
     return x;
@@ -72,6 +75,11 @@ void tf_alloc_index_destroy(struct tf_alloc_index *x)
     for (int i = 0; i < TF_ALLOC_INDEX_SHAPES; i++)
         shape_free(x->shapes[i]);
     free(x);
+}
+
+uint64_t tf_alloc_index_serial(const struct tf_alloc_index *x)
+{
+    return x->serial;
 }
 
 void tf_alloc_index_stats(const struct tf_alloc_index *x, struct tf_alloc_index_stats *out)

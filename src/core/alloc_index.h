@@ -55,6 +55,10 @@ int tf_alloc_index_score(struct tf_alloc_index *x, const struct tf_alloc_request
                          const char *const *names, const uint32_t *ids, size_t n, int *scores,
                          char *err, size_t errlen);
 
+/* This index's serial number, unique in the process (never reused, unlike its address):
+ * what a caller keeping node ids resolved under it compares to know they still hold. */
+uint64_t tf_alloc_index_serial(const struct tf_alloc_index *x);
+
 /* Counters since the index was made: candidates looked up, verdicts (re)computed, reasons
  * formatted, shapes built and dropped. */
 struct tf_alloc_index_stats {

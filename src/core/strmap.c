@@ -9,19 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint32_t fnv1a(const char *s, size_t len)
-{
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 16777619u;
-    }
-    return h;
-}
-
 static int key_eq(const struct tf_strmap_slot *s, uint32_t h, const char *key, size_t len)
 {
-    return s->hash == h && strncmp(s->key, key, len) == 0 && s->key[len] == '\0';
+    if (s->hash != h)
+        return 0;
+    for (size_t i = 0; i < len; i++) /* stops at the stored key's end: never reads past it */
+        if (s->key[i] != key[i] || !s->key[i])
+            return 0;
+    return s->key[len] == '\0';
 }
 
 void tf_strmap_init(struct tf_strmap *m)
@@ -49,14 +44,9 @@ static size_t find(const struct tf_strmap *m, const char *key, size_t len, uint3
     }
 }
 
-uint32_t tf_strmap_hash(const char *key, size_t len)
-{
-    return fnv1a(key, len);
-}
-
 int tf_strmap_get(const struct tf_strmap *m, const char *key, size_t len, uint32_t *val)
 {
-    return m->cap ? tf_strmap_get_hashed(m, key, len, fnv1a(key, len), val) : TF_ENOENT;
+    return m->cap ? tf_strmap_get_hashed(m, key, len, tf_strmap_hash(key, len), val) : TF_ENOENT;
 }
 
 int tf_strmap_get_hashed(const struct tf_strmap *m, const char *key, size_t len, uint32_t hash,
@@ -107,7 +97,7 @@ int tf_strmap_reserve(struct tf_strmap *m, size_t n)
 int tf_strmap_put(struct tf_strmap *m, const char *key, uint32_t val)
 {
     size_t len = strlen(key);
-    uint32_t h = fnv1a(key, len);
+    uint32_t h = tf_strmap_hash(key, len);
     if (m->cap) {
         size_t i = find(m, key, len, h);
         if (m->slots[i].key)
@@ -131,7 +121,7 @@ int tf_strmap_set(struct tf_strmap *m, const char *key, uint32_t val)
     size_t len = strlen(key);
     if (!m->cap)
         return TF_ENOENT;
-    size_t i = find(m, key, len, fnv1a(key, len));
+    size_t i = find(m, key, len, tf_strmap_hash(key, len));
     if (!m->slots[i].key)
         return TF_ENOENT;
     m->slots[i].key = key;
@@ -144,7 +134,7 @@ int tf_strmap_del(struct tf_strmap *m, const char *key, size_t len)
     if (!m->cap)
         return TF_ENOENT;
     size_t mask = m->cap - 1;
-    size_t i = find(m, key, len, fnv1a(key, len));
+    size_t i = find(m, key, len, tf_strmap_hash(key, len));
     if (!m->slots[i].key)
         return TF_ENOENT;
     /* Backward-shift: pull later members of the probe run into the hole. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * tf_dynbuf: growth, the hard length limit (also an unlimited SIZE_MAX one), consume/truncate.
+ * tf_dynbuf: growth, the hard length limit (also an unlimited SIZE_MAX one), consume/truncate;
+ * JSON string escaping and the scan for the first byte that needs it.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -65,6 +66,31 @@ static void json_strings_are_escaped_and_quoted(void **state)
     tf_dynbuf_free(&b);
 }
 
+/* The plain-run scan (sixteen or eight bytes a step) stops where a byte-by-byte one does, for
+ * every offset of the first byte to escape; escaped lengths are what the escaper writes. */
+static void plain_runs_end_at_the_first_byte_to_escape(void **state)
+{
+    static const char special[] = {'"', '\\', '\0', '\n', 0x1f, 0x01};
+    char s[80], out[80 * 6];
+    uint32_t seed = 1;
+    for (size_t n = 0; n <= 70; n++) {
+        for (size_t at = 0; at <= n; at++) {
+            for (size_t k = 0; k < n; k++) {
+                seed = seed * 1103515245u + 12345u;
+                s[k] = (char)(0x20 + (seed >> 16) % 0xe0); /* printable or UTF-8 bytes */
+                if (s[k] == '"' || s[k] == '\\')
+                    s[k] = 'x';
+            }
+            if (at < n)
+                s[at] = special[(at + n) % sizeof(special)];
+            assert_int_equal(tf_json_plain_len(s, n), at);
+            size_t e = tf_json_escaped_len(s, n);
+            assert_int_equal((size_t)(tf_json_escape(out, s, n) - out), e);
+            assert_int_equal(e == n, at == n);
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -72,6 +98,7 @@ int main(void)
         cmocka_unit_test(the_length_limit_appends_nothing_past_it),
         cmocka_unit_test(an_unlimited_buffer_grows_like_any_other),
         cmocka_unit_test(json_strings_are_escaped_and_quoted),
+        cmocka_unit_test(plain_runs_end_at_the_first_byte_to_escape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

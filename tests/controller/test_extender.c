@@ -4,7 +4,8 @@
  * server: filter reasons, prioritize scores, bind writing gpu-ids/container-gpus and the
  * Binding, rollback when the Binding fails, many concurrent binds never over-allocating,
  * allocations rebuilt from pod annotations after a restart, release on delete; QoS preemption
- * (a critical pod that fits nowhere evicts the fewest lower-QoS pods, once); the autoscaler's
+ * (a critical pod that fits nowhere evicts the fewest lower-QoS pods, once); a prioritize
+ * answered from the filter before it scores as one decoded afresh; the autoscaler's
  * resize and room, and the cluster the planners build the extender's way; gang scheduling (no
  * member bound before the quorum holds GPUs, a timeout releases them).
  */
@@ -180,6 +181,94 @@ static void filter_returns_allocator_reasons_for_nodes_that_do_not_fit(void **st
         assert_non_null(tf_json_str(hp, "Host", NULL));
     }
     json_object_put(o);
+    rig_down(&r);
+}
+
+/* The raw answer of VERB for BODY (a new string). */
+static char *call_text(struct rig *r, const char *verb, const char *body)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/scheduler/%s", verb);
+    struct tf_http_req req = {"POST", path, body, strlen(body), NULL};
+    struct tf_http_resp resp = {200, NULL, NULL};
+    assert_true(tf_extender_handle(r->x, &req, &resp));
+    assert_int_equal(resp.status, 200);
+    return resp.body;
+}
+
+/* The ExtenderArgs kube-scheduler sends /prioritize after FILTERED: the same Pod bytes, and
+ * as NodeNames the filter's NodeNames array (SPACED: with a space after each comma, so that
+ * the bytes differ and the body is decoded afresh). */
+static char *prioritize_args(const char *pod_text, const char *filtered, bool spaced)
+{
+    const char *a = strstr(filtered, "\"NodeNames\":[");
+    assert_non_null(a);
+    a += strlen("\"NodeNames\":");
+    const char *e = strchr(a, ']');
+    assert_non_null(e);
+    char *buf = malloc(65536);
+    int n = snprintf(buf, 65536, "{\"Pod\":%s,\"Nodes\":null,\"NodeNames\":", pod_text);
+    for (const char *p = a; p <= e; p++) {
+        buf[n++] = *p;
+        if (spaced && *p == ',')
+            buf[n++] = ' ';
+    }
+    snprintf(buf + n, 65536 - (size_t)n, "}");
+    return buf;
+}
+
+static void prioritize_after_filter_scores_as_a_fresh_decode_does(void **state)
+{
+    struct rig r;
+    rig_up(&r);
+    pod("memo", "30Gi", NULL);
+    pod("other", "30Gi", NULL);
+    json_object *p = get_pod("memo");
+    char *pod_text = strdup(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN));
+    json_object_put(p);
+    char *fargs = args_for("memo", "[\"node-a\",\"cpu-node\",\"node-b\"]");
+    char *filtered = call_text(&r, "filter", fargs);
+    char *same = prioritize_args(pod_text, filtered, false);
+    char *spaced = prioritize_args(pod_text, filtered, true);
+    /* Three rounds: as filtered; after a bind changed node-a; after a rebuild of the state. */
+    for (int round = 0; round < 3; round++) {
+        uint64_t hits = tf_extender_memo_hits(r.x);
+        char *memo = call_text(&r, "prioritize", same);
+        assert_int_equal(tf_extender_memo_hits(r.x), hits + (round < 2));
+        char *fresh = call_text(&r, "prioritize", spaced);
+        assert_int_equal(tf_extender_memo_hits(r.x), hits + (round < 2));
+        assert_string_equal(memo, fresh);
+        json_object *o = jparse(memo);
+        assert_int_equal(json_object_array_length(o), 2);
+        json_object_put(o);
+        free(memo);
+        free(fresh);
+        if (round == 0)
+            assert_string_equal(bind_err(&r, "other", "node-a"), "");
+        else
+            tf_extender_invalidate(r.x);
+    }
+    /* Another pod's prioritize with those names is not answered from the memo. */
+    p = get_pod("other");
+    char *other = strdup(json_object_to_json_string_ext(p, JSON_C_TO_STRING_PLAIN));
+    json_object_put(p);
+    char *filtered2 = call_text(&r, "filter", fargs); /* a fresh memo */
+    char *oargs = prioritize_args(other, filtered2, false);
+    uint64_t hits = tf_extender_memo_hits(r.x);
+    char *o1 = call_text(&r, "prioritize", oargs);
+    assert_int_equal(tf_extender_memo_hits(r.x), hits);
+    free(o1);
+    free(oargs);
+    free(other);
+    free(filtered2);
+    free(same);
+    free(spaced);
+    free(filtered);
+    free(fargs);
+    free(pod_text);
+    char err[256];
+    assert_int_equal(tf_k8s_delete(fake.client, &tf_k8s_pods, "ml", "memo", err, sizeof(err)), 0);
+    assert_int_equal(tf_k8s_delete(fake.client, &tf_k8s_pods, "ml", "other", err, sizeof(err)), 0);
     rig_down(&r);
 }
 
@@ -821,6 +910,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(filter_returns_allocator_reasons_for_nodes_that_do_not_fit),
+        cmocka_unit_test(prioritize_after_filter_scores_as_a_fresh_decode_does),
         cmocka_unit_test(bind_records_gpu_ids_and_binds_then_restart_rebuilds),
         cmocka_unit_test(failed_binding_rolls_the_reservation_back),
         cmocka_unit_test(a_pod_bound_and_deleted_while_the_watch_was_down_gives_its_gpus_back),

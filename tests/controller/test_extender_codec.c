@@ -6,7 +6,9 @@
  * spelling (whitespace, key order, extra keys of every JSON type, names with any byte, escapes,
  * duplicate keys, NodeList mode) and for broken ones (cut, flipped bytes); the text writer of
  * ExtenderFilterResult must give json-c's bytes for any names and reasons (repeated names,
- * unresolvable nodes, control characters, UTF-8).
+ * unresolvable nodes, control characters, UTF-8); a body holding the Pod and NodeNames bytes
+ * the decoder was told to expect (a prioritize after its filter) is recognised, and any other
+ * bytes are decoded.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -216,6 +218,88 @@ static void the_strict_scan_decodes_as_json_c_does(void **state)
     tf_dynbuf_free(&b);
 }
 
+/* BODY (decoded by the strict scan into A) again as kube-scheduler's prioritize would send it:
+ * A's Pod bytes, as NodeNames the text the filter writer puts in its answer. The decoder must
+ * recognise exactly those bytes when told to expect them, and decode anything else. */
+static void expected_bytes_are_recognised(const struct tf_ext_args *a)
+{
+    size_t span[2];
+    char *out = tf_ext_encode_filter_span(a, NULL, NULL, NULL, span);
+    assert_non_null(out);
+    if (!span[1]) { /* written by json-c: no span */
+        free(out);
+        return;
+    }
+    /* The span is the answer's NodeNames array. */
+    char *text = strndup(out + span[0], span[1]);
+    json_object *whole = json_tokener_parse(out), *arr = json_tokener_parse(text);
+    assert_true(json_object_equal(json_object_object_get(whole, "NodeNames"), arr));
+    json_object_put(arr);
+    free(text);
+    json_object_put(whole);
+    struct tf_dynbuf b;
+    tf_dynbuf_init(&b, 1 << 20);
+    tf_dynbuf_adds(&b, "{\"Pod\":");
+    tf_dynbuf_add(&b, a->pod_text, a->pod_len);
+    tf_dynbuf_adds(&b, ",\"Nodes\":null,\"NodeNames\":");
+    tf_dynbuf_add(&b, out + span[0], span[1]);
+    tf_dynbuf_adds(&b, "}");
+    struct tf_ext_expect ex = {a->pod_text, out + span[0], a->pod_len, span[1]};
+    struct tf_ext_args e, plain;
+    char err[256];
+    assert_int_equal(tf_ext_decode_args_expect(b.data, b.len, &ex, &e, err, sizeof(err)), 0);
+    assert_true(e.pod_expected && e.names_expected);
+    assert_null(e.pod);
+    assert_int_equal(e.n_nodes, 0);
+    tf_ext_args_free(&e);
+    /* One byte off in either: that part is decoded, as without expectations. */
+    assert_int_equal(tf_ext_decode_args(b.data, b.len, &plain, err, sizeof(err)), 0);
+    for (int k = 0; k < 2; k++) {
+        struct tf_ext_expect off = ex;
+        char *m = strndup(k ? off.names : off.pod, k ? off.names_len : off.pod_len);
+        size_t at = rnd((uint32_t)(k ? off.names_len : off.pod_len));
+        m[at] = m[at] == ' ' ? '\t' : ' ';
+        if (k)
+            off.names = m;
+        else
+            off.pod = m;
+        assert_int_equal(tf_ext_decode_args_expect(b.data, b.len, &off, &e, err, sizeof(err)), 0);
+        assert_true(e.pod_expected == (k == 1) && e.names_expected == (k == 0));
+        if (k) { /* the names were off: decoded */
+            assert_int_equal(e.n_nodes, plain.n_nodes);
+            for (size_t i = 0; i < e.n_nodes; i++)
+                assert_string_equal(e.node_names[i], plain.node_names[i]);
+        } else { /* the Pod was */
+            assert_true(json_object_equal(e.pod, plain.pod));
+        }
+        tf_ext_args_free(&e);
+        free(m);
+    }
+    tf_ext_args_free(&plain);
+    tf_dynbuf_free(&b);
+    free(out);
+}
+
+static void expected_bytes_stand_for_their_decoding(void **state)
+{
+    struct tf_dynbuf b;
+    tf_dynbuf_init(&b, 1 << 20);
+    unsigned seen = 0;
+    for (int i = 0; i < 3000; i++) {
+        random_args(&b);
+        struct tf_ext_args a;
+        if (tf_ext_decode_args(b.data, b.len, &a, NULL, 0))
+            continue;
+        if (a.pod_text) {
+            expected_bytes_are_recognised(&a);
+            seen++;
+        }
+        tf_ext_args_free(&a);
+    }
+    assert_true(seen > 500);
+    tf_dynbuf_free(&b);
+}
+
 static void the_filter_result_text_is_json_c_s(void **state)
 {
     for (int i = 0; i < 20000; i++) {
@@ -253,6 +337,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_strict_scan_decodes_as_json_c_does),
         cmocka_unit_test(the_filter_result_text_is_json_c_s),
+        cmocka_unit_test(expected_bytes_stand_for_their_decoding),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -49,10 +49,12 @@ static size_t collect(char *d, size_t sz, size_t nm, void *arg)
 
 /* POSTs BODY to https://HOST:PORT/PATH, trusting CA_PEM and resolving HOST to 127.0.0.1.
  * Returns the HTTP status, or -curl error. */
-static long post(const char *host, uint16_t port, const char *path, const char *ca_pem,
-                 const char *body, struct got *g)
+static long post_with(const char *host, uint16_t port, const char *path, const char *ca_pem,
+                      const char *body, const char *header, struct got *g)
 {
     CURL *h = curl_easy_init();
+    struct curl_slist *hd = header ? curl_slist_append(NULL, header) : NULL;
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
     char url[512], resolve[300];
     snprintf(url, sizeof(url), "https://%s:%u%s", host, port, path);
     snprintf(resolve, sizeof(resolve), "%s:%u:127.0.0.1", host, port);
@@ -72,7 +74,14 @@ static long post(const char *host, uint16_t port, const char *path, const char *
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
     curl_easy_cleanup(h);
     curl_slist_free_all(rs);
+    curl_slist_free_all(hd);
     return cc == CURLE_OK ? st : -(long)cc;
+}
+
+static long post(const char *host, uint16_t port, const char *path, const char *ca_pem,
+                 const char *body, struct got *g)
+{
+    return post_with(host, port, path, ca_pem, body, NULL, g);
 }
 
 static struct tf_https *serve(const struct tf_tls_bundle *b)
@@ -126,6 +135,35 @@ static void oversized_bodies_get_413_without_reaching_the_handler(void **state)
     big[sizeof(big) - 1] = '\0';
     struct got g;
     assert_int_equal(post("localhost", tf_https_port(s), "/", b.ca_pem, big, &g), 413);
+    tf_https_destroy(s);
+    tf_tls_bundle_free(&b);
+}
+
+/* A body is read into a buffer sized from its Content-Length; without one (chunked) the buffer
+ * grows; either way the handler sees the whole body, and the size limit holds. */
+static void bodies_arrive_whole_with_or_without_content_length(void **state)
+{
+    struct tf_tls_bundle b;
+    char err[256];
+    const char *extra[] = {"localhost"};
+    assert_int_equal(tf_tls_generate(NULL, NULL, extra, 1, 1, &b, err, sizeof(err)), 0);
+    struct tf_https *s = serve(&b);
+    char body[1001];
+    memset(body, 'x', sizeof(body) - 1);
+    body[sizeof(body) - 1] = '\0';
+    struct got g;
+    uint16_t port = tf_https_port(s);
+    assert_int_equal(post("localhost", port, "/p", b.ca_pem, body, &g), 200);
+    assert_non_null(strstr(g.buf, "\"len\":1000,"));
+    assert_int_equal(
+        post_with("localhost", port, "/p", b.ca_pem, body, "Transfer-Encoding: chunked", &g), 200);
+    assert_non_null(strstr(g.buf, "\"len\":1000,"));
+    /* The limit holds for chunked bodies too. */
+    char big[1100];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    assert_int_equal(
+        post_with("localhost", port, "/p", b.ca_pem, big, "Transfer-Encoding: chunked", &g), 413);
     tf_https_destroy(s);
     tf_tls_bundle_free(&b);
 }
@@ -225,6 +263,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(apiserver_reaches_the_webhook_by_service_dns_name),
         cmocka_unit_test(oversized_bodies_get_413_without_reaching_the_handler),
+        cmocka_unit_test(bodies_arrive_whole_with_or_without_content_length),
         cmocka_unit_test(rotated_certificate_is_served_without_restart),
         cmocka_unit_test(mounted_certificate_files_load_and_mismatched_keys_fail),
         cmocka_unit_test(plain_http_mode_serves_health_checks),
