@@ -20,7 +20,7 @@
 
   function num(v, digits) {
     if (v === null || v === undefined || Number.isNaN(v)) return '–';
-    const d = digits === undefined ? (Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2) : digits;
+    const d = digits === undefined ? (Math.abs(v) >= 1000 ? 0 : Math.abs(v) >= 10 ? 1 : 2) : digits;
     return Number(v).toFixed(d).replace(/\.0+$|(\.\d*?)0+$/, '$1');
   }
   function tflops(v) { return v === null || v === undefined ? '–' : num(v) + ' TFLOPS'; }

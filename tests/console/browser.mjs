@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// The web console end to end in headless Chromium (Debian's /usr/bin/chromium driven by npm's
+// playwright-core from web/console/node_modules): a real tf-hypervisor on the simulated GPU,
+// two real CUDA workloads (gpu_burn: the timer.cu spin kernel on the sim's libcuda) under the
+// soft limiter with different limits, and one request refused for VRAM. The pages must sign in
+// with the token, list the GPU and both workloads with their limits, draw charts with points,
+// show the refused allocation with the allocator's reason, and load nothing the content
+// security policy blocks. With TF_CONSOLE_SCREENSHOT=FILE the overview is saved there (the
+// README's picture: scripts/console-screenshot.sh).
+// Exit 77 (skipped) when Chromium or playwright-core is not installed (scripts/deps.sh test).
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const env = (k) => {
+  if (!process.env[k]) { console.error(`browser.mjs: ${k} is not set`); process.exit(2); }
+  return process.env[k];
+};
+const src = env('TF_SRCDIR');
+const chromiumPath = process.env.TF_CHROMIUM || '/usr/bin/chromium';
+const pwPath = path.join(src, 'web/console/node_modules/playwright-core/index.mjs');
+if (!fs.existsSync(chromiumPath) || !fs.existsSync(pwPath)) {
+  console.log(`SKIP: needs ${chromiumPath} and ${pwPath} (scripts/deps.sh test)`);
+  process.exit(77);
+}
+const { chromium } = await import(pwPath);
+
+const hvBin = env('TF_HYPERVISOR_BIN');
+const tfctl = env('TF_TFCTL_BIN');
+const burn = env('TF_GPU_BURN');
+const ptx = env('TF_TIMER_PTX');
+const simDir = env('TF_SIM_LIBDIR');
+const state = fs.mkdtempSync(path.join(os.tmpdir(), 'tf-console-'));
+const childEnv = {
+  ...process.env,
+  TF_STATE_DIR: state,
+  LD_LIBRARY_PATH: simDir,
+  TF_NVML_LIBRARY: path.join(simDir, 'libnvidia-ml.so.1'),
+  TF_SIM_DEVICES: 'A100-80GB',
+  TF_SIM_SHM_PREFIX: path.join(state, 'sim-'),
+};
+const children = [];
+let browser = null;
+
+function cleanup() {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  try {
+    const pid = parseInt(fs.readFileSync(path.join(state, 'hypervisor.lock'), 'utf8'), 10);
+    if (pid > 0) process.kill(pid, 'SIGTERM');
+  } catch { /* not running */ }
+  fs.rmSync(state, { recursive: true, force: true });
+}
+function fail(msg) {
+  console.error('FAIL: ' + msg);
+  try { console.error(fs.readFileSync(path.join(state, 'hypervisor.log'), 'utf8').slice(-4000)); } catch { /* none */ }
+  if (browser) browser.close().catch(() => {});
+  cleanup();
+  process.exit(1);
+}
+function check(cond, msg) { if (!cond) fail(msg); else console.log('ok - ' + msg); }
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+setTimeout(() => fail('timed out after 150 s'), 150000).unref();
+
+// ---- the machine: hypervisor, two workloads, one refusal ------------------------------------
+
+const hvLog = fs.openSync(path.join(state, 'hypervisor.log'), 'w');
+children.push(spawn(hvBin, ['--state-dir', state, '--metrics-interval', '500', '--log-level', 'warn'],
+  { env: childEnv, stdio: ['ignore', hvLog, hvLog] }));
+for (let i = 0; i < 200 && !fs.existsSync(path.join(state, 'hypervisor.addr')); i++) await sleep(100);
+check(fs.existsSync(path.join(state, 'hypervisor.addr')), 'the hypervisor is up');
+const base = 'http://' + fs.readFileSync(path.join(state, 'hypervisor.addr'), 'utf8').trim();
+const token = fs.readFileSync(path.join(state, 'api-token'), 'utf8').trim();
+
+function run(name, pct, vram, mib, seconds) {
+  const log = fs.openSync(path.join(state, name + '.log'), 'w');
+  const c = spawn(tfctl, ['run', '--compute-percent', String(pct), '--vram-limit', vram, '--name', name,
+    '--', burn, ptx, String(seconds), String(mib), '1000', name], { env: childEnv, stdio: ['ignore', log, log] });
+  children.push(c);
+  return c;
+}
+run('burn-30', 30, '2Gi', 1024, 60);
+run('burn-60', 60, '4Gi', 3072, 60);
+const refused = spawnSync(tfctl, ['run', '--vram-limit', '200Gi', '--name', 'too-big', '--', 'true'],
+  { env: childEnv, encoding: 'utf8' });
+check(refused.status === 1 && /insufficient VRAM/.test(refused.stderr + refused.stdout),
+  'a request for 200Gi is refused with the allocator\'s reason');
+
+async function api(p) {
+  const r = await fetch(base + '/api/v1/console' + p, { headers: { Authorization: 'Bearer ' + token } });
+  return r.json();
+}
+// Wait until both workloads have a few metric rounds of history and the refusal is written.
+for (let i = 0; i < 120; i++) {
+  const o = await api('/overview?range=15m');
+  const ev = await api('/events?range=15m');
+  const ready = ['burn-30', 'burn-60'].every((n) => {
+    const w = (o.workloads || []).find((x) => x.name === n);
+    return w && w.usage && w.usage.samples >= 3;
+  }) && (ev.events || []).some((e) => e.reason === 'AllocationRefused');
+  if (ready) break;
+  await sleep(500);
+}
+
+// ---- the pages -------------------------------------------------------------------------------
+
+browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
+const problems = [];
+page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+page.on('console', (m) => { if (m.type() === 'error') problems.push('console error: ' + m.text()); });
+page.on('requestfailed', (r) => problems.push('request failed: ' + r.url()));
+page.on('request', (r) => { if (!r.url().startsWith(base)) problems.push('outside request: ' + r.url()); });
+
+await page.goto(base + '/');
+await page.waitForSelector('#login:not([hidden])');
+check(page.url() === base + '/console/', 'the root redirects to the console, which asks for the token');
+await page.fill('#token', 'not-the-token');
+await page.click('#login-form button');
+await page.waitForFunction(() => /not accepted/.test(document.getElementById('login-why').textContent));
+check(true, 'a wrong token is refused');
+problems.length = 0; // its 401 is logged by the browser as a failed load
+await page.fill('#token', token);
+await page.click('#login-form button');
+await page.waitForSelector('body[data-ready]');
+await page.click('button[data-range="15m"]');
+await page.waitForFunction(() => document.querySelector('button[data-range="15m"]').classList.contains('on') &&
+  document.querySelector('#main h1') && document.body.dataset.ready);
+await page.waitForSelector('text=default/burn-60');
+const text = await page.textContent('#main');
+check(/A100-80GB/.test(text), 'the overview lists the GPU');
+check(/default\/burn-30/.test(text) && /default\/burn-60/.test(text), 'the overview lists both workloads');
+const row = async (name) => page.textContent(`tr:has(td:first-child > a:text-is("default/${name}"))`);
+const r30 = await row('burn-30');
+const r60 = await row('burn-60');
+check(/\(30 %\)/.test(r30) && /2 GiB \/ 2 GiB/.test(r30), 'burn-30 shows its limits: 30 % of the GPU, 2 GiB: ' + r30);
+check(/\(60 %\)/.test(r60) && /4 GiB \/ 4 GiB/.test(r60), 'burn-60 shows its limits: 60 % of the GPU, 4 GiB: ' + r60);
+check(/AllocationRefused/.test(text), 'the overview\'s recent actions show the refusal');
+if (process.env.TF_CONSOLE_SCREENSHOT) {
+  await page.screenshot({ path: process.env.TF_CONSOLE_SCREENSHOT, fullPage: false });
+  console.log('screenshot: ' + process.env.TF_CONSOLE_SCREENSHOT);
+}
+
+// Drawn points: non-null values in a chart's data and coloured pixels on its canvas (the
+// grid and axes are grey; every series but the GPU's total has a saturated colour).
+async function chartsDrawn() {
+  return page.evaluate(() => window.tfCharts.map((u) => {
+    const pts = u.data.slice(1).reduce((n, s) => n + s.filter((v) => v !== null && v !== undefined).length, 0);
+    const c = u.ctx.canvas;
+    const img = u.ctx.getImageData(0, 0, c.width, c.height).data;
+    let ink = 0;
+    for (let i = 0; i < img.length; i += 4) {
+      const r = img[i], g = img[i + 1], b = img[i + 2];
+      if (img[i + 3] > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 80) ink++;
+    }
+    return { title: u.root.parentNode.querySelector('h3').textContent, pts, ink };
+  }));
+}
+await page.click('a[href^="#/gpu/"]');
+await page.waitForFunction(() => window.tfCharts.length >= 2 && /GPU/.test(document.querySelector('#main h1').textContent));
+let charts = await chartsDrawn();
+check(charts.length === 2 && charts.every((c) => c.pts > 0 && c.ink > 50),
+  'the GPU page draws utilisation and VRAM with points: ' + JSON.stringify(charts));
+const gpuText = await page.textContent('#main');
+check(/default\/burn-30/.test(gpuText) && /default\/burn-60/.test(gpuText), 'the GPU page lists its workloads');
+
+await page.goto(base + '/console/#/workload/default/burn-60');
+await page.waitForFunction(() => window.tfCharts.length === 3 && /burn-60/.test(document.querySelector('#main h1').textContent));
+charts = await chartsDrawn();
+check(charts.every((c) => c.ink > 50) && charts[0].pts > 0 && charts[1].pts > 0,
+  'the workload page draws request, limit and use: ' + JSON.stringify(charts));
+const wlText = await page.textContent('#main');
+check(/187\.2 \/ 187\.2 TFLOPS/.test(wlText) && /limit 60 % of the GPU/.test(wlText),
+  'the workload page shows its request and limit');
+
+await page.click('nav a[data-nav="actions"]');
+await page.waitForSelector('.chips');
+await page.click('.chips button:has-text("Refused allocations")');
+const refusal = await page.textContent('tr:has-text("AllocationRefused")');
+check(/too-big/.test(refusal) && /insufficient VRAM: need 200Gi/.test(refusal),
+  'the actions page shows the refused allocation with its reason: ' + refusal.trim());
+
+await page.click('nav a[data-nav="alerts"]');
+await page.waitForSelector('text=Nothing is firing.');
+check(true, 'the alerts page answers');
+
+await page.click('#signout');
+await page.waitForSelector('#login:not([hidden])');
+const stored = await page.evaluate(() => sessionStorage.getItem('tf-console-token'));
+check(stored === null, 'signing out forgets the token');
+check(problems.length === 0, 'no page errors, blocked loads or requests elsewhere: ' + JSON.stringify(problems));
+
+await browser.close();
+browser = null;
+cleanup();
+console.log('all console browser checks passed');
+process.exit(0);
