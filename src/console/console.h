@@ -125,6 +125,10 @@ struct tf_con_provider {
 int tf_con_api(const struct tf_con_provider *p, const char *method, const char *sub,
                const char *range, const char *step, json_object **out);
 
+/* Whether AUTH (an Authorization header value, may be NULL) is "Bearer TOKEN", compared in
+ * constant time. */
+bool tf_con_bearer_ok(const char *auth, const char *token);
+
 /* ---- pages --------------------------------------------------------------------------------- */
 
 struct tf_con_asset {

@@ -22,6 +22,15 @@ const char *const tf_con_headers[] = {
     NULL,
 };
 
+bool tf_con_bearer_ok(const char *auth, const char *token)
+{
+    size_t tl = strlen(token);
+    unsigned diff = !tl || !auth || strncmp(auth, "Bearer ", 7) || strlen(auth + 7) != tl;
+    for (size_t i = 0; !diff && i < tl; i++)
+        diff |= (unsigned char)auth[7 + i] ^ (unsigned char)token[i];
+    return !diff;
+}
+
 int tf_con_api(const struct tf_con_provider *p, const char *method, const char *sub,
                const char *range, const char *step, json_object **out)
 {

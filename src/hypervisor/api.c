@@ -28,6 +28,7 @@
  */
 #include "hypervisor/hv.h"
 
+#include "console/console.h"
 #include "hypervisor/console.h"
 
 #include "common/dynbuf.h"
@@ -275,13 +276,8 @@ static bool authorized(struct tf_hv *hv, struct MHD_Connection *c, const char *u
 {
     if (!hv->cfg.api_token[0] || strncmp(url, "/api/", 5) != 0)
         return true;
-    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    size_t tl = strlen(hv->cfg.api_token);
-    /* Constant-time comparison of the bearer token. */
-    unsigned diff = !auth || strncmp(auth, "Bearer ", 7) || strlen(auth + 7) != tl;
-    for (size_t i = 0; !diff && i < tl; i++)
-        diff |= (unsigned char)auth[7 + i] ^ (unsigned char)hv->cfg.api_token[i];
-    return !diff;
+    return tf_con_bearer_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                            hv->cfg.api_token);
 }
 
 static enum MHD_Result route(struct tf_hv *hv, struct MHD_Connection *c, const char *url,
