@@ -172,6 +172,19 @@ check(charts.every((c) => c.ink > 50) && charts[0].pts > 0 && charts[1].pts > 0,
 const wlText = await page.textContent('#main');
 check(/187\.2 \/ 187\.2 TFLOPS/.test(wlText) && /limit 60 % of the GPU/.test(wlText),
   'the workload page shows its request and limit');
+check(/Recommendation/.test(wlText) && charts.some((c) => /Throttled kernel launches/.test(c.title)),
+  'the workload page has the autoscaler\'s recommendation and the throttling chart');
+
+// The longer ranges: each asks the API for its range and still draws the workload's points.
+for (const range of ['1h', '1d', '7d']) {
+  const asked = page.waitForRequest((r) => r.url().includes('/workloads/default/burn-60?range=' + range));
+  await page.click(`button[data-range="${range}"]`);
+  await asked;
+  await page.waitForFunction((r) => document.querySelector(`button[data-range="${r}"]`).classList.contains('on') &&
+    window.tfCharts.length === 3 && document.body.dataset.ready, range);
+  charts = await chartsDrawn();
+  check(charts[0].pts > 0 && charts[0].ink > 50, `the ${range} range draws the workload's use: ` + JSON.stringify(charts[0]));
+}
 
 await page.click('nav a[data-nav="actions"]');
 await page.waitForSelector('.chips');
@@ -184,10 +197,25 @@ await page.click('nav a[data-nav="alerts"]');
 await page.waitForSelector('text=Nothing is firing.');
 check(true, 'the alerts page answers');
 
+// No secret in what the server sends or the page shows: the token is only in the tab's
+// session storage.
+const served = await (await fetch(base + '/console/')).text() + await (await fetch(base + '/console/app.js')).text();
+check(!served.includes(token) && !(await page.content()).includes(token) && !page.url().includes(token),
+  'neither the pages nor the address hold the token');
+
 await page.click('#signout');
 await page.waitForSelector('#login:not([hidden])');
 const stored = await page.evaluate(() => sessionStorage.getItem('tf-console-token'));
 check(stored === null, 'signing out forgets the token');
+
+// `tfctl console` prints a link that signs in; the page takes the token out of the address.
+const link = spawnSync(tfctl, ['console'], { env: childEnv, encoding: 'utf8' });
+check(link.status === 0 && link.stdout.trim().startsWith(base + '/console/#token='), 'tfctl console prints the link: ' +
+  link.stdout.replace(/token=.*/, 'token=...').trim());
+const tab = await browser.newPage(); // a new tab: its own, empty session storage
+await tab.goto(link.stdout.trim());
+await tab.waitForSelector('text=default/burn-60');
+check(!tab.url().includes(token) && tab.url().endsWith('/console/#/'), 'the link signs in and leaves no token in the address');
 check(problems.length === 0, 'no page errors, blocked loads or requests elsewhere: ' + JSON.stringify(problems));
 
 await browser.close();
