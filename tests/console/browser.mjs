@@ -6,7 +6,7 @@
 // with the token, list the GPU and both workloads with their limits, draw charts with points,
 // show the refused allocation with the allocator's reason, and load nothing the content
 // security policy blocks. With TF_CONSOLE_SCREENSHOT=FILE the overview is saved there (the
-// README's picture: scripts/console-screenshot.sh).
+// README's picture, docs/images/console.png; docs/console.md).
 // Exit 77 (skipped) when Chromium or playwright-core is not installed (scripts/deps.sh test).
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
