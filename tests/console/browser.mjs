@@ -7,7 +7,8 @@
 // show the refused allocation with the allocator's reason, and load nothing the content
 // security policy blocks. With TF_CONSOLE_SCREENSHOT=FILE the overview is saved there (the
 // README's picture, docs/images/console.png; docs/console.md).
-// Exit 77 (skipped) when Chromium or playwright-core is not installed (scripts/deps.sh test).
+// Exit 77 (skipped) when Chromium or playwright-core is not installed (scripts/deps.sh test),
+// 1 under `make test` (TF_REQUIRE_BROWSER=1), which installs them.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -21,8 +22,11 @@ const src = env('TF_SRCDIR');
 const chromiumPath = process.env.TF_CHROMIUM || '/usr/bin/chromium';
 const pwPath = path.join(src, 'web/console/node_modules/playwright-core/index.mjs');
 if (!fs.existsSync(chromiumPath) || !fs.existsSync(pwPath)) {
-  console.log(`SKIP: needs ${chromiumPath} and ${pwPath} (scripts/deps.sh test)`);
-  process.exit(77);
+  // `make test` installs both first (scripts/deps.sh test) and sets TF_REQUIRE_BROWSER: there a
+  // missing browser is a failure, not a silent skip.
+  const req = process.env.TF_REQUIRE_BROWSER === '1';
+  console.log(`${req ? 'FAIL' : 'SKIP'}: needs ${chromiumPath} and ${pwPath} (scripts/deps.sh test)`);
+  process.exit(req ? 1 : 77);
 }
 const { chromium } = await import(pwPath);
 
