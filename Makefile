@@ -29,8 +29,8 @@ console-assets:
 
 # Format check, the release build (what `make demo` runs), unit + integration tests under
 # ASan/UBSan (gcc), a clang libFuzzer build with bounded fuzz runs.
-# The browser test (console_browser) fails rather than skips here: deps-test installs Chromium
-# and playwright-core.
+# The browser tests (console_browser, console_browser_ctl) fail rather than skip here:
+# deps-test installs Chromium and playwright-core.
 test: export TF_REQUIRE_BROWSER := 1
 test: deps-test format-check console-assets all unit fuzz
 	@echo "make test: all suites passed"

@@ -14,21 +14,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { chartsDrawn, harness, loadChromium, watchProblems } from './lib.mjs';
+
 const env = (k) => {
   if (!process.env[k]) { console.error(`browser.mjs: ${k} is not set`); process.exit(2); }
   return process.env[k];
 };
-const src = env('TF_SRCDIR');
-const chromiumPath = process.env.TF_CHROMIUM || '/usr/bin/chromium';
-const pwPath = path.join(src, 'web/console/node_modules/playwright-core/index.mjs');
-if (!fs.existsSync(chromiumPath) || !fs.existsSync(pwPath)) {
-  // `make test` installs both first (scripts/deps.sh test) and sets TF_REQUIRE_BROWSER: there a
-  // missing browser is a failure, not a silent skip.
-  const req = process.env.TF_REQUIRE_BROWSER === '1';
-  console.log(`${req ? 'FAIL' : 'SKIP'}: needs ${chromiumPath} and ${pwPath} (scripts/deps.sh test)`);
-  process.exit(req ? 1 : 77);
-}
-const { chromium } = await import(pwPath);
+const { chromium, chromiumPath } = await loadChromium(env('TF_SRCDIR'));
 
 const hvBin = env('TF_HYPERVISOR_BIN');
 const tfctl = env('TF_TFCTL_BIN');
@@ -45,7 +37,6 @@ const childEnv = {
   TF_SIM_SHM_PREFIX: path.join(state, 'sim-'),
 };
 const children = [];
-let browser = null;
 
 function cleanup() {
   for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
@@ -55,16 +46,7 @@ function cleanup() {
   } catch { /* not running */ }
   fs.rmSync(state, { recursive: true, force: true });
 }
-function fail(msg) {
-  console.error('FAIL: ' + msg);
-  try { console.error(fs.readFileSync(path.join(state, 'hypervisor.log'), 'utf8').slice(-4000)); } catch { /* none */ }
-  if (browser) browser.close().catch(() => {});
-  cleanup();
-  process.exit(1);
-}
-function check(cond, msg) { if (!cond) fail(msg); else console.log('ok - ' + msg); }
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-setTimeout(() => fail('timed out after 150 s'), 150000).unref();
+const { check, sleep, launch, pass } = harness(cleanup, path.join(state, 'hypervisor.log'));
 
 // ---- the machine: hypervisor, two workloads, one refusal ------------------------------------
 
@@ -108,13 +90,9 @@ for (let i = 0; i < 120; i++) {
 
 // ---- the pages -------------------------------------------------------------------------------
 
-browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] });
+const browser = await launch(chromium, chromiumPath);
 const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });
-const problems = [];
-page.on('pageerror', (e) => problems.push('page error: ' + e.message));
-page.on('console', (m) => { if (m.type() === 'error') problems.push('console error: ' + m.text()); });
-page.on('requestfailed', (r) => problems.push('request failed: ' + r.url()));
-page.on('request', (r) => { if (!r.url().startsWith(base)) problems.push('outside request: ' + r.url()); });
+const problems = watchProblems(page, base);
 
 await page.goto(base + '/');
 await page.waitForSelector('#login:not([hidden])');
@@ -145,24 +123,9 @@ if (process.env.TF_CONSOLE_SCREENSHOT) {
   console.log('screenshot: ' + process.env.TF_CONSOLE_SCREENSHOT);
 }
 
-// Drawn points: non-null values in a chart's data and coloured pixels on its canvas (the
-// grid and axes are grey; every series but the GPU's total has a saturated colour).
-async function chartsDrawn() {
-  return page.evaluate(() => window.tfCharts.map((u) => {
-    const pts = u.data.slice(1).reduce((n, s) => n + s.filter((v) => v !== null && v !== undefined).length, 0);
-    const c = u.ctx.canvas;
-    const img = u.ctx.getImageData(0, 0, c.width, c.height).data;
-    let ink = 0;
-    for (let i = 0; i < img.length; i += 4) {
-      const r = img[i], g = img[i + 1], b = img[i + 2];
-      if (img[i + 3] > 0 && Math.max(r, g, b) - Math.min(r, g, b) > 80) ink++;
-    }
-    return { title: u.root.parentNode.querySelector('h3').textContent, pts, ink };
-  }));
-}
 await page.click('a[href^="#/gpu/"]');
 await page.waitForFunction(() => window.tfCharts.length >= 2 && /GPU/.test(document.querySelector('#main h1').textContent));
-let charts = await chartsDrawn();
+let charts = await chartsDrawn(page);
 check(charts.length === 2 && charts.every((c) => c.pts > 0 && c.ink > 50),
   'the GPU page draws utilisation and VRAM with points: ' + JSON.stringify(charts));
 const gpuText = await page.textContent('#main');
@@ -170,7 +133,7 @@ check(/default\/burn-30/.test(gpuText) && /default\/burn-60/.test(gpuText), 'the
 
 await page.goto(base + '/console/#/workload/default/burn-60');
 await page.waitForFunction(() => window.tfCharts.length === 3 && /burn-60/.test(document.querySelector('#main h1').textContent));
-charts = await chartsDrawn();
+charts = await chartsDrawn(page);
 check(charts.every((c) => c.ink > 50) && charts[0].pts > 0 && charts[1].pts > 0,
   'the workload page draws request, limit and use: ' + JSON.stringify(charts));
 const wlText = await page.textContent('#main');
@@ -186,7 +149,7 @@ for (const range of ['1h', '1d', '7d']) {
   await asked;
   await page.waitForFunction((r) => document.querySelector(`button[data-range="${r}"]`).classList.contains('on') &&
     window.tfCharts.length === 3 && document.body.dataset.ready, range);
-  charts = await chartsDrawn();
+  charts = await chartsDrawn(page);
   check(charts[0].pts > 0 && charts[0].ink > 50, `the ${range} range draws the workload's use: ` + JSON.stringify(charts[0]));
 }
 
@@ -222,8 +185,4 @@ await tab.waitForSelector('text=default/burn-60');
 check(!tab.url().includes(token) && tab.url().endsWith('/console/#/'), 'the link signs in and leaves no token in the address');
 check(problems.length === 0, 'no page errors, blocked loads or requests elsewhere: ' + JSON.stringify(problems));
 
-await browser.close();
-browser = null;
-cleanup();
-console.log('all console browser checks passed');
-process.exit(0);
+await pass('all console browser checks passed');
