@@ -98,10 +98,15 @@ await page.goto(base + '/');
 await page.waitForSelector('#login:not([hidden])');
 check(page.url() === base + '/console/', 'the root redirects to the console, which asks for the token');
 await page.fill('#token', 'not-the-token');
+// Chromium logs the refused request as a failed load; the message may come after the page has
+// shown the refusal, so wait for it before forgetting it (at most 5 s).
+const logged401 = page.waitForEvent('console', { predicate: (m) => /status of 401/.test(m.text()), timeout: 5000 })
+  .catch(() => null);
 await page.click('#login-form button');
 await page.waitForFunction(() => /not accepted/.test(document.getElementById('login-why').textContent));
 check(true, 'a wrong token is refused');
-problems.length = 0; // its 401 is logged by the browser as a failed load
+await logged401;
+problems.length = 0;
 await page.fill('#token', token);
 await page.click('#login-form button');
 await page.waitForSelector('body[data-ready]');
