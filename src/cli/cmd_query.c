@@ -69,22 +69,8 @@ static int on_row(void *arg, sqlite3_stmt *st, int64_t row)
     }
     if (o->fmt == F_JSON) {
         json_object *r = json_object_new_object();
-        for (int c = 0; c < o->ncols; c++) {
-            json_object *v = NULL;
-            switch (sqlite3_column_type(st, c)) {
-            case SQLITE_INTEGER:
-                v = json_object_new_int64(sqlite3_column_int64(st, c));
-                break;
-            case SQLITE_FLOAT:
-                v = json_object_new_double(sqlite3_column_double(st, c));
-                break;
-            case SQLITE_NULL:
-                break;
-            default:
-                v = json_object_new_string((const char *)sqlite3_column_text(st, c));
-            }
-            json_object_object_add(r, o->names[c], v);
-        }
+        for (int c = 0; c < o->ncols; c++)
+            json_object_object_add(r, o->names[c], tf_sql_column_json(st, c));
         json_object_array_add(o->json, r);
         return 0;
     }

@@ -19,6 +19,7 @@ int tf_cmd_run(int argc, char **argv);
 int tf_cmd_get(int argc, char **argv);
 int tf_cmd_top(int argc, char **argv);
 int tf_cmd_query(int argc, char **argv);
+int tf_cmd_console(int argc, char **argv);
 int tf_cmd_spec(int argc, char **argv);
 int tf_cmd_simulate(int argc, char **argv);
 int tf_cmd_version(int argc, char **argv);

@@ -13,6 +13,7 @@ static const struct tf_cmd cmds[] = {
     {"get", tf_cmd_get, "list this machine's GPUs or workloads (get gpus|workloads)"},
     {"top", tf_cmd_top, "live per-GPU and per-workload utilisation and VRAM"},
     {"query", tf_cmd_query, "run SQL on the local metrics database"},
+    {"console", tf_cmd_console, "print the link to this machine's web console"},
     {"limits", tf_cmd_limits, "run the soft-isolation limit engine; show/set limit regions"},
     {"models", tf_cmd_models, "list the GPU model table (TFLOPS, VRAM)"},
     {"spec", tf_cmd_spec, "print the normalised workload spec of manifests (-f FILE)"},

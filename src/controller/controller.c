@@ -11,6 +11,7 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "controller/alerts.h"
+#include "controller/console.h"
 #include "controller/allocsig.h"
 #include "controller/base64.h"
 #include "controller/ctlmetrics.h"
@@ -18,6 +19,7 @@
 #include "controller/extender.h"
 #include "controller/https.h"
 #include "controller/k8s/informer.h"
+#include "controller/k8s/secret.h"
 #include "controller/leader.h"
 #include "controller/reconcile.h"
 #include "controller/tls.h"
@@ -40,12 +42,13 @@ struct ctl {
         *providers, *claims, *nodeclasses, *leases;
     struct tf_extender *ext;
     struct tf_efficiency *eff;
-    struct tf_ctlmetrics *metrics; /* NULL without a metrics URL */
-    struct tf_alerts *alerts;      /* NULL without --enable-alert */
-    json_object *alert_rules;      /* the config's alertRules */
-    char *config_text;             /* the config file as last applied */
-    char *bad_config_text;         /* a content that failed to load (not retried) */
-    pthread_rwlock_t cfg_lock;     /* webhook reviews (read) vs a reload (write) of wh.cfg */
+    struct tf_ctlmetrics *metrics;  /* NULL without a metrics URL */
+    struct tf_alerts *alerts;       /* NULL without --enable-alert */
+    struct tf_ctl_console *console; /* the web console (console.h) */
+    json_object *alert_rules;       /* the config's alertRules */
+    char *config_text;              /* the config file as last applied */
+    char *bad_config_text;          /* a content that failed to load (not retried) */
+    pthread_rwlock_t cfg_lock;      /* webhook reviews (read) vs a reload (write) of wh.cfg */
     struct tf_informer_handlers ext_inventory; /* chained behind the pool informer's handlers */
     char policy[32];
     struct tf_webhook wh;
@@ -459,66 +462,23 @@ static int cert_bootstrap(struct ctl *x)
  * the winner's, so all replicas sign alike. */
 static int allocsig_bootstrap(struct ctl *x)
 {
-    char err[512];
+    char err[512], *raw = NULL;
+    size_t n = 0;
     const char *ns = x->o->namespace;
-    for (int attempt = 0; attempt < 3; attempt++) {
-        json_object *sec = NULL;
-        int rc = tf_k8s_get(x->c, &tf_k8s_secrets, ns, TF_ALLOCSIG_SECRET, &sec, err, sizeof(err));
-        if (rc == 0) {
-            const char *b = tf_json_str(sec, "data", TF_ALLOCSIG_SECRET_KEY, NULL);
-            size_t n = 0;
-            char *raw = b ? tf_base64_decode(b, &n) : NULL;
-            rc = raw ? tf_allocsig_init(&x->sig, raw, n) : TF_EINVAL;
-            if (raw)
-                memset(raw, 0, n);
-            free(raw);
-            json_object_put(sec);
-            if (rc)
-                tf_log(TF_LOG_ERROR, "controller",
-                       "secret %s/%s: data.%s must hold %d..%d bytes (base64)", ns,
-                       TF_ALLOCSIG_SECRET, TF_ALLOCSIG_SECRET_KEY, TF_ALLOCSIG_KEY_MIN,
-                       TF_ALLOCSIG_KEY_MAX);
-            return rc;
-        }
-        if (rc != TF_ENOENT) {
-            tf_log(TF_LOG_ERROR, "controller", "cannot read secret %s/%s: %s", ns,
-                   TF_ALLOCSIG_SECRET, err);
-            return rc;
-        }
-        unsigned char key[32];
-        if (getrandom(key, sizeof(key), 0) != (ssize_t)sizeof(key)) {
-            tf_log(TF_LOG_ERROR, "controller", "no random bytes for the allocation key");
-            return TF_EIO;
-        }
-        char *b64 = tf_base64_encode(key, sizeof(key));
-        memset(key, 0, sizeof(key));
-        if (!b64)
-            return TF_ENOMEM;
-        json_object *s = json_object_new_object(), *meta = json_object_new_object(),
-                    *data = json_object_new_object();
-        json_object_object_add(s, "apiVersion", json_object_new_string("v1"));
-        json_object_object_add(s, "kind", json_object_new_string("Secret"));
-        json_object_object_add(meta, "name", json_object_new_string(TF_ALLOCSIG_SECRET));
-        json_object_object_add(meta, "namespace", json_object_new_string(ns));
-        json_object_object_add(s, "metadata", meta);
-        json_object_object_add(s, "type", json_object_new_string("Opaque"));
-        json_object_object_add(data, TF_ALLOCSIG_SECRET_KEY, json_object_new_string(b64));
-        json_object_object_add(s, "data", data);
-        memset(b64, 0, strlen(b64));
-        free(b64);
-        rc = tf_k8s_create(x->c, &tf_k8s_secrets, ns, s, NULL, err, sizeof(err));
-        json_object_put(s);
-        if (rc && rc != TF_EEXIST) {
-            tf_log(TF_LOG_ERROR, "controller", "cannot create secret %s/%s: %s", ns,
-                   TF_ALLOCSIG_SECRET, err);
-            return rc;
-        }
-        if (rc == 0)
-            tf_log(TF_LOG_INFO, "controller", "generated the allocation key secret=%s/%s", ns,
-                   TF_ALLOCSIG_SECRET);
-        /* read back what is stored (ours, or the replica's that won) */
+    int rc = tf_k8s_secret_ensure(x->c, ns, TF_ALLOCSIG_SECRET, TF_ALLOCSIG_SECRET_KEY, 32, false,
+                                  &raw, &n, err, sizeof(err));
+    if (rc) {
+        tf_log(TF_LOG_ERROR, "controller", "allocation key: %s", err);
+        return rc;
     }
-    return TF_ESTATE;
+    rc = tf_allocsig_init(&x->sig, raw, n);
+    memset(raw, 0, n);
+    free(raw);
+    if (rc)
+        tf_log(TF_LOG_ERROR, "controller", "secret %s/%s: data.%s must hold %d..%d bytes (base64)",
+               ns, TF_ALLOCSIG_SECRET, TF_ALLOCSIG_SECRET_KEY, TF_ALLOCSIG_KEY_MIN,
+               TF_ALLOCSIG_KEY_MAX);
+    return rc;
 }
 
 static int set_ca(json_object *mwc, void *arg)
@@ -624,6 +584,8 @@ static void https_handler(const struct tf_http_req *req, struct tf_http_resp *re
 static void http_handler(const struct tf_http_req *req, struct tf_http_resp *resp, void *arg)
 {
     struct ctl *x = arg;
+    if (tf_ctl_console_handle(x->console, req, resp))
+        return;
     if (strcmp(req->path, "/healthz") == 0) {
         resp->body = strdup("ok\n");
         resp->content_type = "text/plain";
@@ -916,6 +878,18 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
     for (size_t i = 0; i < sizeof(warm) / sizeof(warm[0]); i++)
         if (!tf_informer_wait_synced(warm[i], 30000))
             tf_log(TF_LOG_WARN, "controller", "informer not synced after 30 s (serving anyway)");
+    struct tf_ctl_console_opts co = {.c = c,
+                                     .namespace = o->namespace,
+                                     .default_pool = x.wh.cfg.default_pool,
+                                     .metrics_url = o->metrics_url,
+                                     .metrics_db = o->metrics_db,
+                                     .alertmanager_url = o->alerts ? o->alertmanager_url : NULL,
+                                     .pods = x.pods,
+                                     .gpus = x.gpus,
+                                     .gpunodes = x.gpunodes,
+                                     .pools = x.pools,
+                                     .workloads = x.workloads};
+    x.console = tf_ctl_console_new(&co);
     /* Webhook and extender: one thread per connection (threads 0), no head-of-line wait. */
     struct tf_https_opts ho = {.bind_addr = o->bind_addr ? o->bind_addr : "0.0.0.0",
                                .port = o->webhook_port,
@@ -982,6 +956,7 @@ out:
     tf_leader_destroy(x.leader);
     tf_https_destroy(x.https);
     tf_https_destroy(x.http);
+    tf_ctl_console_destroy(x.console);
     tf_reconciler_destroy(x.rec);
     struct tf_informer *all[] = {
         x.pods,       x.namespaces, x.profiles,    x.pools,       x.replicasets, x.clusters, x.gpus,

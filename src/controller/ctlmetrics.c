@@ -211,55 +211,91 @@ static json_object *first_gpu(json_object *gpus, const char *ids, int *count)
     return NULL;
 }
 
+const char *tf_ctlmetrics_gpu_node(json_object *gpu)
+{
+    return gpu_node(gpu);
+}
+
+void tf_ctlmetrics_gpu_capacity(json_object *gpu, double *tflops, double *vram,
+                                double *avail_tflops, double *avail_vram)
+{
+    *tflops = q_tflops(tf_json_str(gpu, "status", "capacity", "tflops", NULL));
+    *vram = q_bytes(tf_json_str(gpu, "status", "capacity", "vram", NULL));
+    const char *avt = tf_json_str(gpu, "status", "available", "tflops", NULL);
+    const char *avv = tf_json_str(gpu, "status", "available", "vram", NULL);
+    *avail_tflops = avt ? q_tflops(avt) : *tflops;
+    *avail_vram = avv ? q_bytes(avv) : *vram;
+}
+
+bool tf_ctlmetrics_worker(json_object *pod, json_object *gpus, const char *default_pool,
+                          struct tf_ctlmetrics_worker *w)
+{
+    memset(w, 0, sizeof(*w));
+    const char *comp = lbl(pod, TF_KEY_PREFIX "component");
+    const char *ids = ann(pod, TF_KEY_PREFIX "gpu-ids");
+    if (!comp || !ids || !*ids || !pod_active(pod) ||
+        (strcmp(comp, "client") != 0 && strcmp(comp, "worker") != 0))
+        return false;
+    w->ids = ids;
+    w->gpu = first_gpu(gpus, ids, &w->gpu_count);
+    double cap_t = w->gpu ? q_tflops(tf_json_str(w->gpu, "status", "capacity", "tflops", NULL)) : 0;
+    double cap_v = w->gpu ? q_bytes(tf_json_str(w->gpu, "status", "capacity", "vram", NULL)) : 0;
+    w->isolation = ann(pod, TF_ANN_ISOLATION);
+    double tr, tl, vr, vl;
+    if (w->isolation && strcmp(w->isolation, "shared") == 0) {
+        tr = tl = cap_t;
+        vr = vl = cap_v;
+    } else {
+        tr = q_tflops(ann(pod, TF_ANN_TFLOPS_REQUEST));
+        tl = q_tflops(ann(pod, TF_ANN_TFLOPS_LIMIT));
+        int32_t bp;
+        const char *pr = ann(pod, TF_ANN_PERCENT_REQUEST), *pl = ann(pod, TF_ANN_PERCENT_LIMIT);
+        if (!tr && pr && tf_percent_parse(pr, &bp, "", NULL, 0) == 0)
+            tr = cap_t * bp / 10000.0;
+        if (!tl && pl && tf_percent_parse(pl, &bp, "", NULL, 0) == 0)
+            tl = cap_t * bp / 10000.0;
+        if (tl < tr)
+            tl = tr;
+        vr = q_bytes(ann(pod, TF_ANN_VRAM_REQUEST));
+        vl = q_bytes(ann(pod, TF_ANN_VRAM_LIMIT));
+        if (!vl)
+            vl = cap_v > vr ? cap_v : vr;
+    }
+    w->tflops_request = tr;
+    w->tflops_limit = tl;
+    w->vram_request = vr;
+    w->vram_limit = vl;
+    w->pool = ann(pod, TF_ANN_GPUPOOL);
+    if (!w->pool && w->gpu)
+        w->pool = lbl(w->gpu, TF_KEY_PREFIX "gpupool");
+    if (!w->pool)
+        w->pool = default_pool;
+    w->qos = ann(pod, TF_ANN_QOS);
+    if (!w->qos || !*w->qos)
+        w->qos = "medium";
+    w->name = tf_json_str(pod, "metadata", "name", NULL);
+    w->ns = tf_json_str(pod, "metadata", "namespace", NULL);
+    w->workload = ann(pod, TF_ANN_WORKLOAD);
+    if (!w->workload)
+        w->workload = lbl(pod, TF_KEY_PREFIX "workload");
+    if (!w->workload)
+        w->workload = w->name;
+    w->node = tf_json_str(pod, "spec", "nodeName", NULL);
+    w->ready = pod_ready(pod);
+    return true;
+}
+
 static void worker_rows(const struct tf_ctlmetrics_in *in, struct out *o, struct aggs *nodes,
                         struct aggs *pools)
 {
     for (size_t i = 0; i < json_object_array_length(in->pods); i++) {
         json_object *pod = json_object_array_get_idx(in->pods, i);
-        const char *comp = lbl(pod, TF_KEY_PREFIX "component");
-        const char *ids = ann(pod, TF_KEY_PREFIX "gpu-ids");
-        if (!comp || !ids || !*ids || !pod_active(pod) ||
-            (strcmp(comp, "client") != 0 && strcmp(comp, "worker") != 0))
+        struct tf_ctlmetrics_worker w;
+        if (!tf_ctlmetrics_worker(pod, in->gpus, in->default_pool, &w))
             continue;
-        int count;
-        json_object *gpu = first_gpu(in->gpus, ids, &count);
-        double cap_t = gpu ? q_tflops(tf_json_str(gpu, "status", "capacity", "tflops", NULL)) : 0;
-        double cap_v = gpu ? q_bytes(tf_json_str(gpu, "status", "capacity", "vram", NULL)) : 0;
-        const char *iso = ann(pod, TF_ANN_ISOLATION);
-        double tr, tl, vr, vl;
-        if (iso && strcmp(iso, "shared") == 0) {
-            tr = tl = cap_t;
-            vr = vl = cap_v;
-        } else {
-            tr = q_tflops(ann(pod, TF_ANN_TFLOPS_REQUEST));
-            tl = q_tflops(ann(pod, TF_ANN_TFLOPS_LIMIT));
-            int32_t bp;
-            const char *pr = ann(pod, TF_ANN_PERCENT_REQUEST), *pl = ann(pod, TF_ANN_PERCENT_LIMIT);
-            if (!tr && pr && tf_percent_parse(pr, &bp, "", NULL, 0) == 0)
-                tr = cap_t * bp / 10000.0;
-            if (!tl && pl && tf_percent_parse(pl, &bp, "", NULL, 0) == 0)
-                tl = cap_t * bp / 10000.0;
-            if (tl < tr)
-                tl = tr;
-            vr = q_bytes(ann(pod, TF_ANN_VRAM_REQUEST));
-            vl = q_bytes(ann(pod, TF_ANN_VRAM_LIMIT));
-            if (!vl)
-                vl = cap_v > vr ? cap_v : vr;
-        }
-        const char *pool = ann(pod, TF_ANN_GPUPOOL);
-        if (!pool && gpu)
-            pool = lbl(gpu, TF_KEY_PREFIX "gpupool");
-        if (!pool)
-            pool = in->default_pool;
-        const char *qos = ann(pod, TF_ANN_QOS);
-        if (!qos || !*qos)
-            qos = "medium";
-        const char *workload = ann(pod, TF_ANN_WORKLOAD);
-        if (!workload)
-            workload = lbl(pod, TF_KEY_PREFIX "workload");
-        const char *name = tf_json_str(pod, "metadata", "name", NULL);
-        if (!workload)
-            workload = name;
+        double tr = w.tflops_request, tl = w.tflops_limit, vr = w.vram_request, vl = w.vram_limit;
+        const char *pool = w.pool, *qos = w.qos, *name = w.name;
+        int count = w.gpu_count;
         double pt = 0, pv = 0, ratio = 1, cost = 0;
         if (tf_ctlmetrics_price(find_named(in->pools, pool), qos, &pt, &pv, &ratio))
             cost =
@@ -269,9 +305,9 @@ static void worker_rows(const struct tf_ctlmetrics_in *in, struct out *o, struct
         if (!p)
             return;
         tf_lp_tag(p, "worker", name);
-        tf_lp_tag(p, "workload", workload);
+        tf_lp_tag(p, "workload", w.workload);
         tf_lp_tag(p, "pool", pool);
-        tf_lp_tag(p, "namespace", tf_json_str(pod, "metadata", "namespace", NULL));
+        tf_lp_tag(p, "namespace", w.ns);
         tf_lp_tag(p, "qos", qos);
         tf_lp_float(p, "tflops_request", tr);
         tf_lp_float(p, "tflops_limit", tl);
@@ -279,8 +315,8 @@ static void worker_rows(const struct tf_ctlmetrics_in *in, struct out *o, struct
         tf_lp_float(p, "vram_bytes_limit", vl);
         tf_lp_int(p, "gpu_count", count);
         tf_lp_float(p, "raw_cost", cost);
-        tf_lp_bool(p, "ready", pod_ready(pod));
-        const char *node = tf_json_str(pod, "spec", "nodeName", NULL);
+        tf_lp_bool(p, "ready", w.ready);
+        const char *node = w.node;
         struct agg *na = node ? agg_get(nodes, node) : NULL;
         struct agg *pa = agg_get(pools, pool);
         if (na) {
@@ -329,13 +365,10 @@ int tf_ctlmetrics_build(const struct tf_ctlmetrics_in *in, struct tf_lp_point **
     for (size_t i = 0; i < json_object_array_length(in->gpus); i++) {
         json_object *g = json_object_array_get_idx(in->gpus, i);
         const char *node = gpu_node(g);
-        double ct = q_tflops(tf_json_str(g, "status", "capacity", "tflops", NULL));
-        double cv = q_bytes(tf_json_str(g, "status", "capacity", "vram", NULL));
+        double ct, cv, at, av;
+        tf_ctlmetrics_gpu_capacity(g, &ct, &cv, &at, &av);
         if (!node || (!ct && !cv))
             continue; /* not reported by its hypervisor yet */
-        const char *avt = tf_json_str(g, "status", "available", "tflops", NULL);
-        const char *avv = tf_json_str(g, "status", "available", "vram", NULL);
-        double at = avt ? q_tflops(avt) : ct, av = avv ? q_bytes(avv) : cv;
         const char *pool = lbl(g, TF_KEY_PREFIX "gpupool");
         if (!pool)
             pool = in->default_pool;

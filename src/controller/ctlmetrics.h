@@ -41,6 +41,7 @@
 #include "metrics/sink.h"
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,26 @@ struct tf_ctlmetrics_in {
 /* The points of one round into *OUT (*N of them; caller frees *OUT). Strings are borrowed
  * from IN's objects. 0, or TF_ENOMEM. */
 int tf_ctlmetrics_build(const struct tf_ctlmetrics_in *in, struct tf_lp_point **out, size_t *n);
+
+/* What tf_worker_resources says of one pod (borrowed strings; values per GPU). */
+struct tf_ctlmetrics_worker {
+    const char *name, *ns, *workload, *pool, *qos, *node, *isolation, *ids;
+    json_object *gpu; /* the GPU object of its first id, or NULL */
+    int gpu_count;
+    double tflops_request, tflops_limit, vram_request, vram_limit;
+    bool ready;
+};
+
+/* Fills W from POD (GPUS: the GPU objects, DEFAULT_POOL for GPUs without the label); false
+ * when the pod holds no GPU (not a bound, active TensorFusion client or worker). */
+bool tf_ctlmetrics_worker(json_object *pod, json_object *gpus, const char *default_pool,
+                          struct tf_ctlmetrics_worker *w);
+/* The node of a GPU object (status.nodeSelector's hostname, else its node label), or NULL. */
+const char *tf_ctlmetrics_gpu_node(json_object *gpu);
+/* A GPU object's status.capacity and status.available (TFLOPS, bytes; available defaults to
+ * the capacity when the hypervisor has not reported it); 0 for what is missing or invalid. */
+void tf_ctlmetrics_gpu_capacity(json_object *gpu, double *tflops, double *vram,
+                                double *avail_tflops, double *avail_vram);
 
 /* Price of QOS in POOL (a GPUPool object): per hour of one FP16 TFLOPS and of one GiB of VRAM
  * and the limits-over-requests ratio; false when the pool prices no such QoS. */

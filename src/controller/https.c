@@ -102,14 +102,19 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     s->handler(&req, &resp, s->arg);
     size_t len = resp.body ? strlen(resp.body) : 0;
     struct MHD_Response *r =
-        resp.body ? MHD_create_response_from_buffer(len, resp.body, MHD_RESPMEM_MUST_FREE)
-                  : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
+        resp.body          ? MHD_create_response_from_buffer(len, resp.body, MHD_RESPMEM_MUST_FREE)
+        : resp.static_body ? MHD_create_response_from_buffer(
+                                 resp.static_len, (void *)resp.static_body, MHD_RESPMEM_PERSISTENT)
+                           : MHD_create_response_from_buffer(0, (void *)"", MHD_RESPMEM_PERSISTENT);
     if (!r) {
         free(resp.body);
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type",
                             resp.content_type ? resp.content_type : "application/json");
+    for (size_t i = 0; i + 1 < sizeof(resp.headers) / sizeof(resp.headers[0]) && resp.headers[i];
+         i += 2)
+        MHD_add_response_header(r, resp.headers[i], resp.headers[i + 1]);
     enum MHD_Result ok = MHD_queue_response(conn, (unsigned)resp.status, r);
     MHD_destroy_response(r);
     return ok;

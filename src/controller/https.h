@@ -33,6 +33,11 @@ struct tf_http_resp {
     int status;               /* default 200 */
     char *body;               /* malloc'd by the handler; the server frees it */
     const char *content_type; /* static string; default "application/json" */
+    /* Instead of BODY: STATIC_LEN bytes of data that outlive the server (embedded pages). */
+    const void *static_body;
+    size_t static_len;
+    /* Extra response headers: name, value, ... pairs of static strings, NULL-terminated. */
+    const char *headers[24];
 };
 
 typedef void (*tf_http_handler)(const struct tf_http_req *req, struct tf_http_resp *resp,

@@ -11,6 +11,8 @@
  *   DELETE /api/v1/workloads/NAME           release
  *   POST   /api/v1/workloads/NAME/processes register a process {"pid": N}
  *   POST   /api/v1/workloads/NAME/heartbeat renew a leased workload (remote clients)
+ *   GET    /api/v1/console/...              the web console's JSON API (console.h)
+ *   GET    /, /console/...                  the web console's pages (public: no data in them)
  * With an API token configured, /api/ paths need "Authorization: Bearer <token>" (401).
  *
  * Unauthenticated peers: a connection is "pending" until the headers of an /api/ request are
@@ -25,6 +27,9 @@
  * request changes nothing.
  */
 #include "hypervisor/hv.h"
+
+#include "console/console.h"
+#include "hypervisor/console.h"
 
 #include "common/dynbuf.h"
 #include "common/err.h"
@@ -271,13 +276,8 @@ static bool authorized(struct tf_hv *hv, struct MHD_Connection *c, const char *u
 {
     if (!hv->cfg.api_token[0] || strncmp(url, "/api/", 5) != 0)
         return true;
-    const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-    size_t tl = strlen(hv->cfg.api_token);
-    /* Constant-time comparison of the bearer token. */
-    unsigned diff = !auth || strncmp(auth, "Bearer ", 7) || strlen(auth + 7) != tl;
-    for (size_t i = 0; !diff && i < tl; i++)
-        diff |= (unsigned char)auth[7 + i] ^ (unsigned char)hv->cfg.api_token[i];
-    return !diff;
+    return tf_con_bearer_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+                            hv->cfg.api_token);
 }
 
 static enum MHD_Result route(struct tf_hv *hv, struct MHD_Connection *c, const char *url,
@@ -312,8 +312,15 @@ static enum MHD_Result route(struct tf_hv *hv, struct MHD_Connection *c, const c
         tf_dynbuf_free(&b);
         return r;
     }
+    if (tf_hv_console_is_page(url))
+        return tf_hv_console_page(c, url, method);
     if (!authorized(hv, c, url))
         return send_error(c, 401, "missing or wrong API token (Authorization: Bearer ...)");
+    if (!strncmp(url, "/api/v1/console/", 16)) {
+        json_object *resp = NULL;
+        int status = tf_hv_console_api(hv, c, method, url + 15, &resp);
+        return send_json(c, status, resp);
+    }
     if (!strcmp(url, "/api/v1/devices") || !strcmp(url, "/api/v1/workers")) {
         if (!get)
             return send_error(c, 405, "%s not allowed on %s", method, url);

@@ -5,6 +5,8 @@
  */
 #include "hypervisor/escape.h"
 
+#include "hypervisor/console.h"
+
 #include "common/err.h"
 #include "common/log.h"
 #include "hypervisor/hv.h"
@@ -149,6 +151,10 @@ void tf_hv_check_escapes(struct tf_hv *hv)
                        "MiB; processes %s%s",
                        w->req.name, uuids[d], (long long)(used >> 20), (long long)(limit >> 20),
                        who, hv->cfg.escape_action == TF_HV_ESCAPE_KILL ? "; killing" : "");
+                tf_hv_console_event(hv, "Warning", "VRAMEscape", w->req.ns, w->req.name,
+                                    "%lld MiB in use on GPU %s, limit %lld MiB; processes %s",
+                                    (long long)(used >> 20), uuids[d], (long long)(limit >> 20),
+                                    who);
             }
             if (hv->cfg.escape_action != TF_HV_ESCAPE_KILL)
                 continue;

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 
 struct tf_hv_soft;
+struct tf_hv_console;
 
 struct tf_hv_config {
     char state_dir[512];       /* state.db, metrics.db, hypervisor.addr, shm/ live here */
@@ -48,8 +49,9 @@ struct tf_hv {
     struct tf_hv_state *state;
     struct tf_hv_nvml *nvml; /* NULL when NVML could not be loaded (no GPUs) */
     char nvml_error[256];
-    struct tf_metrics_sink *sink; /* NULL when disabled */
-    struct tf_hv_soft *soft;      /* limit engine + regions; NULL when it could not start */
+    struct tf_metrics_sink *sink;  /* NULL when disabled */
+    struct tf_hv_soft *soft;       /* limit engine + regions; NULL when it could not start */
+    struct tf_hv_console *console; /* web console (console.h); NULL: no events recorded */
 
     pthread_mutex_t mu;
     int ndev;                                           /* [mu] */

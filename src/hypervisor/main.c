@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "core/quantity.h"
+#include "hypervisor/console.h"
 #include "hypervisor/deviceplugin/dp_hv.h"
 #include "hypervisor/escape.h"
 #include "hypervisor/hv.h"
@@ -291,6 +292,7 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    hv.console = tf_hv_console_new(&hv);
     const char *usage_lib = hv.cfg.nvml_lib[0] ? hv.cfg.nvml_lib : getenv("TF_NVML_LIBRARY");
     if (tf_hv_soft_new(usage_lib, &hv.soft, err, sizeof(err)))
         tf_log(TF_LOG_WARN, "hypervisor", "%s: soft isolation unavailable", err);
@@ -360,6 +362,8 @@ int main(int argc, char **argv)
         if (now >= next_sample) {
             bool record = now >= next_metrics;
             tf_hv_sample_and_record(&hv, record);
+            if (record)
+                tf_hv_console_flush(&hv);
             tf_hv_check_escapes(&hv);
             next_sample = now + hv.cfg.sample_interval_ms;
             if (record)
@@ -375,6 +379,8 @@ int main(int argc, char **argv)
     tf_hv_http_stop(http);
     snprintf(path, sizeof(path), "%s/hypervisor.addr", hv.cfg.state_dir);
     unlink(path);
+    tf_hv_console_flush(&hv);
+    tf_hv_console_destroy(hv.console);
     tf_metrics_sink_destroy(hv.sink);
     tf_hv_soft_destroy(hv.soft); /* regions stay: running apps keep their limits */
     tf_hv_nvml_close(hv.nvml);

@@ -5,6 +5,8 @@
  */
 #include "hypervisor/hv.h"
 
+#include "hypervisor/console.h"
+
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
@@ -117,6 +119,7 @@ int tf_hv_api_create(struct tf_hv *hv, json_object *body, json_object **resp)
         tf_hv_state_counter_add(hv->state, "alloc_fail", 1);
     if (rt && !rc) {
         tf_dynbuf_free(&reasons);
+        tf_hv_console_event(hv, "Warning", "AllocationRefused", r.ns, r.name, "%s", rterr);
         *resp = error_json(rterr);
         return status_for(rt);
     }
@@ -134,6 +137,8 @@ int tf_hv_api_create(struct tf_hv *hv, json_object *body, json_object **resp)
             json_object_object_add(*resp, "reasons", arr);
             tf_log(TF_LOG_INFO, "hypervisor", "workload %s unschedulable: %s", r.name,
                    tf_dynbuf_str(&reasons));
+            tf_hv_console_event(hv, "Warning", "AllocationRefused", r.ns, r.name, "%s: %s", err,
+                                tf_dynbuf_str(&reasons));
         }
         tf_dynbuf_free(&reasons);
         return status_for(rc);
@@ -159,6 +164,8 @@ int tf_hv_api_create(struct tf_hv *hv, json_object *body, json_object **resp)
     json_object_object_add(*resp, "env", env);
     tf_log(TF_LOG_INFO, "hypervisor", "workload %s created isolation=%s gpus=%d", r.name,
            tf_hv_isolation_name(r.isolation), w.nalloc);
+    tf_hv_console_event(hv, "Normal", "WorkloadCreated", r.ns, r.name, "%s isolation on %d GPU(s)",
+                        tf_hv_isolation_name(r.isolation), w.nalloc);
     return 201;
 }
 
@@ -170,8 +177,10 @@ static int release(struct tf_hv *hv, const char *name, const char *why, char *er
         return rc;
     tf_hv_runtime_teardown(hv, &w);
     rc = tf_hv_state_delete(hv->state, name, err, errlen);
-    if (!rc)
+    if (!rc) {
         tf_log(TF_LOG_INFO, "hypervisor", "workload %s released (%s)", name, why);
+        tf_hv_console_event(hv, "Normal", "WorkloadReleased", w.req.ns, name, "released: %s", why);
+    }
     return rc;
 }
 

@@ -27,6 +27,7 @@
 
 #include "common/dynbuf.h"
 
+#include <json-c/json.h>
 #include <sqlite3.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,5 +53,14 @@ typedef int (*tf_sql_row_fn)(void *arg, sqlite3_stmt *st, int64_t row);
  * (translation or SQL error, with SQLite's message), TF_EIO, or FN's non-zero result. */
 int tf_sql_query(const char *dbpath, const char *sql, tf_sql_row_fn fn, void *arg, int64_t *rows,
                  char *err, size_t errlen);
+
+/* Column COL of the row ST is on as JSON: integer, double, string, or NULL for SQL NULL. */
+json_object *tf_sql_column_json(sqlite3_stmt *st, int col);
+
+/* Runs SQL as tf_sql_query does and collects the answer as JSON: *NAMES (column names) and
+ * *ROWS (arrays of values: integers, doubles, strings, null), both owned by *DOC (caller puts
+ * it). More than MAX_ROWS rows: TF_ERANGE. On failure *DOC is NULL. */
+int tf_sql_query_json(const char *dbpath, const char *sql, int64_t max_rows, json_object **doc,
+                      json_object **names, json_object **rows, char *err, size_t errlen);
 
 #endif

@@ -234,6 +234,8 @@ def labels_match(reqs, labels):
 
 
 def field_value(obj, path):
+    if path == "source" and obj.get("kind") == "Event":  # the API server's field for events
+        return str((obj.get("source") or {}).get("component") or "")
     cur = obj
     for p in path.split("."):
         if not isinstance(cur, dict):

@@ -16,7 +16,7 @@ what it accepts, for the controller's and the hypervisors' metrics tests.
                        existing one replaces it (GreptimeDB's last-row merge). 204 on success.
   POST /v1/sql?db=DB   form field sql (application/x-www-form-urlencoded), one SELECT, run on
                        SQLite after translating GreptimeDB's now(), '<d>'::INTERVAL and
-                       INTERVAL '<d>' (durations as milliseconds). The answer has GreptimeDB's
+                       INTERVAL '<d>' (durations as milliseconds); date_bin(interval, ts). The answer has GreptimeDB's
                        JSON shape: {"output":[{"records":{"schema":{"column_schemas":[{"name",
                        "data_type"}]},"rows":[[...]],"total_rows":N}}],"execution_time_ms":T};
                        failures {"code":C,"error":"...","execution_time_ms":0} with HTTP 400
@@ -212,6 +212,10 @@ class Db:
         self.lock = threading.Lock()
         self.conn = sqlite3.connect(path or ":memory:", check_same_thread=False)
         self.conn.create_function("now", 0, lambda: int(time.time() * 1000))
+        # date_bin(interval, ts): the start of the interval-wide bucket holding ts (aligned
+        # to the epoch, GreptimeDB's default origin); the interval arrives translated to ms.
+        self.conn.create_function("date_bin", 2, lambda w, ts: None if ts is None or not w
+                                  else ts - ts % w)
         self.queries = []
         self.stats = {"requests": 0, "refused": 0, "lines": 0}
         self.schema = {}  # table -> {column: (kind "tag"|"field"|"ts", type)}

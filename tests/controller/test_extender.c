@@ -80,7 +80,7 @@ static json_object *call(struct rig *r, const char *verb, const char *body)
     char path[64];
     snprintf(path, sizeof(path), "/scheduler/%s", verb);
     struct tf_http_req req = {"POST", path, body, strlen(body), NULL};
-    struct tf_http_resp resp = {200, NULL, NULL};
+    struct tf_http_resp resp = {.status = 200};
     assert_true(tf_extender_handle(r->x, &req, &resp));
     assert_int_equal(resp.status, 200);
     json_object *o = jparse(resp.body);
@@ -387,7 +387,7 @@ static void *bind_thread(void *arg)
              "{\"PodName\":\"%s\",\"PodNamespace\":\"ml\",\"PodUID\":\"\",\"Node\":\"node-b\"}",
              b->name);
     struct tf_http_req req = {"POST", "/scheduler/bind", body, strlen(body), NULL};
-    struct tf_http_resp resp = {200, NULL, NULL};
+    struct tf_http_resp resp = {.status = 200};
     tf_extender_handle(b->r->x, &req, &resp);
     b->ok = resp.body && strstr(resp.body, "\"Error\":\"\"") != NULL;
     free(resp.body);

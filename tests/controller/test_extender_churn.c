@@ -100,7 +100,7 @@ static json_object *call(struct tf_extender *x, const char *verb, const char *bo
     char path[64];
     snprintf(path, sizeof(path), "/scheduler/%s", verb);
     struct tf_http_req req = {"POST", path, body, strlen(body), NULL};
-    struct tf_http_resp resp = {200, NULL, NULL};
+    struct tf_http_resp resp = {.status = 200};
     if (!tf_extender_handle(x, &req, &resp))
         thread_fail("%s not handled", verb);
     json_object *o = resp.body ? json_tokener_parse(resp.body) : NULL;

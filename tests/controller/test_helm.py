@@ -279,6 +279,11 @@ def test_chart():
           any("pods/eviction" in r["resources"] and "create" in r["verbs"] for r in rules) and
           any("poddisruptionbudgets" in r["resources"] and "watch" in r["verbs"] for r in rules),
           rules)
+    check("controller may list Events and make Secrets (the web console's actions page and "
+          "token)",
+          any("events" in r["resources"] and "list" in r["verbs"] for r in rules) and
+          any("secrets" in r["resources"] and {"get", "create"} <= set(r["verbs"])
+              for r in rules), rules)
     pcs = {d["metadata"]["name"]: d for d in docs if d["kind"] == "PriorityClass"}
     cfg = yaml.safe_load(find(docs, "ConfigMap", "tensor-fusion-config")["data"]["config.yaml"])
     check("QoS PriorityClasses rendered and named in the controller config",
