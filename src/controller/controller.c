@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -918,8 +919,10 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
                                        x.claims,   x.nodeclasses, x.nodes,       x.leases};
     x.rec = tf_reconciler_new(c, &src, x.wh.cfg.default_pool, x.wh.cfg.worker_image,
                               x.wh.cfg.shm_host_dir);
-    if (x.rec)
+    if (x.rec) {
         tf_reconciler_set_allocsig(x.rec, &x.sig);
+        tf_reconciler_set_static_policy(x.rec, strcasecmp(x.policy, "static") == 0);
+    }
     /* Serve only once the caches are warm, so the first reviews see profiles and pools. */
     struct tf_informer *warm[] = {x.pods,        x.namespaces, x.profiles,  x.pools,
                                   x.replicasets, x.gpus,       x.templates, x.quotas};
