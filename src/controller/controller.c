@@ -185,6 +185,14 @@ static int env_ensure_workload(void *arg, const char *ns, const char *name, json
     json_object *cur = NULL;
     int rc = tf_k8s_get(x->c, &tf_k8s_tfworkloads, ns, name, &cur, err, errlen);
     if (rc == TF_ENOENT) {
+        if (!join) {
+            json_object *meta = tf_json_path(w, "metadata", NULL), *anns = NULL;
+            if (!json_object_object_get_ex(meta, "annotations", &anns) || !anns) {
+                anns = json_object_new_object();
+                json_object_object_add(meta, "annotations", anns);
+            }
+            json_object_object_add(anns, TF_ANN_GENERATED_WORKLOAD, json_object_new_string("true"));
+        }
         rc = tf_k8s_create(x->c, &tf_k8s_tfworkloads, ns, w, NULL, err, errlen);
         if (rc == TF_EEXIST)
             rc = 0; /* a sibling pod created it meanwhile */

@@ -6,7 +6,7 @@
  *   capacityConfig:
  *     minResources:  {tflops: "20", vram: 10Gi}   # compaction never goes below (total)
  *     warmResources: {tflops: "10", vram: 5Gi}    # compaction keeps this much free
- *     maxResources:  {tflops, vram}               # read for completeness (provisioning)
+ *     maxResources:  {tflops, vram}               # Provisioned pools stop there (provision.h)
  *   nodeManagerConfig:
  *     provisioningMode: AutoSelect | Provisioned | Karpenter   # default AutoSelect
  *     nodeCompaction:
