@@ -172,7 +172,7 @@ AUTOSCALING = obj({
                            "apiKeySecretRef": obj({"name": s(), "namespace": s()},
                                                   x_kubernetes_map_type="atomic"),
                            "initialDelayPeriod": s(), "interval": s()}),
-    "autoSetReplicas": raw("ours, not acted on yet")}, "autoscaling (seed 002)")
+    "autoSetReplicas": raw("ours; enable: true is refused (vertical scaling only)")}, "autoscaling (seed 002)")
 
 WORKLOAD_SPEC = {
     "replicas": i("workers; unset = one per client pod", minimum=0),

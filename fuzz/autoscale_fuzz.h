@@ -23,7 +23,7 @@ static inline void fuzz_recommend(const struct tf_usage_sample *s, size_t n, boo
     struct tf_autoscale_input in = {0};
     in.cfg = &c;
     in.original =
-        (struct tf_autoscale_resources){20000, 40000, INT64_C(8) << 30, INT64_C(16) << 30};
+        (struct tf_autoscale_resources){20000, 40000, INT64_C(8) << 30, INT64_C(16) << 30, 0, 0};
     in.current = in.original;
     in.samples = s;
     in.nsamples = n;

@@ -159,7 +159,7 @@ static void bench_autoscale(void)
     c.enable = true;
     struct tf_autoscale_input in = {0};
     in.cfg = &c;
-    in.original = (struct tf_autoscale_resources){20000, 40000, 8 * GiB, 16 * GiB};
+    in.original = (struct tf_autoscale_resources){20000, 40000, 8 * GiB, 16 * GiB, 0, 0};
     in.current = in.original;
     in.samples = s;
     in.nsamples = N;

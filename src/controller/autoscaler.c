@@ -36,14 +36,22 @@ static json_object *pool_template(struct tf__eff_pass *p, json_object *wl)
     return find(p->templates, NULL, tf_json_str(pool, "spec", "schedulingConfigTemplate", NULL));
 }
 
+static const char *fmt_compute(int64_t milli, int32_t bp, char *buf, size_t len)
+{
+    char q[48];
+    tf_quantity_format_milli(bp ? (int64_t)bp * 10 : milli, q, sizeof(q));
+    snprintf(buf, len, "%s%s", q, bp ? " %" : " TFLOPS");
+    return buf;
+}
+
 static const char *fmt_res(const struct tf_autoscale_resources *r, char *buf, size_t len)
 {
-    char a[48], b[48], c[48], d[48];
-    tf_quantity_format_milli(r->req_tflops, a, sizeof(a));
+    char a[64], b[48], c[64], d[48];
+    fmt_compute(r->req_tflops, r->req_percent, a, sizeof(a));
     tf_quantity_format_bytes(r->req_vram, b, sizeof(b));
-    tf_quantity_format_milli(r->lim_tflops, c, sizeof(c));
+    fmt_compute(r->lim_tflops, r->lim_percent, c, sizeof(c));
     tf_quantity_format_bytes(r->lim_vram, d, sizeof(d));
-    snprintf(buf, len, "requests %s TFLOPS / %s, limits %s TFLOPS / %s", a, b, c, d);
+    snprintf(buf, len, "requests %s / %s, limits %s / %s", a, b, c, d);
     return buf;
 }
 
@@ -68,9 +76,7 @@ static int apply(struct tf_efficiency *e, struct tf_effplan_workload *w,
         char err[512];
         int rc = 0;
         if (placed(pod)) {
-            rc = tf_extender_resize(e->x, w->ns, pn, w->compute_by_percent ? 0 : r->req_tflops,
-                                    w->compute_by_percent ? 0 : r->lim_tflops, r->req_vram,
-                                    r->lim_vram, err, sizeof(err));
+            rc = tf_extender_resize(e->x, w->ns, pn, r, err, sizeof(err));
             if (rc == TF_ENOENT)
                 rc = 0; /* the extender has not restored it yet: its rebuild reads the patch */
         }
@@ -130,7 +136,8 @@ static void evaluate(struct tf_efficiency *e, struct tf__eff_pass *p, json_objec
                                     .samples = samples,
                                     .nsamples = nsamples,
                                     .created_ms = w->created_ms,
-                                    .now_ms = p->now_ms};
+                                    .now_ms = p->now_ms,
+                                    .compute_by_percent = w->compute_by_percent};
     struct tf_autoscale_recommendation rec;
     int rc = tf_autoscale_recommend(&in, &rec, err, sizeof(err));
     free(samples);
@@ -140,7 +147,7 @@ static void evaluate(struct tf_efficiency *e, struct tf__eff_pass *p, json_objec
     }
     tf_log(TF_LOG_DEBUG, "efficiency", "workload %s/%s: %zu samples: %s", w->ns, w->name, nsamples,
            rec.reason);
-    json_object *sp = tf_effplan_status_patch(wl, &rec);
+    json_object *sp = tf_effplan_status_patch(wl, &w->cfg, &rec);
     if (sp) {
         if (tf_k8s_merge_patch(e->c, &tf_k8s_tfworkloads, w->ns, w->name, "status", sp, NULL, err,
                                sizeof(err)))

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -186,6 +187,14 @@ static int env_ensure_workload(void *arg, const char *ns, const char *name, json
     struct ctl *x = arg;
     json_object *cur = NULL;
     int rc = tf_k8s_get(x->c, &tf_k8s_tfworkloads, ns, name, &cur, err, errlen);
+    if (!join) {
+        json_object *meta = tf_json_path(w, "metadata", NULL), *anns = NULL;
+        if (!json_object_object_get_ex(meta, "annotations", &anns) || !anns) {
+            anns = json_object_new_object();
+            json_object_object_add(meta, "annotations", anns);
+        }
+        json_object_object_add(anns, TF_ANN_GENERATED_WORKLOAD, json_object_new_string("true"));
+    }
     if (rc == TF_ENOENT) {
         rc = tf_k8s_create(x->c, &tf_k8s_tfworkloads, ns, w, NULL, err, errlen);
         if (rc == TF_EEXIST)
@@ -197,9 +206,16 @@ static int env_ensure_workload(void *arg, const char *ns, const char *name, json
     }
     if (rc)
         return rc;
-    if (!join &&
-        !json_object_equal(tf_json_path(cur, "spec", NULL), tf_json_path(w, "spec", NULL))) {
-        json_object *p = json_object_new_object();
+    /* A workload an earlier release generated lacks the mark: it gets it (its workers stay
+     * one per client pod). */
+    const char *gen = tf_json_str(cur, "metadata", "annotations", TF_ANN_GENERATED_WORKLOAD, NULL);
+    bool marked = gen && strcmp(gen, "true") == 0;
+    if (!join && (!marked || !json_object_equal(tf_json_path(cur, "spec", NULL),
+                                                tf_json_path(w, "spec", NULL)))) {
+        json_object *p = json_object_new_object(), *m = json_object_new_object();
+        json_object_object_add(m, "annotations",
+                               json_object_get(tf_json_path(w, "metadata", "annotations", NULL)));
+        json_object_object_add(p, "metadata", m);
         json_object_object_add(p, "spec", json_object_get(tf_json_path(w, "spec", NULL)));
         rc = tf_k8s_merge_patch(x->c, &tf_k8s_tfworkloads, ns, name, NULL, p, NULL, err, errlen);
         json_object_put(p);
@@ -870,8 +886,10 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
                                        x.claims,   x.nodeclasses, x.nodes,       x.leases};
     x.rec = tf_reconciler_new(c, &src, x.wh.cfg.default_pool, x.wh.cfg.worker_image,
                               x.wh.cfg.shm_host_dir);
-    if (x.rec)
+    if (x.rec) {
         tf_reconciler_set_allocsig(x.rec, &x.sig);
+        tf_reconciler_set_static_policy(x.rec, strcasecmp(x.policy, "static") == 0);
+    }
     /* Serve only once the caches are warm, so the first reviews see profiles and pools. */
     struct tf_informer *warm[] = {x.pods,        x.namespaces, x.profiles,  x.pools,
                                   x.replicasets, x.gpus,       x.templates, x.quotas};

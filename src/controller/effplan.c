@@ -44,10 +44,10 @@ static bool gpu_pod_of(json_object *pod, const char *ns, const char *name)
            !str_eq(local, "false");
 }
 
-/* spec.resources.SIDE of the workload into *T / *V; *PCT when a percent is set (compute, or
- * our former spelling computePercent). */
-static int res_side(json_object *res, const char *side, int64_t *t, int64_t *v, bool *pct,
-                    char *err, size_t errlen)
+/* spec.resources.SIDE of the workload into *T, *V and *BP (compute, or our former spelling
+ * computePercent); *PCT when a percent is set. */
+static int res_side(json_object *res, const char *side, int64_t *t, int64_t *v, int32_t *bp,
+                    bool *pct, char *err, size_t errlen)
 {
     json_object *o = tf_json_path(res, side, NULL), *x;
     char key[64];
@@ -63,10 +63,27 @@ static int res_side(json_object *res, const char *side, int64_t *t, int64_t *v, 
         if (tf_json_quantity_bytes(x, v, key, err, errlen))
             return TF_EINVAL;
     }
-    if ((json_object_object_get_ex(o, "compute", &x) && x) ||
-        (json_object_object_get_ex(o, "computePercent", &x) && x))
+    const char *pk = json_object_object_get_ex(o, "compute", &x) && x          ? "compute"
+                     : json_object_object_get_ex(o, "computePercent", &x) && x ? "computePercent"
+                                                                               : NULL;
+    if (pk) {
+        snprintf(key, sizeof(key), "spec.resources.%s.%s", side, pk);
+        if (tf_json_percent(x, bp, key, err, errlen))
+            return TF_EINVAL;
         *pct = true;
+    }
     return 0;
+}
+
+/* The per-GPU resources of parsed pod spec S. */
+static void spec_resources(const struct tf_spec *s, struct tf_autoscale_resources *r)
+{
+    r->req_tflops = s->requests.tflops_set ? s->requests.tflops_milli : 0;
+    r->lim_tflops = s->limits.tflops_set ? s->limits.tflops_milli : 0;
+    r->req_vram = s->requests.vram_set ? s->requests.vram_bytes : 0;
+    r->lim_vram = s->limits.vram_set ? s->limits.vram_bytes : 0;
+    r->req_percent = s->requests.percent_set ? s->requests.percent_bp : 0;
+    r->lim_percent = s->limits.percent_set ? s->limits.percent_bp : 0;
 }
 
 int tf_effplan_pod_resources(json_object *pod, struct tf_autoscale_resources *r, bool *by_percent)
@@ -77,14 +94,21 @@ int tf_effplan_pod_resources(json_object *pod, struct tf_autoscale_resources *r,
     int rc = tf_spec_parse(pod, NULL, NULL, &s, err, sizeof(err));
     if (rc)
         return rc;
-    r->req_tflops = s.requests.tflops_set ? s.requests.tflops_milli : 0;
-    r->lim_tflops = s.limits.tflops_set ? s.limits.tflops_milli : 0;
-    r->req_vram = s.requests.vram_set ? s.requests.vram_bytes : 0;
-    r->lim_vram = s.limits.vram_set ? s.limits.vram_bytes : 0;
+    spec_resources(&s, r);
     if (by_percent)
         *by_percent = s.requests.percent_set || s.limits.percent_set;
     tf_spec_free(&s);
     return 0;
+}
+
+/* The name of the workload's status.activeCronScalingRule (the CronScalingRule object the
+ * CRD declares; a plain name, as earlier releases wrote it, is read too), or NULL. */
+static const char *active_rule_name(json_object *wl)
+{
+    json_object *r = tf_json_path(wl, "status", TF_STATUS_ACTIVE_CRON_RULE, NULL);
+    if (r && json_object_is_type(r, json_type_string))
+        return json_object_get_string(r);
+    return tf_json_str(r, "name", NULL);
 }
 
 int tf_effplan_workload_read(json_object *wl, json_object *pods, struct tf_effplan_workload *out,
@@ -99,9 +123,10 @@ int tf_effplan_workload_read(json_object *wl, json_object *pods, struct tf_effpl
         return TF_EINVAL;
     }
     json_object *res = tf_json_path(wl, "spec", "resources", NULL);
-    if (res_side(res, "requests", &out->original.req_tflops, &out->original.req_vram,
+    struct tf_autoscale_resources *o = &out->original;
+    if (res_side(res, "requests", &o->req_tflops, &o->req_vram, &o->req_percent,
                  &out->compute_by_percent, err, errlen) ||
-        res_side(res, "limits", &out->original.lim_tflops, &out->original.lim_vram,
+        res_side(res, "limits", &o->lim_tflops, &o->lim_vram, &o->lim_percent,
                  &out->compute_by_percent, err, errlen))
         return TF_EINVAL;
     const char *ct = tf_json_str(wl, "metadata", "creationTimestamp", NULL);
@@ -111,7 +136,7 @@ int tf_effplan_workload_read(json_object *wl, json_object *pods, struct tf_effpl
     out->labels = tf_json_path(wl, "metadata", "labels", NULL);
     if (out->labels && json_object_object_length(out->labels) == 0)
         out->labels = NULL;
-    const char *rule = tf_json_str(wl, "status", TF_STATUS_ACTIVE_CRON_RULE, NULL);
+    const char *rule = active_rule_name(wl);
     out->current_from_cron = rule && *rule;
     out->current = out->original;
     out->pods = json_object_new_array();
@@ -135,10 +160,7 @@ int tf_effplan_workload_read(json_object *wl, json_object *pods, struct tf_effpl
         }
         if (first) {
             first = false;
-            out->current.req_tflops = s.requests.tflops_set ? s.requests.tflops_milli : 0;
-            out->current.lim_tflops = s.limits.tflops_set ? s.limits.tflops_milli : 0;
-            out->current.req_vram = s.requests.vram_set ? s.requests.vram_bytes : 0;
-            out->current.lim_vram = s.limits.vram_set ? s.limits.vram_bytes : 0;
+            spec_resources(&s, &out->current);
             if (s.requests.percent_set || s.limits.percent_set)
                 out->compute_by_percent = true;
             if (!out->labels)
@@ -197,7 +219,8 @@ bool tf_effplan_workload_active(const struct tf_effplan_workload *w)
     return w->current_from_cron; /* a rule was removed: go back to the original resources */
 }
 
-json_object *tf_effplan_status_patch(json_object *wl, const struct tf_autoscale_recommendation *rec)
+json_object *tf_effplan_status_patch(json_object *wl, const struct tf_autoscale_config *cfg,
+                                     const struct tf_autoscale_recommendation *rec)
 {
     json_object *st = json_object_new_object();
     bool changed = false;
@@ -211,14 +234,25 @@ json_object *tf_effplan_status_patch(json_object *wl, const struct tf_autoscale_
             changed = true;
         json_object_object_add(st, "recommendation", want);
     }
-    const char *cur = tf_json_str(wl, "status", TF_STATUS_ACTIVE_CRON_RULE, NULL);
+    const char *cur = active_rule_name(wl);
     if (rec->active_rule[0]) {
-        if (!str_eq(cur, rec->active_rule)) {
-            json_object_object_add(st, TF_STATUS_ACTIVE_CRON_RULE,
-                                   json_object_new_string(rec->active_rule));
-            changed = true;
+        const struct tf_cron_scaling_rule *r = NULL;
+        for (size_t i = 0; cfg && i < cfg->nrules && !r; i++)
+            if (str_eq(cfg->rules[i].name, rec->active_rule))
+                r = &cfg->rules[i];
+        json_object *want = r ? tf_autoscale_rule_to_json(r) : NULL;
+        if (!want) {
+            json_object_put(st);
+            return NULL;
         }
-    } else if (cur) {
+        if (!json_object_equal(tf_json_path(wl, "status", TF_STATUS_ACTIVE_CRON_RULE, NULL),
+                               want)) {
+            json_object_object_add(st, TF_STATUS_ACTIVE_CRON_RULE, want);
+            changed = true;
+        } else {
+            json_object_put(want);
+        }
+    } else if (cur || tf_json_path(wl, "status", TF_STATUS_ACTIVE_CRON_RULE, NULL)) {
         json_object_object_add(st, TF_STATUS_ACTIVE_CRON_RULE, NULL); /* merge patch: delete */
         changed = true;
     }
@@ -234,30 +268,40 @@ json_object *tf_effplan_status_patch(json_object *wl, const struct tf_autoscale_
 json_object *tf_effplan_pod_patch(json_object *pod, const struct tf_autoscale_resources *r,
                                   bool compute_by_percent)
 {
+    enum { TFLOPS, PERCENT, VRAM };
     struct {
         const char *key;
         int64_t v;
-        bool tflops;
-    } want[4] = {{TF_ANN_TFLOPS_REQUEST, r->req_tflops, true},
-                 {TF_ANN_TFLOPS_LIMIT, r->lim_tflops, true},
-                 {TF_ANN_VRAM_REQUEST, r->req_vram, false},
-                 {TF_ANN_VRAM_LIMIT, r->lim_vram, false}};
+        int unit;
+    } want[6] = {{TF_ANN_TFLOPS_REQUEST, r->req_tflops, TFLOPS},
+                 {TF_ANN_TFLOPS_LIMIT, r->lim_tflops, TFLOPS},
+                 {TF_ANN_PERCENT_REQUEST, r->req_percent, PERCENT},
+                 {TF_ANN_PERCENT_LIMIT, r->lim_percent, PERCENT},
+                 {TF_ANN_VRAM_REQUEST, r->req_vram, VRAM},
+                 {TF_ANN_VRAM_LIMIT, r->lim_vram, VRAM}};
     json_object *anns = NULL;
-    for (int i = 0; i < 4; i++) {
-        if (!want[i].v || (want[i].tflops && compute_by_percent))
+    for (int i = 0; i < 6; i++) {
+        if (!want[i].v || (want[i].unit == TFLOPS && compute_by_percent) ||
+            (want[i].unit == PERCENT && !compute_by_percent))
             continue;
         const char *have = tf_json_str(pod, "metadata", "annotations", want[i].key, NULL);
         int64_t hv = -1;
-        if (have && (want[i].tflops ? tf_quantity_milli(have, &hv, want[i].key, NULL, 0)
-                                    : tf_quantity_bytes(have, &hv, want[i].key, NULL, 0)))
-            hv = -1;
-        if (hv == want[i].v)
+        int32_t bp = -1;
+        int rc = !have;
+        if (have && want[i].unit == TFLOPS)
+            rc = tf_quantity_milli(have, &hv, want[i].key, NULL, 0);
+        else if (have && want[i].unit == VRAM)
+            rc = tf_quantity_bytes(have, &hv, want[i].key, NULL, 0);
+        else if (have && !(rc = tf_percent_parse(have, &bp, want[i].key, NULL, 0)))
+            hv = bp;
+        if (!rc && hv == want[i].v)
             continue;
         char buf[48];
-        if (want[i].tflops)
-            tf_quantity_format_milli(want[i].v, buf, sizeof(buf));
-        else
+        if (want[i].unit == VRAM)
             tf_quantity_format_bytes(want[i].v, buf, sizeof(buf));
+        else
+            tf_quantity_format_milli(want[i].unit == PERCENT ? want[i].v * 10 : want[i].v, buf,
+                                     sizeof(buf));
         if (!anns)
             anns = json_object_new_object();
         json_object_object_add(anns, want[i].key, json_object_new_string(buf));

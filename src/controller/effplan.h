@@ -19,14 +19,16 @@
  *              annotations tensor-fusion.ai/autoscale / autoscale-target
  *   cron       status.activeCronScalingRule: the current resources came from that rule
  *   created    metadata.creationTimestamp
- * Compute given as a percentage (compute, or our former computePercent;
- * tensor-fusion.ai/compute-percent-*) is not rescaled: only VRAM is (targetResource all
- * becomes vram, compute turns autoscaling off).
+ * Compute given as a percentage (compute, computePercent, tensor-fusion.ai/compute-percent-*)
+ * is not rescaled from usage: only VRAM is (targetResource all becomes vram, compute turns
+ * autoSetResources off); a cron rule's desiredResources compute sets it.
  * The result goes to the workload's status subresource:
- *   status.recommendation          {"requests":{"tflops","vram"},"limits":{"tflops","vram"}}
+ *   status.recommendation          {"requests":{"tflops"|"compute","vram"},"limits":{...}}
  *                                  (when there was usage history or a cron rule applies)
- *   status.activeCronScalingRule   the active rule's name (removed when none is)
- * and to every pod whose annotations differ: the four annotations above.
+ *   status.activeCronScalingRule   the active rule (the CronScalingRule object; removed when
+ *                                  none is)
+ * and to every pod whose annotations differ: the annotations above (compute-percent-request
+ * and -limit for a percentage).
  *
  * Compaction: nodes whose Node carries tensor-fusion.ai/should-delete=true were released
  * before and count as being deleted (neither released again nor counted as capacity).
@@ -91,14 +93,14 @@ bool tf_effplan_workload_active(const struct tf_effplan_workload *w);
  * NULL) tells whether compute is given as a percentage. 0, or the spec parser's code. */
 int tf_effplan_pod_resources(json_object *pod, struct tf_autoscale_resources *r, bool *by_percent);
 
-/* The merge patch {"status": {...}} recording REC on workload WL, or NULL when WL's status
- * already says so. Caller owns the result. */
-json_object *tf_effplan_status_patch(json_object *wl,
+/* The merge patch {"status": {...}} recording REC on workload WL (the active rule's object
+ * taken from CFG), or NULL when WL's status already says so. Caller owns the result. */
+json_object *tf_effplan_status_patch(json_object *wl, const struct tf_autoscale_config *cfg,
                                      const struct tf_autoscale_recommendation *rec);
 
 /* The merge patch {"metadata": {"annotations": {...}}} giving POD the resources R (unset
- * values and, when COMPUTE_BY_PERCENT, compute are left alone), or NULL when POD carries
- * them already. Caller owns the result. */
+ * values are left alone; compute as compute-percent-* when COMPUTE_BY_PERCENT, else as
+ * tflops-*), or NULL when POD carries them already. Caller owns the result. */
 json_object *tf_effplan_pod_patch(json_object *pod, const struct tf_autoscale_resources *r,
                                   bool compute_by_percent);
 

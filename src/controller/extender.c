@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "common/yamljson.h"
+#include "core/autoscale.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,9 +375,8 @@ int tf_extender_room(struct tf_extender *x, const char *ns, const char *name, in
     return rc;
 }
 
-int tf_extender_resize(struct tf_extender *x, const char *ns, const char *name, int64_t req_tflops,
-                       int64_t lim_tflops, int64_t req_vram, int64_t lim_vram, char *err,
-                       size_t errlen)
+int tf_extender_resize(struct tf_extender *x, const char *ns, const char *name,
+                       const struct tf_autoscale_resources *want, char *err, size_t errlen)
 {
     if (!tf__ext_write_state(x)) {
         tf_errf(err, errlen, "extender state unavailable");
@@ -389,14 +389,18 @@ int tf_extender_resize(struct tf_extender *x, const char *ns, const char *name, 
         tf_errf(err, errlen, "pod %s/%s holds no GPUs", ns, name);
     } else {
         struct tf_alloc_resources res = r->res;
-        if (req_tflops && !res.req_by_percent)
-            res.req_tflops = req_tflops;
-        if (lim_tflops && !res.lim_by_percent)
-            res.lim_tflops = lim_tflops;
-        if (req_vram)
-            res.req_vram = req_vram;
-        if (lim_vram)
-            res.lim_vram = lim_vram;
+        if (want->req_tflops && !res.req_by_percent)
+            res.req_tflops = want->req_tflops;
+        if (want->lim_tflops && !res.lim_by_percent)
+            res.lim_tflops = want->lim_tflops;
+        if (want->req_percent && res.req_by_percent)
+            res.req_percent = want->req_percent;
+        if (want->lim_percent && res.lim_by_percent)
+            res.lim_percent = want->lim_percent;
+        if (want->req_vram)
+            res.req_vram = want->req_vram;
+        if (want->lim_vram)
+            res.lim_vram = want->lim_vram;
         rc = tf_alloc_resize(x->alloc, ns, name, &res, err, errlen);
     }
     pthread_rwlock_unlock(&x->lock);

@@ -126,10 +126,11 @@ int tf_extender_room(struct tf_extender *x, const char *ns, const char *name, in
                      int64_t *vram);
 
 /* Changes the per-GPU requests and limits the allocator holds for pod NS/NAME in place (the
- * autoscaler applying a recommendation); 0 keeps a value, compute given by percent is kept.
- * All or nothing (tf_alloc_resize): 0, TF_ENOENT, TF_ENOSPC / TF_ENOTSUP with ERR set. */
-int tf_extender_resize(struct tf_extender *x, const char *ns, const char *name, int64_t req_tflops,
-                       int64_t lim_tflops, int64_t req_vram, int64_t lim_vram, char *err,
-                       size_t errlen);
+ * autoscaler applying a recommendation): R's TFLOPS apply to a side held in TFLOPS, its
+ * percentages (basis points) to a side held by percent; 0 keeps a value. All or nothing
+ * (tf_alloc_resize): 0, TF_ENOENT, TF_ENOSPC / TF_ENOTSUP with ERR set. */
+struct tf_autoscale_resources;
+int tf_extender_resize(struct tf_extender *x, const char *ns, const char *name,
+                       const struct tf_autoscale_resources *r, char *err, size_t errlen);
 
 #endif

@@ -91,6 +91,14 @@ static struct tf__gpu_rec *extract(json_object *g, bool *nomem)
     if (phase && tf_gpu_phase_parse(phase, &ph))
         ph = TF_GPU_UNKNOWN;
     r->phase = (uint8_t)ph;
+    /* The node's mode under its pool's isolationModeRules, as the controller resolved it
+     * (written only under the static policy; the CRD's default "soft" alone means nothing). */
+    const char *pol = tf_json_str(st, "isolationPolicy", NULL);
+    const char *iso = tf_json_str(st, "isolationMode", NULL);
+    enum tf_isolation mode = TF_ISOLATION_UNSET;
+    if (pol && strcmp(pol, "Static") == 0 && iso && tf_isolation_parse(iso, &mode))
+        mode = TF_ISOLATION_UNSET;
+    r->mode = (uint8_t)mode;
     r->tflops = q(tf_json_str(st, "capacity", "tflops", NULL), false);
     r->vram = vram;
     return r;
@@ -100,8 +108,8 @@ static bool same(const struct tf__gpu_rec *a, const struct tf__gpu_rec *b)
 {
     return a->model == b->model && a->tflops == b->tflops && a->vram == b->vram &&
            a->index == b->index && a->numa == b->numa && a->phase == b->phase &&
-           !strcmp(a->node, b->node) && !strcmp(a->uuid, b->uuid) && !a->pool == !b->pool &&
-           (!a->pool || !strcmp(a->pool, b->pool));
+           a->mode == b->mode && !strcmp(a->node, b->node) && !strcmp(a->uuid, b->uuid) &&
+           !a->pool == !b->pool && (!a->pool || !strcmp(a->pool, b->pool));
 }
 
 bool tf__gpus_put(struct tf__gpus *t, json_object *gpu)

@@ -155,6 +155,7 @@ struct tf__gpu_rec {
     int32_t index;        /* -1: not given (position on the node) */
     int16_t numa;
     uint8_t phase;
+    uint8_t mode; /* enum tf_isolation: the node's static mode (status.isolationMode), or UNSET */
     const char *node, *uuid, *pool; /* into TEXT; POOL NULL when unlabelled */
     char text[];                    /* the object's name first */
 };

@@ -173,6 +173,7 @@ static struct tf_cluster *build_cluster(const struct tf_extender *x, struct tf__
         struct tf_gpu_spec specs[TF_NODE_MAX_GPUS];
         uint16_t n = 0;
         const char *pool_name = NULL;
+        enum tf_isolation mode = TF_ISOLATION_UNSET;
         for (uint32_t i = first[g]; i != UINT32_MAX && n < TF_NODE_MAX_GPUS; i = next[i]) {
             const struct tf__gpu_rec *r = v[i];
             struct tf_gpu_spec *s = &specs[n];
@@ -186,13 +187,20 @@ static struct tf_cluster *build_cluster(const struct tf_extender *x, struct tf__
             s->vram_bytes = r->vram;
             if (!pool_name && r->pool)
                 pool_name = r->pool;
+            if (mode == TF_ISOLATION_UNSET)
+                mode = (enum tf_isolation)r->mode;
             n++;
         }
         const char *node = v[first[g]]->node;
         uint32_t pool = tf_cluster_pool_find(c, pool_name ? pool_name : x->default_pool);
         if (pool == TF_NONE)
             pool = tf_cluster_default_pool(c);
-        struct tf_node_spec ns = {.name = node, .gpus = specs, .ngpus = n};
+        /* The node's mode from its pool's isolationModeRules (the controller's resolution on
+         * its GPUs; shared is no node mode), else the pool's defaultIsolationMode. */
+        if (mode != TF_ISOLATION_SOFT && mode != TF_ISOLATION_HARD &&
+            mode != TF_ISOLATION_PARTITIONED)
+            mode = TF_ISOLATION_UNSET;
+        struct tf_node_spec ns = {.name = node, .static_mode = mode, .gpus = specs, .ngpus = n};
         uint32_t id;
         int rc = tf_cluster_add_node(c, pool, &ns, &id, err, sizeof(err));
         if (rc == TF_ENOMEM)

@@ -22,6 +22,11 @@ void tf_reconciler_set_allocsig(struct tf_reconciler *r, const struct tf_allocsi
     r->sig = sig;
 }
 
+void tf_reconciler_set_static_policy(struct tf_reconciler *r, bool is_static)
+{
+    r->static_policy = is_static;
+}
+
 struct tf_reconciler *tf_reconciler_new(struct tf_k8s_client *c,
                                         const struct tf_reconcile_sources *src,
                                         const char *default_pool, const char *worker_image,

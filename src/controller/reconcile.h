@@ -6,15 +6,20 @@
  *     entry's specTemplate (created, or overwritten when it drifts); cluster status totals.
  *   - GPU status from the hypervisor's report (status.capacity, status.nodeSelector) plus the
  *     allocations recorded on pods (tensor-fusion.ai/gpu-ids): available, runningApps.
+ *   - Pools by selector (nodepool.h): each GPU node's pool from the GPUPools' nodeSelector /
+ *     multiVendorNodeSelector, written as the label tensor-fusion.ai/gpupool of its GPUs and
+ *     GPUNode (Event PoolAssigned; several matching pools: condition PoolConflict and a
+ *     Warning Event), and under the static isolation policy its mode from the pool's
+ *     isolationModeRules / defaultIsolationMode as the GPUs' status.isolationMode; the GPUs of
+ *     a node whose heartbeat expired go Unknown (no new pods) until it is renewed.
  *   - GPUNode per node with GPUs (created when missing): totals, available, allocatedPods,
  *     and phase from its hypervisor's heartbeat Lease (tf-hypervisor-<node>, labelled
  *     tensor-fusion.ai/node): Pending until the first renewal, Running while renewTime +
  *     leaseDurationSeconds is ahead, Unknown after; Destroying once the GPUNode is being
  *     deleted. A change is an Event (NodeReady, NodeNotReady, NodePending).
  *   - GPUPool status: nodes, readyNodes (Running) and notReadyNodes, GPUs, TFLOPS/VRAM totals
- *     and availability (a GPU belongs to the pool in its tensor-fusion.ai/gpupool label, else
- *     to the default pool); phase Running when every node is ready, Pending while none has
- *     reported, Unknown when some node lost its heartbeat.
+ *     and availability (a GPU belongs to its node's pool, above); phase Running when every node is
+ * ready, Pending while none has reported, Unknown when some node lost its heartbeat.
  *   - TensorFusionWorkload status: workerCount and readyWorkers from its pods; for remote
  *     workloads (spec.isLocalGPU false) one worker pod per client pod is created, and workers
  *     are deleted when no client is left.
@@ -34,6 +39,8 @@
 #define TF_CONTROLLER_RECONCILE_H
 
 #include "controller/k8s/informer.h"
+
+#include <stdbool.h>
 
 struct tf_reconcile_sources {
     struct tf_informer *pods, *clusters, *pools, *gpus, *gpunodes, *workloads, *connections,
@@ -55,6 +62,9 @@ void tf_reconciler_destroy(struct tf_reconciler *r);
  * valid signature of SIG (borrowed; allocsig.h); NULL: every recorded allocation counts. */
 struct tf_allocsig;
 void tf_reconciler_set_allocsig(struct tf_reconciler *r, const struct tf_allocsig *sig);
+/* STATIC: isolationModePolicy static, so every GPU's status.isolationMode is its node's mode
+ * under its pool's isolationModeRules (default: dynamic, no node modes). */
+void tf_reconciler_set_static_policy(struct tf_reconciler *r, bool is_static);
 /* One full pass. Returns the number of objects written (>= 0) or a TF_E* code when the
  * caches are not synced yet. Individual write failures are logged and retried next pass. */
 int tf_reconcile_once(struct tf_reconciler *r);

@@ -93,6 +93,27 @@ static bool ensure_token_secret(struct tf_reconciler *r, json_object *wl)
     return rc == 0 || rc == TF_EEXIST;
 }
 
+static int feature_of(const char *item, size_t len, void *arg)
+{
+    char name[64];
+    enum tf_feature f;
+    snprintf(name, sizeof(name), "%.*s", (int)len, item);
+    if (tf_feature_parse(name, &f) == 0)
+        *(unsigned *)arg |= f;
+    return 0;
+}
+
+/* The TF_FEATURE_* bits of POD's tensor-fusion.ai/disable-features (the webhook admitted it:
+ * unknown names were warned about then). */
+static unsigned disabled_features(json_object *pod)
+{
+    unsigned off = 0;
+    const char *list = tf__rc_ann(pod, TF_ANN_DISABLE_FEATURES);
+    if (list)
+        tf_split_list(list, feature_of, &off);
+    return off;
+}
+
 static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_object *client)
 {
     const char *ns = tf_json_str(wl, "metadata", "namespace", NULL);
@@ -154,8 +175,10 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     const char *gc = tf__rc_ann(client, TF_ANN_GPU_COUNT),
                *iso = tf__rc_ann(client, TF_ANN_ISOLATION);
     bool whole = iso && (strcmp(iso, "shared") == 0 || strcmp(iso, "partitioned") == 0);
+    unsigned off = disabled_features(client);
     tf_webhook_worker_args(cmd, gc ? atoi(gc) : 1, WORKER_TOKEN_DIR "/" TF_TOKEN_SECRET_KEY,
-                           !whole);
+                           !whole && !(off & TF_FEATURE_GPU_LIMITER));
+    tf_webhook_worker_debug(cmd, off);
     json_object *mounts = json_object_new_array(), *m = json_object_new_object();
     json_object_object_add(m, "name", json_object_new_string("tf-shm"));
     json_object_object_add(m, "mountPath", json_object_new_string(WORKER_SHM_DIR));
@@ -195,6 +218,73 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     return pod;
 }
 
+/* How many remote workers WL's CLIENTS get: none without clients; spec.replicas when set (the
+ * WorkloadProfile's, through the webhook); else one per client pod for a workload the webhook
+ * generated for its pods' owner (upstream's dynamic replicas), and one shared by all for a
+ * workload the pods name themselves (tensor-fusion.ai/workload) or a person created. */
+static int desired_workers(json_object *wl, int clients)
+{
+    json_object *reps = tf_json_path(wl, "spec", "replicas", NULL);
+    const char *gen = tf__rc_ann(wl, TF_ANN_GENERATED_WORKLOAD);
+    if (!clients)
+        return 0;
+    if (reps && json_object_is_type(reps, json_type_int))
+        return json_object_get_int(reps) > 0 ? json_object_get_int(reps) : 0;
+    return gen && strcmp(gen, "true") == 0 ? clients : 1;
+}
+
+static const char *workers_why(json_object *wl)
+{
+    if (tf_json_path(wl, "spec", "replicas", NULL))
+        return "spec.replicas";
+    const char *gen = tf__rc_ann(wl, TF_ANN_GENERATED_WORKLOAD);
+    return gen && strcmp(gen, "true") == 0 ? "one per client pod"
+                                           : "shared by the pods naming the workload";
+}
+
+/* Whether a TensorFusionConnection of namespace NS is paired with worker pod WORKER. */
+static bool worker_paired(json_object *conns, const char *ns, const char *worker)
+{
+    for (size_t i = 0; worker && i < json_object_array_length(conns); i++) {
+        json_object *cn = json_object_array_get_idx(conns, i);
+        const char *cns = tf_json_str(cn, "metadata", "namespace", NULL);
+        const char *w = tf_json_str(cn, "status", "workerName", NULL);
+        if (cns && w && strcmp(cns, ns) == 0 && strcmp(w, worker) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Deletes up to N of WORKERS (an array of worker pods): those no client is connected to
+ * first; with ALL (no client left) any. Returns how many were deleted. */
+static int scale_down(struct tf_reconciler *r, json_object *wl, json_object *workers, int n,
+                      bool all)
+{
+    const char *ns = tf_json_str(wl, "metadata", "namespace", NULL);
+    json_object *conns = r->src.connections ? tf_informer_snapshot(r->src.connections) : NULL;
+    int gone = 0;
+    char err[256];
+    for (int pass = 0; pass < 2 && gone < n; pass++) {
+        for (size_t k = 0; k < json_object_array_length(workers) && gone < n; k++) {
+            json_object *wp = json_object_array_get_idx(workers, k);
+            const char *wn = tf_json_str(wp, "metadata", "name", NULL);
+            if (!wn || tf_json_path(wp, "metadata", "deletionTimestamp", NULL))
+                continue;
+            bool paired = worker_paired(conns, ns, wn);
+            if ((pass == 0 && paired) || (pass == 1 && (!paired || !all)))
+                continue;
+            if (tf_k8s_delete(r->c, &tf_k8s_pods, ns, wn, err, sizeof(err)) == 0) {
+                r->writes++;
+                gone++;
+            } else {
+                tf_log(TF_LOG_WARN, "reconcile", "cannot delete worker %s/%s: %s", ns, wn, err);
+            }
+        }
+    }
+    json_object_put(conns);
+    return gone;
+}
+
 void tf__rc_workloads(struct tf_reconciler *r, json_object *pods)
 {
     json_object *wls = tf_informer_snapshot(r->src.workloads);
@@ -232,28 +322,26 @@ void tf__rc_workloads(struct tf_reconciler *r, json_object *pods)
             }
         }
         char err[256];
-        if (remote && clients > workers && first_client && ensure_token_secret(r, wl)) {
-            for (int k = workers; k < clients; k++) {
+        int want = desired_workers(wl, clients);
+        if (remote && want > workers && first_client && ensure_token_secret(r, wl)) {
+            for (int k = workers; k < want; k++) {
                 json_object *wp = worker_pod(r, wl, first_client);
                 if (tf_k8s_create(r->c, &tf_k8s_pods, ns, wp, NULL, err, sizeof(err)) == 0) {
                     r->writes++;
                     tf__rc_event(r, wl, "Normal", "WorkerCreated",
-                                 "worker pod for remote workload %s/%s (%d of %d)", ns, name, k + 1,
-                                 clients);
+                                 "worker pod for remote workload %s/%s (%d of %d, %s)", ns, name,
+                                 k + 1, want, workers_why(wl));
                 } else {
                     tf_log(TF_LOG_WARN, "reconcile", "cannot create worker: %s", err);
                 }
                 json_object_put(wp);
             }
-        } else if (remote && clients == 0 && workers > 0) {
-            for (size_t k = 0; k < json_object_array_length(worker_list); k++) {
-                const char *wn = tf_json_str(json_object_array_get_idx(worker_list, k), "metadata",
-                                             "name", NULL);
-                if (tf_k8s_delete(r->c, &tf_k8s_pods, ns, wn, err, sizeof(err)) == 0)
-                    r->writes++;
-            }
-            tf__rc_event(r, wl, "Normal", "WorkersScaledDown",
-                         "no client pods left: %d worker pods deleted", workers);
+        } else if (remote && workers > want) {
+            int gone = scale_down(r, wl, worker_list, workers - want, clients == 0);
+            if (gone)
+                tf__rc_event(r, wl, "Normal", "WorkersScaledDown", "%d worker pod%s deleted (%s)",
+                             gone, gone == 1 ? "" : "s",
+                             clients ? workers_why(wl) : "no client pods left");
         }
         json_object_put(worker_list);
         json_object *st = json_object_new_object();

@@ -88,7 +88,7 @@ static void put_totals(json_object *st, const struct agg *a, int64_t ratio_pct)
     }
 }
 
-static const char *gpu_node(json_object *gpu)
+const char *tf__rc_gpu_node(json_object *gpu)
 {
     const char *n = tf_json_str(gpu, "status", "nodeSelector", "kubernetes.io/hostname", NULL);
     return n ? n : tf__rc_lbl(gpu, "tensor-fusion.ai/node");
@@ -149,10 +149,22 @@ static void add_running_app(json_object *apps, json_object *pod, json_object *in
     json_object_array_add(tf_json_path(app, "pods", NULL), json_object_get(info));
 }
 
-static void reconcile_gpus(struct tf_reconciler *r, json_object *pods, json_object *nodes_agg,
+/* The heartbeat phase of NODE (Pending, Running, Unknown) from BEATS; Running when no Lease
+ * informer runs. */
+static const char *beat_phase(struct tf_reconciler *r, json_object *beats, const char *node)
+{
+    json_object *fresh = NULL;
+    if (!r->src.leases)
+        return "Running";
+    if (!node || !json_object_object_get_ex(beats, node, &fresh))
+        return "Pending";
+    return json_object_get_boolean(fresh) ? "Running" : "Unknown";
+}
+
+static void reconcile_gpus(struct tf_reconciler *r, json_object *gpus, json_object *pods,
+                           json_object *assign, json_object *beats, json_object *nodes_agg,
                            json_object *pools_agg, json_object *node_pods)
 {
-    json_object *gpus = tf_informer_snapshot(r->src.gpus);
     for (size_t g = 0; g < json_object_array_length(gpus); g++) {
         json_object *gpu = json_object_array_get_idx(gpus, g);
         const char *uuid = tf_json_str(gpu, "status", "uuid", NULL);
@@ -187,9 +199,12 @@ static void reconcile_gpus(struct tf_reconciler *r, json_object *pods, json_obje
         json_object_object_add(st, "runningApps", apps);
         if (!tf_json_str(gpu, "status", "phase", NULL))
             json_object_object_add(st, "phase", json_object_new_string("Running"));
+        const char *node = tf__rc_gpu_node(gpu);
+        tf__rc_gpu_pool(r, gpu, assign, beat_phase(r, beats, node), st);
         tf__rc_put_status(r, &tf_k8s_gpus, gpu, st);
-        const char *node = gpu_node(gpu);
-        const char *pool = tf__rc_lbl(gpu, "tensor-fusion.ai/gpupool");
+        const char *pool = tf__rc_assigned_pool(assign, node);
+        if (!pool)
+            pool = tf__rc_lbl(gpu, "tensor-fusion.ai/gpupool");
         if (node) {
             agg_add(nodes_agg, node, ct, cv, at, av);
             json_object *np = NULL;
@@ -206,7 +221,6 @@ static void reconcile_gpus(struct tf_reconciler *r, json_object *pods, json_obje
         }
         agg_add(pools_agg, pool ? pool : r->default_pool, ct, cv, at, av);
     }
-    json_object_put(gpus);
 }
 
 struct beat_ctx {
@@ -228,19 +242,8 @@ static int collect_beat(json_object *lease, void *arg)
     return 0;
 }
 
-/* NODE's phase (see reconcile.h) from BEATS and its GPUNode GN (may be NULL). */
-static const char *node_phase(json_object *beats, const char *node, json_object *gn)
-{
-    json_object *fresh = NULL;
-    if (gn && tf_json_path(gn, "metadata", "deletionTimestamp", NULL))
-        return "Destroying";
-    if (!json_object_object_get_ex(beats, node, &fresh))
-        return "Pending";
-    return json_object_get_boolean(fresh) ? "Running" : "Unknown";
-}
-
-static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
-                               json_object *node_pods, json_object *phases)
+/* Node -> heartbeat fresh (true) or expired (false), from the hypervisors' Leases. */
+static json_object *collect_beats(struct tf_reconciler *r)
 {
     char now[40];
     tf_k8s_time_now(now, sizeof(now), true);
@@ -248,6 +251,21 @@ static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
     tf_k8s_time_parse(now, &bc.now_us);
     if (r->src.leases)
         tf_informer_foreach(r->src.leases, collect_beat, &bc);
+    return bc.by_node;
+}
+
+/* NODE's phase (see reconcile.h) from BEATS and its GPUNode GN (may be NULL). */
+static const char *node_phase(struct tf_reconciler *r, json_object *beats, const char *node,
+                              json_object *gn)
+{
+    if (gn && tf_json_path(gn, "metadata", "deletionTimestamp", NULL))
+        return "Destroying";
+    return beat_phase(r, beats, node);
+}
+
+static void reconcile_gpunodes(struct tf_reconciler *r, json_object *beats, json_object *assign,
+                               json_object *nodes_agg, json_object *node_pods, json_object *phases)
+{
     json_object_object_foreach(nodes_agg, node, v)
     {
         (void)v;
@@ -273,7 +291,7 @@ static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
             }
         }
         json_object *st = json_object_new_object();
-        const char *phase = r->src.leases ? node_phase(bc.by_node, node, gn) : "Running";
+        const char *phase = node_phase(r, beats, node, gn);
         const char *was = tf_json_str(gn, "status", "phase", NULL);
         if (was && strcmp(was, phase) != 0)
             tf__rc_event(
@@ -301,10 +319,10 @@ static void reconcile_gpunodes(struct tf_reconciler *r, json_object *nodes_agg,
         json_object_object_add(st, "totalGPUPods", json_object_new_int(npods));
         json_object_object_add(st, "allocatedPods",
                                np ? json_object_get(np) : json_object_new_object());
+        tf__rc_gpunode_pool(r, gn, assign, st);
         tf__rc_put_status(r, &tf_k8s_gpunodes, gn, st);
         json_object_put(gn);
     }
-    json_object_put(bc.by_node);
 }
 
 /* Nodes with GPUs of pool PNAME (the "pool\nnode" keys of POOLS_AGG); with PHASES (node ->
@@ -476,6 +494,7 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg, jso
         put_totals(st, &a, oversell_pct(tf_json_path(pool, "spec", NULL)));
         if (!tf_json_path(pool, "status", "componentStatus", NULL))
             json_object_object_add(st, "componentStatus", json_object_new_object());
+        tf__rc_pool_isolation(r, pool, st);
         tf__rc_put_status(r, &tf_k8s_gpupools, pool, st);
     }
     json_object_put(pools);
@@ -486,11 +505,16 @@ void tf__rc_infra(struct tf_reconciler *r, json_object *pods)
 {
     json_object *nodes_agg = json_object_new_object(), *pools_agg = json_object_new_object(),
                 *node_pods = json_object_new_object();
-    reconcile_gpus(r, pods, nodes_agg, pools_agg, node_pods);
+    json_object *gpus = tf_informer_snapshot(r->src.gpus);
+    json_object *beats = collect_beats(r), *assign = tf__rc_assign_pools(r, gpus);
+    reconcile_gpus(r, gpus, pods, assign, beats, nodes_agg, pools_agg, node_pods);
     json_object *phases = json_object_new_object();
-    reconcile_gpunodes(r, nodes_agg, node_pods, phases);
+    reconcile_gpunodes(r, beats, assign, nodes_agg, node_pods, phases);
     reconcile_pools(r, pools_agg, phases);
     json_object_put(phases);
+    json_object_put(assign);
+    json_object_put(beats);
+    json_object_put(gpus);
     json_object_put(node_pods);
     json_object_put(pools_agg);
     json_object_put(nodes_agg);

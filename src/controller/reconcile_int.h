@@ -23,6 +23,7 @@ struct tf_reconciler {
     int writes;                                       /* objects written this pass */
     json_object *prov_notes;       /* pool -> last provisioning Warning (owned), not repeated */
     const struct tf_allocsig *sig; /* checks recorded allocations (borrowed), or NULL */
+    bool static_policy;            /* isolationModePolicy static (node modes from pool rules) */
 };
 
 /* Metadata annotation / label KEY of O (borrowed from O), or NULL. */
@@ -48,6 +49,28 @@ void tf__rc_pod_share(json_object *pod, int64_t cap_t, int64_t cap_v, int64_t *t
 const char *tf__rc_pod_uid(json_object *pod);
 /* ITEM is an entry of the comma-separated LIST. */
 bool tf__rc_list_has(const char *list, const char *item);
+
+/* The node GPU object GPU is on (status.nodeSelector, else its tensor-fusion.ai/node label). */
+const char *tf__rc_gpu_node(json_object *gpu);
+
+/* reconcile_nodes.c: pools by selector. tf__rc_assign_pools resolves every node of GPUS (an
+ * array of GPU objects) into a new object node -> {pool, mode, matched, pools, bySelector}
+ * (caller owns); tf__rc_assigned_pool reads its pool. tf__rc_gpu_pool labels GPU with its
+ * node's pool and adds to status ST its isolationPolicy / isolationMode and, with NODE_PHASE
+ * (the node's heartbeat phase, may be NULL), phase Unknown while the heartbeat is lost (back
+ * to Running when it returns). tf__rc_gpunode_pool labels GPUNode GN with its pool (Event
+ * PoolAssigned when it changes) and adds the PoolConflict condition to ST (Event
+ * PoolConflict when several pools' selectors match). */
+json_object *tf__rc_assign_pools(struct tf_reconciler *r, json_object *gpus);
+const char *tf__rc_assigned_pool(json_object *assign, const char *node);
+void tf__rc_gpu_pool(struct tf_reconciler *r, json_object *gpu, json_object *assign,
+                     const char *node_phase, json_object *st);
+void tf__rc_gpunode_pool(struct tf_reconciler *r, json_object *gn, json_object *assign,
+                         json_object *st);
+/* The IsolationModeRules condition of a pool that has rules (True: applied, under the static
+ * policy; False with a Warning Event under the dynamic one, where they cannot apply) into its
+ * status ST. */
+void tf__rc_pool_isolation(struct tf_reconciler *r, json_object *pool, json_object *st);
 
 void tf__rc_infra(struct tf_reconciler *r, json_object *pods);
 void tf__rc_workloads(struct tf_reconciler *r, json_object *pods);

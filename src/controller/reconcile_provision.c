@@ -199,9 +199,20 @@ static void provision_pool(struct tf_reconciler *r, json_object *pool, json_obje
     char err[512];
     memset(&in, 0, sizeof(in));
     if (tf_pool_efficiency_parse(tf_json_path(pool, "spec", NULL), "spec", &in.eff, err,
-                                 sizeof(err)) ||
-        in.eff.provisioning != TF_PROVISION_PROVISIONED)
+                                 sizeof(err)))
         return; /* invalid settings are reported by the efficiency reconcilers */
+    if (in.eff.provisioning != TF_PROVISION_PROVISIONED) {
+        /* Only a provisioning controller has something to stop: say so, never silently. */
+        if (in.eff.max.tflops_set || in.eff.max.vram_set) {
+            char msg[300];
+            snprintf(msg, sizeof(msg),
+                     "spec.capacityConfig.maxResources has no effect: provisioningMode is %s "
+                     "(only a Provisioned pool creates nodes, and stops at maxResources)",
+                     tf_provisioning_mode_name(in.eff.provisioning));
+            note(r, pool, "Warning", "MaxResourcesIgnored", msg);
+        }
+        return;
+    }
     in.running = str_eq(tf_json_str(pool, "status", "phase", NULL), "Running");
     in.total_tflops_milli = tf__rc_q_milli(tf_json_str(pool, "status", "totalTFlops", NULL));
     in.total_vram = tf__rc_q_bytes(tf_json_str(pool, "status", "totalVRAM", NULL));

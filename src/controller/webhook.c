@@ -632,6 +632,8 @@ static json_object *workload_object(const struct tf_spec *s, const char *ns, con
     set_str(spec, "isolation", tf_isolation_name(s->isolation));
     json_object_object_add(spec, "gpuCount", json_object_new_int(s->gpu_count));
     json_object_object_add(spec, "isLocalGPU", json_object_new_boolean(s->is_local_gpu));
+    if (s->has_worker_replicas && !s->is_local_gpu)
+        json_object_object_add(spec, "replicas", json_object_new_int(s->worker_replicas));
     if (s->gpu_model)
         set_str(spec, "gpuModel", s->gpu_model);
     if (s->vendor)
@@ -712,6 +714,16 @@ static void inject_soft(struct tf_webhook *wh, json_object *spec, const struct t
 void tf_webhook_token_secret(const char *workload, char *out, size_t outlen)
 {
     tf_name_fit("tf-token-", workload, 253, out, outlen);
+}
+
+void tf_webhook_worker_debug(json_object *cmd, unsigned disabled)
+{
+    if (!(disabled & TF_FEATURE_START_WORKER))
+        return;
+    while (json_object_array_length(cmd))
+        json_object_array_del_idx(cmd, 0, 1);
+    json_object_array_add(cmd, json_object_new_string("sleep"));
+    json_object_array_add(cmd, json_object_new_string("infinity"));
 }
 
 void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file, bool limits)
@@ -802,7 +814,9 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
             json_object_array_add(cmd, json_object_new_string("--listen"));
             json_object_array_add(cmd,
                                   json_object_new_string("unix://" LIB_DIR "/run/worker.sock"));
-            tf_webhook_worker_args(cmd, s->gpu_count, POD_TOKEN, true);
+            tf_webhook_worker_args(cmd, s->gpu_count, POD_TOKEN,
+                                   !(s->disable_features & TF_FEATURE_GPU_LIMITER));
+            tf_webhook_worker_debug(cmd, s->disable_features);
             json_object_object_add(w, "command", cmd);
             inject_common_env(w, "tf-worker");
             add_mount(w, LIB_VOLUME, LIB_DIR, NULL, false);

@@ -167,6 +167,11 @@ struct tf_webhook_result {
 };
 void tf_webhook_result_free(struct tf_webhook_result *r);
 
+/* On a TensorFusionWorkload the webhook created for its pods' owner (the pods named none):
+ * "true". Its remote workers are one per client pod; a workload pods name themselves shares
+ * its workers (reconcile_apps.c, docs/kubernetes.md). */
+#define TF_ANN_GENERATED_WORKLOAD TF_KEY_PREFIX "generated-workload"
+
 /* Appends to the tf-worker command array CMD what a worker holding NGPUS GPUs of a pod needs
  * in Kubernetes: --token-file TOKEN_FILE, with LIMITS --limits-region on the pod's region
  * (its own shm directory is mounted at /run/tensor-fusion/pod; the node agent writes regions
@@ -174,6 +179,10 @@ void tf_webhook_result_free(struct tf_webhook_result *r);
  * --device 0,...,NGPUS-1 (the GPUs NVIDIA_VISIBLE_DEVICES exposes, in gpu-ids order), and
  * --pinned-staging (its clients are one tenant). */
 void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file, bool limits);
+/* With start-worker among DISABLED (TF_FEATURE_* bits of tensor-fusion.ai/disable-features,
+ * upstream's debugging switch), replaces the worker command CMD by "sleep infinity": the
+ * container stays up without serving. Callers drop LIMITS above for gpu-limiter. */
+void tf_webhook_worker_debug(json_object *cmd, unsigned disabled);
 
 /* Remote workloads: the Secret (in the workload's namespace) whose key TF_TOKEN_SECRET_KEY
  * holds the token the workload's worker pods require and its clients present

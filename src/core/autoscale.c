@@ -210,8 +210,8 @@ static int parse_asr(json_object *obj, const char *path, struct tf_autoscale_con
     return 0;
 }
 
-static int parse_res_block(json_object *obj, const char *path, int64_t *tflops, int64_t *vram,
-                           char *err, size_t errlen)
+static int parse_res_block(json_object *obj, const char *path, int64_t *tflops, int32_t *pct,
+                           int64_t *vram, char *err, size_t errlen)
 {
     char p[PATH_LEN];
     if (!json_object_is_type(obj, json_type_object)) {
@@ -228,12 +228,18 @@ static int parse_res_block(json_object *obj, const char *path, int64_t *tflops, 
             rc = tf_json_quantity_milli(v, tflops, p, err, errlen);
         else if (!strcmp(k, "vram"))
             rc = tf_json_quantity_bytes(v, vram, p, err, errlen);
+        else if (!strcmp(k, "compute") || !strcmp(k, "computePercent"))
+            rc = tf_json_percent(v, pct, p, err, errlen);
         else {
-            tf_errf(err, errlen, "%s: unknown field (tflops or vram)", p);
+            tf_errf(err, errlen, "%s: unknown field (tflops, compute or vram)", p);
             rc = TF_EINVAL;
         }
         if (rc)
             return rc;
+    }
+    if (*tflops && *pct) {
+        tf_errf(err, errlen, "%s: tflops and compute are exclusive (give one)", path);
+        return TF_EINVAL;
     }
     return 0;
 }
@@ -287,11 +293,12 @@ static int parse_rule(json_object *obj, const char *path, struct tf_cron_scaling
                 join(q, p, k2);
                 if (!v2)
                     continue;
+                struct tf_autoscale_resources *d = &r->desired;
                 if (!strcmp(k2, "requests"))
-                    rc = parse_res_block(v2, q, &r->desired.req_tflops, &r->desired.req_vram, err,
+                    rc = parse_res_block(v2, q, &d->req_tflops, &d->req_percent, &d->req_vram, err,
                                          errlen);
                 else if (!strcmp(k2, "limits"))
-                    rc = parse_res_block(v2, q, &r->desired.lim_tflops, &r->desired.lim_vram, err,
+                    rc = parse_res_block(v2, q, &d->lim_tflops, &d->lim_percent, &d->lim_vram, err,
                                          errlen);
                 else {
                     tf_errf(err, errlen, "%s: unknown field (requests or limits)", q);
@@ -323,6 +330,34 @@ static int parse_rule(json_object *obj, const char *path, struct tf_cron_scaling
         }
     }
     return 0;
+}
+
+/* autoSetReplicas / externalScaler (at P): declared by the CRDs, not acted on by this
+ * controller, so enabling one is refused rather than silently ignored. */
+static int refuse_enabled(json_object *v, const char *p, char *err, size_t errlen)
+{
+    json_object *en = NULL;
+    bool on = false;
+    if (!json_object_is_type(v, json_type_object)) {
+        tf_errf(err, errlen, "%s: expected a mapping", p);
+        return TF_EINVAL;
+    }
+    if (json_object_object_get_ex(v, "enable", &en) && en) {
+        char q[PATH_LEN + 8];
+        snprintf(q, sizeof(q), "%.240s.enable", p);
+        int rc = parse_boolv(en, q, &on, err, errlen);
+        if (rc)
+            return rc;
+    }
+    if (!on)
+        return 0;
+    tf_errf(err, errlen,
+            "%s.enable: not supported: this controller scales workloads vertically only "
+            "(autoSetResources, cronScalingRules)%s",
+            p,
+            strstr(p, "externalScaler") ? "; it calls no external scaler"
+                                        : "; set the workload's replicas yourself");
+    return TF_ENOTSUP;
 }
 
 static int parse_config(json_object *obj, const char *path, struct tf_autoscale_config *c,
@@ -361,7 +396,8 @@ static int parse_config(json_object *obj, const char *path, struct tf_autoscale_
             c->nrules = n;
             c->set |= TF_AS_RULES;
         } else if (!strcmp(k, "autoSetReplicas") || !strcmp(k, "externalScaler")) {
-            continue; /* horizontal scaling / external scalers: not this recommender's */
+            if ((rc = refuse_enabled(v, p, err, errlen)))
+                return rc;
         } else {
             tf_errf(err, errlen, "%s: unknown field", p);
             return TF_EINVAL;
@@ -672,6 +708,32 @@ static bool recommend_dim(const struct dim *d, const struct tf_autoscale_config 
     return nr != cur_req || nl != cur_lim;
 }
 
+/* The active rule's compute must be in the workload's unit: a percentage cannot be applied to
+ * a workload in TFLOPS (the pods would hold both) nor TFLOPS to one in percent. */
+static int unit_check(const struct tf_cron_scaling_rule *r, const struct tf_autoscale_input *in,
+                      char *err, size_t errlen)
+{
+    const struct tf_autoscale_resources *d = &r->desired, *o = &in->original, *c = &in->current;
+    bool tflops_wl = o->req_tflops || o->lim_tflops || c->req_tflops || c->lim_tflops;
+    bool req;
+    const char *have, *want, *unit;
+    if (!in->compute_by_percent && tflops_wl && (d->req_percent || d->lim_percent)) {
+        req = d->req_percent != 0;
+        have = "compute", want = "tflops", unit = "TFLOPS";
+    } else if (in->compute_by_percent && (d->req_tflops || d->lim_tflops)) {
+        req = d->req_tflops != 0;
+        have = "tflops", want = "compute", unit = "percent of a GPU";
+    } else {
+        return 0;
+    }
+    const char *side = req ? "requests" : "limits";
+    tf_errf(err, errlen,
+            "cronScalingRules \"%s\": desiredResources.%s.%s: this workload's compute is given "
+            "in %s; give desiredResources.%s.%s instead",
+            r->name, side, have, unit, side, want);
+    return TF_EINVAL;
+}
+
 int tf_autoscale_recommend(const struct tf_autoscale_input *in,
                            struct tf_autoscale_recommendation *out, char *err, size_t errlen)
 {
@@ -715,6 +777,9 @@ int tf_autoscale_recommend(const struct tf_autoscale_input *in,
         active = r;
     }
     tf_tz_destroy(utc);
+    int rc = active ? unit_check(active, in, err, errlen) : 0;
+    if (rc)
+        return rc;
 
     struct tf_autoscale_resources cur = in->current;
     if (in->current_from_cron && !active)
@@ -803,6 +868,10 @@ int tf_autoscale_recommend(const struct tf_autoscale_input *in,
             out->resources.req_tflops = d->req_tflops;
         if (d->lim_tflops)
             out->resources.lim_tflops = d->lim_tflops;
+        if (d->req_percent)
+            out->resources.req_percent = d->req_percent;
+        if (d->lim_percent)
+            out->resources.lim_percent = d->lim_percent;
         if (d->req_vram)
             out->resources.req_vram = d->req_vram;
         if (d->lim_vram)
@@ -814,9 +883,10 @@ int tf_autoscale_recommend(const struct tf_autoscale_input *in,
         tf_strlcpy(why, tmp, sizeof(why));
     }
     const struct tf_autoscale_resources *r = &out->resources;
-    out->changed = r->req_tflops != in->current.req_tflops ||
-                   r->lim_tflops != in->current.lim_tflops || r->req_vram != in->current.req_vram ||
-                   r->lim_vram != in->current.lim_vram;
+    out->changed =
+        r->req_tflops != in->current.req_tflops || r->lim_tflops != in->current.lim_tflops ||
+        r->req_vram != in->current.req_vram || r->lim_vram != in->current.lim_vram ||
+        r->req_percent != in->current.req_percent || r->lim_percent != in->current.lim_percent;
     if (out->changed && out->source == TF_AUTOSCALE_SRC_NONE)
         out->source = TF_AUTOSCALE_SRC_PERCENTILE; /* reverting after a cron window */
     tf_strlcpy(out->reason, why, sizeof(out->reason));
@@ -851,11 +921,35 @@ json_object *tf_autoscale_resources_to_json(const struct tf_autoscale_resources 
         tf_quantity_format_bytes(r->lim_vram, buf, sizeof(buf));
         bad |= json_object_object_add(lm, "vram", json_object_new_string(buf));
     }
+    if (r->req_percent) {
+        tf_quantity_format_milli((int64_t)r->req_percent * 10, buf, sizeof(buf));
+        bad |= json_object_object_add(rq, "compute", json_object_new_string(buf));
+    }
+    if (r->lim_percent) {
+        tf_quantity_format_milli((int64_t)r->lim_percent * 10, buf, sizeof(buf));
+        bad |= json_object_object_add(lm, "compute", json_object_new_string(buf));
+    }
     bad |= json_object_object_add(o, "requests", rq);
     bad |= json_object_object_add(o, "limits", lm);
     if (bad) {
         json_object_put(o);
         return NULL;
     }
+    return o;
+}
+
+json_object *tf_autoscale_rule_to_json(const struct tf_cron_scaling_rule *r)
+{
+    json_object *o = json_object_new_object();
+    json_object *d = tf_autoscale_resources_to_json(&r->desired);
+    if (!o || !d || json_object_object_add(o, "enable", json_object_new_boolean(r->enable)) ||
+        json_object_object_add(o, "name", json_object_new_string(r->name)) ||
+        json_object_object_add(o, "start", json_object_new_string(r->start_expr)) ||
+        json_object_object_add(o, "end", json_object_new_string(r->end_expr))) {
+        json_object_put(o);
+        json_object_put(d);
+        return NULL;
+    }
+    json_object_object_add(o, "desiredResources", d);
     return o;
 }

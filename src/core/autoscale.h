@@ -21,7 +21,14 @@
  * Older spellings are accepted too: targetTflopsPercentile, lowerBoundTflopsPercentile,
  * upperBoundTflopsPercentile, targetVramPercentile, ..., requestMarginFraction.
  * cronScalingRules[]: {enable, name, start, end (5-field cron), desiredResources:
- * {requests: {tflops, vram}, limits: {tflops, vram}}}; at most one may be active at a time.
+ * {requests: {tflops | compute, vram}, limits: {tflops | compute, vram}}} (upstream's Resources;
+ * compute is a percentage of one GPU, computePercent its former spelling; tflops and compute
+ * are exclusive per side); at most one may be active at a time. A rule's compute must be in
+ * the workload's own unit: percent for a workload whose compute is a percentage, TFLOPS for
+ * one given in TFLOPS (tf_autoscale_recommend refuses the other, naming the rule and key).
+ * autoSetReplicas and externalScaler are declared by the CRDs; enabling either is refused
+ * (TF_ENOTSUP, naming the key): this controller scales neither replicas nor through an
+ * external service.
  *
  * Estimation follows the Kubernetes VPA recommender: samples go into decaying exponential
  * histograms (first bucket 0.1 TFLOPS / 10 MB, buckets 5 % wider each, weights halving every
@@ -65,9 +72,11 @@
 #define TF_AUTOSCALE_NAME_MAX 64
 #define TF_HIST_MAX_BUCKETS 256
 
-/* Per-GPU resources; 0 = not set. TFLOPS in milli, VRAM in bytes. */
+/* Per-GPU resources; 0 = not set. TFLOPS in milli, VRAM in bytes, compute percentages in
+ * basis points (a side has TFLOPS or a percentage, never both). */
 struct tf_autoscale_resources {
     int64_t req_tflops, lim_tflops, req_vram, lim_vram;
+    int32_t req_percent, lim_percent;
 };
 
 struct tf_cron_scaling_rule {
@@ -123,7 +132,8 @@ void tf_autoscale_config_init(struct tf_autoscale_config *c);
 /* Parses an autoScalingConfig object OBJ (NULL = defaults) into *OUT (initialised first).
  * PATH prefixes messages ("spec.autoScalingConfig"). Unknown keys inside autoSetResources,
  * cronScalingRules entries and desiredResources are errors; autoSetReplicas and
- * externalScaler are accepted and ignored. 0 or TF_EINVAL / TF_EPARSE / TF_ERANGE. */
+ * externalScaler are accepted while not enabled. 0 or TF_EINVAL / TF_EPARSE / TF_ERANGE /
+ * TF_ENOTSUP. */
 int tf_autoscale_config_parse(json_object *obj, const char *path, struct tf_autoscale_config *out,
                               char *err, size_t errlen);
 
@@ -183,7 +193,8 @@ struct tf_autoscale_input {
     const struct tf_usage_sample *samples;
     size_t nsamples;
     int64_t created_ms, now_ms;
-    const struct tf_tz *tz; /* zone of the cron rules; NULL = UTC */
+    const struct tf_tz *tz;  /* zone of the cron rules; NULL = UTC */
+    bool compute_by_percent; /* the workload's compute is a percentage (else TFLOPS or none) */
 };
 
 struct tf_autoscale_estimate {
@@ -208,14 +219,21 @@ struct tf_autoscale_recommendation {
     char reason[512];
 };
 
-/* Computes the recommendation. 0 and *OUT, or TF_EINVAL (no config) / TF_ECONFLICT (two cron
- * rules active at once; names in ERR) / TF_ENOMEM. */
+/* Computes the recommendation. 0 and *OUT, or TF_EINVAL (no config; the active rule's compute
+ * in the other unit than the workload's) / TF_ECONFLICT (two cron rules active at once; names
+ * in ERR) / TF_ENOMEM. */
 int tf_autoscale_recommend(const struct tf_autoscale_input *in,
                            struct tf_autoscale_recommendation *out, char *err, size_t errlen);
 
 /* The .status.recommendation object (tensor-fusion.ai/v1 Resources):
  * {"requests":{"tflops":"12.5","vram":"6Gi"},"limits":{"tflops":"25","vram":"12Gi"}}
- * (unset values omitted). Caller owns the result; NULL on ENOMEM. */
+ * ("compute":"50" for a percentage; unset values omitted). Caller owns the result; NULL on
+ * ENOMEM. */
 json_object *tf_autoscale_resources_to_json(const struct tf_autoscale_resources *r);
+
+/* The CronScalingRule object of R as the CRD declares it (status.activeCronScalingRule):
+ * {"enable":true,"name":...,"start":...,"end":...,"desiredResources":{...}}. Caller owns the
+ * result; NULL on ENOMEM. */
+json_object *tf_autoscale_rule_to_json(const struct tf_cron_scaling_rule *r);
 
 #endif

@@ -96,6 +96,17 @@ int tf_json_quantity_bytes(json_object *v, int64_t *out, const char *key, char *
     return tf_quantity_bytes(s, out, key, err, errlen);
 }
 
+int tf_json_percent(json_object *v, int32_t *bp, const char *key, char *err, size_t errlen)
+{
+    char buf[64];
+    const char *s = scalar_text(v, buf, sizeof(buf));
+    if (!s) {
+        tf_errf(err, errlen, "%s: expected a percentage of one GPU (e.g. \"50\")", key);
+        return TF_EINVAL;
+    }
+    return tf_percent_parse(s, bp, key, err, errlen);
+}
+
 /* Rejects keys of OBJ not in ALLOWED (NULL-terminated). */
 static int only_keys(json_object *obj, const char *path, const char *const *allowed, char *err,
                      size_t errlen)

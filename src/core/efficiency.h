@@ -6,7 +6,7 @@
  *   capacityConfig:
  *     minResources:  {tflops: "20", vram: 10Gi}   # compaction never goes below (total)
  *     warmResources: {tflops: "10", vram: 5Gi}    # compaction keeps this much free
- *     maxResources:  {tflops, vram}               # read for completeness (provisioning)
+ *     maxResources:  {tflops, vram}               # Provisioned pools stop there (provision.h)
  *   nodeManagerConfig:
  *     provisioningMode: AutoSelect | Provisioned | Karpenter   # default AutoSelect
  *     nodeCompaction:
@@ -98,5 +98,8 @@ int tf_pool_efficiency_parse(json_object *spec, const char *path, struct tf_pool
  * or bytes; KEY names it in messages. Shared by the autoscale config parser. */
 int tf_json_quantity_milli(json_object *v, int64_t *out, const char *key, char *err, size_t errlen);
 int tf_json_quantity_bytes(json_object *v, int64_t *out, const char *key, char *err, size_t errlen);
+/* A compute percentage (0..100, at most two decimals; upstream's Resource.compute) from a JSON
+ * string or number, as basis points. */
+int tf_json_percent(json_object *v, int32_t *bp, const char *key, char *err, size_t errlen);
 
 #endif

@@ -256,9 +256,32 @@ static int one_feature(const char *item, size_t len, void *arg)
     if (tf__strv_has(s->disable_feature_names, s->ndisable_feature_names, name, len))
         return 0;
     enum tf_feature f;
-    if (tf_feature_parse(name, &f) == 0)
+    if (tf_feature_parse(name, &f) == 0) {
         s->disable_features |= f;
-    else
+        if (f == TF_FEATURE_GPU_LIMITER)
+            WARN(c, "%s: gpu-limiter: the pod's compute and VRAM limits are not enforced",
+                 tf__spec_akeys[A_DISABLE]);
+        else if (f == TF_FEATURE_GPU_OPT)
+            WARN(c,
+                 "%s: gpu-opt has no effect here: TensorFusion in C applies no CUDA "
+                 "optimisation to the application's calls (nothing to turn off)",
+                 tf__spec_akeys[A_DISABLE]);
+        else if (f == TF_FEATURE_MEM_MANAGER)
+            WARN(c,
+                 "%s: mem-manager has no effect here: no VRAM manager runs (VRAM is never moved "
+                 "to host memory; the pool's vramExpandToHostMem only sizes the limits "
+                 "the scheduler allows)",
+                 tf__spec_akeys[A_DISABLE]);
+        else if (f == TF_FEATURE_START_WORKER && s->isolation != TF_ISOLATION_HARD &&
+                 s->is_local_gpu)
+            WARN(c, "%s: start-worker has no effect: this pod runs no tf-worker (%s isolation)",
+                 tf__spec_akeys[A_DISABLE], tf_isolation_name(s->isolation));
+        else if (f == TF_FEATURE_START_WORKER)
+            WARN(c,
+                 "%s: start-worker: the tf-worker container sleeps instead of serving "
+                 "(debugging); the application cannot reach its GPU",
+                 tf__spec_akeys[A_DISABLE]);
+    } else
         WARN(c,
              "%s: unknown feature \"%s\" (known: gpu-limiter, gpu-opt, mem-manager, "
              "start-worker)",
@@ -268,6 +291,46 @@ static int one_feature(const char *item, size_t len, void *arg)
 
 /* ---- worker placement ---------------------------------------------------------------------- */
 
+/* Seed 001's standalone-worker-mode, for local-GPU pods: "true" = the app reaches the GPU
+ * only through a standalone vGPU worker (here: hard isolation, a tf-worker sidecar), "false" =
+ * the worker lives in the app's own process (soft isolation: the in-process limiter, which
+ * the app could bypass). It decides the isolation the profile or pool would have given; an
+ * isolation annotation of the pod's own that contradicts it is refused. */
+static int standalone_key(struct ctx *c)
+{
+    struct tf_spec *s = c->s;
+    int rc;
+    if (!c->a[A_STANDALONE])
+        return 0;
+    if ((rc = ann_bool(c, A_STANDALONE, &s->standalone_worker_mode)))
+        return rc;
+    s->has_standalone_worker_mode = true;
+    if (!s->is_local_gpu) {
+        WARN(c, "%s has no effect when %s is false (remote workers are standalone)",
+             tf__spec_akeys[A_STANDALONE], tf__spec_akeys[A_LOCAL]);
+        return 0;
+    }
+    enum tf_isolation want = s->standalone_worker_mode ? TF_ISOLATION_HARD : TF_ISOLATION_SOFT;
+    bool whole = s->isolation == TF_ISOLATION_SHARED || s->isolation == TF_ISOLATION_PARTITIONED;
+    if (s->isolation == want || (!s->standalone_worker_mode && whole))
+        return 0; /* consistent; whole GPUs run no worker at all */
+    if (c->a[A_ISOLATION] || whole)
+        return tf__spec_fail(
+            c, TF_EINVAL, "%s: \"%s\" %s, but the isolation is %s (%s): drop one of them",
+            tf__spec_akeys[A_STANDALONE], s->standalone_worker_mode ? "true" : "false",
+            s->standalone_worker_mode
+                ? "means the app reaches the GPU only through a standalone tf-worker (hard "
+                  "isolation)"
+                : "puts the worker in the app's own process (soft isolation)",
+            tf_isolation_name(s->isolation),
+            c->a[A_ISOLATION] ? tf__spec_akeys[A_ISOLATION] : "from the profile or pool");
+    WARN(c, "%s: \"%s\": %s isolation instead of the profile's or pool's %s",
+         tf__spec_akeys[A_STANDALONE], s->standalone_worker_mode ? "true" : "false",
+         tf_isolation_name(want), tf_isolation_name(s->isolation));
+    s->isolation = want;
+    return 0;
+}
+
 /* Upstream's sidecar-worker (true: local GPU with a tf-worker sidecar, whatever is-local-gpu
  * says) and worker-pod-template (remote mode only: upstream refuses it on local pods). */
 static int worker_keys(struct ctx *c)
@@ -275,6 +338,8 @@ static int worker_keys(struct ctx *c)
     struct tf_spec *s = c->s;
     bool sidecar = false;
     int rc;
+    if ((rc = standalone_key(c)))
+        return rc;
     if (c->a[A_SIDECAR] && (rc = ann_bool(c, A_SIDECAR, &sidecar)))
         return rc;
     if (sidecar) {
@@ -591,20 +656,25 @@ static int parse_body(struct ctx *c, json_object *meta, json_object *podspec)
         s->has_enabled_replicas = true;
         s->enabled_replicas = (int32_t)n;
     }
-    if (c->a[A_STANDALONE]) {
-        if ((rc = ann_bool(c, A_STANDALONE, &s->standalone_worker_mode)))
-            return rc;
-        s->has_standalone_worker_mode = true;
-        if (!s->is_local_gpu)
-            WARN(c, "%s has no effect when %s is false", tf__spec_akeys[A_STANDALONE],
-                 tf__spec_akeys[A_LOCAL]);
+    if (p && p->replicas_set) {
+        s->has_worker_replicas = true;
+        s->worker_replicas = p->replicas;
     }
     if (c->a[A_DISABLE]) {
         struct feat_ctx fc = {c};
         if ((rc = tf_split_list(c->a[A_DISABLE], one_feature, &fc)))
             return rc;
     }
-    return tf__spec_gang(c);
+    if ((rc = tf__spec_gang(c)))
+        return rc;
+    /* Upstream ignores it in local GPU mode; here it still sizes a gang. */
+    if (s->has_worker_replicas && s->is_local_gpu && !s->gang)
+        WARN(c,
+             "WorkloadProfile spec.replicas (%d) has no effect in local GPU mode: every pod "
+             "carries its own worker (it sets the worker count of remote workloads and the size "
+             "of a gang)",
+             (int)s->worker_replicas);
+    return 0;
 }
 
 void tf_spec_init(struct tf_spec *s)

@@ -271,6 +271,10 @@ struct tf_spec {
     enum tf_autoscale_target autoscale_target; /* UNSET unless autoscale */
     bool has_standalone_worker_mode;
     bool standalone_worker_mode;
+    /* The WorkloadProfile's spec.replicas: how many remote workers serve the workload (its
+     * TensorFusionWorkload's spec.replicas); unset = as many as the workload needs. */
+    bool has_worker_replicas;
+    int32_t worker_replicas;
     unsigned disable_features;            /* TF_FEATURE_* bits of the known names */
     char **disable_feature_names;         /* every listed name in order, unknown ones included */
     size_t ndisable_feature_names;        /* (each unknown one also produced a warning) */

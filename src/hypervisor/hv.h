@@ -33,7 +33,7 @@ struct tf_hv_config {
     int discovery_interval_ms; /* default 5000 */
     int liveness_interval_ms;  /* default 250 */
     char node[64];             /* node tag of metric lines (default: hostname) */
-    char pool[64];             /* pool tag (default "local") */
+    char pool[64];             /* pool tag (default "local"; Kubernetes mode: "" unless given) */
     char lib_dir[512];         /* where libtf_limiter.so / libtf_client.so / tf-worker live */
     char worker_host[64];      /* address hard-isolation workers listen on (127.0.0.1) */
     char api_token[128];       /* when set, /api/ requires "Authorization: Bearer <token>" */
@@ -57,6 +57,12 @@ struct tf_hv {
     int ndev;                                           /* [mu] */
     struct tf_hv_gpu_sample samples[TF_HV_MAX_DEVICES]; /* [mu] by device index */
     char uuids[TF_HV_MAX_DEVICES][64];                  /* [mu] uuid of sample i */
+    /* The pool metric lines carry: cfg.pool, or in Kubernetes mode the pool tf-controller
+     * assigned this node's GPUs (tensor-fusion.ai/gpupool, k8s_gpus.h). It points into
+     * POOL_NAMES, which keeps every value ever set until the hypervisor exits, so a reader's
+     * pointer stays valid (metric points borrow their strings). */
+    _Atomic(const char *) pool_tag;
+    json_object *pool_names; /* [mu] array of strings */
 
     atomic_bool stop;
     int port;
@@ -104,6 +110,10 @@ void tf_hv_discover(struct tf_hv *hv);
 /* Samples devices (the live view of the API) and, when RECORD, writes one round of metric
  * lines to the sink. */
 void tf_hv_sample_and_record(struct tf_hv *hv, bool record);
+/* The pool tag of metric lines (valid while HV lives; "" before any) and its update (copied;
+ * 0 or TF_ENOMEM). Thread-safe. */
+const char *tf_hv_pool_tag(const struct tf_hv *hv);
+int tf_hv_set_pool_tag(struct tf_hv *hv, const char *pool);
 /* Fills P (a tf_worker_usage point, strings borrowed) with its tags and fields: WORKER's
  * usage of GPU UUID (of GPU_TFLOPS_MILLI / GPU_VRAM capacity) and, when THROTTLED >= 0, the
  * count of its throttled launches (compute_throttled_cnt). */

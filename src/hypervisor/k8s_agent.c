@@ -46,6 +46,13 @@ int tf_hv_k8s_flag(struct tf_hv_k8s_opts *o, const char *arg, const char *val)
     return 2;
 }
 
+/* tf-controller assigned this node's GPUs to POOL: metric lines carry it from now on. */
+static void pool_assigned(const char *pool, void *arg)
+{
+    if (tf_hv_set_pool_tag(arg, pool))
+        tf_log(TF_LOG_WARN, "k8s", "pool %s: out of memory", pool);
+}
+
 int tf_hv_k8s_start(struct tf_hv *hv, const struct tf_hv_k8s_opts *o, struct tf_hv_k8s **out,
                     char *err, size_t errlen)
 {
@@ -87,7 +94,8 @@ int tf_hv_k8s_start(struct tf_hv *hv, const struct tf_hv_k8s_opts *o, struct tf_
     }
     const char *lease_ns = o->lease_ns ? o->lease_ns : getenv("POD_NAMESPACE");
     k->gpus = tf_hv_k8s_gpus_start(k->c, hv->state, node, hv->cfg.pool,
-                                   lease_ns && *lease_ns ? lease_ns : "tensor-fusion-sys");
+                                   lease_ns && *lease_ns ? lease_ns : "tensor-fusion-sys",
+                                   pool_assigned, hv);
     k->pods = tf_hv_k8s_pods_start(hv, k->c, node, root);
     if (!k->gpus || !k->pods) {
         tf_hv_k8s_stop(k);
@@ -95,7 +103,7 @@ int tf_hv_k8s_start(struct tf_hv *hv, const struct tf_hv_k8s_opts *o, struct tf_
         return TF_ENOMEM;
     }
     tf_log(TF_LOG_INFO, "k8s", "node agent for node %s: pool %s, pod regions under %s", node,
-           hv->cfg.pool, root);
+           hv->cfg.pool[0] ? hv->cfg.pool : "(assigned by tf-controller)", root);
     *out = k;
     return 0;
 }

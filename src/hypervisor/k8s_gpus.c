@@ -27,7 +27,11 @@
 struct tf_hv_k8s_gpus {
     struct tf_k8s_client *c;
     struct tf_hv_state *st;
-    char *node, *pool, *lease_ns;
+    char *node, *pool, *lease_ns; /* POOL: "" when the controller alone assigns it */
+    void (*on_pool)(const char *pool, void *arg);
+    void *on_pool_arg;
+    char seen_pool[254];  /* the tensor-fusion.ai/gpupool label last read on our objects */
+    char first_name[256]; /* the object of the first present device, "" before publishing */
     char lease[254];
     pthread_t thread;
     pthread_mutex_t mu; /* with cv: the interruptible sleep */
@@ -75,20 +79,34 @@ static json_object *build_status(json_object *obj, void *arg)
     return p;
 }
 
-/* Makes the object of device D current. */
+/* The pool tf-controller assigned (the gpupool label of OBJ), reported when it changes. */
+static void learn_pool(struct tf_hv_k8s_gpus *g, json_object *obj)
+{
+    const char *p = tf_json_str(obj, "metadata", "labels", TF_HV_LABEL_POOL, NULL);
+    if (!p || !*p || strcmp(p, g->seen_pool) == 0)
+        return;
+    tf_strlcpy(g->seen_pool, p, sizeof(g->seen_pool));
+    tf_log(TF_LOG_INFO, "k8s", "node %s is in pool %s", g->node, p);
+    if (g->on_pool)
+        g->on_pool(p, g->on_pool_arg);
+}
+
+/* Makes the object of device D current. The node label is ours; the pool label is
+ * tf-controller's (pools by selector): --pool only seeds it on creation. */
 static int publish_one(struct tf_hv_k8s_gpus *g, const struct tf_hv_device *d, const char *name)
 {
     char err[512];
-    json_object *labels = tf_hv_k8s_gpu_labels(g->node, g->pool);
-    json_object *status = tf_hv_k8s_gpu_status(d, g->node);
+    json_object *labels = tf_hv_k8s_gpu_labels(g->node, NULL);
+    json_object *status = tf_hv_k8s_gpu_status(d, g->node), *got = NULL;
     int rc = tf_k8s_merge_patch_retry(g->c, &tf_k8s_gpus, NULL, name, NULL, build_labels, labels,
-                                      NULL, err, sizeof(err));
+                                      &got, err, sizeof(err));
     if (rc == TF_ENOENT) {
         json_object *obj = json_object_new_object(), *meta = json_object_new_object();
+        json_object *create_labels = tf_hv_k8s_gpu_labels(g->node, g->pool[0] ? g->pool : NULL);
         json_object_object_add(obj, "apiVersion", json_object_new_string("tensor-fusion.ai/v1"));
         json_object_object_add(obj, "kind", json_object_new_string("GPU"));
         json_object_object_add(meta, "name", json_object_new_string(name));
-        json_object_object_add(meta, "labels", json_object_get(labels));
+        json_object_object_add(meta, "labels", create_labels);
         json_object_object_add(obj, "metadata", meta);
         rc = tf_k8s_create(g->c, &tf_k8s_gpus, NULL, obj, NULL, err, sizeof(err));
         json_object_put(obj);
@@ -97,8 +115,11 @@ static int publish_one(struct tf_hv_k8s_gpus *g, const struct tf_hv_device *d, c
                    g->node);
         else if (rc == TF_EEXIST) /* created meanwhile: patch it like any other */
             rc = tf_k8s_merge_patch_retry(g->c, &tf_k8s_gpus, NULL, name, NULL, build_labels,
-                                          labels, NULL, err, sizeof(err));
+                                          labels, &got, err, sizeof(err));
     }
+    if (got)
+        learn_pool(g, got);
+    json_object_put(got);
     if (rc == 0)
         rc = tf_k8s_merge_patch_retry(g->c, &tf_k8s_gpus, NULL, name, "status", build_status,
                                       status, NULL, err, sizeof(err));
@@ -188,6 +209,8 @@ static int publish(struct tf_hv_k8s_gpus *g, const struct tf_hv_device *devs, in
             continue;
         }
         json_object_object_add(x.names, name, json_object_new_boolean(true));
+        if (!g->first_name[0])
+            tf_strlcpy(g->first_name, name, sizeof(g->first_name));
         int rc = publish_one(g, &devs[i], name);
         if (rc)
             x.rc = rc;
@@ -273,6 +296,13 @@ static void *run(void *arg)
         if (published && mono_ms() >= next_beat) {
             heartbeat(g);
             next_beat = mono_ms() + HEARTBEAT_MS;
+            /* Until the controller's pool is known, look for it with every heartbeat (later
+             * changes arrive with the minute's resync). */
+            json_object *obj = NULL;
+            if (!g->seen_pool[0] && g->first_name[0] &&
+                tf_k8s_get(g->c, &tf_k8s_gpus, NULL, g->first_name, &obj, err, sizeof(err)) == 0)
+                learn_pool(g, obj);
+            json_object_put(obj);
         }
         if (tf_hv_state_devices(g->st, devs, TF_HV_MAX_DEVICES, &n, err, sizeof(err)) == 0) {
             fingerprint(devs, n, &fp);
@@ -309,15 +339,18 @@ static void *run(void *arg)
 
 struct tf_hv_k8s_gpus *tf_hv_k8s_gpus_start(struct tf_k8s_client *c, struct tf_hv_state *st,
                                             const char *node, const char *pool,
-                                            const char *lease_ns)
+                                            const char *lease_ns,
+                                            void (*on_pool)(const char *pool, void *arg), void *arg)
 {
     struct tf_hv_k8s_gpus *g = calloc(1, sizeof(*g));
     if (!g)
         return NULL;
+    g->on_pool = on_pool;
+    g->on_pool_arg = arg;
     g->c = c;
     g->st = st;
     g->node = strdup(node);
-    g->pool = strdup(pool);
+    g->pool = strdup(pool ? pool : "");
     g->lease_ns = strdup(lease_ns);
     tf_name_fit(TF_HV_K8S_LEASE_PREFIX, node, 253, g->lease, sizeof(g->lease));
     pthread_mutex_init(&g->mu, NULL);

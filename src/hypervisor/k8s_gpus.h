@@ -5,7 +5,7 @@
  * every minute regardless, makes the API's GPU objects match this node's devices
  * (k8s_objects.h for their shape):
  *   - per present device: create the object when missing (name and labels), merge-patch its
- *     labels when they differ, merge-patch its status subresource when a member the
+ *     node label when it differs, merge-patch its status subresource when a member the
  *     hypervisor owns differs (each patch conditional on the resourceVersion read, retried on
  *     409 by tf_k8s_merge_patch_retry);
  *   - every other GPU object labelled with this node (a device that disappeared, now or while
@@ -31,10 +31,16 @@
 
 struct tf_hv_k8s_gpus;
 
-/* Starts the thread (strings copied). NULL on allocation or thread failure. */
+/* Starts the thread (strings copied). POOL ("" or NULL: none) labels GPU objects only when
+ * they are created: the tensor-fusion.ai/gpupool label belongs to tf-controller, which assigns
+ * each node's pool by the GPUPools' selectors; the publisher reads it back from the objects
+ * (with every heartbeat until known, then with every resync) and calls ON_POOL(pool, ARG)
+ * (may be NULL) from its thread whenever it changes. NULL on allocation or thread failure. */
 struct tf_hv_k8s_gpus *tf_hv_k8s_gpus_start(struct tf_k8s_client *c, struct tf_hv_state *st,
                                             const char *node, const char *pool,
-                                            const char *lease_ns);
+                                            const char *lease_ns,
+                                            void (*on_pool)(const char *pool, void *arg),
+                                            void *arg);
 /* Stops and joins the thread (accepts NULL). The objects stay as published. */
 void tf_hv_k8s_gpus_stop(struct tf_hv_k8s_gpus *g);
 

@@ -39,7 +39,8 @@ json_object *tf_hv_k8s_gpu_labels(const char *node, const char *pool)
 {
     json_object *l = json_object_new_object();
     put_str(l, TF_HV_LABEL_NODE, node);
-    put_str(l, TF_HV_LABEL_POOL, pool);
+    if (pool)
+        put_str(l, TF_HV_LABEL_POOL, pool);
     return l;
 }
 

@@ -47,7 +47,7 @@
  * than letters, digits, '-' and '.', or does not fit. */
 bool tf_hv_k8s_gpu_name(const char *uuid, char *buf, size_t len);
 
-/* The labels above (new object, caller owns). */
+/* The labels above (new object, caller owns); POOL NULL: the node label alone. */
 json_object *tf_hv_k8s_gpu_labels(const char *node, const char *pool);
 
 /* The status members above for device D on NODE, with phase Running (new object). */

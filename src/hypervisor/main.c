@@ -234,6 +234,9 @@ int main(int argc, char **argv)
     struct tf_hv_k8s *k8s = NULL;
     memset(&hv, 0, sizeof(hv));
     int rc = parse_args(argc, argv, &hv.cfg, &k8s_opts);
+    bool pool_given = false;
+    for (int i = 1; i < argc; i++)
+        pool_given |= !strcmp(argv[i], "--pool") || !strncmp(argv[i], "--pool=", 7);
     if (rc)
         return rc;
     char err[512], path[700];
@@ -275,6 +278,14 @@ int main(int argc, char **argv)
         return 1;
     }
     pthread_mutex_init(&hv.mu, NULL);
+    /* Kubernetes mode: the node's pool is tf-controller's to assign (pools by selector); an
+     * explicit --pool only labels GPU objects when they are first created. */
+    if (k8s_opts.enabled && !pool_given)
+        hv.cfg.pool[0] = '\0';
+    if (tf_hv_set_pool_tag(&hv, hv.cfg.pool)) {
+        tf_log(TF_LOG_ERROR, "hypervisor", "out of memory");
+        return 1;
+    }
     if (tf_hv_nvml_open(hv.cfg.nvml_lib[0] ? hv.cfg.nvml_lib : NULL, &hv.nvml, hv.nvml_error,
                         sizeof(hv.nvml_error))) {
         tf_log(TF_LOG_WARN, "hypervisor", "%s: running without GPUs", hv.nvml_error);
@@ -386,6 +397,7 @@ int main(int argc, char **argv)
     tf_hv_nvml_close(hv.nvml);
     tf_hv_state_close(hv.state);
     json_object_put(hv.escapes);
+    json_object_put(hv.pool_names);
     pthread_mutex_destroy(&hv.mu);
     close(lockfd);
     return 0;

@@ -12,6 +12,7 @@
 #include "hypervisor/runtime.h"
 #include "hypervisor/soft.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,13 +68,42 @@ out:
     free(devs);
 }
 
+const char *tf_hv_pool_tag(const struct tf_hv *hv)
+{
+    const char *t = atomic_load(&hv->pool_tag);
+    return t ? t : "";
+}
+
+int tf_hv_set_pool_tag(struct tf_hv *hv, const char *pool)
+{
+    int rc = 0;
+    pthread_mutex_lock(&hv->mu);
+    const char *cur = atomic_load(&hv->pool_tag);
+    if (!cur || strcmp(cur, pool) != 0) {
+        json_object *s = json_object_new_string(pool);
+        if (!hv->pool_names)
+            hv->pool_names = json_object_new_array();
+        if (!s || !hv->pool_names || json_object_array_add(hv->pool_names, s)) {
+            json_object_put(s);
+            rc = TF_ENOMEM;
+        } else {
+            if (cur)
+                tf_log(TF_LOG_INFO, "sampler", "metric lines now carry pool=%s (was %s)", pool,
+                       cur);
+            atomic_store(&hv->pool_tag, json_object_get_string(s));
+        }
+    }
+    pthread_mutex_unlock(&hv->mu);
+    return rc;
+}
+
 void tf_hv_worker_usage_point(struct tf_lp_point *p, const struct tf_hv *hv, const char *uuid,
                               const char *worker, const char *ns, const char *workload,
                               int32_t compute_bp, int64_t vram_used, int64_t gpu_tflops_milli,
                               int64_t gpu_vram, int64_t throttled)
 {
     tf_lp_tag(p, "node", hv->cfg.node);
-    tf_lp_tag(p, "pool", hv->cfg.pool);
+    tf_lp_tag(p, "pool", tf_hv_pool_tag(hv));
     tf_lp_tag(p, "uuid", uuid);
     tf_lp_tag(p, "worker", worker);
     tf_lp_tag(p, "namespace", ns);
@@ -149,7 +179,7 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
         if (!p)
             continue;
         tf_lp_tag(p, "node", hv->cfg.node);
-        tf_lp_tag(p, "pool", hv->cfg.pool);
+        tf_lp_tag(p, "pool", tf_hv_pool_tag(hv));
         tf_lp_tag(p, "uuid", d->uuid);
         tf_lp_float(p, "compute_percentage", s.util_bp / 100.0);
         tf_lp_float(p, "compute_tflops", (double)d->tflops_milli * s.util_bp / 1e7);
@@ -200,7 +230,7 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
         }
         tf_lp_tag(p, "worker", w->req.name);
         tf_lp_tag(p, "workload", w->req.name);
-        tf_lp_tag(p, "pool", hv->cfg.pool);
+        tf_lp_tag(p, "pool", tf_hv_pool_tag(hv));
         tf_lp_tag(p, "namespace", w->req.ns);
         tf_lp_tag(p, "qos", w->req.qos);
         tf_lp_float(p, "tflops_request", tr / 1000.0);
@@ -218,7 +248,7 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
             break;
         if (m == 0)
             tf_lp_tag(p, "node", hv->cfg.node);
-        tf_lp_tag(p, "pool", hv->cfg.pool);
+        tf_lp_tag(p, "pool", tf_hv_pool_tag(hv));
         tf_lp_tag(p, "phase", "Running");
         tf_lp_float(p, "allocated_tflops", al_t / 1000.0);
         tf_lp_float(p, "allocated_tflops_percent",
@@ -229,7 +259,7 @@ void tf_hv_sample_and_record(struct tf_hv *hv, bool record)
     }
     struct tf_lp_point *p = next_point(b, "tf_system_metrics", ts);
     if (p) {
-        tf_lp_tag(p, "pool", hv->cfg.pool);
+        tf_lp_tag(p, "pool", tf_hv_pool_tag(hv));
         tf_lp_int(p, "total_workers_cnt", nw);
         tf_lp_int(p, "total_nodes_cnt", 1);
         tf_lp_int(p, "total_allocation_success_cnt",

@@ -178,6 +178,89 @@ def provisioned_pool(env):
           claims())
 
 
+def worker_counts(env, remote):
+    """How many remote workers a workload gets (issue 18 item 8): pods naming one workload
+    (tensor-fusion.ai/workload) share its worker; a workload the webhook made for its pods'
+    owner gets one per client pod and scales down with them; a WorkloadProfile's replicas fixes
+    the count; disable-features reach the worker pod; maxResources on a pool that provisions
+    nothing is reported."""
+    def workers(wl):
+        return [p for p in (env.get("pods", "-n", "ml", "-l",
+                                    "tensor-fusion.ai/component=worker,tensor-fusion.ai/workload="
+                                    + wl) or {"items": []})["items"]
+                if not p["metadata"].get("deletionTimestamp")]
+
+    def client(name, anns, owner=None):
+        c = json.loads(json.dumps(remote))
+        c["metadata"]["name"] = name
+        a = {k: v for k, v in c["metadata"]["annotations"].items()
+             if k != "tensor-fusion.ai/workload"}
+        a.update(anns)
+        c["metadata"]["annotations"] = a
+        if owner:
+            c["metadata"]["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                                 "name": owner, "uid": "uid-" + owner,
+                                                 "controller": True}]
+        env.apply(c)
+
+    client("client-2", {"tensor-fusion.ai/workload": "inference"})
+    client("gen-a", {}, "gen-rs")
+    client("gen-b", {}, "gen-rs")
+    gen = wait_for("one worker per client of a generated workload",
+                   lambda: len(workers("gen-rs")) == 2)
+    check("generated workload: one worker per client pod", gen, len(workers("gen-rs")))
+    wl = env.get("tensorfusionworkload", "gen-rs", "-n", "ml") or {}
+    check("the webhook marks the workload it generated", wl.get("metadata", {}).get(
+        "annotations", {}).get("tensor-fusion.ai/generated-workload") == "true", wl)
+    check("pods naming a workload share its worker", len(workers("inference")) == 1,
+          [p["metadata"]["name"] for p in workers("inference")])
+    env.kubectl("delete", "pod", "gen-b", "-n", "ml", "--wait=false")
+    check("a client gone: its workload scales down to one worker",
+          wait_for("generated workload scaled down", lambda: len(workers("gen-rs")) == 1))
+    ev = [e["message"] for e in (env.get("events", "-n", "ml") or {"items": []})["items"]
+          if e["reason"] == "WorkersScaledDown" and
+          e.get("involvedObject", {}).get("name") == "gen-rs"]
+    check("scale-down event says why", any("one per client pod" in m for m in ev), ev)
+
+    env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "WorkloadProfile",
+               "metadata": {"name": "two-workers", "namespace": "ml"},
+               "spec": {"replicas": 2, "isLocalGPU": False,
+                        "resources": {"limits": {"tflops": "20", "vram": "4Gi"}}}})
+    client("prof-client", {"tensor-fusion.ai/workload-profile": "two-workers",
+                           "tensor-fusion.ai/workload": "prof-wl"})
+    check("WorkloadProfile replicas: 2 workers for one client",
+          wait_for("profile replicas", lambda: len(workers("prof-wl")) == 2))
+    time.sleep(1.0)
+    check("and no more", len(workers("prof-wl")) == 2, len(workers("prof-wl")))
+    wl = env.get("tensorfusionworkload", "prof-wl", "-n", "ml") or {}
+    check("the workload carries the profile's replicas", wl.get("spec", {}).get("replicas") == 2,
+          wl.get("spec"))
+
+    client("dbg-client", {"tensor-fusion.ai/workload": "dbg",
+                          "tensor-fusion.ai/disable-features": "start-worker"})
+    client("nolim-client", {"tensor-fusion.ai/workload": "nolim",
+                            "tensor-fusion.ai/disable-features": "gpu-limiter"})
+    dbg = wait_for("debug worker", lambda: workers("dbg"))
+    check("start-worker disabled: the worker sleeps", dbg and dbg[0]["spec"]["containers"][0][
+        "command"] == ["sleep", "infinity"], dbg and dbg[0]["spec"]["containers"][0]["command"])
+    nl = wait_for("unlimited worker", lambda: workers("nolim"))
+    cmd = nl[0]["spec"]["containers"][0]["command"] if nl else []
+    check("gpu-limiter disabled: the worker enforces no limits",
+          "--limits-region" not in cmd and "--token-file" in cmd, cmd)
+
+    env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool",
+               "metadata": {"name": "capped"},
+               "spec": {"capacityConfig": {"maxResources": {"tflops": "100", "vram": "80Gi"}}}})
+    ev = wait_for("MaxResourcesIgnored", lambda: [
+        e["message"] for e in (env.get("events", "-n", "default") or {"items": []})["items"]
+        if e["reason"] == "MaxResourcesIgnored" and
+        e.get("involvedObject", {}).get("name") == "capped"])
+    check("maxResources on an AutoSelect pool is reported, not silently inert",
+          bool(ev) and "AutoSelect" in ev[0], ev)
+    for n in ("client-2", "gen-a", "prof-client", "dbg-client", "nolim-client"):
+        env.kubectl("delete", "pod", n, "-n", "ml", "--wait=false", ok=False)
+
+
 def wait_for(what, fn, timeout=20.0):
     end = time.time() + timeout
     while time.time() < end:
@@ -631,6 +714,7 @@ def main():
             check("whole-GPU worker waits for no region", "--limits-region" not in cmd and
                   "--token-file" in cmd, cmd)
 
+        worker_counts(env, remote)
         provisioned_pool(env)
 
         # Every write the controller made is one kube-apiserver accepts as it is: nothing

@@ -5,7 +5,9 @@ in-memory API server (fakeapi.py) and a fake GreptimeDB (fakegreptime.py):
 
   * autoscaling: a workload whose pod carries tensor-fusion.ai/autoscale gets
     .status.recommendation from its tf_worker_usage history, and the recommendation is applied
-    to the pod's resource annotations;
+    to the pod's resource annotations; upstream's whole autoScalingConfig, applied with
+    kubectl's strict validation, is stored unpruned and acted on (a cron rule's compute
+    percentage reaches the pod), and what cannot apply is refused by name (AutoscaleFailed);
   * node compaction: after a manual-compaction annotation, the empty node of an AutoSelect pool
     is labelled tensor-fusion.ai/should-delete=true; a do-not-disrupt node and a node whose
     release would break minResources are not; a Karpenter pool's empty node loses its
@@ -82,6 +84,7 @@ def worker_pod(env, name, node_name, pool, gpu, labels=None, extra=None):
            "tensor-fusion.ai/vram-request": "10Gi", "tensor-fusion.ai/vram-limit": "10Gi",
            "tensor-fusion.ai/gpu-ids": "GPU-%s-%d" % (node_name, gpu)}
     ann.update(extra or {})
+    ann = {k: v for k, v in ann.items() if v is not None}
     lab = {"tensor-fusion.ai/enabled": "true", "tensor-fusion.ai/component": "client"}
     lab.update(labels or {})
     env.apply({"apiVersion": "v1", "kind": "Pod",
@@ -138,6 +141,7 @@ def setup(env, api, gport, t0):
             for i in range(118)]
     http_json("POST", "http://127.0.0.1:%d/_fake/insert" % gport,
               {"table": "tf_worker_usage", "rows": rows})
+    upstream_autoscaling(env)
     # Pool K: compaction of a Karpenter pool deletes the node's NodeClaim.
     env.apply({"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool",
                "metadata": {"name": "pool-k"},
@@ -166,6 +170,88 @@ def setup(env, api, gport, t0):
     env.apply({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
                "metadata": {"name": "movable", "namespace": NS},
                "spec": {"maxUnavailable": 1, "selector": {"matchLabels": {"app": "movable"}}}})
+
+
+# Upstream's whole autoScalingConfig (api/v1 AutoScalingConfig), every field spelled as upstream
+# spells it. The controller's clock stands just before 03:00 UTC: the 02:00-04:00 rule is on.
+UPSTREAM_AUTOSCALING = {
+    "autoSetResources": {
+        "enable": False, "targetResource": "all", "targetComputePercentile": "0.9",
+        "lowerBoundComputePercentile": "0.5", "upperBoundComputePercentile": "0.98",
+        "targetVRAMPercentile": "0.9", "lowerBoundVRAMPercentile": "0.5",
+        "upperBoundVRAMPercentile": "0.99", "marginFraction": "0.15", "updateThreshold": "0.1",
+        "historyDataPeriod": "2h", "minVRAMResourcesRatio": "0.2", "maxVRAMResourcesRatio": "5",
+        "minComputeResourcesRatio": "0.1", "maxComputeResourcesRatio": "10",
+        "initialDelayPeriod": "0s", "interval": "1s"},
+    "cronScalingRules": [{
+        "enable": True, "name": "nightly", "start": "0 2 * * *", "end": "0 4 * * *",
+        "desiredResources": {"requests": {"compute": "40", "vram": "6Gi"},
+                             "limits": {"compute": "60", "vram": "6Gi"}}}],
+    "externalScaler": {"enable": False, "url": "http://scaler.example:8080/scale",
+                       "apiKeySecretRef": {"name": "scaler-key", "namespace": NS},
+                       "initialDelayPeriod": "10m", "interval": "1m"},
+}
+
+
+def upstream_autoscaling(env):
+    """Workloads carrying upstream's autoScalingConfig, applied with kubectl's strict validation
+    (nothing unknown to the CRD): one whose compute is a percentage (the cron rule's compute
+    applies), one in TFLOPS given the same rule (refused by name), one enabling the external
+    scaler (refused by name)."""
+    def wl(name, res, asc):
+        env.kubectl("apply", "--validate=strict", "-f", "-", stdin=json.dumps({
+            "apiVersion": "tensor-fusion.ai/v1", "kind": "TensorFusionWorkload",
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {"poolName": "pool-a", "isLocalGPU": True, "resources": res,
+                     "autoScalingConfig": asc}}))
+    wl("nightly", {"requests": {"compute": "20", "vram": "4Gi"},
+                   "limits": {"compute": "30", "vram": "4Gi"}}, UPSTREAM_AUTOSCALING)
+    worker_pod(env, "nightly-0", "a-busy", "pool-a", 0, extra={
+        "tensor-fusion.ai/workload": "nightly", "tensor-fusion.ai/tflops-request": None,
+        "tensor-fusion.ai/tflops-limit": None, "tensor-fusion.ai/compute-percent-request": "20",
+        "tensor-fusion.ai/compute-percent-limit": "30", "tensor-fusion.ai/vram-request": "4Gi",
+        "tensor-fusion.ai/vram-limit": "4Gi"})
+    wl("mixed", {"requests": {"tflops": "10", "vram": "4Gi"}},
+       {"cronScalingRules": UPSTREAM_AUTOSCALING["cronScalingRules"]})
+    wl("external", {"requests": {"tflops": "10", "vram": "4Gi"}},
+       {"externalScaler": dict(UPSTREAM_AUTOSCALING["externalScaler"], enable=True)})
+
+
+def check_upstream_autoscaling(env):
+    got = env.get("tensorfusionworkload", "nightly", "-n", NS)
+    check("upstream's autoScalingConfig is stored whole (nothing pruned)",
+          got and got["spec"]["autoScalingConfig"] == UPSTREAM_AUTOSCALING,
+          got and got["spec"]["autoScalingConfig"])
+    wl = wait_for("the cron rule's recommendation", lambda: (lambda w: w if w.get(
+        "status", {}).get("activeCronScalingRule") else None)(
+            env.get("tensorfusionworkload", "nightly", "-n", NS)), 30)
+    if wl:
+        st = wl["status"]
+        check("status.activeCronScalingRule is the rule (the CRD's object)",
+              st["activeCronScalingRule"] == UPSTREAM_AUTOSCALING["cronScalingRules"][0], st)
+        check("the recommendation carries the rule's compute percentage",
+              st.get("recommendation") == {"requests": {"compute": "40", "vram": "6Gi"},
+                                           "limits": {"compute": "60", "vram": "6Gi"}}, st)
+    pod = wait_for("the rule applied to the pod", lambda: (lambda p: p if p["metadata"][
+        "annotations"].get("tensor-fusion.ai/compute-percent-request") == "40" else None)(
+            env.get("pod", "nightly-0", "-n", NS)), 20)
+    if pod:
+        a = pod["metadata"]["annotations"]
+        check("compute percent and VRAM applied, no TFLOPS added",
+              a.get("tensor-fusion.ai/compute-percent-limit") == "60" and
+              a.get("tensor-fusion.ai/vram-request") == "6Gi" and
+              "tensor-fusion.ai/tflops-request" not in a, a)
+
+    def failed(name):
+        return [e["message"] for e in (env.get("events", "-n", NS) or {"items": []})["items"]
+                if e["reason"] == "AutoscaleFailed" and e["involvedObject"]["name"] == name]
+    m = wait_for("AutoscaleFailed for the TFLOPS workload", lambda: failed("mixed"), 20)
+    check("a percentage rule on a TFLOPS workload is refused by name", m and
+          "desiredResources.requests.compute: this workload's compute is given in TFLOPS" in m[0],
+          m)
+    m = wait_for("AutoscaleFailed for the external scaler", lambda: failed("external"), 20)
+    check("an enabled external scaler is refused by name", m and
+          "spec.autoScalingConfig.externalScaler.enable: not supported" in m[0], m)
 
 
 def main():
@@ -228,9 +314,11 @@ def main():
                                                     "workload = 'infer'" in s for s in q), q)
             ev = wait_for("ResourcesScaled event", lambda: [e for e in (env.get(
                 "events", "-n", NS) or {"items": []})["items"] if e["reason"] ==
-                "ResourcesScaled"], 10)
+                "ResourcesScaled" and e["involvedObject"]["name"] == "infer"], 10)
             check("ResourcesScaled event names the pod count", bool(ev) and
                   ev[0]["message"].startswith("1 pod from"), ev)
+
+        check_upstream_autoscaling(env)
 
         # Step 5: the defrag run (the schedule fired ~2 s after start-up).
         done = wait_for("DefragFinished", lambda: "DefragFinished" in reasons(env, "pool-b"), 40)

@@ -175,13 +175,23 @@ static void status_patch_records_the_recommendation_and_the_cron_rule(void **sta
 {
     (void)state;
     struct tf_autoscale_recommendation rec;
+    struct tf_autoscale_config cfg;
+    char err[256];
+    json_object *yc = NULL;
+    const char *rules = "cronScalingRules: [{enable: true, name: business-hours, start: \"0 9 * "
+                        "* 1-5\", end: \"0 18 * * 1-5\", desiredResources: {requests: "
+                        "{compute: \"50\"}}}]";
+    assert_int_equal(tf_yaml_to_json(rules, strlen(rules), &yc, err, sizeof(err)), 0);
+    assert_int_equal(
+        tf_autoscale_config_parse(json_object_array_get_idx(yc, 0), "", &cfg, err, sizeof(err)), 0);
+    json_object_put(yc);
     memset(&rec, 0, sizeof(rec));
     rec.source = TF_AUTOSCALE_SRC_PERCENTILE;
     rec.compute.samples = 10;
-    rec.resources = (struct tf_autoscale_resources){25400, 200000, 12366 * ((int64_t)1 << 20),
-                                                    12366 * ((int64_t)1 << 20)};
+    rec.resources = (struct tf_autoscale_resources){
+        25400, 200000, 12366 * ((int64_t)1 << 20), 12366 * ((int64_t)1 << 20), 0, 0};
     json_object *wl = workload(NULL, NULL, NULL);
-    json_object *p = tf_effplan_status_patch(wl, &rec);
+    json_object *p = tf_effplan_status_patch(wl, &cfg, &rec);
     assert_non_null(p);
     assert_string_equal(tf_json_str(p, "status", "recommendation", "requests", "tflops", NULL),
                         "25.4");
@@ -194,18 +204,33 @@ static void status_patch_records_the_recommendation_and_the_cron_rule(void **sta
                            json_object_get(tf_json_path(p, "status", "recommendation", NULL)));
     json_object_object_add(wl, "status", st);
     json_object_put(p);
-    assert_null(tf_effplan_status_patch(wl, &rec));
-    /* A cron rule becomes active, then ends: the name is set, then deleted. */
+    assert_null(tf_effplan_status_patch(wl, &cfg, &rec));
+    /* A cron rule becomes active, then ends: the rule (the CRD's CronScalingRule object) is
+     * recorded, then deleted. */
     strcpy(rec.active_rule, "business-hours");
     rec.source = TF_AUTOSCALE_SRC_CRON;
-    p = tf_effplan_status_patch(wl, &rec);
-    assert_string_equal(tf_json_str(p, "status", TF_STATUS_ACTIVE_CRON_RULE, NULL),
-                        "business-hours");
+    p = tf_effplan_status_patch(wl, &cfg, &rec);
+    json_object *ar = tf_json_path(p, "status", TF_STATUS_ACTIVE_CRON_RULE, NULL);
+    assert_string_equal(tf_json_str(ar, "name", NULL), "business-hours");
+    assert_string_equal(tf_json_str(ar, "start", NULL), "0 9 * * 1-5");
+    assert_string_equal(tf_json_str(ar, "end", NULL), "0 18 * * 1-5");
+    assert_true(json_object_get_boolean(tf_json_path(ar, "enable", NULL)));
+    assert_string_equal(tf_json_str(ar, "desiredResources", "requests", "compute", NULL), "50");
+    json_object_object_add(st, TF_STATUS_ACTIVE_CRON_RULE, json_object_get(ar));
+    json_object_put(p);
+    assert_null(tf_effplan_status_patch(wl, &cfg, &rec)); /* recorded already */
+    /* Earlier releases wrote the name alone: read as the same rule, rewritten as the object. */
     json_object_object_add(st, TF_STATUS_ACTIVE_CRON_RULE,
                            json_object_new_string("business-hours"));
+    struct tf_effplan_workload w;
+    assert_int_equal(tf_effplan_workload_read(wl, NULL, &w, err, sizeof(err)), 0);
+    assert_true(w.current_from_cron);
+    tf_effplan_workload_free(&w);
+    p = tf_effplan_status_patch(wl, &cfg, &rec);
+    assert_non_null(tf_json_path(p, "status", TF_STATUS_ACTIVE_CRON_RULE, "name", NULL));
     json_object_put(p);
     rec.active_rule[0] = '\0';
-    p = tf_effplan_status_patch(wl, &rec);
+    p = tf_effplan_status_patch(wl, &cfg, &rec);
     assert_non_null(p);
     json_object *v = NULL;
     assert_true(
@@ -215,7 +240,7 @@ static void status_patch_records_the_recommendation_and_the_cron_rule(void **sta
     /* No history and no rule: the recommendation is left as it is. */
     memset(&rec, 0, sizeof(rec));
     json_object_object_del(st, TF_STATUS_ACTIVE_CRON_RULE);
-    assert_null(tf_effplan_status_patch(wl, &rec));
+    assert_null(tf_effplan_status_patch(wl, &cfg, &rec));
     json_object_put(wl);
 }
 
@@ -223,7 +248,7 @@ static void pod_patch_changes_only_what_differs(void **state)
 {
     (void)state;
     json_object *p = pod("infer-0", "infer", "100", "40Gi", NULL, NULL);
-    struct tf_autoscale_resources r = {100000, 200000, 12 * GI, 40 * GI};
+    struct tf_autoscale_resources r = {100000, 200000, 12 * GI, 40 * GI, 0, 0};
     json_object *patch = tf_effplan_pod_patch(p, &r, false);
     assert_non_null(patch);
     json_object *anns = tf_json_path(patch, "metadata", "annotations", NULL);
@@ -240,7 +265,23 @@ static void pod_patch_changes_only_what_differs(void **state)
         tf_json_str(patch, "metadata", "annotations", "tensor-fusion.ai/tflops-request", NULL),
         "25.4");
     json_object_put(patch);
-    struct tf_autoscale_resources same = {100000, 200000, 40 * GI, 40 * GI};
+    /* Compute by percent: a rule's percentages go to compute-percent-*, never tflops-*. */
+    r.req_percent = 5000;
+    r.lim_percent = 7550;
+    patch = tf_effplan_pod_patch(p, &r, true);
+    assert_string_equal(tf_json_str(patch, "metadata", "annotations",
+                                    "tensor-fusion.ai/compute-percent-request", NULL),
+                        "50");
+    assert_string_equal(tf_json_str(patch, "metadata", "annotations",
+                                    "tensor-fusion.ai/compute-percent-limit", NULL),
+                        "75.5");
+    json_object_put(patch);
+    patch = tf_effplan_pod_patch(p, &r, false); /* in TFLOPS: percentages left alone */
+    assert_null(tf_json_str(patch, "metadata", "annotations",
+                            "tensor-fusion.ai/compute-percent-request", NULL));
+    json_object_put(patch);
+    r.req_percent = r.lim_percent = 0;
+    struct tf_autoscale_resources same = {100000, 200000, 40 * GI, 40 * GI, 0, 0};
     assert_null(tf_effplan_pod_patch(p, &same, false));
     struct tf_autoscale_resources cur;
     bool pct = true;

@@ -26,6 +26,7 @@
 #include "controller/allocsig.h"
 #include "controller/extender.h"
 #include "controller/k8s/informer.h"
+#include "core/autoscale.h"
 #include "core/cluster.h"
 #include "ext_rig.h"
 #include "harness.h"
@@ -626,23 +627,31 @@ static void autoscaler_resize_moves_the_reservation_within_the_gpus_room(void **
     assert_int_equal(v, (int64_t)80 << 30);
     char err[512];
     /* Growing to 70Gi leaves 10Gi: the 20Gi neighbour no longer fits. */
-    assert_int_equal(tf_extender_resize(r.x, "ml", "resize-me", 30000, 0, (int64_t)70 << 30,
-                                        (int64_t)70 << 30, err, sizeof(err)),
+    assert_int_equal(tf_extender_resize(r.x, "ml", "resize-me",
+                                        &(struct tf_autoscale_resources){
+                                            30000, 0, (int64_t)70 << 30, (int64_t)70 << 30, 0, 0},
+                                        err, sizeof(err)),
                      0);
     assert_int_equal(tf_extender_room(r.x, "ml", "resize-me", &t, &v), 0);
     assert_int_equal(v, (int64_t)80 << 30);
     assert_non_null(strstr(bind_err(&r, "neighbour", "node-c"), "cannot reserve GPUs"));
     /* More than the GPU has is refused, all or nothing. */
-    assert_int_equal(tf_extender_resize(r.x, "ml", "resize-me", 0, 0, (int64_t)90 << 30,
-                                        (int64_t)90 << 30, err, sizeof(err)),
+    assert_int_equal(tf_extender_resize(r.x, "ml", "resize-me",
+                                        &(struct tf_autoscale_resources){0, 0, (int64_t)90 << 30,
+                                                                         (int64_t)90 << 30, 0, 0},
+                                        err, sizeof(err)),
                      TF_ENOSPC);
     /* Shrinking makes room again. */
-    assert_int_equal(tf_extender_resize(r.x, "ml", "resize-me", 0, 0, (int64_t)20 << 30,
-                                        (int64_t)20 << 30, err, sizeof(err)),
+    assert_int_equal(tf_extender_resize(r.x, "ml", "resize-me",
+                                        &(struct tf_autoscale_resources){0, 0, (int64_t)20 << 30,
+                                                                         (int64_t)20 << 30, 0, 0},
+                                        err, sizeof(err)),
                      0);
     assert_string_equal(bind_err(&r, "neighbour", "node-c"), "");
     assert_int_equal(tf_extender_room(r.x, "ml", "nobody", &t, &v), TF_ENOENT);
-    assert_int_equal(tf_extender_resize(r.x, "ml", "nobody", 1000, 0, 0, 0, err, sizeof(err)),
+    assert_int_equal(tf_extender_resize(r.x, "ml", "nobody",
+                                        &(struct tf_autoscale_resources){1000, 0, 0, 0, 0, 0}, err,
+                                        sizeof(err)),
                      TF_ENOENT);
     rig_down(&r);
 }

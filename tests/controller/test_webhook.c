@@ -618,6 +618,55 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     json_object_put(pod);
 }
 
+/* Admits a one-container pod named NAME with limits and the annotation JSON members ANN. */
+static json_object *admit_app(const char *name, const char *ann)
+{
+    json_object *pod =
+        limited_pod(name, ann, "\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]");
+    json_object *out = admit(pod, "default", NULL);
+    json_object_put(pod);
+    return out;
+}
+
+/* Item 8: standalone-worker-mode and disable-features change what the pod gets. */
+static void standalone_mode_and_disabled_features_shape_the_injection(void **state)
+{
+    /* standalone-worker-mode true: a tf-worker sidecar holds the GPU (hard isolation). */
+    json_object *out = admit_app("sa", "\"tensor-fusion.ai/standalone-worker-mode\":\"true\",");
+    assert_non_null(container(out, "tf-worker"));
+    assert_string_equal(ann(out, "tensor-fusion.ai/isolation"), "hard");
+    assert_null(env_of(container(out, "app"), "LD_PRELOAD"));
+    json_object_put(out);
+    /* gpu-limiter off on a hard pod: the worker enforces no limits region. */
+    out = admit_app("nl", "\"tensor-fusion.ai/isolation\":\"hard\","
+                          "\"tensor-fusion.ai/disable-features\":\"gpu-limiter\",");
+    json_object *cmd = tf_json_path(container(out, "tf-worker"), "command", NULL);
+    assert_non_null(cmd);
+    for (size_t i = 0; i < json_object_array_length(cmd); i++)
+        assert_string_not_equal(json_object_get_string(json_object_array_get_idx(cmd, i)),
+                                "--limits-region");
+    json_object_put(out);
+    /* gpu-limiter off on a soft pod: no in-process limiter is preloaded (the control case
+     * without the key has one). */
+    out = admit_app("ns", "\"tensor-fusion.ai/disable-features\":\"gpu-limiter\",");
+    assert_null(env_of(container(out, "app"), "LD_PRELOAD"));
+    json_object_put(out);
+    out = admit_app("ls", "");
+    assert_non_null(env_of(container(out, "app"), "LD_PRELOAD"));
+    json_object_put(out);
+    /* start-worker off (upstream's debugging switch): the worker container sleeps. */
+    out = admit_app("sw", "\"tensor-fusion.ai/isolation\":\"hard\","
+                          "\"tensor-fusion.ai/disable-features\":\"start-worker\",");
+    cmd = tf_json_path(container(out, "tf-worker"), "command", NULL);
+    assert_int_equal(json_object_array_length(cmd), 2);
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 0)), "sleep");
+    assert_string_equal(json_object_get_string(json_object_array_get_idx(cmd, 1)), "infinity");
+    json_object_put(out);
+    /* Contradicting its own isolation key: denied with the spec's message. */
+    assert_null(admit_app("bad", "\"tensor-fusion.ai/isolation\":\"soft\","
+                                 "\"tensor-fusion.ai/standalone-worker-mode\":\"true\","));
+}
+
 /* A soft pod with QOS and, when CLASS is set, its own priorityClassName plus the priority the
  * apiserver's Priority plugin resolved for it. */
 static json_object *qos_pod(const char *qos, const char *cls, int priority)
@@ -780,6 +829,7 @@ int main(void)
         cmocka_unit_test(auto_migration_takes_over_native_gpu_pods_in_scope_only),
         cmocka_unit_test(migrated_containers_each_see_their_own_gpus),
         cmocka_unit_test(remote_pod_gets_only_the_client_and_hard_local_gets_a_worker),
+        cmocka_unit_test(standalone_mode_and_disabled_features_shape_the_injection),
         cmocka_unit_test(high_and_critical_pods_get_a_priority_class_unless_they_name_one),
         cmocka_unit_test(kubectl_dry_run_pod_is_mutated),
         cmocka_unit_test(workload_compute_percent_is_written_in_upstreams_field),

@@ -576,24 +576,52 @@ static void autoscale_target_errors_and_warnings(void **state)
     tf_spec_free(&s);
 }
 
-static void standalone_worker_mode_applies_to_local_gpu_only(void **state)
+static void standalone_worker_mode_picks_hard_or_soft_isolation_for_local_gpu_pods(void **state)
 {
     struct tf_spec s;
+    /* true: the app reaches the GPU only through a standalone tf-worker (hard isolation). */
     spec_ok(tf_pod("tflops-limit: '1'\nstandalone-worker-mode: 'true'"), NULL, NULL, &s);
     assert_true(s.has_standalone_worker_mode);
     assert_true(s.standalone_worker_mode);
+    assert_int_equal(s.isolation, TF_ISOLATION_HARD);
+    assert_warning(&s, "tensor-fusion.ai/standalone-worker-mode", "hard isolation instead", "soft",
+                   NULL);
+    tf_spec_free(&s);
+    /* false with the default soft isolation: the in-process worker, nothing to say. */
+    spec_ok(tf_pod("tflops-limit: '1'\nstandalone-worker-mode: 'false'"), NULL, NULL, &s);
+    assert_int_equal(s.isolation, TF_ISOLATION_SOFT);
     assert_int_equal(s.nwarnings, 0);
     tf_spec_free(&s);
+    /* false turns a pool's hard default into soft. */
+    struct tf_pool_defaults d = {.isolation = TF_ISOLATION_HARD};
+    spec_ok(tf_pod("tflops-limit: '1'\nstandalone-worker-mode: 'false'"), NULL, &d, &s);
+    assert_int_equal(s.isolation, TF_ISOLATION_SOFT);
+    assert_warning(&s, "tensor-fusion.ai/standalone-worker-mode", "soft isolation instead", NULL);
+    tf_spec_free(&s);
+    /* Agreeing with the pod's own isolation key: silent. */
+    spec_ok(tf_pod("tflops-limit: '1'\nstandalone-worker-mode: 'true'\nisolation: hard"), NULL,
+            NULL, &s);
+    assert_int_equal(s.isolation, TF_ISOLATION_HARD);
+    assert_int_equal(s.nwarnings, 0);
+    tf_spec_free(&s);
+    /* Remote workers are standalone anyway. */
     spec_ok(tf_pod("tflops-limit: '1'\nstandalone-worker-mode: 'false'\nis-local-gpu: 'false'"),
             NULL, NULL, &s);
     assert_false(s.standalone_worker_mode);
+    assert_int_equal(s.isolation, TF_ISOLATION_SOFT);
     assert_warning(&s, "tensor-fusion.ai/standalone-worker-mode", "no effect", NULL);
     tf_spec_free(&s);
+    /* Contradicting the pod's own isolation key: refused, naming both. */
+    ERR_CASE("tflops-limit: '1'\nstandalone-worker-mode: 'true'\nisolation: soft",
+             "tensor-fusion.ai/standalone-worker-mode", "tensor-fusion.ai/isolation", "soft",
+             "drop one");
+    ERR_CASE("tflops-limit: '1'\nstandalone-worker-mode: 'false'\nisolation: hard",
+             "tensor-fusion.ai/standalone-worker-mode", "hard", "drop one");
     ERR_CASE("tflops-limit: '1'\nstandalone-worker-mode: x",
              "tensor-fusion.ai/standalone-worker-mode");
 }
 
-static void disable_features_sets_known_bits_and_warns_on_unknown(void **state)
+static void disable_features_sets_known_bits_and_says_what_each_does(void **state)
 {
     struct tf_spec s;
     spec_ok(tf_pod("tflops-limit: '1'\ndisable-features: 'gpu-limiter, gpu-opt,mem-manager'"), NULL,
@@ -602,12 +630,24 @@ static void disable_features_sets_known_bits_and_warns_on_unknown(void **state)
                      TF_FEATURE_GPU_LIMITER | TF_FEATURE_GPU_OPT | TF_FEATURE_MEM_MANAGER);
     assert_int_equal(s.ndisable_feature_names, 3);
     assert_string_equal(s.disable_feature_names[1], "gpu-opt");
-    assert_int_equal(s.nwarnings, 0);
+    /* Never silently inert: each name says what it does (or that there is nothing to do). */
+    assert_warning(&s, "gpu-limiter", "not enforced", NULL);
+    assert_warning(&s, "gpu-opt", "no effect", NULL);
+    assert_warning(&s, "mem-manager", "no effect", NULL);
     tf_spec_free(&s);
     spec_ok(tf_pod("tflops-limit: '1'\ndisable-features: gpu-opt,turbo,gpu-opt"), NULL, NULL, &s);
     assert_int_equal(s.disable_features, TF_FEATURE_GPU_OPT);
     assert_int_equal(s.ndisable_feature_names, 2); /* duplicates once */
     assert_warning(&s, "tensor-fusion.ai/disable-features", "\"turbo\"", NULL);
+    tf_spec_free(&s);
+    /* start-worker: a soft local pod runs no tf-worker; a hard one's sleeps. */
+    spec_ok(tf_pod("tflops-limit: '1'\ndisable-features: start-worker"), NULL, NULL, &s);
+    assert_warning(&s, "start-worker", "no effect", "soft", NULL);
+    tf_spec_free(&s);
+    spec_ok(tf_pod("tflops-limit: '1'\nisolation: hard\ndisable-features: start-worker"), NULL,
+            NULL, &s);
+    assert_int_equal(s.disable_features, TF_FEATURE_START_WORKER);
+    assert_warning(&s, "start-worker", "sleeps", NULL);
     tf_spec_free(&s);
 }
 
@@ -828,8 +868,8 @@ int main(void)
         cmocka_unit_test(enabled_replicas_is_a_whole_number),
         cmocka_unit_test(autoscale_defaults_its_target_to_all),
         cmocka_unit_test(autoscale_target_errors_and_warnings),
-        cmocka_unit_test(standalone_worker_mode_applies_to_local_gpu_only),
-        cmocka_unit_test(disable_features_sets_known_bits_and_warns_on_unknown),
+        cmocka_unit_test(standalone_worker_mode_picks_hard_or_soft_isolation_for_local_gpu_pods),
+        cmocka_unit_test(disable_features_sets_known_bits_and_says_what_each_does),
         cmocka_unit_test(pod_without_enabled_label_is_not_taken_over),
         cmocka_unit_test(enabled_false_opts_out_of_everything_even_invalid_annotations),
         cmocka_unit_test(enabled_label_must_be_true_or_false),

@@ -244,7 +244,10 @@ static void profile_supplies_what_annotations_do_not_say(void **state)
     assert_int_equal(s.qos, TF_QOS_MEDIUM);
     assert_int_equal(s.gpu_count, 1);
     assert_true(s.is_local_gpu);
-    assert_int_equal(s.nwarnings, 0);
+    /* The seed's replicas: 1 sets no worker count for a local GPU workload: said, not silent. */
+    assert_true(s.has_worker_replicas);
+    assert_int_equal(s.nwarnings, 1);
+    assert_warning(&s, "spec.replicas (1)", "no effect in local GPU mode", NULL);
     tf_spec_free(&s);
     /* A profile given without the annotation is recorded as the one applied. */
     spec_ok(tf_pod(""), &p, NULL, &s);

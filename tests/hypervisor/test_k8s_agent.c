@@ -433,6 +433,52 @@ static void a_bound_soft_pod_gets_a_region_with_its_limits_until_it_goes(void **
     free(uid);
 }
 
+struct label_want {
+    const char *gpu, *pool;
+};
+
+static bool pool_label_is(struct hvt *t, void *arg)
+{
+    struct label_want *w = arg;
+    json_object *g = api_get(&tf_k8s_gpus, NULL, w->gpu);
+    const char *p = tf_json_str(g, "metadata", "labels", "tensor-fusion.ai/gpupool", NULL);
+    bool ok = p && strcmp(p, w->pool) == 0;
+    json_object_put(g);
+    return ok;
+}
+
+/* Pools by selector: tf-controller owns the gpupool label. --pool only seeds it on creation;
+ * the hypervisor keeps the controller's value through its rounds and tags its metric lines
+ * with it. */
+static void the_controllers_pool_label_is_kept_and_tags_the_metrics(void **state)
+{
+    start_hv();
+    const char *gpus[] = {"gpu-aaaaaaaa-1111-2222-3333-444444444444",
+                          "gpu-bbbbbbbb-1111-2222-3333-444444444444"};
+    for (int i = 0; i < 2; i++) {
+        assert_true(hvt_wait(gpu_published, &T, (void *)gpus[i], WAIT_MS));
+        struct label_want seeded = {gpus[i], "pool-a"};
+        assert_true(pool_label_is(&T, &seeded));
+        api_patch(&tf_k8s_gpus, NULL, gpus[i], NULL,
+                  "{\"metadata\":{\"labels\":{\"tensor-fusion.ai/gpupool\":\"pool-b\"}}}");
+    }
+    /* Two publishing rounds: the L4 goes and comes back. */
+    hvt_set_devices(&T, A100_LINE);
+    struct phase_want gone = {gpus[1], "Unknown"}, back = {gpus[1], "Running"};
+    assert_true(hvt_wait(gpu_phase_is, &T, &gone, WAIT_MS));
+    hvt_set_devices(&T, A100_LINE L4_LINE);
+    assert_true(hvt_wait(gpu_phase_is, &T, &back, WAIT_MS));
+    for (int i = 0; i < 2; i++) {
+        struct label_want kept = {gpus[i], "pool-b"};
+        assert_true(pool_label_is(&T, &kept));
+    }
+    char db[400];
+    snprintf(db, sizeof(db), "%s/metrics.db", T.state);
+    struct row_want rows = {db, "SELECT count(*) FROM tf_gpu_usage WHERE node = '" NODE
+                                "' AND pool = 'pool-b'"};
+    assert_true(hvt_wait(has_rows, &T, &rows, WAIT_MS));
+}
+
 static void a_restarted_hypervisor_adopts_live_regions_and_drops_the_others(void **state)
 {
     start_hv();
@@ -743,6 +789,8 @@ static void a_hard_pods_tf_worker_enforces_the_pods_region_live(void **state)
 int main(int argc, char **argv)
 {
     const struct CMUnitTest fake[] = {
+        cmocka_unit_test_setup_teardown(the_controllers_pool_label_is_kept_and_tags_the_metrics,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(
             gpu_objects_follow_the_devices_and_keep_the_controllers_fields, setup, teardown),
         cmocka_unit_test_setup_teardown(

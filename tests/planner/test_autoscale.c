@@ -50,7 +50,7 @@ static struct tf_autoscale_input input(const struct tf_autoscale_config *c, size
 {
     struct tf_autoscale_input in = {0};
     in.cfg = c;
-    in.original = (struct tf_autoscale_resources){TF(20), TF(40), 8 * GiB, 16 * GiB};
+    in.original = (struct tf_autoscale_resources){TF(20), TF(40), 8 * GiB, 16 * GiB, 0, 0};
     in.current = in.original;
     in.samples = samples;
     in.nsamples = n;
@@ -175,7 +175,7 @@ static void ceiling_caps_requests_to_the_room_on_the_gpu(void **state)
     (void)state;
     struct tf_autoscale_config c = enabled();
     struct tf_autoscale_input in = input(&c, steady(120, TF(60), 12 * GiB));
-    struct tf_autoscale_resources room = {TF(30), 0, 10 * GiB, 0};
+    struct tf_autoscale_resources room = {TF(30), 0, 10 * GiB, 0, 0, 0};
     in.ceiling = &room;
     struct tf_autoscale_recommendation r = rec(&in);
     assert_int_equal(r.resources.req_tflops, TF(30));
@@ -315,7 +315,8 @@ static void config_defaults_and_every_field(void **state)
                    "  maxComputeResourcesRatio: \"3\"\n"
                    "  initialDelayPeriod: 1h\n"
                    "  interval: 30s\n"
-                   "autoSetReplicas: {enable: true}\n",
+                   "autoSetReplicas: {}\n"
+                   "externalScaler: {enable: false, url: \"http://scaler\"}\n",
                    0, NULL);
     assert_true(c.enable);
     assert_int_equal(c.target, TF_AUTOSCALE_VRAM);
@@ -357,6 +358,58 @@ static void config_errors_name_the_path(void **state)
     parse_yaml("cronScalingRules: [{name: a, desiredResources: {requests: {tflops: lots}}}]",
                TF_EPARSE, "cronScalingRules[0].desiredResources.requests.tflops");
     parse_yaml("horizontal: {}", TF_EINVAL, "spec.autoScalingConfig.horizontal: unknown field");
+    /* Declared by the CRDs but not acted on: enabling them is refused, naming the key. */
+    parse_yaml("autoSetReplicas: {enable: true}", TF_ENOTSUP,
+               "spec.autoScalingConfig.autoSetReplicas.enable: not supported");
+    parse_yaml("externalScaler: {enable: true, url: \"http://scaler\"}", TF_ENOTSUP,
+               "spec.autoScalingConfig.externalScaler.enable: not supported");
+    parse_yaml("cronScalingRules: [{name: a, desiredResources: {requests: {tflops: \"5\", "
+               "compute: \"50\"}}}]",
+               TF_EINVAL, "desiredResources.requests: tflops and compute are exclusive");
+    parse_yaml("cronScalingRules: [{name: a, desiredResources: {limits: {compute: \"150\"}}}]",
+               TF_ERANGE, "desiredResources.limits.compute");
+}
+
+/* Upstream's Resource.compute (a percentage of one GPU) in a rule's desiredResources: applied
+ * to a workload whose compute is a percentage, refused by name for one in TFLOPS. */
+static void cron_rule_compute_percent_follows_the_workloads_unit(void **state)
+{
+    (void)state;
+    struct tf_autoscale_config c = parse_yaml("cronScalingRules:\n"
+                                              "- enable: true\n"
+                                              "  name: nights\n"
+                                              "  start: \"0 9 * * *\"\n"
+                                              "  end: \"0 18 * * *\"\n"
+                                              "  desiredResources:\n"
+                                              "    requests: {compute: \"30\", vram: 2Gi}\n"
+                                              "    limits: {computePercent: \"60.5\"}\n",
+                                              0, NULL);
+    assert_int_equal(c.rules[0].desired.req_percent, 3000);
+    assert_int_equal(c.rules[0].desired.lim_percent, 6050);
+    struct tf_autoscale_input in = input(&c, 0);
+    in.now_ms = NOW + 2 * HOUR;
+    in.original = in.current = (struct tf_autoscale_resources){0, 0, GiB, 2 * GiB, 1000, 2000};
+    in.compute_by_percent = true;
+    struct tf_autoscale_recommendation r = rec(&in);
+    assert_int_equal(r.source, TF_AUTOSCALE_SRC_CRON);
+    assert_true(r.changed);
+    assert_int_equal(r.resources.req_percent, 3000);
+    assert_int_equal(r.resources.lim_percent, 6050);
+    assert_int_equal(r.resources.req_vram, 2 * GiB);
+    assert_int_equal(r.resources.req_tflops, 0);
+    json_object *j = tf_autoscale_resources_to_json(&r.resources);
+    assert_string_equal(json_object_get_string(json_object_object_get(
+                            json_object_object_get(j, "requests"), "compute")),
+                        "30");
+    json_object_put(j);
+    /* The same rule on a workload in TFLOPS. */
+    in.original = in.current = (struct tf_autoscale_resources){TF(10), TF(20), GiB, 2 * GiB, 0, 0};
+    in.compute_by_percent = false;
+    char err[512];
+    assert_int_equal(tf_autoscale_recommend(&in, &r, err, sizeof(err)), TF_EINVAL);
+    assert_non_null(strstr(err, "cronScalingRules \"nights\": desiredResources.requests.compute: "
+                                "this workload's compute is given in TFLOPS; give "
+                                "desiredResources.requests.tflops instead"));
 }
 
 static struct tf_autoscale_config rules_cfg(void)
@@ -475,13 +528,13 @@ static void pool_rules_apply_by_selector_and_the_workload_wins(void **state)
 static void status_recommendation_json_shape(void **state)
 {
     (void)state;
-    struct tf_autoscale_resources r = {TF(12.5), TF(25), 6 * GiB, 12 * GiB};
+    struct tf_autoscale_resources r = {TF(12.5), TF(25), 6 * GiB, 12 * GiB, 0, 0};
     json_object *o = tf_autoscale_resources_to_json(&r);
     assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
                         "{\"requests\":{\"tflops\":\"12.5\",\"vram\":\"6Gi\"},\"limits\":{"
                         "\"tflops\":\"25\",\"vram\":\"12Gi\"}}");
     json_object_put(o);
-    struct tf_autoscale_resources v = {0, 0, 1536 * MiB, 0};
+    struct tf_autoscale_resources v = {0, 0, 1536 * MiB, 0, 0, 0};
     o = tf_autoscale_resources_to_json(&v);
     assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
                         "{\"requests\":{\"vram\":\"1536Mi\"},\"limits\":{}}");
@@ -505,6 +558,7 @@ int main(void)
         cmocka_unit_test(config_errors_name_the_path),
         cmocka_unit_test(cron_rule_overrides_during_its_window),
         cmocka_unit_test(two_active_cron_rules_conflict),
+        cmocka_unit_test(cron_rule_compute_percent_follows_the_workloads_unit),
         cmocka_unit_test(pool_rules_apply_by_selector_and_the_workload_wins),
         cmocka_unit_test(status_recommendation_json_shape),
     };

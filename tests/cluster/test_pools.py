@@ -1,0 +1,326 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Pools by selector on a simulated cluster, end to end: the in-memory API server (fakeapi.py),
+three GPU nodes whose tf-hypervisor --kubernetes runs on simulated GPUs (started without
+--pool: the controller assigns their pools), and tf-controller under isolationModePolicy
+static. Everything a user writes goes through the real kubectl.
+
+  * two pools select their nodes by label (nodeSelector): "train" (A100 nodes, CompactFirst,
+    soft by default, partitioned where a node is labelled mig=on) and "infer" (L4 nodes,
+    LowLoadFirst, hard); each GPU and GPUNode carries its pool (tensor-fusion.ai/gpupool) and
+    each GPU its node's isolation mode;
+  * pods admitted by the webhook and placed by the extender follow their pool's rules: two
+    soft train pods pack onto one GPU of the soft A100 node (never the partitioned one), two
+    hard infer pods spread over the L4 node's two GPUs; a soft pod cannot land on the hard
+    pool's node;
+  * a third pool whose selector overlaps infer's is a conflict: the GPUNode gets the
+    PoolConflict condition and a Warning Event, the node stays where it is;
+  * a node whose hypervisor stops renewing its heartbeat goes Unknown, with its GPUs: no new
+    pod is placed there until the hypervisor is back.
+
+Exit 77 (skip) without kubectl or the simulated GPU.
+"""
+import base64
+import json
+import os
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "controller"))
+import test_e2e as base  # noqa: E402 - Env, check, wait_for, free_port
+
+SRC, check, wait_for, free_port = base.SRC, base.check, base.wait_for, base.free_port
+NEED_ENV = ("TF_CONTROLLER_BIN", "TF_HYPERVISOR_BIN", "TF_SIM_LIBDIR")
+NS = "ml"
+NODES = {  # name -> (labels, simulated devices)
+    "node-a": ({"gpu": "a100"}, "A100-80GB,A100-80GB"),
+    "node-p": ({"gpu": "a100", "mig": "on"}, "A100-80GB"),
+    "node-l": ({"gpu": "l4"}, "L4,L4"),
+}
+
+
+def start(args, log, env=None):
+    return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
+
+
+def port_file(path, timeout=20):
+    wait_for(path, lambda: os.path.exists(path), timeout)
+    return int(open(path).read().split()[0])
+
+
+def selector(**match_in):
+    return {"nodeSelectorTerms": [{"matchExpressions": [
+        {"key": k, "operator": "In", "values": v} for k, v in match_in.items()]}]}
+
+
+def pool(name, template, sel, default_mode, rules=None):
+    nmc = {"nodeSelector": sel, "defaultIsolationMode": default_mode}
+    if rules:
+        nmc["isolationModeRules"] = rules
+    return {"apiVersion": "tensor-fusion.ai/v1", "kind": "GPUPool", "metadata": {"name": name},
+            "spec": {"schedulingConfigTemplate": template, "nodeManagerConfig": nmc}}
+
+
+class Cluster:
+    def __init__(self, tmp):
+        self.tmp = tmp
+        self.env = base.Env(tmp)
+        self.procs = []
+        self.hv = {}
+        self.log = open(os.path.join(tmp, "log"), "w")
+
+    def kapply(self, obj):
+        """kubectl apply with kubectl's own (strict) validation of custom resources."""
+        kind = obj["kind"]
+        strict = "--validate=strict" if obj["apiVersion"].startswith("tensor-fusion") else \
+            "--validate=false"
+        return self.env.kubectl("apply", strict, "-f", "-", stdin=json.dumps(obj)) and kind
+
+    def start_hypervisor(self, node):
+        d = os.path.join(self.tmp, node)
+        os.makedirs(d, exist_ok=True)
+        simenv = dict(TF_SIM_DEVICES=NODES[node][1], TF_SIM_SEED=node,
+                      TF_SIM_SHM_PREFIX=os.path.join(d, "sim-"),
+                      LD_LIBRARY_PATH=os.environ["TF_SIM_LIBDIR"])
+        hvenv = dict(os.environ, **simenv, TF_NVML_LIBRARY=os.path.join(
+            os.environ["TF_SIM_LIBDIR"], "libnvidia-ml.so.1"))
+        p = start([os.environ["TF_HYPERVISOR_BIN"], "--state-dir", d, "--kubernetes",
+                   "--node-name", node, "--server", self.api, "--shm-root",
+                   os.path.join(d, "shm"), "--metrics-sink", "none"], self.log, hvenv)
+        self.procs.append(p)
+        self.hv[node] = p
+        return p
+
+    def gpus_of(self, node):
+        items = (self.env.get("gpus") or {"items": []})["items"]
+        return sorted((g for g in items if g.get("status", {}).get("nodeSelector", {}).get(
+            "kubernetes.io/hostname") == node and g["status"].get("uuid")),
+            key=lambda g: g["status"].get("index", 0))
+
+
+def main():
+    missing = [e for e in NEED_ENV if not os.environ.get(e)]
+    if missing or not shutil.which("kubectl"):
+        print("SKIP: needs kubectl and %s" % ", ".join(NEED_ENV))
+        return 77
+    tmp = tempfile.mkdtemp(prefix="tf-pools-")
+    cl = Cluster(tmp)
+    env = cl.env
+    try:
+        pf = os.path.join(tmp, "api.port")
+        cl.procs.append(start([sys.executable, os.path.join(SRC, "tests/controller/fakeapi.py"),
+                               "--port", "0", "--port-file", pf], cl.log))
+        cl.api = "http://127.0.0.1:%d" % port_file(pf)
+        env.write_kubeconfig(cl.api, NS)
+        for ns in ("tensor-fusion-sys", NS):
+            env.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        for name, mode in (("pack", "CompactFirst"), ("spread", "LowLoadFirst")):
+            cl.kapply({"apiVersion": "tensor-fusion.ai/v1", "kind": "SchedulingConfigTemplate",
+                       "metadata": {"name": name}, "spec": {"placement": {"mode": mode}}})
+        cl.kapply(pool("train", "pack", selector(gpu=["a100"]), "soft",
+                       [{"mode": "partitioned", "selector": {"matchLabels": {"mig": "on"}}}]))
+        cl.kapply(pool("infer", "spread", selector(gpu=["l4"]), "hard"))
+        for node, (labels, _) in NODES.items():
+            env.apply({"apiVersion": "v1", "kind": "Node",
+                       "metadata": {"name": node, "labels": labels}})
+        wport, hport = free_port(), free_port()
+        env.apply({"apiVersion": "admissionregistration.k8s.io/v1",
+                   "kind": "MutatingWebhookConfiguration",
+                   "metadata": {"name": "tensor-fusion-webhook"},
+                   "webhooks": [{"name": "mutate-pod.tensor-fusion.ai",
+                                 "admissionReviewVersions": ["v1"], "sideEffects": "NoneOnDryRun",
+                                 "failurePolicy": "Fail", "timeoutSeconds": 10,
+                                 "clientConfig": {"url": "https://127.0.0.1:%d/mutate-v1-pod"
+                                                  % wport},
+                                 "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                            "operations": ["CREATE"], "resources": ["pods"]}],
+                                 "namespaceSelector": {"matchExpressions": [{
+                                     "key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                                     "values": ["tensor-fusion-sys", "kube-system"]}]}}]})
+        cfg = os.path.join(tmp, "config.yaml")
+        with open(cfg, "w") as f:
+            f.write("defaultPool: train\nisolationModePolicy: static\n")
+        cl.procs.append(start([os.environ["TF_CONTROLLER_BIN"], "--kubeconfig", env.kubeconfig,
+                               "--namespace", "tensor-fusion-sys", "--bind", "127.0.0.1",
+                               "--webhook-port", str(wport), "--http-port", str(hport),
+                               "--webhook-config", "tensor-fusion-webhook", "--extra-san",
+                               "127.0.0.1", "--config", cfg, "--identity", "ctl",
+                               "--resync-ms", "300", "--lease-seconds", "3"], cl.log))
+        for node in NODES:
+            cl.start_hypervisor(node)
+
+        # 1. Every node's GPUs join the pool that selects it, with the node's mode.
+        want = {"node-a": ("train", "soft"), "node-p": ("train", "partitioned"),
+                "node-l": ("infer", "hard")}
+
+        def assigned():
+            for node, (p, mode) in want.items():
+                gs = cl.gpus_of(node)
+                if len(gs) != len(NODES[node][1].split(",")) or not all(
+                        g["metadata"]["labels"].get("tensor-fusion.ai/gpupool") == p and
+                        g["status"].get("isolationMode") == mode and
+                        g["status"].get("isolationPolicy") == "Static" for g in gs):
+                    return None
+            return True
+        check("each node's GPUs carry the pool that selects it and the node's mode",
+              wait_for("pools assigned", assigned, 40),
+              {n: [(g["metadata"]["labels"], g["status"].get("isolationMode"))
+                   for g in cl.gpus_of(n)] for n in NODES})
+        gn = {n: env.get("gpunode", n) or {} for n in NODES}
+        check("each GPUNode carries its pool", all(
+            gn[n].get("metadata", {}).get("labels", {}).get("tensor-fusion.ai/gpupool") ==
+            want[n][0] for n in NODES), {n: gn[n].get("metadata", {}).get("labels")
+                                          for n in NODES})
+        pools = {p: wait_for("pool %s status" % p, lambda p=p: (lambda o: o if o and o.get(
+            "status", {}).get("readyNodes") == (2 if p == "train" else 1) else None)(
+                env.get("gpupool", p)), 30) for p in ("train", "infer")}
+        check("pool statuses count their nodes", all(pools.values()),
+              {p: (v or {}).get("status") for p, v in pools.items()})
+        conds = {c["type"]: c for c in (pools["train"] or {}).get("status", {}).get(
+            "conditions", [])}
+        check("the isolation rules are applied (condition)",
+              conds.get("IsolationModeRules", {}).get("status") == "True", conds)
+        evs = [e for e in (env.get("events", "-n", "default") or {"items": []})["items"]
+               if e["reason"] == "PoolAssigned"]
+        check("PoolAssigned events name node and pool", any(
+            "node-l joins pool infer (selected by its nodeSelector)" in e["message"]
+            for e in evs), [e["message"] for e in evs])
+
+        # 2. Placement by each pool's rules, through the webhook and the extender.
+        sec = wait_for("certificates", lambda: env.get("secret", "tensor-fusion-tls", "-n",
+                                                       "tensor-fusion-sys"), 30)
+        wait_for("readyz", lambda: urllib.request.urlopen(
+            "http://127.0.0.1:%d/readyz" % hport, timeout=2).status == 200, 30)
+        ctx = ssl.create_default_context(cadata=base64.b64decode(sec["data"]["ca.crt"]).decode())
+
+        def extender(verb, body):
+            req = urllib.request.Request("https://127.0.0.1:%d/scheduler/%s" % (wport, verb),
+                                         data=json.dumps(body).encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+                return json.loads(r.read())
+
+        def pod(name, pool_name, iso, extra=None):
+            anns = {"tensor-fusion.ai/gpupool": pool_name, "tensor-fusion.ai/isolation": iso,
+                    "tensor-fusion.ai/tflops-request": "10",
+                    "tensor-fusion.ai/vram-request": "2Gi"}
+            anns.update(extra or {})
+            env.apply({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": name, "namespace": NS, "annotations": anns,
+                                    "labels": {"tensor-fusion.ai/enabled": "true"}},
+                       "spec": {"containers": [{"name": "app", "image": "pytorch/pytorch"}]}})
+            return env.get("pod", name, "-n", NS)
+
+        def filt(p):
+            return extender("filter", {"Pod": p, "Nodes": None, "NodeNames": list(NODES)})
+
+        def place(name, pool_name, iso, extra=None):
+            p = pod(name, pool_name, iso, extra)
+            fr = filt(p)
+            if len(fr.get("NodeNames") or []) != 1:
+                return fr, None
+            br = extender("bind", {"PodName": name, "PodNamespace": NS,
+                                   "PodUID": p["metadata"]["uid"], "Node": fr["NodeNames"][0]})
+            check("%s bound" % name, br == {"Error": ""}, br)
+            got = env.get("pod", name, "-n", NS)
+            return fr, got["metadata"]["annotations"].get("tensor-fusion.ai/gpu-ids")
+
+        fr, t1 = place("train-1", "train", "soft")
+        check("a soft train pod fits only the soft A100 node", fr["NodeNames"] == ["node-a"] and
+              "node-l" in fr["FailedNodes"] and "node-p" in fr["FailedNodes"], fr)
+        fr2, t2 = place("train-2", "train", "soft")
+        check("CompactFirst packs the second train pod onto the same GPU", t1 and t1 == t2,
+              (t1, t2))
+        fr, i1 = place("infer-1", "infer", "hard")
+        check("a hard infer pod fits only the L4 node", fr["NodeNames"] == ["node-l"], fr)
+        fr, i2 = place("infer-2", "infer", "hard")
+        check("LowLoadFirst spreads the second infer pod to the other GPU",
+              i1 and i2 and i1 != i2 and {i1, i2} == {g["status"]["uuid"]
+                                                        for g in cl.gpus_of("node-l")}, (i1, i2))
+        fr, _ = place("soft-on-infer", "infer", "soft")
+        check("a soft pod cannot use the hard pool's node", not fr["NodeNames"] and
+              "node-l" in fr["FailedNodes"], fr)
+
+        # 3. Overlapping selectors: a conflict, reported; the node stays in its pool.
+        cl.kapply(pool("overlap", "spread", selector(gpu=["l4", "t4"]), "hard"))
+
+        def conflict():
+            g = env.get("gpunode", "node-l") or {}
+            c = {x["type"]: x for x in g.get("status", {}).get("conditions", [])}
+            return c.get("PoolConflict") if c.get("PoolConflict", {}).get(
+                "status") == "True" else None
+        c = wait_for("PoolConflict condition", conflict, 20)
+        check("the GPUNode reports the conflict, naming both pools", c and
+              "infer, overlap" in c["message"] and "assigned to infer" in c["message"], c)
+        ev = wait_for("PoolConflict event", lambda: [
+            e for e in (env.get("events", "-n", "default") or {"items": []})["items"]
+            if e["reason"] == "PoolConflict" and e["type"] == "Warning"], 10)
+        check("a Warning Event says what to do", ev and "disjoint" in ev[0]["message"], ev)
+        check("the node stays in its pool", all(
+            g["metadata"]["labels"].get("tensor-fusion.ai/gpupool") == "infer"
+            for g in cl.gpus_of("node-l")))
+        env.kubectl("delete", "gpupool", "overlap")
+        check("the conflict clears when the selectors no longer overlap",
+              wait_for("conflict cleared", lambda: conflict() is None, 20))
+
+        # 4. A node whose hypervisor stops renewing its heartbeat takes no new pods.
+        cl.hv["node-l"].send_signal(signal.SIGKILL)
+        cl.hv["node-l"].wait()
+        env.kubectl("patch", "lease", "tf-hypervisor-node-l", "-n", "tensor-fusion-sys",
+                    "--type=merge", "-p", json.dumps({"spec": {
+                        "renewTime": time.strftime("%Y-%m-%dT%H:%M:%S.000000Z",
+                                                   time.gmtime(time.time() - 120))}}))
+        lost = wait_for("GPUs of node-l Unknown", lambda: all(
+            g["status"]["phase"] == "Unknown" for g in cl.gpus_of("node-l")) or None, 20)
+        check("the node's GPUs go Unknown with the reason", lost and all(
+            "heartbeat" in g["status"]["message"] for g in cl.gpus_of("node-l")),
+            [g["status"] for g in cl.gpus_of("node-l")])
+        check("its GPUNode is Unknown",
+              (env.get("gpunode", "node-l") or {}).get("status", {}).get("phase") == "Unknown")
+        fr = wait_for("filter refuses node-l", lambda: (lambda r: r if not r["NodeNames"]
+                                                        else None)(
+            filt(pod("infer-3", "infer", "hard"))), 20)
+        check("no new pod lands on the silent node", fr and "node-l" in fr["FailedNodes"], fr)
+        check("pods already there keep their GPUs",
+              env.get("pod", "infer-1", "-n", NS)["metadata"]["annotations"].get(
+                  "tensor-fusion.ai/gpu-ids") == i1)
+        cl.start_hypervisor("node-l")
+        back = wait_for("node-l back", lambda: all(
+            g["status"]["phase"] == "Running" for g in cl.gpus_of("node-l")) or None, 40)
+        check("the heartbeat returns: Running again", back)
+        fr = wait_for("filter admits node-l", lambda: (lambda r: r if r["NodeNames"] else None)(
+            filt(env.get("pod", "infer-3", "-n", NS))), 20)
+        check("new pods land there again", fr and fr["NodeNames"] == ["node-l"], fr)
+
+        sys.path.insert(0, os.path.join(SRC, "tests/controller"))
+        import fakeapi
+        cl.log.flush()
+        probs = fakeapi.write_problems(cl.api, open(os.path.join(tmp, "log")).read())
+        check("every write was accepted whole", not probs, "\n".join(probs[:10]))
+    finally:
+        for p in reversed(cl.procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in cl.procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        cl.log.close()
+    if base.failed:
+        print(open(os.path.join(tmp, "log")).read()[-8000:])
+    print("pools cluster: %d passed, %d failed" % (base.passed, base.failed))
+    if not base.failed:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 1 if base.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
