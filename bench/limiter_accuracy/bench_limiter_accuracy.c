@@ -14,7 +14,8 @@
  *
  * Every figure is printed next to an uncapped run of the same load in this same run (the
  * load alone, without the limiter), so the machine's speed at that moment cancels out (for
- * launch rates, the mean of an uncapped run before and one after the capped ones):
+ * launch rates, the mean of an uncapped run before and one after the capped ones, each as
+ * long as they are):
  *   - kernel lengths ~1 us, 5 us, 20 us, 1 ms, 100 ms: the uncapped stream (natural share,
  *     launch rate); the stream under a cap below its natural share (held: windows, mean and
  *     worst error after the first second, first-second overshoot, settling); the stream
@@ -34,10 +35,10 @@
  * _work_share (kernels completed per second against the uncapped run of the same load).
  * Per below-cap workload: _uncapped_rate and _rate (launches/s), _rate_ratio and
  * _first_second_rate_ratio (%), _share (its mean share, %) and, soft, _throttled_time (the
- * time its launches waited for tokens, % of the run: what the limiter itself took, free of
- * the machine's noise). Last, the worst of each figure over all cases (_worst_*), which is
- * what the targets are about. Groups can be picked on the command line (k1us k5us k20us
- * k1ms k100ms sweep tenants hard; none: all).
+ * time its launches waited for tokens in the measured run, after any warm-up, % of it: what
+ * the limiter itself took, free of the machine's noise). Last, the worst of each figure over
+ * all cases (_worst_*), which is what the targets are about. Groups can be picked on the
+ * command line (k1us k5us k20us k1ms k100ms sweep tenants hard; none: all).
  */
 #include "limits/engine.h"
 #include "limits/nvml.h"
@@ -87,6 +88,7 @@ struct wl {
     double done_rate;     /* kernels completed per second */
     double mean;
     double throttled; /* share of the run its launches spent waiting for tokens (soft) */
+    uint64_t waited0; /* the region's wait counter when the measured run started */
 };
 
 static struct tf_nvml *nv, *meas;
@@ -236,12 +238,16 @@ static int run(const char *name, struct wl *w, int n, int secs)
     double wait = 30;
     for (int i = 0; i < n; i++)
         wait = wait > w[i].ld.warm_s + 30 ? wait : w[i].ld.warm_s + 30;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         if (!child_wait_for(&w[i].c, "load: running", wait)) {
             fprintf(stderr, "bench_limiter_accuracy: %s: workload did not start: %s%s\n", name,
                     w[i].c.out, w[i].c.err);
             return 1;
         }
+        /* (waits of a warm-up are not the measured run's) */
+        if (w[i].mode == SOFT || w[i].mode == HARD_REGION)
+            w[i].waited0 = atomic_load(&w[i].map.r->dev[0].throttle_ns);
+    }
     struct tf_usage_dev u;
     uint64_t t0 = mono_ns();
     tf_nvml_sample(meas, uuid, 0, t0, &u); /* starts the measurement window */
@@ -290,7 +296,7 @@ static int run(const char *name, struct wl *w, int n, int secs)
             child_finish(&w[i].worker, 30);
         }
         if (w[i].mode == SOFT || w[i].mode == HARD_REGION) {
-            uint64_t waited = atomic_load(&w[i].map.r->dev[0].throttle_ns);
+            uint64_t waited = atomic_load(&w[i].map.r->dev[0].throttle_ns) - w[i].waited0;
             w[i].throttled = (double)waited * 100.0 / ((secs + 1) * 1e9);
             tf_shm_unmap(&w[i].map);
             unlink(w[i].path);
@@ -403,8 +409,10 @@ static uint32_t roomy_cap(double share)
 }
 
 /* The load LD under cap BP (bp; 0: a cap well above the uncapped run's share), cold and
- * after a warm-up, between two uncapped runs (the machine's speed drifts: the reference is
- * their mean). */
+ * after a warm-up, between two uncapped runs as long as the capped ones (the machine's speed
+ * drifts: the reference is their mean; and a load of few long bursts launches a whole
+ * number of them, so runs of other lengths would differ by a burst). */
+#define BELOW_SECS 3
 static int below(const char *tag, const struct load *ld, enum mode mode, uint32_t bp)
 {
     char nm[96];
@@ -412,7 +420,7 @@ static int below(const char *tag, const struct load *ld, enum mode mode, uint32_
     struct wl ref[2], w;
     snprintf(nm, sizeof(nm), "%s_uncapped", tag);
     enum mode bare = mode == HARD_REGION ? HARD : BARE;
-    rc |= reference(nm, ld, bare, 2, &ref[0]);
+    rc |= reference(nm, ld, bare, BELOW_SECS, &ref[0]);
     if (!bp)
         bp = roomy_cap(ref[0].mean);
     for (int warm = 0; warm < 2; warm++) {
@@ -420,10 +428,10 @@ static int below(const char *tag, const struct load *ld, enum mode mode, uint32_
         l.warm_s = warm ? 1.0 : 0.0;
         w = (struct wl){.name = "a", .bp = bp, .mode = mode, .ld = l};
         snprintf(nm, sizeof(nm), "%s_below_%s", tag, warm ? "warm" : "cold");
-        rc |= run(nm, &w, 1, 3);
+        rc |= run(nm, &w, 1, BELOW_SECS);
         if (warm == 0) {
             snprintf(nm, sizeof(nm), "%s_uncapped_again", tag);
-            rc |= reference(nm, ld, bare, 2, &ref[1]);
+            rc |= reference(nm, ld, bare, BELOW_SECS, &ref[1]);
             ref[0].rate = (ref[0].rate + ref[1].rate) / 2;
             snprintf(nm, sizeof(nm), "%s_below_cold", tag);
             report_below(nm, &w, &ref[0]);

@@ -118,8 +118,11 @@ void tf__launch_ctx_gone(CUcontext ctx)
         tf_cost_ctx_gone(&cm, (uintptr_t)ctx);
 }
 
-__attribute__((noinline)) static void take_tokens(struct tf_shm_device *d, int64_t cost)
+__attribute__((noinline)) static void take_tokens(struct tf_shm_device *d, int64_t cost,
+                                                  int64_t borrow)
 {
+    if (borrow > 0 && tf_bucket_try_borrow(&d->bucket, cost, borrow))
+        return; /* the first launch priced by its kernel's first measurement */
     int64_t cap = atomic_load_explicit(&d->bucket.capacity, memory_order_relaxed);
     int64_t k = cost > 0 ? cap / (4 * cost) : 1;
     if (k > TF_LIM_BATCH)
@@ -155,7 +158,7 @@ static inline int64_t price(struct launch *l, struct tf_shm_device *d, int idx)
         return (int64_t)prior;
     uint64_t key = tf_cost_key(l->func, l->threads, (unsigned)idx, l->graph);
     uint32_t scale = atomic_load_explicit(&d->cost_scale, memory_order_relaxed);
-    int64_t cost = tf_cost_price(&cm, &cth, &l->cl, key, prior, scale);
+    int64_t cost = tf_cost_price(&cm, &cth, &l->cl, key, prior, scale, &d->bucket);
     if (__builtin_expect(l->cl.correction != 0, 0)) /* a key measured at last: settle it */
         tf_bucket_adjust(&d->bucket, -l->cl.correction);
     return cost;
@@ -196,13 +199,19 @@ static __attribute__((noinline)) void launch_charge(struct launch *l, int idx)
     struct tf_shm_device *d = &L->r->dev[idx];
     l->cl.sample = false;
     l->cl.slot = -1;
+    l->cl.borrow = 0;
     int64_t cost = price(l, d, idx);
+    /* A measured launch reads the clock anyway: credit the bucket up to now first, so the
+     * time it sat full before this take is not credited again once it is spent (a first
+     * launch after an idle gap is measured when its kernel is new). */
+    if (l->cl.sample)
+        tf_bucket_refill(&d->bucket, tf__now_ns());
     if (tc.tokens >= cost) {
         tc.tokens -= cost;
         if (tc.launches >= TF_LIM_BATCH)
             publish(L);
     } else {
-        take_tokens(d, cost);
+        take_tokens(d, cost, l->cl.borrow);
         publish(L); /* the slow path publishes: waiting workloads are counted promptly */
     }
     if (l->cl.sample)

@@ -38,23 +38,28 @@ void tf_bucket_set(struct tf_bucket *b, uint64_t rate, int64_t capacity)
     atomic_store_explicit(&b->capacity, capacity, memory_order_relaxed);
 }
 
-bool tf_bucket_try_take(struct tf_bucket *b, int64_t cost)
+bool tf_bucket_try_borrow(struct tf_bucket *b, int64_t cost, int64_t limit)
 {
     if (cost <= 0)
         return true;
-    int64_t cap = cap_of(b);
-    int64_t need = cost > cap ? cap : cost;
+    int64_t floor = limit > 0 ? -limit : 0;
     /* One locked add on the fast path (a CAS loop costs twice as much): take, and give it
-     * back if the tokens were not there. Every grant saw enough tokens at its own atomic
-     * step, so the accounting is exact; a failed take is visible to others only as a
-     * momentary dip. The plain load first keeps an empty bucket from being hammered. */
-    if (atomic_load_explicit(&b->tokens, memory_order_relaxed) < need)
+     * back if the bucket was not above FLOOR. Every grant saw that at its own atomic step,
+     * so the accounting is exact and only one take at a time can borrow; a failed take is
+     * visible to others only as a momentary dip. The plain load first keeps an empty bucket
+     * from being hammered. */
+    if (atomic_load_explicit(&b->tokens, memory_order_relaxed) <= floor)
         return false;
     int64_t t = atomic_fetch_sub_explicit(&b->tokens, cost, memory_order_relaxed);
-    if (t >= need)
+    if (t > floor)
         return true;
     atomic_fetch_add_explicit(&b->tokens, cost, memory_order_relaxed);
     return false;
+}
+
+bool tf_bucket_try_take(struct tf_bucket *b, int64_t cost)
+{
+    return tf_bucket_try_borrow(b, cost, 0);
 }
 
 int64_t tf_bucket_refill(struct tf_bucket *b, uint64_t now_ns)
@@ -148,17 +153,14 @@ int64_t tf_bucket_apply(struct tf_bucket *b, int64_t delta, int64_t ceiling)
 
 uint64_t tf_bucket_wait_ns(const struct tf_bucket *b, int64_t cost)
 {
-    int64_t cap = cap_of(b);
-    int64_t need = cost > cap ? cap : cost;
-    if (need < 1)
-        need = 1;
+    (void)cost; /* any take is granted once the bucket is in credit */
     int64_t t = atomic_load_explicit(&b->tokens, memory_order_relaxed);
-    if (t >= need)
+    if (t > 0)
         return 0;
     uint64_t rate = atomic_load_explicit(&b->rate, memory_order_relaxed);
     if (rate == 0)
         return UINT64_MAX;
-    unsigned __int128 deficit = (unsigned __int128)((__int128)need - t);
+    unsigned __int128 deficit = (unsigned __int128)(1 - (__int128)t);
     unsigned __int128 ns = (deficit * TF_BUCKET_NS_PER_S + rate - 1) / rate;
     return ns > UINT64_MAX - 1 ? UINT64_MAX - 1 : (uint64_t)ns;
 }

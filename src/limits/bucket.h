@@ -6,13 +6,18 @@
  * thread-safe and async-kill-safe (a taker killed at any instant leaves a consistent bucket).
  *
  * Semantics
- * - A take of COST is granted when tokens >= min(COST, capacity); it then subtracts the whole
- *   COST, so a take larger than the bucket (a 100 ms kernel in a 20 ms bucket) drives tokens
- *   negative and later takes wait until the debt is repaid: long work is paid in full.
+ * - A take of COST is granted while the bucket is in credit (tokens > 0), and subtracts the
+ *   whole COST: a take larger than what the bucket holds (a 100 ms kernel with 30 ms of
+ *   tokens, or in a 20 ms bucket) borrows the rest, driving tokens negative, and later takes
+ *   wait until that debt is repaid: long work is paid in full, never refused for being
+ *   long. A workload below its limit repays its debt while it is idle and never waits; one
+ *   at its limit gains nothing by borrowing (each take needs the last one repaid), and one
+ *   take is the most any taker can borrow, since takes are granted by one atomic step each.
  * - Refill is lazy: whoever finds the bucket short claims the time elapsed since last_ns (by
  *   CAS, so concurrent refillers never double-count) and adds rate * elapsed, clamped to
  *   capacity. Fractions of a token are carried in last_ns, never lost. Over any interval T
- *   the tokens granted never exceed rate * T + 2 * capacity.
+ *   the tokens granted never exceed what the bucket held at its start (at most the
+ *   capacity) + rate * T + the largest take.
  * - tf_bucket_try_take reads no clock: the unthrottled path is one load and one atomic add.
  * - Consumption is not counted on the take path: refills add what they change tokens by to
  *   `refilled`, so whoever adjusts a bucket (the engine) knows what takers consumed over an
@@ -39,8 +44,11 @@ void tf_bucket_init(struct tf_bucket *b, uint64_t rate, int64_t capacity, uint64
  * refill). CAPACITY is clamped to 1..2^61. */
 void tf_bucket_set(struct tf_bucket *b, uint64_t rate, int64_t capacity);
 
-/* Takes COST tokens if the bucket has min(COST, capacity) of them. No clock. */
+/* Takes COST tokens if the bucket is in credit (tokens > 0). No clock. */
 bool tf_bucket_try_take(struct tf_bucket *b, int64_t cost);
+/* The same, granted while tokens > -LIMIT (a one-off loan the caller is entitled to; the
+ * next take needs the bucket back in credit). LIMIT <= 0: tf_bucket_try_take. */
+bool tf_bucket_try_borrow(struct tf_bucket *b, int64_t cost, int64_t limit);
 
 /* Credits the time since the last refill. Returns the tokens added (0 if another thread
  * claimed the interval, or less than one token has accrued). */
@@ -55,8 +63,9 @@ int64_t tf_bucket_adjust(struct tf_bucket *b, int64_t delta);
  * a one-off credit). Returns the change actually made (after the clamps). */
 int64_t tf_bucket_apply(struct tf_bucket *b, int64_t delta, int64_t ceiling);
 
-/* Nanoseconds until a take of COST could succeed at the current rate, ignoring refill not
- * yet credited; 0 if it could succeed now; UINT64_MAX if the rate is 0. */
+/* Nanoseconds until a take of COST could succeed at the current rate (the bucket back in
+ * credit), ignoring refill not yet credited; 0 if it could succeed now; UINT64_MAX if the
+ * rate is 0. */
 uint64_t tf_bucket_wait_ns(const struct tf_bucket *b, int64_t cost);
 
 /* A reading of B for tf_bucket_consumed. */

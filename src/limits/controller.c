@@ -128,6 +128,7 @@ void tf_limit_ctl_init(struct tf_limit_ctl *c, const struct tf_ctl_params *p)
     memset(c, 0, sizeof(*c));
     tf_ctl_init(&c->pi, p);
     c->cost_ns = TF_LIMIT_COST_DEFAULT_NS;
+    c->len_ns = TF_LIMIT_COST_DEFAULT_NS;
     c->scale = 1.0;
     c->burst_ms = TF_LIMIT_BURST_MIN_MS;
 }
@@ -139,83 +140,110 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
     double window = in->window_ns ? (double)in->window_ns : 1.0;
     double charged = (double)in->charged;
     double busy = (double)in->busy_ns;
-    /* The driver saw nothing of a workload that launched: below its resolution the
-     * launchers' measurements are the better figure; above it the workload's processes
-     * were not found (blind), and the measurements keep the loop closed meanwhile. */
+    double in_scale = in->scale ? (double)in->scale / 65536.0 : 1.0;
+    /* The driver saw nothing of a workload that launched. Below its resolution the
+     * launchers' measurements are the better figure. Above it, once, the launches may not
+     * have run yet (long kernels queue, and are charged when issued); twice in a row, the
+     * workload's processes were not found (blind), or its charges over-estimate what the
+     * driver rounds to 0 %, and the measurements keep the loop closed meanwhile. */
     bool unseen = in->launches > 0 && in->busy_ns == 0;
+    bool resolvable = charged >= RESOLUTION_SHARE * window;
+    c->dark = unseen && resolvable ? c->dark + 1 : 0;
+    bool stand_in = unseen && (!resolvable || c->dark >= 2);
     /* Seen running, at 0 % after rounding, while its launches were charged a resolvable
      * share: the charges over-estimate (a wrong scale would otherwise hold the workload
      * below the driver's resolution for good). Not seen at all: blind. */
-    bool rounded = unseen && in->sampled && charged >= RESOLUTION_SHARE * window;
-    bool blind = unseen && !in->sampled && charged >= RESOLUTION_SHARE * window;
+    bool rounded = stand_in && in->sampled && resolvable;
+    bool blind = unseen && !in->sampled && resolvable;
     /* The first window a workload launches in is measured partly: it started somewhere in
      * it, and the driver's first samples of a new process may lag. The calibration does not
-     * trust it, and the true-up takes only a debit from it, never a refund. */
+     * trust it (the true-up, whose refunds wait for what is not in flight, does). */
     if (in->launches > 0 && c->active < 1000)
         c->active++;
     bool first = c->active <= 1;
     c->blind = blind ? c->blind + 1 : 0;
-    if (unseen)
-        busy = charged > 0 ? charged : 0;
-    double share = busy / window;
-    /* True-up: what the GPU says the launches used, minus what they were charged. A launch
-     * is charged when it is issued and its GPU time shows up while it runs, so with kernels
-     * not much shorter than the window the difference of one window is mostly work in
-     * flight: the residual is settled over about four kernel lengths (at once for kernels
-     * of up to a fortieth of the window). */
-    if (!unseen) /* (in the first window only a debit: its GPU time may be partly seen) */
-        c->resid = clampd(c->resid + (first && busy < charged ? 0 : busy - charged), -4e18, 4e18);
-    double settle = 40.0 * c->cost_ns <= window ? 1.0 : window / (window + 4.0 * c->cost_ns);
-    /* An over-charge is refunded only once it has lasted two windows: a window's launches
-     * may also run late behind other tenants' work (their GPU time then shows up next
-     * window), and refunding that would let the workload run it twice. */
-    c->over = c->resid < 0 ? c->over + 1 : 0;
-    double debit = c->resid > 0 || c->over >= 2 ? c->resid * settle : 0;
-    c->resid -= debit;
-    out->debit = (int64_t)debit;
-    /* Average cost per launch: the ratio of decaying sums of GPU time and launches (time
-     * constant COST_TAU_NS, longer for long kernels). The GPU time of a window belongs to
-     * launches of earlier windows when work queues up, so a per-window ratio swings wildly;
-     * over a horizon of seconds both sums describe the same kernels. Each step may move the
-     * estimate by 2x at most (8x while the first windows set it: the bucket holds four of
-     * them, and 100 ms kernels start from a 500 us guess). */
-    double ctau = clampd(20.0 * c->cost_ns, COST_TAU_NS, 10 * COST_TAU_NS);
+    /* Kernel lengths. The average cost per launch (the prior of launches not measured yet)
+     * is the ratio of decaying sums of GPU time and launches (time constant COST_TAU_NS,
+     * longer for long kernels): the GPU time of a window belongs to launches of earlier
+     * windows when work queues up, so a per-window ratio swings wildly, while over a
+     * horizon of seconds both sums describe the same kernels. Each step may move it by 2x at
+     * most (8x while the first windows set it). The length of the workload's kernels (what
+     * the true-up, the share filter, the calibration and the bucket are timed by) is at least
+     * what its launchers measured them to take: their charges per launch, known as the
+     * launches are issued, before any of their GPU time is. */
+    double ctau = clampd(20.0 * c->len_ns, COST_TAU_NS, 10 * COST_TAU_NS);
     double decay = exp(-window / ctau);
-    c->sum_busy = c->sum_busy * decay + busy;
+    double gpu = stand_in ? (charged > 0 ? charged : 0) : busy;
+    c->sum_busy = c->sum_busy * decay + gpu;
     c->sum_launches = c->sum_launches * decay + (double)in->launches;
+    c->sum_raw = c->sum_raw * decay + (charged > 0 ? charged / in_scale : 0);
     if (c->sum_launches >= 2 && c->sum_busy > 0) {
         double m = c->sum_busy / c->sum_launches;
         double f = c->active <= 10 ? 8.0 : 2.0;
         m = clampd(m, c->cost_ns / f, c->cost_ns * f);
         c->cost_ns = clampd(m, TF_LIMIT_COST_MIN_NS, TF_LIMIT_COST_MAX_NS);
     }
+    double measured = c->sum_launches >= 1 ? c->sum_raw / c->sum_launches : 0;
+    c->len_ns = clampd(measured > c->cost_ns ? measured : c->cost_ns, TF_LIMIT_COST_MIN_NS,
+                       TF_LIMIT_COST_MAX_NS);
+    if (stand_in) {
+        busy = gpu;
+        if (c->dark == 2)
+            c->resid += c->dark_chg; /* the window before was no in-flight work either */
+    }
+    c->dark_chg = unseen && !stand_in ? charged : 0;
+    double share = busy / window;
+    /* True-up: what the GPU says the launches used, minus what they were charged. A launch
+     * is charged when it is issued and its GPU time shows up while it runs, so with kernels
+     * not much shorter than the window the difference of one window is mostly work in
+     * flight: a refund is settled over about four kernel lengths (at once for kernels of up
+     * to a fortieth of the window). */
+    if (!stand_in)
+        c->resid = clampd(c->resid + busy - charged, -4e18, 4e18);
+    double settle = 40.0 * c->len_ns <= window ? 1.0 : window / (window + 4.0 * c->len_ns);
+    /* What the launches were charged beyond the GPU time seen may be work still in flight:
+     * up to what they were charged in the last window and one kernel more (a kernel queued
+     * behind the one running, behind other tenants' work, or issued late in the window).
+     * Only an over-charge beyond that is refunded, settled like the rest; refunding work in
+     * flight would let the workload run it twice. An under-charge is debited at once: work
+     * in flight only ever makes the GPU time seen smaller than the charges. */
+    double flight = (charged > 0 ? charged : 0) + c->len_ns * c->scale;
+    double debit = c->resid > 0            ? c->resid
+                   : c->resid + flight < 0 ? (c->resid + flight) * settle
+                                           : 0;
+    c->resid -= debit;
+    out->debit = (int64_t)debit;
     /* Calibration of the launchers' measurements: GPU time per token charged at scale 1,
      * over the same horizon (long kernels are charged in one window and run in the next:
      * both count), from windows the driver resolves (either figure at 1 % of the window or
-     * more, and not a workload the driver does not see). */
-    double in_scale = in->scale ? (double)in->scale / 65536.0 : 1.0;
+     * more, and not a workload the driver does not see), once the sums hold a few kernels
+     * (the work in flight is then a small part of them); for kernels of more than a
+     * twentieth of the window the scale moves towards that ratio over about twenty kernel
+     * lengths (the launchers' estimates of a new kernel settle over its first measurements:
+     * the scale must not correct the same error twice). */
     c->cal_busy *= decay;
     c->cal_raw *= decay;
-    if (!unseen && !first &&
-        (busy >= CAL_MIN_SHARE * window || charged >= RESOLUTION_SHARE * window)) {
+    if (!stand_in && !first && (busy >= CAL_MIN_SHARE * window || resolvable)) {
         c->cal_busy += busy;
         c->cal_raw += charged / in_scale;
     } else if (rounded && !first) {
         c->cal_busy += 0.005 * window; /* at most what rounded down to 0 */
         c->cal_raw += charged / in_scale;
     }
-    if (c->cal_raw > 0.05 * window && c->cal_busy > 0) {
+    if (c->cal_raw > 0.05 * window && c->cal_raw > 4.0 * c->len_ns && c->cal_busy > 0) {
         /* Down by up to 16x per step (over-charges hold back workloads below their limit; a
          * cold start with a wrong measurement settles in a window or two), up by 2x, 4x when
          * the sums hold a well-resolved window (5 % or more): under-charges are trued up. */
         double up = c->cal_busy >= 0.05 * window ? 4.0 : 2.0;
         double k = c->cal_busy / c->cal_raw;
         k = clampd(k, c->scale / 16, c->scale * up);
+        double g = window / (20.0 * c->len_ns);
+        k = g >= 1.0 ? k : c->scale * pow(k / c->scale, g);
         c->scale = clampd(k, TF_LIMIT_SCALE_MIN, TF_LIMIT_SCALE_MAX);
     }
     /* Share filter: windows much shorter than a kernel see 0 % or 100 %, so the share is
      * averaged over ~3 kernel lengths (none for short kernels). */
-    double tau = clampd(3.0 * c->cost_ns, TAU_MIN_NS, TAU_MAX_NS);
+    double tau = clampd(3.0 * c->len_ns, TAU_MIN_NS, TAU_MAX_NS);
     double a = window / (window + tau);
     if (!c->share_started) {
         c->share_f = share;
@@ -237,9 +265,9 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
     double u = tf_ctl_update(&c->pi, &smp);
     double rate = u * (double)TF_BUCKET_NS_PER_S;
     out->rate = rate < 1 ? 1 : (uint64_t)rate;
-    /* Burst: four average kernels, 20..500 ms of the rate, so a workload of long kernels
-     * below its cap is not held between two of them; at least 20 ms of GPU time. */
-    double burst = clampd(4.0 * c->cost_ns / 1e6, TF_LIMIT_BURST_MIN_MS, TF_LIMIT_BURST_MAX_MS);
+    /* Burst: four kernels, 20..500 ms of the rate, so a workload of long kernels below its
+     * cap is not held between two of them; at least 20 ms of GPU time. */
+    double burst = clampd(4.0 * c->len_ns / 1e6, TF_LIMIT_BURST_MIN_MS, TF_LIMIT_BURST_MAX_MS);
     c->burst_ms = (uint32_t)burst;
     double cap = rate * c->burst_ms / 1000.0;
     if (cap < TF_LIMIT_BURST_MIN_NS)
@@ -249,7 +277,7 @@ void tf_limit_ctl_step(struct tf_limit_ctl *c, const struct tf_limit_in *in,
      * with short kernels: its over-charge was a wrong estimate, not GPU time still to come
      * (long kernels), and it may not burst above a limit it is at. */
     double ceil_ns =
-        c->cost_ns * 10 < window && share < 0.8 * bp / 10000.0 ? rate * window / 1e9 : 0;
+        c->len_ns * 10 < window && share < 0.8 * bp / 10000.0 ? rate * window / 1e9 : 0;
     out->refund_ceiling = ceil_ns > cap ? (int64_t)ceil_ns : out->capacity;
     out->launch_cost = (uint64_t)c->cost_ns;
     double q = c->scale * 65536.0 + 0.5;

@@ -21,20 +21,24 @@
  *   measured GPU time (src/limits/costmodel.h); the engine calibrates those measurements
  *   against the driver's accounting of the workload's GPU time (cost_scale: the ratio of GPU
  *   time to tokens charged at scale 1, over the last seconds, taken only from windows where
- *   the driver's whole-percent samples resolve the workload), and keeps the average GPU cost
- *   of a launch (the prior for launches not measured yet). It smooths the measured share
- *   with a time constant of a few kernel lengths (a 100 ms window of 100 ms kernels reads 0 %
- *   or 100 %) and turns the PI output into bucket parameters (rate = u * 1e9 device-ns/s,
- *   capacity = rate * burst, the burst 20..500 ms: four average kernels, so a workload of
- *   long kernels under its cap is not held between two of them; and at least 20 ms of GPU
- *   time, so a burst of short kernels after an idle gap is not held either, while a fresh
- *   bucket, or one refilled by an idle gap, lets at most 2 % of a second through above the
- *   rate). The charge is up-front:
- *   each window the difference between the GPU time the workload really used and what its
- *   launches were charged is debited from (or refunded to) the bucket, so over time tokens
- *   equal GPU time and a wrong estimate costs accuracy only within a window. Where the
- *   driver sees nothing of a workload that launched (its usage below the samples'
- *   resolution, or its processes not found), the launchers' measurements stand in for it.
+ *   the driver's whole-percent samples resolve the workload, moving over about twenty kernel
+ *   lengths for long kernels), and keeps the average GPU cost of a launch (the prior for
+ *   launches not measured yet) and the workload's kernel length (that average, or what the
+ *   launchers measured if more: their charges per launch are known when the launches are
+ *   issued, before any of their GPU time is). It smooths the measured share with a time
+ *   constant of a few kernel lengths (a 100 ms window of 100 ms kernels reads 0 % or 100 %)
+ *   and turns the PI output into bucket parameters (rate = u * 1e9 device-ns/s, capacity =
+ *   rate * burst, the burst 20..500 ms: four kernels, so a workload of long kernels under
+ *   its cap is not held between two of them; and at least 20 ms of GPU time, so a burst of
+ *   short kernels after an idle gap is not held either, while a fresh bucket lets at most
+ *   2 % of a second through above the rate). The charge is up-front: each window the
+ *   difference between the GPU time the workload really used and what its launches were
+ *   charged is debited from the bucket at once, or, where they were charged more than
+ *   that, refunded beyond what may still be in flight (the window's charges and one kernel
+ *   more), so over time tokens equal GPU time and a wrong estimate costs accuracy only
+ *   within a window. Where the driver sees nothing of a workload that launched (its usage
+ *   below the samples' resolution, or its processes not found), the launchers'
+ *   measurements stand in for it.
  */
 #ifndef TF_LIMITS_CONTROLLER_H
 #define TF_LIMITS_CONTROLLER_H
@@ -98,16 +102,20 @@ double tf_ctl_update(struct tf_ctl *c, const struct tf_ctl_sample *s);
 struct tf_limit_ctl {
     struct tf_ctl pi;
     double cost_ns;    /* smoothed GPU ns per launch (the prior for unmeasured launches) */
+    double len_ns;     /* the workload's kernel length: cost_ns, or what its launchers
+                        * measured if more (times the true-up, share filter and bucket) */
     double scale;      /* calibration of the launchers' measured costs (cost_scale) */
     uint32_t burst_ms; /* bucket capacity in ms of rate */
-    /* cost estimator: decaying sums of GPU ns and launches */
-    double sum_busy, sum_launches;
+    /* cost estimator: decaying sums of GPU ns, launches, tokens charged at scale 1 */
+    double sum_busy, sum_launches, sum_raw;
     /* calibration: decaying sums of GPU ns and of the tokens charged at scale 1 */
     double cal_busy, cal_raw;
-    /* true-up: GPU time used minus tokens charged, not yet debited or refunded */
+    /* true-up: GPU time used minus tokens charged, not yet debited or refunded (negative:
+     * work in flight, or an over-charge) */
     double resid;
-    uint32_t over;   /* consecutive windows it has been negative (an over-charge) */
     uint32_t blind;  /* consecutive windows with launches but no GPU time attributed */
+    uint32_t dark;   /* the same, charged a resolvable share (seen by the driver or not) */
+    double dark_chg; /* what the first of them was charged (work in flight, or not) */
     uint32_t active; /* windows with launches so far (saturating) */
     /* share filter: windows much shorter than a kernel see 0 % or 100 %, so the share fed
      * to the PI is smoothed with a time constant of a few kernel lengths */

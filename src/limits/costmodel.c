@@ -4,6 +4,8 @@
  */
 #include "limits/costmodel.h"
 
+#include "limits/bucket.h"
+
 #include <string.h>
 
 #define NAP_MIN_NS 20000u
@@ -100,6 +102,8 @@ static void release(struct tf_costmodel *cm, struct tf_cost_slot *s, bool was_pe
     if (s->e)
         atomic_fetch_sub_explicit(&s->e->inflight, 1, memory_order_release);
     s->e = NULL;
+    atomic_store_explicit(&s->started_ns, 0, memory_order_relaxed);
+    atomic_store_explicit(&s->cold_e, 0, memory_order_relaxed);
     if (was_pending)
         atomic_fetch_sub_explicit(&cm->npending, 1, memory_order_relaxed);
     atomic_store_explicit(&s->state, TF_COST_FREE, memory_order_release);
@@ -141,6 +145,13 @@ void tf_cost_poll(struct tf_costmodel *cm)
             entered = true;
             now = cm->t.now_ns();
         }
+        /* A cold key's kernel: note when it is seen running (its waiter charges it). */
+        if (!atomic_load_explicit(&s->started_ns, memory_order_relaxed) && s->e &&
+            !atomic_load_explicit(&s->e->est, memory_order_relaxed) &&
+            cm->t.query(cm->t.u, s->ev[0]) == 0) {
+            atomic_store_explicit(&s->cold_e, (uintptr_t)s->e, memory_order_relaxed);
+            atomic_store_explicit(&s->started_ns, now, memory_order_release);
+        }
         int q = cm->t.query(cm->t.u, s->ev[1]);
         if (q == TF_GPU_PENDING) {
             if (now - s->since_ns < TF_COST_STALE_NS) {
@@ -162,8 +173,33 @@ void tf_cost_poll(struct tf_costmodel *cm)
         leave(cm, saved);
 }
 
-/* Waits (sleeping, bounded) for the first measurement of cold key E. */
-static uint64_t wait_cold(struct tf_costmodel *cm, struct tf_cost_entry *e)
+/* Charges B for cold key E's kernel as it runs: SCALE times the time since its start event
+ * was seen complete, less what was charged for it so far (one waiter charges each part). */
+static void pay_as_it_runs(struct tf_costmodel *cm, struct tf_cost_entry *e, uint32_t scale,
+                           struct tf_bucket *b, uint64_t now)
+{
+    for (int i = 0; b && i < TF_COST_SLOTS; i++) {
+        struct tf_cost_slot *s = &cm->slot[i];
+        uint64_t since = atomic_load_explicit(&s->started_ns, memory_order_acquire);
+        if (!since || since > now ||
+            atomic_load_explicit(&s->cold_e, memory_order_relaxed) != (uintptr_t)e)
+            continue;
+        uint64_t due = (uint64_t)tf_cost_scaled(now - since, scale);
+        uint64_t paid = atomic_load_explicit(&e->cold_paid, memory_order_relaxed);
+        while (due > paid &&
+               !atomic_compare_exchange_weak_explicit(&e->cold_paid, &paid, due,
+                                                      memory_order_relaxed, memory_order_relaxed))
+            ;
+        if (due > paid)
+            tf_bucket_adjust(b, -(int64_t)(due - paid));
+        return;
+    }
+}
+
+/* Waits (sleeping, bounded) for the first measurement of cold key E, charging B for its
+ * kernel meanwhile. */
+static uint64_t wait_cold(struct tf_costmodel *cm, struct tf_cost_entry *e, uint32_t scale,
+                          struct tf_bucket *b)
 {
     uint64_t t0 = cm->t.now_ns(), nap = NAP_MIN_NS, now = t0;
     uint64_t est = 0;
@@ -173,6 +209,7 @@ static uint64_t wait_cold(struct tf_costmodel *cm, struct tf_cost_entry *e)
         tf_cost_poll(cm);
         if ((est = atomic_load_explicit(&e->est, memory_order_acquire)) != 0)
             break;
+        pay_as_it_runs(cm, e, scale, b, cm->t.now_ns());
         cm->t.nap(nap);
         nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
         now = cm->t.now_ns();
@@ -183,12 +220,14 @@ static uint64_t wait_cold(struct tf_costmodel *cm, struct tf_cost_entry *e)
 }
 
 int64_t tf_cost_price_slow(struct tf_costmodel *cm, struct tf_cost_thread *th,
-                           struct tf_cost_launch *l, uint64_t key, uint64_t prior, uint32_t scale)
+                           struct tf_cost_launch *l, uint64_t key, uint64_t prior, uint32_t scale,
+                           struct tf_bucket *b)
 {
     l->e = NULL;
     l->sample = false;
     l->slot = -1;
     l->correction = 0;
+    l->borrow = 0;
     /* Launches since the last visit: the fast path counted the countdown down. */
     th->since += th->span > th->countdown ? th->span - th->countdown + 1 : 1;
     bool measuring = cm->enabled && !atomic_load_explicit(&cm->broken, memory_order_relaxed);
@@ -206,15 +245,23 @@ int64_t tf_cost_price_slow(struct tf_costmodel *cm, struct tf_cost_thread *th,
         l->e = e;
         uint64_t est = atomic_load_explicit(&e->est, memory_order_acquire);
         if (!est && atomic_load_explicit(&e->inflight, memory_order_acquire) > 0)
-            est = wait_cold(cm, e);
+            est = wait_cold(cm, e, scale, b);
         uint16_t inflight = atomic_load_explicit(&e->inflight, memory_order_relaxed);
         if (est) {
             cost = tf_cost_scaled(est, scale);
-            /* Settle the launches charged at the prior before the key was measured. */
+            /* Settle the launches charged at the prior before the key was measured: what
+             * they were over-charged (at the prior and while running) comes back now. What
+             * they were under-charged is left to the engine's true-up, which sees their GPU
+             * time as it runs (a debit here, at the measurement, would come after the
+             * engine's and charge it twice); this launch may borrow it meanwhile. */
             uint32_t n = atomic_exchange_explicit(&e->cold_n, 0, memory_order_relaxed);
             if (n) {
                 uint64_t tok = atomic_exchange_explicit(&e->cold_tokens, 0, memory_order_relaxed);
-                l->correction = (int64_t)n * cost - (int64_t)tok;
+                uint64_t paid = atomic_exchange_explicit(&e->cold_paid, 0, memory_order_relaxed);
+                int64_t under = (int64_t)n * cost - (int64_t)tok;
+                int64_t over = (int64_t)(tok + paid) - (int64_t)n * cost;
+                l->correction = over > 0 ? -over : 0;
+                l->borrow = under > 0 ? under : 0;
                 refresh_fast(e);
             }
             uint16_t ns = atomic_load_explicit(&e->nsamples, memory_order_relaxed);
@@ -367,11 +414,15 @@ void tf_cost_after_fork(struct tf_costmodel *cm)
         struct tf_cost_slot *s = &cm->slot[i];
         s->ev[0] = s->ev[1] = 0;
         s->e = NULL;
+        atomic_store(&s->started_ns, 0);
+        atomic_store(&s->cold_e, 0);
         atomic_store(&s->ctx, 0);
         atomic_store(&s->dead, 0);
         atomic_store(&s->state, TF_COST_FREE);
     }
     atomic_store(&cm->npending, 0);
-    for (int i = 0; i < TF_COST_TABLE; i++)
+    for (int i = 0; i < TF_COST_TABLE; i++) {
         atomic_store(&cm->tab[i].inflight, 0);
+        atomic_store(&cm->tab[i].cold_paid, 0); /* paid for a measurement lost here */
+    }
 }

@@ -29,8 +29,17 @@
  *   launch) and measured; a second launch of the same key waits (bounded by
  *   TF_COST_COLD_WAIT_NS, sleeping) until that measurement is in, so a stream of long
  *   kernels cannot run ahead unpaid and a stream of short ones is priced right after one
- *   kernel. Once measured, the launches priced at the prior are settled: the difference is
- *   returned as a correction for the caller to debit (or refund) in its bucket.
+ *   kernel. While the second launch waits, the kernel being measured is charged as it
+ *   runs (the time since its start event was seen complete), in the same windows in which
+ *   the driver accounts its GPU time. Once measured, the launches priced above their
+ *   measurement are settled: the difference is returned as a correction for the caller to
+ *   refund in its bucket. What they were under-charged beyond that is not debited here: the
+ *   limit engine's true-up charges the GPU time the driver accounted for them, and a debit
+ *   at the measurement would come after the engine's and charge it twice. The launch that
+ *   finds them so may borrow what they were under-charged from the bucket (it would have
+ *   found those tokens there had the first launch been priced right): a stream of long
+ *   kernels below its cap is not held at its second kernel, and one at its cap repays the
+ *   loan before its third.
  * - Without a usable timer (no event support, all sample slots busy, a stream being
  *   captured into a graph) launches are charged the estimate they have, or the prior.
  *
@@ -94,6 +103,7 @@ struct tf_cost_entry {
     _Atomic(uint64_t) est;         /* GPU ns per launch; 0: not measured yet */
     _Atomic(uint64_t) fast;        /* est, or 0 while the key needs the slow path */
     _Atomic(uint64_t) cold_tokens; /* tokens charged at the prior before the first measurement */
+    _Atomic(uint64_t) cold_paid;   /* and charged while the first measured launch ran */
     _Atomic(uint32_t) cold_n;      /* the launches charged so */
     _Atomic(uint16_t) nsamples;    /* measurements so far (saturating) */
     _Atomic(uint16_t) inflight;    /* measurements recorded, not yet read */
@@ -104,13 +114,16 @@ enum { TF_COST_FREE = 0, TF_COST_BUSY = 1, TF_COST_PENDING = 2 };
 /* A launch being measured. The fields other than state, dead and ctx belong to whoever
  * moved state away from FREE or PENDING (by CAS). */
 struct tf_cost_slot {
-    _Atomic(uint32_t) state; /* TF_COST_* */
-    _Atomic(uint32_t) dead;  /* its context was destroyed: drop the events, never touch them */
-    _Atomic(uintptr_t) ctx;  /* the context its events belong to */
-    uintptr_t ev[2];         /* start, end; 0: not created */
-    struct tf_cost_entry *e; /* the key measured */
-    uint64_t since_ns;       /* when the end event was recorded */
-    uint64_t host_ns;        /* host time the start record took */
+    _Atomic(uint32_t) state;      /* TF_COST_* */
+    _Atomic(uint32_t) dead;       /* its context was destroyed: drop the events, never touch them */
+    _Atomic(uintptr_t) ctx;       /* the context its events belong to */
+    uintptr_t ev[2];              /* start, end; 0: not created */
+    struct tf_cost_entry *e;      /* the key measured */
+    uint64_t since_ns;            /* when the end event was recorded */
+    _Atomic(uint64_t) started_ns; /* a cold key's launch: when its start event was seen
+                                   * complete (the kernel running), 0: not yet ... */
+    _Atomic(uintptr_t) cold_e;    /* ... and its entry (for its waiters to find it) */
+    uint64_t host_ns;             /* host time the start record took */
 };
 
 struct tf_costmodel {
@@ -141,7 +154,10 @@ struct tf_cost_launch {
     bool sample;             /* measure this launch (call tf_cost_sample_begin/end) */
     int slot;                /* claimed by tf_cost_sample_begin, -1: none */
     int64_t correction;      /* tokens to debit now for earlier launches of a key measured at
-                              * last (negative: a refund) */
+                              * last: 0, or negative (a refund of their over-charge) */
+    int64_t borrow;          /* > 0: those launches were under-charged by this much (the engine
+                              * debits it as it sees their GPU time): this launch may take its
+                              * tokens while the bucket holds more than -borrow (once) */
 };
 
 /* Initialises CM (not thread-safe). T NULL: nothing is measured, every launch costs its
@@ -161,9 +177,14 @@ static inline uint64_t tf_cost_key(uintptr_t func, uint64_t threads, unsigned de
 
 /* Tokens (GPU ns) to charge for a launch with KEY: its estimate times SCALE
  * (TF_COST_SCALE_ONE = 1.0; 0 also means 1.0), or PRIOR while the key is not measured. May
- * wait (sleeping, bounded) for a cold key's first measurement. Fills L. */
+ * wait (sleeping, bounded) for a cold key's first measurement; meanwhile the kernel being
+ * measured is charged to bucket B (NULL: nowhere) as it runs, from the moment its start
+ * event is seen complete, so that its GPU time is paid when the driver accounts it (the
+ * engine's true-up sees it charged, not owed). Fills L. */
+struct tf_bucket;
 int64_t tf_cost_price_slow(struct tf_costmodel *cm, struct tf_cost_thread *th,
-                           struct tf_cost_launch *l, uint64_t key, uint64_t prior, uint32_t scale);
+                           struct tf_cost_launch *l, uint64_t key, uint64_t prior, uint32_t scale,
+                           struct tf_bucket *b);
 
 static inline int64_t tf_cost_scaled(uint64_t est, uint32_t scale)
 {
@@ -190,7 +211,7 @@ static inline int64_t tf_cost_price_fast(struct tf_cost_thread *th, uint64_t key
 
 static inline int64_t tf_cost_price(struct tf_costmodel *cm, struct tf_cost_thread *th,
                                     struct tf_cost_launch *l, uint64_t key, uint64_t prior,
-                                    uint32_t scale)
+                                    uint32_t scale, struct tf_bucket *b)
 {
     if (th->key == key && th->e && th->countdown > 1) {
         uint64_t est = atomic_load_explicit(&th->e->fast, memory_order_relaxed);
@@ -200,10 +221,11 @@ static inline int64_t tf_cost_price(struct tf_costmodel *cm, struct tf_cost_thre
             l->sample = false;
             l->slot = -1;
             l->correction = 0;
+            l->borrow = 0;
             return tf_cost_scaled(est, scale);
         }
     }
-    return tf_cost_price_slow(cm, th, l, key, prior, scale);
+    return tf_cost_price_slow(cm, th, l, key, prior, scale, b);
 }
 
 /* Around the real launch, when L->sample: begin records the start event on STREAM (PTSZ: the

@@ -240,6 +240,11 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
         uint64_t thr = atomic_load_explicit(&dev->throttle_count, memory_order_relaxed);
         bool throttled = thr != wd->throttles;
         wd->throttles = thr;
+        /* Credit the bucket up to now: takers only refill it when they find it short, and a
+         * refill claims all the time since the last one, so without this a bucket that sat
+         * full through an idle gap would credit that gap again once spent. */
+        if (atomic_load_explicit(&dev->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT)
+            tf_bucket_refill(&dev->bucket, now);
         /* Launches of unmeasured windows count in the next measured one, where their GPU
          * time shows up (the true-up must see both); so do the tokens they consumed. */
         wd->pending += launches[d];
@@ -292,6 +297,15 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
         };
         struct tf_limit_out out;
         tf_limit_ctl_step(&wd->ctl, &in, &out);
+        if (tf_log_enabled(TF_LOG_TRACE))
+            tf_log(TF_LOG_TRACE, SUBSYS,
+                   "%s: device %u: window %.1f ms busy %.1f ms launches %llu charged %.1f ms%s "
+                   "tokens %.1f ms debit %.1f ms rate %u bp capacity %.1f ms launch cost "
+                   "%.3f ms scale %.3f",
+                   w->name, d, u->window_ns / 1e6, busy / 1e6, (unsigned long long)nlaunch,
+                   charged / 1e6, throttled ? " (throttled)" : "", in.tokens / 1e6, out.debit / 1e6,
+                   out.rate_bp, out.capacity / 1e6, out.launch_cost / 1e6,
+                   out.cost_scale / 65536.0);
         tf_bucket_set(&dev->bucket, out.rate, out.capacity);
         if (out.debit)
             wd->adjusted += tf_bucket_apply(&dev->bucket, -out.debit, out.refund_ceiling);

@@ -3,8 +3,9 @@
  * The launch cost model (src/limits/costmodel.h) against a scripted device in virtual time:
  * streams run their kernels in order, events complete when their stream reaches them, the
  * clock moves only when the model naps. Checks that a cold key is measured at its first
- * launch and priced by that measurement after one kernel (the launches priced at the prior
- * are settled), that a second cold launch waits for the measurement but never for long,
+ * launch and priced by that measurement after one kernel (the launches priced above it are
+ * refunded; those priced below it charged while the kernel runs and lent the rest), that a
+ * second cold launch waits for the measurement but never for long,
  * that the estimate follows the low measurements (contention only lengthens them), that warm
  * keys are measured one launch in `interval`, and the failure paths: no event support, a
  * failed launch, a destroyed context, every slot busy, a stream being captured, a
@@ -18,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "limits/bucket.h"
 #include "limits/costmodel.h"
 
 #include <pthread.h>
@@ -160,10 +162,12 @@ static const struct tf_gpu_timer timer = {
 };
 
 static struct tf_costmodel *cm;
+static struct tf_bucket *bkt; /* where launches are charged while they wait (NULL: nowhere) */
 
 static int setup(void **state)
 {
     dev_reset();
+    bkt = NULL;
     cm = calloc(1, sizeof(*cm));
     tf_costmodel_init(cm, &timer);
     return 0;
@@ -180,7 +184,7 @@ static int64_t launch(struct tf_cost_thread *th, uint64_t key, uintptr_t stream,
                       int64_t *correction)
 {
     struct tf_cost_launch l;
-    int64_t cost = tf_cost_price(cm, th, &l, key, PRIOR, TF_COST_SCALE_ONE);
+    int64_t cost = tf_cost_price(cm, th, &l, key, PRIOR, TF_COST_SCALE_ONE, bkt);
     if (correction)
         *correction += l.correction;
     if (l.sample)
@@ -196,7 +200,7 @@ static int64_t launch(struct tf_cost_thread *th, uint64_t key, uintptr_t stream,
 static void measure_once(struct tf_cost_thread *th, uint64_t key, uint64_t dur)
 {
     struct tf_cost_launch l;
-    tf_cost_price(cm, th, &l, key, PRIOR, 0);
+    tf_cost_price(cm, th, &l, key, PRIOR, 0, NULL);
     l.sample = true;
     tf_cost_sample_begin(cm, th, &l, 1, 0);
     dev_launch(1, dur);
@@ -227,18 +231,52 @@ static void cold_key_is_measured_at_its_first_launch_and_settled(void **state)
 
 static void second_cold_launch_waits_for_the_first_measurement(void **state)
 {
-    /* 100 ms kernels: the second launch may not run ahead unpaid. */
+    /* 100 ms kernels: the second launch may not run ahead unpaid. While it waits, the first
+     * kernel is charged as it runs (the engine sees its GPU time paid in the same windows);
+     * the rest of what it was under-charged is not debited at the measurement (that would
+     * come after the engine's true-up and charge it twice), and the second launch may
+     * borrow it. */
+    struct tf_bucket b;
+    tf_bucket_init(&b, 0, INT64_C(1) << 40, t_now()); /* no refill: only charges move it */
+    bkt = &b;
     struct tf_cost_thread th = {0};
     uint64_t key = tf_cost_key(0x2000, 1, 0, false);
     int64_t corr = 0;
     uint64_t t0 = t_now();
     launch(&th, key, 1, 100 * MS, &corr);
-    int64_t c2 = launch(&th, key, 1, 100 * MS, &corr);
+    struct tf_cost_launch l;
+    int64_t c2 = tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE, bkt);
     assert_int_equal(c2, 100 * MS);
-    assert_int_equal(corr, (int64_t)(100 * MS - PRIOR));
     uint64_t waited = t_now() - t0;
     assert_in_range(waited, 100 * MS, 110 * MS); /* until the first kernel completed */
     assert_int_equal(atomic_load(&cm->cold_waits), 1);
+    int64_t paid = (INT64_C(1) << 40) - atomic_load(&b.tokens);
+    assert_in_range(paid, 95 * MS, 100 * MS); /* all but the last nap's worth */
+    assert_int_equal(l.correction, 0);
+    assert_int_equal(l.borrow, (int64_t)(100 * MS - PRIOR));
+    /* Settled once: the next launch neither refunds nor borrows. */
+    tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE, bkt);
+    assert_int_equal(l.correction, 0);
+    assert_int_equal(l.borrow, 0);
+}
+
+static void cold_kernel_is_charged_at_the_engines_scale_while_it_runs(void **state)
+{
+    /* What a waiting launch charges for the kernel being measured is its running time
+     * times the engine's calibration, as any price. */
+    struct tf_bucket b;
+    tf_bucket_init(&b, 0, INT64_C(1) << 40, t_now());
+    bkt = &b;
+    struct tf_cost_thread th = {0};
+    uint64_t key = tf_cost_key(0x2100, 1, 0, false);
+    launch(&th, key, 1, 40 * MS, NULL);
+    struct tf_cost_launch l;
+    int64_t c2 = tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE / 2, bkt);
+    assert_int_equal(c2, 20 * MS); /* 40 ms at scale 1/2 */
+    int64_t paid = (INT64_C(1) << 40) - atomic_load(&b.tokens);
+    assert_in_range(paid, 18 * MS, 20 * MS); /* charged at the scale as it ran */
+    assert_int_equal(l.correction, 0);
+    assert_int_equal(l.borrow, (int64_t)(20 * MS - PRIOR));
 }
 
 static void cold_wait_is_bounded(void **state)
@@ -288,7 +326,7 @@ static void warm_key_takes_the_fast_path_and_is_measured_now_and_then(void **sta
     assert_true(n >= TF_COST_WARM_SAMPLES && n <= TF_COST_WARM_SAMPLES + 20000 / iv + 2);
     /* Its price is the estimate, scaled by the engine's calibration. */
     struct tf_cost_launch l;
-    assert_int_equal(tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE / 4), US / 4);
+    assert_int_equal(tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE / 4, NULL), US / 4);
     /* The events were created once and reused. */
     assert_int_equal(D.creates, 2);
 }
@@ -306,7 +344,7 @@ static void driver_without_events_charges_the_prior(void **state)
     struct tf_costmodel *bare = calloc(1, sizeof(*bare));
     tf_costmodel_init(bare, NULL);
     struct tf_cost_launch l;
-    assert_int_equal(tf_cost_price(bare, &th, &l, key, PRIOR, 0), PRIOR);
+    assert_int_equal(tf_cost_price(bare, &th, &l, key, PRIOR, 0, NULL), PRIOR);
     assert_false(l.sample);
     free(bare);
 }
@@ -316,7 +354,7 @@ static void failed_launch_or_record_gives_the_measurement_up(void **state)
     struct tf_cost_thread th = {0};
     uint64_t key = tf_cost_key(0x7000, 1, 0, false);
     struct tf_cost_launch l;
-    tf_cost_price(cm, &th, &l, key, PRIOR, 0);
+    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL);
     assert_true(l.sample);
     tf_cost_sample_begin(cm, &th, &l, 1, 0);
     assert_true(l.slot >= 0);
@@ -324,7 +362,7 @@ static void failed_launch_or_record_gives_the_measurement_up(void **state)
     assert_int_equal(atomic_load(&cm->npending), 0);
     /* No wait for a measurement that will never come. */
     uint64_t t0 = t_now();
-    tf_cost_price(cm, &th, &l, key, PRIOR, 0);
+    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL);
     assert_int_equal(t_now(), t0);
     D.fail_record = true;
     tf_cost_sample_begin(cm, &th, &l, 1, 0);
@@ -339,7 +377,7 @@ static void destroyed_context_events_are_dropped_never_used(void **state)
     struct tf_cost_thread th = {0};
     uint64_t key = tf_cost_key(0x8000, 1, 0, false);
     struct tf_cost_launch l;
-    tf_cost_price(cm, &th, &l, key, PRIOR, 0);
+    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL);
     tf_cost_sample_begin(cm, &th, &l, 1, 0);
     dev_launch(1, 1 * MS);
     tf_cost_sample_end(cm, &th, &l, 1, 0, true);
@@ -357,7 +395,7 @@ static void destroyed_context_events_are_dropped_never_used(void **state)
     /* A new context (at the same address, even) gets new events. */
     dev_advance(10 * MS);
     int creates = D.creates;
-    tf_cost_price(cm, &th, &l, key, PRIOR, 0);
+    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL);
     assert_true(l.sample);
     tf_cost_sample_begin(cm, &th, &l, 1, 0);
     assert_true(l.slot >= 0);
@@ -440,6 +478,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(second_cold_launch_waits_for_the_first_measurement, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(cold_kernel_is_charged_at_the_engines_scale_while_it_runs,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(cold_wait_is_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(estimate_follows_the_low_measurements, setup, teardown),
         cmocka_unit_test_setup_teardown(warm_key_takes_the_fast_path_and_is_measured_now_and_then,

@@ -269,8 +269,8 @@ static int64_t price(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf
         return (int64_t)prior;
     uint64_t key = tf_cost_key(l->func, l->threads, (unsigned)e, false);
     uint32_t scale = atomic_load_explicit(&d->cost_scale, memory_order_relaxed);
-    int64_t cost = tf_cost_price(c->cm, th, &l->cl, key, prior, scale);
-    if (l->cl.correction) /* a kernel measured at last: settle its launches charged before */
+    int64_t cost = tf_cost_price(c->cm, th, &l->cl, key, prior, scale, &d->bucket);
+    if (l->cl.correction) /* a kernel measured at last: refund its launches over-charged */
         tf_bucket_adjust(&d->bucket, -l->cl.correction);
     return cost;
 }
@@ -280,6 +280,7 @@ bool tf_wcompute_try(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf
     l->cost = 0;
     l->cl.sample = false;
     l->cl.slot = -1;
+    l->cl.borrow = 0;
     if (!c->r || atomic_load_explicit(&c->lifted, memory_order_relaxed))
         return true;
     assert(l->dev >= 0 && l->dev < c->ndev);
@@ -290,7 +291,9 @@ bool tf_wcompute_try(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf
     if (!(atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT))
         return true;
     l->cost = price(c, th, l, d, e);
-    return tf_bucket_try_take(&d->bucket, l->cost);
+    if (l->cl.sample) /* as the limiter does (hook_launch.c) */
+        tf_bucket_refill(&d->bucket, mono_ns());
+    return tf_bucket_try_borrow(&d->bucket, l->cost, l->cl.borrow);
 }
 
 uint64_t tf_wcompute_wait(struct tf_wcompute *c, struct tf_wlaunch *l)
