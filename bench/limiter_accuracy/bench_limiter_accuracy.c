@@ -89,6 +89,8 @@ struct wl {
     double throttled; /* share of the run its launches spent waiting for tokens (soft) */
 };
 
+static const struct tf_shm_perms bench_perms = {.lmode = 0644, .umode = 0600, .uid = -1, .gid = -1};
+
 static struct tf_nvml *nv, *meas;
 static uint8_t uuid[16];
 static char prefix[128];
@@ -175,11 +177,11 @@ static int make_region(struct wl *w, const char *name, struct tf_engine *e)
     c.dev[0].flags = TF_SHM_DEV_PRESENT | (w->bp ? TF_SHM_DEV_COMPUTE_LIMIT : 0);
     c.dev[0].compute_limit_bp = w->bp;
     char err[256];
-    if (tf_shm_create(w->path, &c, 0600, &w->map, err, sizeof(err)) != 0) {
+    if (tf_shm_create(w->path, &c, &bench_perms, &w->map, err, sizeof(err)) != 0) {
         fprintf(stderr, "bench_limiter_accuracy: %s\n", err);
         return 1;
     }
-    tf_engine_add(e, w->map.r, c.name);
+    tf_engine_add(e, &w->map.r, c.name);
     return 0;
 }
 
@@ -290,7 +292,7 @@ static int run(const char *name, struct wl *w, int n, int secs)
             child_finish(&w[i].worker, 30);
         }
         if (w[i].mode == SOFT || w[i].mode == HARD_REGION) {
-            uint64_t waited = atomic_load(&w[i].map.r->dev[0].throttle_ns);
+            uint64_t waited = atomic_load(&w[i].map.r.use->dev[0].throttle_ns);
             w[i].throttled = (double)waited * 100.0 / ((secs + 1) * 1e9);
             tf_shm_unmap(&w[i].map);
             unlink(w[i].path);

@@ -141,7 +141,7 @@ static int add(struct tf_hv_k8s_pods *p, const struct tf_hv_k8s_pod *plan, char 
         p->cap = cap;
     }
     bool reopened = false, changed = false;
-    int rc = tf_hv_soft_attach(p->hv->soft, plan->key, path, &plan->cfg,
+    int rc = tf_hv_soft_attach(p->hv->soft, plan->key, path, &plan->cfg, &plan->perms,
                                uid_matches(dir, plan->uid), &reopened, err, errlen);
     if (rc)
         return rc;
@@ -210,7 +210,7 @@ static void collect_orphans(struct tf_hv_k8s_pods *p)
                 snprintf(key, sizeof(key), "%s/%s", a->d_name, b->d_name) >= (int)sizeof(key) ||
                 find(p, key))
                 continue;
-            snprintf(f1, sizeof(f1), "%s/%s/shm", nsdir, b->d_name);
+            snprintf(f1, sizeof(f1), "%s/%s/" TF_SHM_LIMITS_FILE, nsdir, b->d_name);
             snprintf(f2, sizeof(f2), "%s/%s/" UID_FILE, nsdir, b->d_name);
             if (stat(f1, &st) != 0 && stat(f2, &st) != 0)
                 continue; /* not a region directory */

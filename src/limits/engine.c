@@ -31,12 +31,14 @@ struct wl_dev {
     int64_t adjusted;           /* what this engine's true-ups changed its tokens by since */
     int64_t charged;            /* tokens launches consumed since the last measured window */
     bool blind_logged;
+    struct tf_shm_audit audit; /* the usage part's audit (ceiling carried between steps) */
+    uint64_t forged_logged_ns; /* last time a forged usage part was logged */
     struct tf_engine_dev_stats st;
 };
 
 struct workload {
     bool used;
-    struct tf_shm_region *r;
+    struct tf_shm_region r;
     char name[TF_SHM_NAME_MAX];
     struct tf_shm_config cfg; /* last good snapshot */
     bool have_cfg;
@@ -81,7 +83,7 @@ void tf_engine_destroy(struct tf_engine *e)
     free(e);
 }
 
-int tf_engine_add(struct tf_engine *e, struct tf_shm_region *r, const char *name)
+int tf_engine_add(struct tf_engine *e, const struct tf_shm_region *r, const char *name)
 {
     for (int i = 0; i < TF_ENGINE_MAX_WORKLOADS; i++) {
         struct workload *w = &e->wl[i];
@@ -89,19 +91,21 @@ int tf_engine_add(struct tf_engine *e, struct tf_shm_region *r, const char *name
             continue;
         memset(w, 0, sizeof(*w));
         w->used = true;
-        w->r = r;
+        w->r = *r;
         snprintf(w->name, sizeof(w->name), "%s", name ? name : "workload");
+        struct tf_shm_usage *u = r->use;
         for (int d = 0; d < TF_SHM_MAX_DEVICES; d++) {
             tf_limit_ctl_init(&w->dev[d].ctl, &e->ctl);
             w->dev[d].throttles =
-                atomic_load_explicit(&r->dev[d].throttle_count, memory_order_relaxed);
-            tf_bucket_mark(&r->dev[d].bucket, &w->dev[d].mark);
+                atomic_load_explicit(&u->dev[d].throttle_count, memory_order_relaxed);
+            tf_bucket_mark(&u->dev[d].bucket, &w->dev[d].mark);
+            w->dev[d].audit.ceiling = INT64_MAX; /* what was granted before is not known */
         }
         for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
-            w->slot_owner[s] = atomic_load_explicit(&r->pid[s].owner, memory_order_relaxed);
+            w->slot_owner[s] = atomic_load_explicit(&u->pid[s].owner, memory_order_relaxed);
             for (int d = 0; d < TF_SHM_MAX_DEVICES; d++)
                 w->slot_launches[s][d] =
-                    atomic_load_explicit(&r->pid[s].launches[d], memory_order_relaxed);
+                    atomic_load_explicit(&u->pid[s].launches[d], memory_order_relaxed);
         }
         return i;
     }
@@ -179,9 +183,42 @@ static const struct tf_usage_proc *usage_of(const struct tf_usage_dev *u, uint32
     return NULL;
 }
 
+/* Audits device D of W's usage part (after this step's consumption was measured, so a
+ * repair counts as the engine's own adjustment in the next). */
+static void audit(struct workload *w, unsigned d, uint64_t now)
+{
+    struct wl_dev *wd = &w->dev[d];
+    unsigned found = tf_shm_audit(&w->r, d, &wd->audit);
+    wd->adjusted -= wd->audit.taken;
+    wd->st.forged = found;
+    if (found && now - wd->forged_logged_ns >= 10 * TF_BUCKET_NS_PER_S) {
+        tf_log(TF_LOG_WARN, SUBSYS,
+               "%s: device %u: its usage part was forged (%s%s%s) and is repaired; the limits "
+               "part stays the engine's (tampered=%llu)",
+               w->name, d, (found & TF_SHM_FORGED_TOKENS) ? "tokens above what was granted" : "",
+               found == (TF_SHM_FORGED_TOKENS | TF_SHM_FORGED_VRAM) ? ", " : "",
+               (found & TF_SHM_FORGED_VRAM) ? "VRAM reservation below its processes'" : "",
+               (unsigned long long)atomic_load(&w->r.lim->dev[d].tampered));
+        wd->forged_logged_ns = now;
+    }
+}
+
+/* The next audit's ceiling: what the level may legitimately reach from here (the level the
+ * audit left plus any refund just applied, or a refill up to either capacity). */
+static void audit_ceiling(struct wl_dev *wd, int64_t cap_before, int64_t cap_after, int64_t applied)
+{
+    int64_t c = wd->audit.tokens + (applied > 0 ? applied : 0);
+    if (c < cap_before)
+        c = cap_before;
+    if (c < cap_after)
+        c = cap_after;
+    wd->audit.ceiling = c;
+}
+
 static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
 {
-    struct tf_shm_region *r = w->r;
+    struct tf_shm_region *r = &w->r;
+    struct tf_shm_usage *use = r->use;
     if (!e->o.no_reap) {
         int n = tf_shm_reap(r, e->o.self_owner, now, tf_proc_alive_host, &e->o.pidns);
         if (n > 0)
@@ -199,10 +236,10 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
     /* Launches per device since the last step, summed over the workload's processes. */
     uint64_t launches[TF_SHM_MAX_DEVICES] = {0};
     for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
-        uint64_t owner = atomic_load_explicit(&r->pid[s].owner, memory_order_acquire);
+        uint64_t owner = atomic_load_explicit(&use->pid[s].owner, memory_order_acquire);
         bool same = owner == w->slot_owner[s];
         for (unsigned d = 0; d < c->ndev; d++) {
-            uint64_t cur = atomic_load_explicit(&r->pid[s].launches[d], memory_order_relaxed);
+            uint64_t cur = atomic_load_explicit(&use->pid[s].launches[d], memory_order_relaxed);
             uint64_t base = same ? w->slot_launches[s][d] : 0;
             if (owner && !(owner & TF_SHM_OWNER_RECLAIM) && cur >= base)
                 launches[d] += cur - base;
@@ -212,7 +249,8 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
     }
 
     for (unsigned d = 0; d < c->ndev; d++) {
-        struct tf_shm_device *dev = &r->dev[d];
+        struct tf_shm_ldev *dev = &r->lim->dev[d];
+        struct tf_shm_udev *ud = &use->dev[d];
         struct wl_dev *wd = &w->dev[d];
         const struct sampled *smp = sample_dev(e, c->dev[d].uuid, d, now);
         const struct tf_usage_dev *u = smp && smp->rc == 0 ? &smp->u : NULL;
@@ -221,7 +259,7 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
         uint64_t busy = 0, mem = 0;
         bool sampled = false;
         for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
-            struct tf_shm_pid *slot = &r->pid[s];
+            struct tf_shm_pid *slot = &use->pid[s];
             uint64_t owner = atomic_load_explicit(&slot->owner, memory_order_acquire);
             if (!owner || (owner & TF_SHM_OWNER_RECLAIM))
                 continue;
@@ -237,19 +275,22 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
                 sampled |= p->sampled;
             }
         }
-        uint64_t thr = atomic_load_explicit(&dev->throttle_count, memory_order_relaxed);
+        uint64_t thr = atomic_load_explicit(&ud->throttle_count, memory_order_relaxed);
         bool throttled = thr != wd->throttles;
         wd->throttles = thr;
         /* Launches of unmeasured windows count in the next measured one, where their GPU
          * time shows up (the true-up must see both); so do the tokens they consumed. */
         wd->pending += launches[d];
-        wd->charged += tf_bucket_consumed(&dev->bucket, &wd->mark, wd->adjusted);
+        wd->charged += tf_bucket_consumed(&ud->bucket, &wd->mark, wd->adjusted);
         wd->adjusted = 0;
 
         memset(&wd->st, 0, sizeof(wd->st));
+        int64_t cap_before = atomic_load_explicit(&dev->bucket.capacity, memory_order_relaxed);
+        audit(w, d, now);
         if (!u || !u->have_busy || u->window_ns == 0) {
             if (u && u->have_mem)
                 atomic_store_explicit(&dev->vram_observed, mem, memory_order_relaxed);
+            audit_ceiling(wd, cap_before, cap_before, 0);
             continue; /* no measurement this step: feed-forward stays in force */
         }
         atomic_fetch_add_explicit(&dev->busy_ns, busy, memory_order_relaxed);
@@ -276,6 +317,7 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
             if (wd->ctl_on)
                 tf_limit_ctl_init(&wd->ctl, &e->ctl); /* a later limit starts afresh */
             wd->ctl_on = false;
+            audit_ceiling(wd, cap_before, cap_before, 0);
             continue;
         }
         wd->ctl_on = true;
@@ -288,13 +330,17 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
             .sampled = sampled,
             .scale = atomic_load_explicit(&dev->cost_scale, memory_order_relaxed),
             .throttled = throttled,
-            .tokens = atomic_load_explicit(&dev->bucket.tokens, memory_order_relaxed),
+            .tokens = atomic_load_explicit(&ud->bucket.tokens, memory_order_relaxed),
         };
         struct tf_limit_out out;
         tf_limit_ctl_step(&wd->ctl, &in, &out);
         tf_bucket_set(&dev->bucket, out.rate, out.capacity);
+        int64_t applied = 0;
         if (out.debit)
-            wd->adjusted += tf_bucket_apply(&dev->bucket, -out.debit, out.refund_ceiling);
+            applied = tf_bucket_apply(&ud->bucket, &dev->bucket, -out.debit, out.refund_ceiling);
+        wd->adjusted += applied;
+        audit_ceiling(wd, cap_before,
+                      atomic_load_explicit(&dev->bucket.capacity, memory_order_relaxed), applied);
         atomic_store_explicit(&dev->launch_cost, out.launch_cost, memory_order_relaxed);
         atomic_store_explicit(&dev->cost_scale, out.cost_scale, memory_order_relaxed);
         atomic_store_explicit(&dev->rate_bp, out.rate_bp, memory_order_relaxed);

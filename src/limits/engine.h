@@ -12,11 +12,14 @@
  *   - runs the per-(workload, device) controller (src/limits/controller.h): bucket rate and
  *     capacity, the prior cost of an unmeasured launch, the calibration of the launchers'
  *     measurements, and the true-up debit of the tokens;
- *   - publishes share, utilisation, observed VRAM and the heartbeat.
+ *   - audits the usage part (the app side writes it: tokens above what the engine granted,
+ *     a device's VRAM reservation below its processes') and repairs what it finds;
+ *   - publishes share, utilisation, observed VRAM and the heartbeat (in the limits part).
  * Limits themselves are read from the region each step, so whoever rewrites them (tfctl
  * limits set, the autoscaler through the hypervisor) changes them live.
  *
- * Ownership: regions are owned by the caller and must outlive their registration. The
+ * Ownership: regions (the memory a struct tf_shm_region points to) are owned by the caller
+ * and must outlive their registration. The
  * engine owns nothing else but itself. Not thread-safe: one thread drives an engine (the
  * hypervisor's loop, tfctl limits serve, or a tf_engine_thread: the limiter's standalone
  * controller, tf-worker's hard compute limit).
@@ -26,7 +29,7 @@
 
 #include "limits/controller.h"
 #include "limits/usage.h"
-#include "tf/shm.h"
+#include "limits/shm.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -48,9 +51,9 @@ struct tf_engine;
 struct tf_engine *tf_engine_new(const struct tf_engine_opts *o);
 void tf_engine_destroy(struct tf_engine *e);
 
-/* Registers a workload region; NAME (copied) is for log lines. Returns its id >= 0, or
- * TF_ENOSPC. */
-int tf_engine_add(struct tf_engine *e, struct tf_shm_region *r, const char *name);
+/* Registers a workload region (R is copied; the parts it points to are not); NAME (copied)
+ * is for log lines. Returns its id >= 0, or TF_ENOSPC. */
+int tf_engine_add(struct tf_engine *e, const struct tf_shm_region *r, const char *name);
 void tf_engine_remove(struct tf_engine *e, int id);
 
 /* One step at NOW_NS (CLOCK_MONOTONIC). */
@@ -68,7 +71,8 @@ struct tf_engine_dev_stats {
     uint64_t launch_cost;
     uint32_t cost_scale; /* calibration published for the launchers (65536 = 1.0) */
     bool throttled;
-    bool blind; /* launches but no GPU time attributed for a while */
+    bool blind;      /* launches but no GPU time attributed for a while */
+    unsigned forged; /* TF_SHM_FORGED_* the audit found (and repaired) in this step */
 };
 int tf_engine_stats(const struct tf_engine *e, int id, unsigned dev,
                     struct tf_engine_dev_stats *out);

@@ -266,22 +266,29 @@ static const char *env_field_of(json_object *c, const char *name)
 }
 
 /* C mounts only its pod's own directory of the host shm tree (where the node agent writes the
- * pod's limit region), read-write, and nothing else of that tree. */
+ * pod's limit region), read-only -- the region's limits part must not be writable from the pod,
+ * root included -- but for its rw/ subdirectory (the usage part), and nothing else of that
+ * tree. */
 static void assert_own_shm_dir_only(json_object *c)
 {
-    json_object *shm_mount = NULL;
+    json_object *shm_mount[2] = {NULL, NULL};
+    int n = 0;
     json_object *mounts = tf_json_path(c, "volumeMounts", NULL);
     for (size_t i = 0; mounts && i < json_object_array_length(mounts); i++)
         if (strcmp(tf_json_str(json_object_array_get_idx(mounts, i), "name", NULL), "tf-shm") ==
             0) {
-            assert_null(shm_mount);
-            shm_mount = json_object_array_get_idx(mounts, i);
+            assert_true(n < 2);
+            shm_mount[n++] = json_object_array_get_idx(mounts, i);
         }
-    assert_non_null(shm_mount);
-    assert_string_equal(tf_json_str(shm_mount, "mountPath", NULL), "/run/tensor-fusion/pod");
-    assert_string_equal(tf_json_str(shm_mount, "subPathExpr", NULL),
+    assert_int_equal(n, 2);
+    assert_string_equal(tf_json_str(shm_mount[0], "mountPath", NULL), "/run/tensor-fusion/pod");
+    assert_string_equal(tf_json_str(shm_mount[0], "subPathExpr", NULL),
                         "$(POD_NAMESPACE)/$(POD_NAME)");
-    assert_null(tf_json_path(shm_mount, "readOnly", NULL));
+    assert_true(json_object_get_boolean(tf_json_path(shm_mount[0], "readOnly", NULL)));
+    assert_string_equal(tf_json_str(shm_mount[1], "mountPath", NULL), "/run/tensor-fusion/pod/rw");
+    assert_string_equal(tf_json_str(shm_mount[1], "subPathExpr", NULL),
+                        "$(POD_NAMESPACE)/$(POD_NAME)/rw");
+    assert_null(tf_json_path(shm_mount[1], "readOnly", NULL));
     assert_string_equal(env_of(c, "POD_NAMESPACE"), "<valueFrom>");
 }
 

@@ -152,14 +152,14 @@ static void open_region(const char *pod, struct tf_shm_map *m)
     char p[600], err[256];
     assert_true(hvt_wait(region_exists, &T, (void *)pod, WAIT_MS));
     region_path(pod, p, sizeof(p));
-    if (tf_shm_open(p, m, err, sizeof(err)))
+    if (tf_shm_open(p, TF_SHM_ENGINE, m, err, sizeof(err)))
         fail_msg("open %s: %s", p, err);
 }
 
 static struct tf_shm_config region_config(struct tf_shm_map *m)
 {
     struct tf_shm_config c;
-    assert_int_equal(tf_shm_read_config(m->r, &c), 0);
+    assert_int_equal(tf_shm_read_config(&m->r, &c), 0);
     return c;
 }
 
@@ -173,7 +173,7 @@ static bool vram_limit_is(struct hvt *t, void *arg)
 {
     struct vram_want *w = arg;
     struct tf_shm_config c;
-    return tf_shm_read_config(w->m->r, &c) == 0 && c.dev[w->dev].vram_limit == w->limit;
+    return tf_shm_read_config(&w->m->r, &c) == 0 && c.dev[w->dev].vram_limit == w->limit;
 }
 
 static bool heartbeat_by(struct hvt *t, void *arg)
@@ -182,8 +182,8 @@ static bool heartbeat_by(struct hvt *t, void *arg)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    return atomic_load(&m->r->hdr.writer_pid) == (uint32_t)t->pid &&
-           atomic_load(&m->r->hdr.heartbeat_ns) != 0 && !tf_shm_heartbeat_stale(m->r, now);
+    return atomic_load(&m->r.lim->hdr.writer_pid) == (uint32_t)t->pid &&
+           atomic_load(&m->r.lim->hdr.heartbeat_ns) != 0 && !tf_shm_heartbeat_stale(&m->r, now);
 }
 
 static char *read_text(const char *path)
@@ -402,7 +402,7 @@ static void a_bound_soft_pod_gets_a_region_with_its_limits_until_it_goes(void **
     assert_true(region_gone(&T, "elsewhere"));
 
     /* Limits change live in the same region. */
-    uint64_t instance = m.r->hdr.instance;
+    uint64_t instance = m.r.lim->hdr.instance;
     api_patch(&tf_k8s_pods, "ml", "train", NULL,
               "{\"metadata\":{\"annotations\":{\"tensor-fusion.ai/vram-limit\":\"4Gi\","
               "\"tensor-fusion.ai/vram-request\":\"4Gi\"}}}");
@@ -411,8 +411,8 @@ static void a_bound_soft_pod_gets_a_region_with_its_limits_until_it_goes(void **
     char p[600];
     struct tf_shm_map again = {0};
     region_path("train", p, sizeof(p));
-    assert_int_equal(tf_shm_open(p, &again, err, sizeof(err)), 0);
-    assert_true(again.r->hdr.instance == instance);
+    assert_int_equal(tf_shm_open(p, TF_SHM_ENGINE, &again, err, sizeof(err)), 0);
+    assert_true(again.r.lim->hdr.instance == instance);
     tf_shm_unmap(&again);
 
     /* Usage rows carry the pod's names. */
@@ -445,10 +445,10 @@ static void a_restarted_hypervisor_adopts_live_regions_and_drops_the_others(void
     assert_true(hvt_wait(region_exists, &T, "gone", WAIT_MS));
     /* This process plays a running app of "keep" holding 1 GiB. */
     uint64_t owner = tf_proc_self_owner();
-    int slot = tf_shm_pid_claim(keep.r, owner, tf_proc_pidns(0));
+    int slot = tf_shm_pid_claim(&keep.r, owner, tf_proc_pidns(0));
     assert_true(slot >= 0);
-    assert_int_equal(tf_shm_vram_reserve(keep.r, 0, slot, GiB), 0);
-    uint64_t instance = keep.r->hdr.instance;
+    assert_int_equal(tf_shm_vram_reserve(&keep.r, 0, slot, GiB), 0);
+    uint64_t instance = keep.r.lim->hdr.instance;
 
     hvt_kill(&T, SIGKILL);
     /* Meanwhile: one pod deleted, one recreated under the same name, one resized, and the
@@ -473,12 +473,12 @@ static void a_restarted_hypervisor_adopts_live_regions_and_drops_the_others(void
     assert_true(hvt_wait(heartbeat_by, &T, &keep, WAIT_MS));
     struct vram_want six = {&keep, 0, 6 * GiB};
     assert_true(hvt_wait(vram_limit_is, &T, &six, WAIT_MS));
-    assert_true(keep.r->hdr.instance == instance);
-    assert_int_equal(atomic_load(&keep.r->dev[0].vram_used), (int64_t)GiB);
+    assert_true(keep.r.lim->hdr.instance == instance);
+    assert_int_equal(atomic_load(&keep.r.use->dev[0].vram_used), (int64_t)GiB);
     char p[600], err[256];
     region_path("keep", p, sizeof(p));
-    assert_int_equal(tf_shm_open(p, &fresh, err, sizeof(err)), 0);
-    assert_true(fresh.r->hdr.instance == instance); /* still the file at the path */
+    assert_int_equal(tf_shm_open(p, TF_SHM_ENGINE, &fresh, err, sizeof(err)), 0);
+    assert_true(fresh.r.lim->hdr.instance == instance); /* still the file at the path */
     tf_shm_unmap(&fresh);
     /* "gone" and the ghost: removed. "again": a new region for the new pod. */
     assert_true(hvt_wait(region_gone, &T, "gone", WAIT_MS));
@@ -494,11 +494,11 @@ static void a_restarted_hypervisor_adopts_live_regions_and_drops_the_others(void
     }
     assert_true(replaced);
     open_region("again", &fresh);
-    assert_true(fresh.r->hdr.instance != old.r->hdr.instance);
+    assert_true(fresh.r.lim->hdr.instance != old.r.lim->hdr.instance);
     assert_int_equal(region_config(&fresh).dev[0].vram_limit, 3 * GiB);
-    assert_int_equal(atomic_load(&fresh.r->dev[0].vram_used), 0);
+    assert_int_equal(atomic_load(&fresh.r.use->dev[0].vram_used), 0);
     free(uid);
-    tf_shm_pid_release(keep.r, slot, owner);
+    tf_shm_pid_release(&keep.r, slot, owner);
     tf_shm_unmap(&keep);
     tf_shm_unmap(&old);
     tf_shm_unmap(&fresh);
@@ -597,7 +597,7 @@ static int burn(const char *region, const char *mib, const char *name, char **ou
 static bool vram_released(struct hvt *t, void *arg)
 {
     struct tf_shm_map *m = arg;
-    return atomic_load(&m->r->dev[0].vram_used) == 0;
+    return atomic_load(&m->r.use->dev[0].vram_used) == 0;
 }
 
 /* Waits for the simulated device's GPU object and returns its UUID, checking what the

@@ -33,7 +33,7 @@ int plant_add(struct plant *p, uint32_t limit_bp, uint64_t kernel_ns, int depth,
     tf_limit_ctl_init(&t->ctl, NULL);
     t->launch_cost = TF_LIMIT_COST_DEFAULT_NS;
     uint64_t rate = (uint64_t)limit_bp * 100000u;
-    tf_bucket_init(&t->bucket, rate, (int64_t)(rate / 50), p->now);
+    tf_bucket_init(&t->bucket, &t->bucket_limit, rate, (int64_t)(rate / 50), p->now);
     t->next_try = p->now;
     return i;
 }
@@ -56,7 +56,7 @@ static void tenant_try(struct plant *p, int i)
             double sc = t->cost_scale ? t->cost_scale / 65536.0 : 1.0;
             price = (int64_t)((double)dur * t->measured_bias * sc);
         }
-        uint64_t w = tf_bucket_take(&t->bucket, price, p->now);
+        uint64_t w = tf_bucket_take(&t->bucket, &t->bucket_limit, price, p->now);
         if (w) {
             if (w < MIN_SLEEP_NS)
                 w = MIN_SLEEP_NS;
@@ -100,9 +100,9 @@ static void engine_tick(struct plant *p)
         };
         struct tf_limit_out out;
         tf_limit_ctl_step(&t->ctl, &in, &out);
-        tf_bucket_set(&t->bucket, out.rate, out.capacity);
+        tf_bucket_set(&t->bucket_limit, out.rate, out.capacity);
         if (p->true_up)
-            tf_bucket_apply(&t->bucket, -out.debit, out.refund_ceiling);
+            tf_bucket_apply(&t->bucket, &t->bucket_limit, -out.debit, out.refund_ceiling);
         t->launch_cost = out.launch_cost;
         t->cost_scale = out.cost_scale;
         t->win_charged = 0;

@@ -35,6 +35,7 @@ struct plant_tenant {
     double measured_bias;
     /* state */
     struct tf_bucket bucket;
+    struct tf_bucket_limit bucket_limit;
     struct tf_limit_ctl ctl;
     uint64_t launch_cost;
     uint32_t cost_scale;

@@ -29,37 +29,40 @@ static int64_t tokens(struct tf_bucket *b)
 static void full_bucket_grants_a_burst_then_stops(void **state)
 {
     struct tf_bucket b;
-    tf_bucket_init(&b, 1000 * 1000, 10000, 1 * S); /* 1e6 tokens/s, burst 10000 */
+    struct tf_bucket_limit bl;
+    tf_bucket_init(&b, &bl, 1000 * 1000, 10000, 1 * S); /* 1e6 tokens/s, burst 10000 */
     int granted = 0;
-    while (tf_bucket_try_take(&b, 100))
+    while (tf_bucket_try_take(&b, &bl, 100))
         granted++;
     assert_int_equal(granted, 100);
     assert_int_equal(tokens(&b), 0);
-    assert_false(tf_bucket_try_take(&b, 1));
+    assert_false(tf_bucket_try_take(&b, &bl, 1));
 }
 
 static void empty_bucket_refills_at_its_rate(void **state)
 {
     struct tf_bucket b;
-    tf_bucket_init(&b, 1000 * 1000, 10000, 1 * S);
-    assert_true(tf_bucket_try_take(&b, 10000));
+    struct tf_bucket_limit bl;
+    tf_bucket_init(&b, &bl, 1000 * 1000, 10000, 1 * S);
+    assert_true(tf_bucket_try_take(&b, &bl, 10000));
     /* 5 ms at 1e6/s = 5000 tokens. */
-    assert_int_equal(tf_bucket_refill(&b, 1 * S + 5 * MS), 5000);
+    assert_int_equal(tf_bucket_refill(&b, &bl, 1 * S + 5 * MS), 5000);
     assert_int_equal(tokens(&b), 5000);
     /* The same instant again adds nothing: the interval was claimed. */
-    assert_int_equal(tf_bucket_refill(&b, 1 * S + 5 * MS), 0);
+    assert_int_equal(tf_bucket_refill(&b, &bl, 1 * S + 5 * MS), 0);
     /* Time going backwards adds nothing either. */
-    assert_int_equal(tf_bucket_refill(&b, 1 * S), 0);
+    assert_int_equal(tf_bucket_refill(&b, &bl, 1 * S), 0);
 }
 
 static void long_idle_refills_only_to_capacity(void **state)
 {
     struct tf_bucket b;
-    tf_bucket_init(&b, 1000 * 1000, 10000, 1 * S);
-    assert_true(tf_bucket_try_take(&b, 10000));
-    tf_bucket_refill(&b, 1 * S + 3600 * S);
+    struct tf_bucket_limit bl;
+    tf_bucket_init(&b, &bl, 1000 * 1000, 10000, 1 * S);
+    assert_true(tf_bucket_try_take(&b, &bl, 10000));
+    tf_bucket_refill(&b, &bl, 1 * S + 3600 * S);
     assert_int_equal(tokens(&b), 10000);
-    tf_bucket_refill(&b, 1 * S + 3600 * S + 5 * MS);
+    tf_bucket_refill(&b, &bl, 1 * S + 3600 * S + 5 * MS);
     assert_int_equal(tokens(&b), 10000);
 }
 
@@ -68,10 +71,11 @@ static void slow_rate_keeps_fractions_of_a_token(void **state)
     /* 3 tokens per second, refilled every 10 ms for 10 s: 30 tokens, none lost to
      * rounding (each 10 ms step accrues only 0.03 tokens). */
     struct tf_bucket b;
-    tf_bucket_init(&b, 3, 1000, 1);
+    struct tf_bucket_limit bl;
+    tf_bucket_init(&b, &bl, 3, 1000, 1);
     atomic_store(&b.tokens, 0);
     for (uint64_t t = 1; t <= 10 * S + 1; t += 10 * MS)
-        tf_bucket_refill(&b, t);
+        tf_bucket_refill(&b, &bl, t);
     assert_in_range(tokens(&b), 29, 30);
 }
 
@@ -82,68 +86,74 @@ static void kernel_longer_than_the_bucket_is_paid_in_full(void **state)
     uint64_t rate = 300 * MS; /* device-ns per second */
     int64_t cap = 6 * (int64_t)MS;
     struct tf_bucket b;
-    tf_bucket_init(&b, rate, cap, 1 * S);
-    assert_int_equal(tf_bucket_take(&b, 100 * (int64_t)MS, 1 * S), 0);
+    struct tf_bucket_limit bl;
+    tf_bucket_init(&b, &bl, rate, cap, 1 * S);
+    assert_int_equal(tf_bucket_take(&b, &bl, 100 * (int64_t)MS, 1 * S), 0);
     assert_int_equal(tokens(&b), cap - 100 * (int64_t)MS);
-    uint64_t w = tf_bucket_take(&b, 100 * (int64_t)MS, 1 * S + 1 * MS);
+    uint64_t w = tf_bucket_take(&b, &bl, 100 * (int64_t)MS, 1 * S + 1 * MS);
     assert_true(w > 0);
     /* Deficit = cap - tokens = 100 ms; at 0.3/s that is 333 ms (minus the 1 ms credited). */
     assert_in_range(w, 330 * MS, 334 * MS);
-    assert_int_not_equal(tf_bucket_take(&b, 100 * (int64_t)MS, 1 * S + 300 * MS), 0);
-    assert_int_equal(tf_bucket_take(&b, 100 * (int64_t)MS, 1 * S + 334 * MS), 0);
+    assert_int_not_equal(tf_bucket_take(&b, &bl, 100 * (int64_t)MS, 1 * S + 300 * MS), 0);
+    assert_int_equal(tf_bucket_take(&b, &bl, 100 * (int64_t)MS, 1 * S + 334 * MS), 0);
 }
 
 static void zero_rate_blocks_and_never_credits_the_past(void **state)
 {
     struct tf_bucket b;
-    tf_bucket_init(&b, 0, 100, 1 * S);
-    assert_true(tf_bucket_try_take(&b, 100));
-    assert_int_equal(tf_bucket_take(&b, 10, 2 * S), UINT64_MAX);
+    struct tf_bucket_limit bl;
+    tf_bucket_init(&b, &bl, 0, 100, 1 * S);
+    assert_true(tf_bucket_try_take(&b, &bl, 100));
+    assert_int_equal(tf_bucket_take(&b, &bl, 10, 2 * S), UINT64_MAX);
     /* The rate comes back: only time after the change accrues. */
-    tf_bucket_set(&b, 1000, 100);
-    tf_bucket_refill(&b, 2 * S + 50 * MS);
+    tf_bucket_set(&bl, 1000, 100);
+    tf_bucket_refill(&b, &bl, 2 * S + 50 * MS);
     assert_int_equal(tokens(&b), 50);
 }
 
 static void lowered_capacity_drops_the_excess(void **state)
 {
     struct tf_bucket b;
-    tf_bucket_init(&b, 1000 * 1000, 10000, 1 * S);
-    tf_bucket_set(&b, 1000 * 1000, 1000);
-    tf_bucket_refill(&b, 1 * S + 1 * MS);
+    struct tf_bucket_limit bl;
+    tf_bucket_init(&b, &bl, 1000 * 1000, 10000, 1 * S);
+    tf_bucket_set(&bl, 1000 * 1000, 1000);
+    tf_bucket_refill(&b, &bl, 1 * S + 1 * MS);
     assert_int_equal(tokens(&b), 1000);
     /* A take may never need more than a full bucket. */
-    assert_true(tf_bucket_try_take(&b, 5000));
+    assert_true(tf_bucket_try_take(&b, &bl, 5000));
     assert_int_equal(tokens(&b), -4000);
 }
 
 static void engine_debit_and_refund_are_bounded(void **state)
 {
     struct tf_bucket b;
-    tf_bucket_init(&b, 1000, 500, 1 * S);
-    assert_int_equal(tf_bucket_adjust(&b, -2000), -1500);
-    assert_int_equal(tf_bucket_adjust(&b, 1000), -500);
+    struct tf_bucket_limit bl;
+    tf_bucket_init(&b, &bl, 1000, 500, 1 * S);
+    assert_int_equal(tf_bucket_adjust(&b, &bl, -2000), -1500);
+    assert_int_equal(tf_bucket_adjust(&b, &bl, 1000), -500);
     /* A refund never fills past capacity. */
-    assert_int_equal(tf_bucket_adjust(&b, 1000000), 500);
+    assert_int_equal(tf_bucket_adjust(&b, &bl, 1000000), 500);
     /* Absurd debits saturate instead of wrapping. */
-    assert_true(tf_bucket_adjust(&b, INT64_MIN) < -(INT64_C(1) << 61));
-    assert_true(tf_bucket_adjust(&b, INT64_MIN) >= -(INT64_C(1) << 62));
-    assert_false(tf_bucket_try_take(&b, 1));
+    assert_true(tf_bucket_adjust(&b, &bl, INT64_MIN) < -(INT64_C(1) << 61));
+    assert_true(tf_bucket_adjust(&b, &bl, INT64_MIN) >= -(INT64_C(1) << 62));
+    assert_false(tf_bucket_try_take(&b, &bl, 1));
 }
 
 static void wait_hint_matches_the_deficit(void **state)
 {
     struct tf_bucket b;
-    tf_bucket_init(&b, 2000, 1000, 1 * S); /* 2000 tokens/s */
-    assert_true(tf_bucket_try_take(&b, 1000));
-    assert_int_equal(tf_bucket_wait_ns(&b, 500), 250 * MS);
-    assert_int_equal(tf_bucket_wait_ns(&b, 0), MS / 2); /* at least one token */
+    struct tf_bucket_limit bl;
+    tf_bucket_init(&b, &bl, 2000, 1000, 1 * S); /* 2000 tokens/s */
+    assert_true(tf_bucket_try_take(&b, &bl, 1000));
+    assert_int_equal(tf_bucket_wait_ns(&b, &bl, 500), 250 * MS);
+    assert_int_equal(tf_bucket_wait_ns(&b, &bl, 0), MS / 2); /* at least one token */
 }
 
 /* --- concurrency: real threads, real clock ------------------------------------------- */
 
 struct hammer {
     struct tf_bucket *b;
+    struct tf_bucket_limit *l;
     uint64_t end_ns;
     _Atomic(int64_t) *granted;
 };
@@ -162,7 +172,7 @@ static void *hammer_main(void *arg)
         uint64_t now = now_ns();
         if (now >= h->end_ns)
             break;
-        if (tf_bucket_take(h->b, 1000, now) == 0)
+        if (tf_bucket_take(h->b, h->l, 1000, now) == 0)
             atomic_fetch_add(h->granted, 1000);
     }
     return NULL;
@@ -171,12 +181,13 @@ static void *hammer_main(void *arg)
 static void concurrent_launchers_never_exceed_rate_plus_burst(void **state)
 {
     struct tf_bucket b;
+    struct tf_bucket_limit bl;
     uint64_t rate = 50 * 1000 * 1000; /* 50e6 tokens/s */
     int64_t cap = 1000 * 1000;
     uint64_t start = now_ns();
-    tf_bucket_init(&b, rate, cap, start);
+    tf_bucket_init(&b, &bl, rate, cap, start);
     _Atomic(int64_t) granted = 0;
-    struct hammer h = {.b = &b, .end_ns = start + 200 * MS, .granted = &granted};
+    struct hammer h = {.b = &b, .l = &bl, .end_ns = start + 200 * MS, .granted = &granted};
     pthread_t th[4];
     for (int i = 0; i < 4; i++)
         assert_int_equal(pthread_create(&th[i], NULL, hammer_main, &h), 0);

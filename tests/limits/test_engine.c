@@ -63,17 +63,23 @@ static struct tf_shm_region *region(uint32_t bp)
         TF_SHM_DEV_PRESENT | TF_SHM_DEV_VRAM_LIMIT | (bp ? TF_SHM_DEV_COMPUTE_LIMIT : 0);
     c.dev[0].compute_limit_bp = bp;
     c.dev[0].vram_limit = 4 * GiB;
-    void *p = mmap(NULL, TF_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    assert_true(p != MAP_FAILED);
-    tf_shm_format(p, &c, 1);
-    return p;
+    struct tf_shm_map *m = malloc(sizeof(*m)); /* (its first member is the region) */
+    assert_non_null(m);
+    assert_int_equal(tf_shm_anon(&c, m), 0);
+    return &m->r;
+}
+
+static void free_region(struct tf_shm_region *r)
+{
+    tf_shm_unmap((struct tf_shm_map *)r);
+    free(r);
 }
 
 /* What a launcher does: counts N launches in SLOT and takes their TOKENS from the bucket. */
 static void launch(struct tf_shm_region *r, int slot, uint64_t n, int64_t tokens)
 {
-    atomic_fetch_add(&r->pid[slot].launches[0], n);
-    tf_bucket_adjust(&r->dev[0].bucket, -tokens);
+    atomic_fetch_add(&r->use->pid[slot].launches[0], n);
+    tf_bucket_adjust(&r->use->dev[0].bucket, &r->lim->dev[0].bucket, -tokens);
 }
 
 static struct tf_engine *engine(struct script *s, uint64_t pidns)
@@ -101,8 +107,8 @@ static void gpu_time_is_attributed_to_the_workload_by_pid(void **state)
     int id = tf_engine_add(e, r, "ns/pod");
     assert_true(id >= 0);
     launch(r, slot, 60, 30 * MS); /* 60 launches of 500 us measured */
-    atomic_fetch_add(&r->dev[0].throttle_count, 1);
-    int64_t before = atomic_load(&r->dev[0].bucket.tokens);
+    atomic_fetch_add(&r->use->dev[0].throttle_count, 1);
+    int64_t before = atomic_load(&r->use->dev[0].bucket.tokens);
     tf_engine_step(e, 1000 * MS);
     struct tf_engine_dev_stats st;
     assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
@@ -112,15 +118,15 @@ static void gpu_time_is_attributed_to_the_workload_by_pid(void **state)
     assert_int_equal(st.charged, (int64_t)(30 * MS));
     assert_int_equal(st.share_bp, 3000);
     assert_true(st.throttled);
-    assert_int_equal(atomic_load(&r->pid[slot].host_pid), (uint32_t)getpid());
-    assert_int_equal(atomic_load(&r->dev[0].vram_observed), GiB);
-    assert_int_equal(atomic_load(&r->dev[0].util_bp), 9000);
-    assert_int_equal(atomic_load(&r->dev[0].share_bp), 3000);
+    assert_int_equal(atomic_load(&r->use->pid[slot].host_pid), (uint32_t)getpid());
+    assert_int_equal(atomic_load(&r->lim->dev[0].vram_observed), GiB);
+    assert_int_equal(atomic_load(&r->lim->dev[0].util_bp), 9000);
+    assert_int_equal(atomic_load(&r->lim->dev[0].share_bp), 3000);
     /* The launches took 30 ms of tokens: exactly the GPU time, no true-up. */
-    assert_int_equal(atomic_load(&r->dev[0].bucket.tokens), before);
+    assert_int_equal(atomic_load(&r->use->dev[0].bucket.tokens), before);
     /* The heartbeat says the engine is alive. */
-    assert_int_equal(atomic_load(&r->hdr.heartbeat_ns), 1000 * MS);
-    assert_int_equal(atomic_load(&r->hdr.heartbeat_period_ms), 100);
+    assert_int_equal(atomic_load(&r->lim->hdr.heartbeat_ns), 1000 * MS);
+    assert_int_equal(atomic_load(&r->lim->hdr.heartbeat_period_ms), 100);
     assert_false(tf_shm_heartbeat_stale(r, 1500 * MS));
     /* Next window: launches were under-priced (10 launches took 5 ms, the GPU says 30 ms):
      * the 25 ms missing are debited, and the engine's own debit is not mistaken for
@@ -130,13 +136,13 @@ static void gpu_time_is_attributed_to_the_workload_by_pid(void **state)
     assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
     assert_int_equal(st.launches, 10);
     assert_int_equal(st.charged, (int64_t)(5 * MS));
-    assert_true(atomic_load(&r->dev[0].bucket.tokens) <= before - (int64_t)(30 * MS));
+    assert_true(atomic_load(&r->use->dev[0].bucket.tokens) <= before - (int64_t)(30 * MS));
     launch(r, slot, 60, 30 * MS);
     tf_engine_step(e, 1200 * MS);
     assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
     assert_int_equal(st.charged, (int64_t)(30 * MS));
     tf_engine_destroy(e);
-    munmap(r, TF_SHM_SIZE);
+    free_region(r);
 }
 
 static void process_in_a_container_pid_namespace_is_found(void **state)
@@ -152,12 +158,12 @@ static void process_in_a_container_pid_namespace_is_found(void **state)
     struct tf_engine *e = engine(&s, 12345);
     int id = tf_engine_add(e, r, "ns/pod");
     tf_engine_step(e, 1000 * MS);
-    assert_int_equal(atomic_load(&r->pid[slot].host_pid), (uint32_t)getpid());
+    assert_int_equal(atomic_load(&r->use->pid[slot].host_pid), (uint32_t)getpid());
     struct tf_engine_dev_stats st;
     tf_engine_stats(e, id, 0, &st);
     assert_int_equal(st.busy_ns, 20 * MS);
     tf_engine_destroy(e);
-    munmap(r, TF_SHM_SIZE);
+    free_region(r);
 }
 
 static void autoscaler_limit_change_reaches_the_bucket_next_step(void **state)
@@ -169,25 +175,25 @@ static void autoscaler_limit_change_reaches_the_bucket_next_step(void **state)
     tf_engine_add(e, r, "ns/pod");
     for (int k = 0; k < 5; k++) {
         launch(r, slot, 60, 30 * MS);
-        atomic_fetch_add(&r->dev[0].throttle_count, 1);
+        atomic_fetch_add(&r->use->dev[0].throttle_count, 1);
         tf_engine_step(e, (1000 + 100 * (uint64_t)k) * MS);
     }
-    uint64_t rate = atomic_load(&r->dev[0].bucket.rate);
+    uint64_t rate = atomic_load(&r->lim->dev[0].bucket.rate);
     assert_in_range(rate, 280 * MS, 320 * MS);
     assert_int_equal(tf_shm_set_limits(r, 0, TF_SHM_DEV_COMPUTE_LIMIT, 6000, 0), 0);
     s.proc[0].busy_ns = 30 * MS; /* still at the old share for one window */
     launch(r, slot, 60, 30 * MS);
-    atomic_fetch_add(&r->dev[0].throttle_count, 1);
+    atomic_fetch_add(&r->use->dev[0].throttle_count, 1);
     tf_engine_step(e, 1500 * MS);
-    rate = atomic_load(&r->dev[0].bucket.rate);
+    rate = atomic_load(&r->lim->dev[0].bucket.rate);
     assert_true(rate >= 560 * MS); /* bumpless: the feed-forward moved at once */
     /* Limit removed: the engine leaves the bucket alone from then on. */
     assert_int_equal(tf_shm_set_limits(r, 0, TF_SHM_DEV_VRAM_LIMIT, 0, GiB), 0);
-    tf_bucket_set(&r->dev[0].bucket, 12345, 678);
+    tf_bucket_set(&r->lim->dev[0].bucket, 12345, 678);
     tf_engine_step(e, 1600 * MS);
-    assert_int_equal(atomic_load(&r->dev[0].bucket.rate), 12345);
+    assert_int_equal(atomic_load(&r->lim->dev[0].bucket.rate), 12345);
     tf_engine_destroy(e);
-    munmap(r, TF_SHM_SIZE);
+    free_region(r);
 }
 
 static void killed_process_vram_is_reclaimed_by_the_engine(void **state)
@@ -202,17 +208,17 @@ static void killed_process_vram_is_reclaimed_by_the_engine(void **state)
     int st;
     waitpid(kid, &st, 0);
     assert_int_equal(WEXITSTATUS(st), 0);
-    assert_int_equal(atomic_load(&r->dev[0].vram_used), (int64_t)(3 * GiB));
+    assert_int_equal(atomic_load(&r->use->dev[0].vram_used), (int64_t)(3 * GiB));
     /* The survivor can allocate only 1 GiB more until the engine notices. */
     assert_int_equal(tf_shm_vram_reserve(r, 0, -1, 2 * GiB), TF_ENOSPC);
     struct script s = {0};
     struct tf_engine *e = engine(&s, tf_proc_pidns(0));
     tf_engine_add(e, r, "ns/pod");
     tf_engine_step(e, 1000 * MS);
-    assert_int_equal(atomic_load(&r->dev[0].vram_used), 0);
+    assert_int_equal(atomic_load(&r->use->dev[0].vram_used), 0);
     assert_int_equal(tf_shm_vram_reserve(r, 0, -1, 2 * GiB), 0);
     tf_engine_destroy(e);
-    munmap(r, TF_SHM_SIZE);
+    free_region(r);
 }
 
 static void unattributable_workload_is_reported_not_silently_unlimited(void **state)
@@ -226,18 +232,18 @@ static void unattributable_workload_is_reported_not_silently_unlimited(void **st
     struct tf_engine_dev_stats st;
     for (int k = 0; k < TF_LIMIT_BLIND_WINDOWS + 2; k++) {
         launch(r, slot, 100, 20 * MS); /* their measured cost: 20 % of the device */
-        atomic_fetch_add(&r->dev[0].throttle_count, 1);
+        atomic_fetch_add(&r->use->dev[0].throttle_count, 1);
         tf_engine_step(e, (1000 + 100 * (uint64_t)k) * MS);
     }
     assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
     assert_true(st.blind);
     /* Enforcement continues on the launches' measured cost: never unlimited, never wound up,
      * and no true-up refunds what the usage source cannot see. */
-    uint64_t rate = atomic_load(&r->dev[0].bucket.rate);
+    uint64_t rate = atomic_load(&r->lim->dev[0].bucket.rate);
     assert_in_range(rate, 150 * MS, 250 * MS);
     assert_int_equal(st.share_bp, 2000);
     tf_engine_destroy(e);
-    munmap(r, TF_SHM_SIZE);
+    free_region(r);
 }
 
 static void usage_below_the_samples_resolution_is_measured_by_the_launches(void **state)
@@ -252,15 +258,15 @@ static void usage_below_the_samples_resolution_is_measured_by_the_launches(void 
     struct tf_engine_dev_stats st;
     for (int k = 0; k < TF_LIMIT_BLIND_WINDOWS + 2; k++) {
         launch(r, slot, 2000, 400000);
-        int64_t before = atomic_load(&r->dev[0].bucket.tokens);
+        int64_t before = atomic_load(&r->use->dev[0].bucket.tokens);
         tf_engine_step(e, (1000 + 100 * (uint64_t)k) * MS);
-        assert_true(atomic_load(&r->dev[0].bucket.tokens) == before);
+        assert_true(atomic_load(&r->use->dev[0].bucket.tokens) == before);
     }
     assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
     assert_false(st.blind);
     assert_int_equal(st.share_bp, 40);
     tf_engine_destroy(e);
-    munmap(r, TF_SHM_SIZE);
+    free_region(r);
 }
 
 static void no_usage_data_keeps_the_feed_forward(void **state)
@@ -271,10 +277,75 @@ static void no_usage_data_keeps_the_feed_forward(void **state)
     tf_engine_add(e, r, "ns/pod");
     tf_engine_step(e, 1000 * MS);
     tf_engine_step(e, 1100 * MS);
-    assert_int_equal(atomic_load(&r->dev[0].bucket.rate), 400 * MS);
-    assert_int_equal(atomic_load(&r->hdr.heartbeat_ns), 1100 * MS);
+    assert_int_equal(atomic_load(&r->lim->dev[0].bucket.rate), 400 * MS);
+    assert_int_equal(atomic_load(&r->lim->hdr.heartbeat_ns), 1100 * MS);
     tf_engine_destroy(e);
-    munmap(r, TF_SHM_SIZE);
+    free_region(r);
+}
+
+/* The attack: the app side can write its usage part, so it puts tokens back into its bucket
+ * (a "refill" the engine never granted) or lowers its VRAM reservation below what its
+ * processes hold. The engine's audit takes the tokens back, restores the reservation from the
+ * PID slots, and counts both in the limits part the app cannot write. */
+static void forged_tokens_are_taken_back_and_counted(void **state)
+{
+    struct tf_shm_region *r = region(3000);
+    int slot = tf_shm_pid_claim(r, tf_proc_self_owner(), tf_proc_pidns(0));
+    struct script s = {.nproc = 1, .proc = {{.pid = (uint32_t)getpid(), .busy_ns = 30 * MS}}};
+    struct tf_engine *e = engine(&s, tf_proc_pidns(0));
+    int id = tf_engine_add(e, r, "ns/pod");
+    struct tf_engine_dev_stats st;
+    for (int k = 0; k < 5; k++) { /* honest launches, throttled, refilled: nothing found */
+        launch(r, slot, 60, 30 * MS);
+        tf_bucket_refill(&r->use->dev[0].bucket, &r->lim->dev[0].bucket, (1000 + 100 * k) * MS);
+        tf_engine_step(e, (1000 + 100 * (uint64_t)k) * MS);
+        assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+        assert_int_equal(st.forged, 0);
+    }
+    assert_int_equal(atomic_load(&r->lim->dev[0].tampered), 0);
+    atomic_store(&r->use->dev[0].bucket.tokens, INT64_C(1) << 50); /* the forgery */
+    tf_engine_step(e, 1500 * MS);
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_int_equal(st.forged, TF_SHM_FORGED_TOKENS);
+    int64_t cap = atomic_load(&r->lim->dev[0].bucket.capacity);
+    assert_true(atomic_load(&r->use->dev[0].bucket.tokens) <= 2 * cap);
+    assert_int_equal(atomic_load(&r->lim->dev[0].tampered), 1);
+    /* What the engine took back is its own adjustment, not the workload's consumption. */
+    launch(r, slot, 60, 30 * MS);
+    tf_engine_step(e, 1600 * MS);
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_int_equal(st.forged, 0);
+    assert_int_equal(st.charged, (int64_t)(30 * MS));
+    tf_engine_destroy(e);
+    free_region(r);
+}
+
+static void a_forged_vram_reservation_is_restored(void **state)
+{
+    struct tf_shm_region *r = region(0); /* 4 GiB */
+    int slot = tf_shm_pid_claim(r, tf_proc_self_owner(), tf_proc_pidns(0));
+    assert_int_equal(tf_shm_vram_reserve(r, 0, slot, 3 * GiB), 0);
+    struct script s = {.nproc = 1, .proc = {{.pid = (uint32_t)getpid(), .mem = 3 * GiB}}};
+    struct tf_engine *e = engine(&s, tf_proc_pidns(0));
+    int id = tf_engine_add(e, r, "ns/pod");
+    tf_engine_step(e, 1000 * MS);
+    atomic_store(&r->use->dev[0].vram_used, 0); /* the forgery: room for 4 GiB more */
+    struct tf_engine_dev_stats st;
+    tf_engine_step(e, 1100 * MS); /* seen once: could be a reservation in flight */
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_int_equal(st.forged, 0);
+    tf_engine_step(e, 1200 * MS); /* seen twice: forged */
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_int_equal(st.forged, TF_SHM_FORGED_VRAM);
+    assert_int_equal(atomic_load(&r->use->dev[0].vram_used), (int64_t)(3 * GiB));
+    assert_int_equal(atomic_load(&r->lim->dev[0].tampered), 1);
+    assert_int_equal(tf_shm_vram_reserve(r, 0, slot, 2 * GiB), TF_ENOSPC);
+    assert_int_equal(tf_shm_vram_reserve(r, 0, slot, GiB), 0);
+    tf_engine_step(e, 1300 * MS);
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_int_equal(st.forged, 0);
+    tf_engine_destroy(e);
+    free_region(r);
 }
 
 /* A usage source for the engine thread: counts its calls (read by the test thread). */
@@ -317,7 +388,7 @@ static void an_engine_thread_steps_every_period_and_stops_at_once(void **state)
     /* 400 ms of 20 ms periods: loosely, descheduling may lose some. */
     assert_true(calls >= 5 && calls <= 25);
     assert_true(stop_ns < 1000000000u);
-    assert_true(atomic_load(&r->hdr.heartbeat_ns) != 0);
+    assert_true(atomic_load(&r->lim->hdr.heartbeat_ns) != 0);
     nanosleep(&ts, NULL);
     assert_int_equal(atomic_load(&thread_calls), calls); /* nothing runs after stop */
     tf_engine_destroy(e);
@@ -331,7 +402,7 @@ static void an_engine_thread_steps_every_period_and_stops_at_once(void **state)
     tf_engine_thread_stop(th);
     assert_true(mono_ns() - t0 < 2000000000u);
     tf_engine_destroy(e);
-    munmap(r, TF_SHM_SIZE);
+    free_region(r);
 }
 
 int main(void)
@@ -344,6 +415,8 @@ int main(void)
         cmocka_unit_test(unattributable_workload_is_reported_not_silently_unlimited),
         cmocka_unit_test(usage_below_the_samples_resolution_is_measured_by_the_launches),
         cmocka_unit_test(no_usage_data_keeps_the_feed_forward),
+        cmocka_unit_test(forged_tokens_are_taken_back_and_counted),
+        cmocka_unit_test(a_forged_vram_reservation_is_restored),
         cmocka_unit_test(an_engine_thread_steps_every_period_and_stops_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
