@@ -191,6 +191,13 @@
 #define TF_SHM_LIMITS_FILE "shm"
 #define TF_SHM_USAGE_DIR "rw"
 
+/* In Kubernetes: the supplementary group the admission webhook gives every pod that mounts a
+ * region (securityContext.supplementalGroups), so that the node agent can make the pod's usage
+ * part group-writable (0660, owned by root and this group) even when it does not know which
+ * user the pod's containers run as. Only that pod mounts its region directory, and no node
+ * user is meant to hold this group, so the file is writable by that pod alone. */
+#define TF_SHM_POD_GROUP 60515
+
 /* hdr.flags */
 #define TF_SHM_F_STANDALONE 0x1u /* written by a limiter's own controller, not an engine */
 

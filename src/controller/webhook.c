@@ -353,6 +353,19 @@ void tf_webhook_region_mounts(json_object *mounts)
     }
 }
 
+/* Gives every container of pod SPEC the region group TF_SHM_POD_GROUP as a supplementary group
+ * (once), so that the node agent can make the pod's usage part 0660 instead of world-writable. */
+static void add_region_group(json_object *spec)
+{
+    json_object *g = child_arr(child_obj(spec, "securityContext"), "supplementalGroups");
+    for (size_t i = 0; i < json_object_array_length(g); i++) {
+        json_object *v = json_object_array_get_idx(g, i);
+        if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) == TF_SHM_POD_GROUP)
+            return;
+    }
+    json_object_array_add(g, json_object_new_int64(TF_SHM_POD_GROUP));
+}
+
 static void add_volume(json_object *spec, json_object *vol)
 {
     json_object *vols = child_arr(spec, "volumes");
@@ -702,6 +715,7 @@ static void inject_soft(struct tf_webhook *wh, json_object *spec, const struct t
 {
     add_volume(spec, empty_dir_volume(LIB_VOLUME));
     add_volume(spec, host_path_volume(SHM_VOLUME, wh->cfg.shm_host_dir));
+    add_region_group(spec);
     init_container(spec, "tf-limiter-copy", wh->cfg.limiter_image,
                    "cp /opt/tensor-fusion/lib/libtf_limiter.so " LIB_DIR "/libtf_limiter.so");
     for (size_t i = 0; i < s->ninject_containers; i++) {
@@ -833,6 +847,7 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
             add_mount(w, LIB_VOLUME, LIB_DIR, NULL, false);
             tf_webhook_region_mounts(child_arr(w, "volumeMounts"));
             add_volume(spec, host_path_volume(SHM_VOLUME, wh->cfg.shm_host_dir));
+            add_region_group(spec);
             set_limit(w, TF_RESOURCE_VGPU, s->gpu_count);
             env_field(w, "NVIDIA_VISIBLE_DEVICES", GPU_IDS_FIELD);
             json_object_array_add(cs, w);

@@ -193,9 +193,22 @@ static int64_t common_id(int64_t have, int64_t id)
     return have == -2 || have == id ? id : -1;
 }
 
+/* Whether pod SPEC lists TF_SHM_POD_GROUP in securityContext.supplementalGroups. */
+static bool has_region_group(json_object *spec)
+{
+    json_object *g = tf_json_path(spec, "securityContext", "supplementalGroups", NULL);
+    for (size_t i = 0;
+         g && json_object_is_type(g, json_type_array) && i < json_object_array_length(g); i++) {
+        json_object *v = json_object_array_get_idx(g, i);
+        if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) == TF_SHM_POD_GROUP)
+            return true;
+    }
+    return false;
+}
+
 void tf_hv_k8s_pod_perms(json_object *pod, struct tf_shm_perms *out)
 {
-    *out = (struct tf_shm_perms){.lmode = 0644, .umode = 0666, .uid = -1, .gid = -1};
+    *out = (struct tf_shm_perms){.lmode = 0644, .umode = 0600, .uid = -1, .gid = -1};
     json_object *spec = tf_json_path(pod, "spec", NULL);
     json_object *cs = tf_json_path(spec, "containers", NULL);
     int64_t puid = sc_id(spec, "runAsUser"), pgid = sc_id(spec, "runAsGroup"), uid = -2, gid = -2;
@@ -208,14 +221,16 @@ void tf_hv_k8s_pod_perms(json_object *pod, struct tf_shm_perms *out)
         uid = common_id(uid, cu >= 0 ? cu : puid);
         gid = common_id(gid, cg >= 0 ? cg : pgid);
     }
-    if (uid == -2)
-        return;                          /* nobody mounts it (yet): anyone in the pod */
-    int64_t fs = sc_id(spec, "fsGroup"); /* a supplementary group of every container */
-    if (fs >= 0)
+    /* A group every container has: the webhook's region group, else the pod's fsGroup,
+     * else the runAsGroup they share. */
+    int64_t fs = sc_id(spec, "fsGroup");
+    if (has_region_group(spec))
+        gid = TF_SHM_POD_GROUP;
+    else if (fs >= 0)
         gid = fs;
     out->uid = uid >= 0 ? (int)uid : -1;
     out->gid = gid >= 0 ? (int)gid : -1;
-    out->umode = out->gid >= 0 ? 0660 : out->uid >= 0 ? 0600 : 0666;
+    out->umode = out->gid >= 0 ? 0660 : 0600;
 }
 
 int tf_hv_k8s_pod_plan(json_object *pod, const char *node, const struct tf_hv_device *devs,

@@ -70,12 +70,13 @@ struct tf_hv_k8s_pod {
     struct tf_shm_perms perms;          /* its files' modes and the usage part's owner */
 };
 
-/* Who may write POD's usage part (its limits part is the node agent's, mode 0644): the user
- * every container that mounts the region runs as (securityContext.runAsUser of the container,
- * else of the pod) owns it, mode 0600; with a group all of them have (the pod's fsGroup, else
- * a common runAsGroup) it is group-writable, 0660; with neither known (containers running as
- * their image's user) it is 0666 -- writable by any user of that pod, the only pod that mounts
- * it. Unknown owners are -1. */
+/* Who may write POD's usage part (its limits part is the node agent's, mode 0644); never
+ * anyone outside the pod, never world-writable. Owner: the user every container that mounts
+ * the region runs as (securityContext.runAsUser of the container, else of the pod), else root.
+ * Group: one every container has -- the webhook's TF_SHM_POD_GROUP in the pod's
+ * supplementalGroups, else the pod's fsGroup, else a runAsGroup they share -- which makes it
+ * 0660; without one, 0600 (the owner alone; root when the user is not known either). Unknown
+ * owners are -1. */
 void tf_hv_k8s_pod_perms(json_object *pod, struct tf_shm_perms *out);
 
 /* Decides POD's limit region on NODE, given this node's devices DEVS[0..NDEV) (absent ones

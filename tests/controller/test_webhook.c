@@ -16,6 +16,7 @@
 
 #include "common/err.h"
 #include "common/yamljson.h"
+#include "tf/shm.h"
 #include "controller/base64.h"
 #include "controller/webhook.h"
 #include "harness.h"
@@ -305,6 +306,18 @@ static size_t count_named(json_object *pod, const char *list, const char *prefix
     return n;
 }
 
+/* Pod OUT lists the region group once in its supplementalGroups, after the user's own: the node
+ * agent makes the pod's usage part 0660 root:that group, never world-writable. */
+static void assert_region_group(json_object *out)
+{
+    json_object *g = tf_json_path(out, "spec", "securityContext", "supplementalGroups", NULL);
+    assert_non_null(g);
+    int n = 0;
+    for (size_t i = 0; i < json_object_array_length(g); i++)
+        n += json_object_get_int64(json_object_array_get_idx(g, i)) == TF_SHM_POD_GROUP;
+    assert_int_equal(n, 1);
+}
+
 /* ---- scenarios ------------------------------------------------------------------------------ */
 
 static void seed_001_deployment_pod_gets_soft_limiter_and_normalised_annotations(void **state)
@@ -339,6 +352,7 @@ static void seed_001_deployment_pod_gets_soft_limiter_and_normalised_annotations
     /* The container runtime exposes the GPUs the extender binds the pod to. */
     assert_string_equal(env_field_of(py, "NVIDIA_VISIBLE_DEVICES"), GPU_IDS_PATH);
     assert_own_shm_dir_only(py);
+    assert_region_group(out);
     assert_string_equal(env_of(py, "POD_NAME"), "<valueFrom>");
     assert_string_equal(env_of(py, "CONTAINER_NAME"), "python");
     assert_string_equal(tf_json_str(py, "resources", "limits", "tensor-fusion.ai/vgpu", NULL), "1");
@@ -576,6 +590,7 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     assert_non_null(strstr(script, "/dev/urandom"));
     assert_non_null(strstr(script, "> /tensor-fusion/run/token"));
     assert_own_shm_dir_only(w);
+    assert_region_group(out);
 
     assert_null(env_of(container(out, "app"), "NVIDIA_VISIBLE_DEVICES"));
     assert_string_equal(env_of(container(out, "app"), "TF_REMOTE"),

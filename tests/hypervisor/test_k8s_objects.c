@@ -183,16 +183,25 @@ static void perms_of(const char *spec, struct tf_shm_perms *out)
 
 /* Kubernetes does not apply fsGroup to hostPath volumes, and the node agent does not know which
  * user a container runs as unless the pod says: the usage part goes to the user (and group)
- * the pod's spec gives every container that mounts the region, else stays writable by anyone
- * in that pod. The limits part is the agent's in every case. */
+ * the pod's spec gives every container that mounts the region; the webhook gives every such pod
+ * the region group, which makes it 0660 root:region group when the user is not known. Never
+ * world-writable: a node user outside the pod cannot raise the pod's bucket or hide its use.
+ * The limits part is the agent's in every case. */
 static void the_usage_part_belongs_to_the_pods_user(void **state)
 {
     struct tf_shm_perms p;
     perms_of("{\"containers\":[{\"name\":\"app\"," MOUNTS "}]}", &p);
     assert_int_equal(p.lmode, 0644);
-    assert_int_equal(p.umode, 0666);
+    assert_int_equal(p.umode, 0600); /* root's: the image's default user is not known */
     assert_int_equal(p.uid, -1);
     assert_int_equal(p.gid, -1);
+    /* As the webhook mutates it: the region group. */
+    perms_of("{\"securityContext\":{\"supplementalGroups\":[5,60515]},\"containers\":[{"
+             "\"name\":\"app\"," MOUNTS "}]}",
+             &p);
+    assert_int_equal(p.umode, 0660);
+    assert_int_equal(p.uid, -1);
+    assert_int_equal(p.gid, TF_SHM_POD_GROUP);
     perms_of("{\"securityContext\":{\"runAsUser\":1000},\"containers\":[{\"name\":\"app\"," MOUNTS
              "},{\"name\":\"sidecar\",\"securityContext\":{\"runAsUser\":7}}]}",
              &p);
@@ -209,8 +218,16 @@ static void the_usage_part_belongs_to_the_pods_user(void **state)
     perms_of("{\"containers\":[{\"name\":\"app\",\"securityContext\":{\"runAsUser\":1000}," MOUNTS
              "},{\"name\":\"tf-worker\"," MOUNTS "}]}",
              &p);
-    assert_int_equal(p.umode, 0666);
+    assert_int_equal(p.umode, 0600);
     assert_int_equal(p.uid, -1);
+    /* ... and with the webhook's group. */
+    perms_of("{\"securityContext\":{\"supplementalGroups\":[60515]},\"containers\":[{"
+             "\"name\":\"app\",\"securityContext\":{\"runAsUser\":1000}," MOUNTS
+             "},{\"name\":\"tf-worker\"," MOUNTS "}]}",
+             &p);
+    assert_int_equal(p.umode, 0660);
+    assert_int_equal(p.uid, -1);
+    assert_int_equal(p.gid, TF_SHM_POD_GROUP);
     /* Different users sharing a group. */
     perms_of("{\"securityContext\":{\"runAsGroup\":3000},\"containers\":[{\"name\":\"a\","
              "\"securityContext\":{\"runAsUser\":1000}," MOUNTS "},{\"name\":\"b\","
@@ -223,7 +240,8 @@ static void the_usage_part_belongs_to_the_pods_user(void **state)
     perms_of("{\"securityContext\":{\"runAsUser\":\"root\",\"fsGroup\":-4},\"containers\":[{"
              "\"name\":\"app\"," MOUNTS "}]}",
              &p);
-    assert_int_equal(p.umode, 0666);
+    assert_int_equal(p.umode, 0600);
+    assert_int_equal(p.uid, -1);
 }
 
 static void tflops_limits_convert_per_gpu_in_gpu_ids_order(void **state)
