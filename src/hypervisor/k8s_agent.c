@@ -105,6 +105,12 @@ void tf_hv_k8s_step(struct tf_hv_k8s *k, int64_t now_ms)
     tf_hv_k8s_pods_step(k->pods, now_ms);
 }
 
+void tf_hv_k8s_check_escapes(struct tf_hv_k8s *k)
+{
+    if (k)
+        tf_hv_k8s_pods_check_escapes(k->pods);
+}
+
 void tf_hv_k8s_stop(struct tf_hv_k8s *k)
 {
     if (!k)

@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "controller/k8s/informer.h"
+#include "hypervisor/escape.h"
 #include "hypervisor/k8s_objects.h"
 #include "hypervisor/soft.h"
 
@@ -378,6 +379,26 @@ void tf_hv_k8s_pods_step(struct tf_hv_k8s_pods *p, int64_t now_ms)
             record(p);
         p->next_metrics = now_ms + p->hv->cfg.metrics_interval_ms;
     }
+}
+
+void tf_hv_k8s_pods_check_escapes(struct tf_hv_k8s_pods *p)
+{
+    if (!p || p->n <= 0)
+        return;
+    struct tf_hv_escape_pod *e = calloc((size_t)p->n, sizeof(*e));
+    int64_t(*lim)[TF_SHM_MAX_DEVICES] = calloc((size_t)p->n, sizeof(*lim));
+    for (int i = 0; e && lim && i < p->n; i++) {
+        const struct tf_hv_k8s_pod *pod = &p->s[i].pod;
+        for (int g = 0; g < pod->ngpu; g++)
+            lim[i][g] = pod->cfg.dev[g].flags & TF_SHM_DEV_VRAM_LIMIT
+                            ? (int64_t)pod->cfg.dev[g].vram_limit
+                            : 0;
+        e[i] = (struct tf_hv_escape_pod){pod->key, pod->uid, pod->ngpu, pod->uuids, lim[i]};
+    }
+    if (e && lim)
+        tf_hv_check_pod_escapes(p->hv, e, p->n);
+    free(lim);
+    free(e);
 }
 
 void tf_hv_k8s_pods_destroy(struct tf_hv_k8s_pods *p)

@@ -361,6 +361,7 @@ int main(int argc, char **argv)
             bool record = now >= next_metrics;
             tf_hv_sample_and_record(&hv, record);
             tf_hv_check_escapes(&hv);
+            tf_hv_k8s_check_escapes(k8s);
             next_sample = now + hv.cfg.sample_interval_ms;
             if (record)
                 next_metrics = now + hv.cfg.metrics_interval_ms;

@@ -101,7 +101,8 @@ static void create_pod(const char *name, const char *node_name, const char *gpu_
              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
              "\"labels\":{\"tensor-fusion.ai/enabled\":\"true\",\"tensor-fusion.ai/component\":"
              "\"client\"},\"annotations\":{\"tensor-fusion.ai/gpupool\":\"pool-a\"%s%s%s%s%s}},"
-             "\"spec\":{%s%s%s\"schedulerName\":\"tensor-fusion-scheduler\",\"containers\":"
+             "\"spec\":{%s%s%s\"schedulerName\":\"tensor-fusion-scheduler\",\"securityContext\":"
+             "{\"supplementalGroups\":[60515]},\"containers\":"
              "[{\"name\":\"app\",\"image\":\"x\"}]}}",
              name, gpu_ids ? ",\"tensor-fusion.ai/gpu-ids\":\"" : "", gpu_ids ? gpu_ids : "",
              gpu_ids ? "\"" : "", *anns ? "," : "", anns, node_name ? "\"nodeName\":\"" : "",
@@ -115,11 +116,19 @@ static void create_pod(const char *name, const char *node_name, const char *gpu_
 
 /* ---- hypervisor and regions ---------------------------------------------------------------- */
 
+/* Starts the hypervisor as the node agent, with the extra options MORE (up to 4, NULL-ended). */
+static void start_hv_with(const char *const *more)
+{
+    const char *extra[16] = {"--kubernetes", "--node-name", NODE,     "--server", F.server,
+                             "--shm-root",   shm_root,      "--pool", "pool-a"};
+    for (int i = 0; more && more[i] && i < 4; i++)
+        extra[9 + i] = more[i];
+    hvt_start(&T, extra);
+}
+
 static void start_hv(void)
 {
-    const char *extra[] = {"--kubernetes", "--node-name", NODE,     "--server", F.server,
-                           "--shm-root",   shm_root,      "--pool", "pool-a",   NULL};
-    hvt_start(&T, extra);
+    start_hv_with(NULL);
 }
 
 static void region_path(const char *pod, char *buf, size_t len)
@@ -391,6 +400,18 @@ static void a_bound_soft_pod_gets_a_region_with_its_limits_until_it_goes(void **
     }
     assert_string_equal(ruid, uid);
     free(ruid);
+    /* Its files: the limits part the agent's (0644), the usage part root's and the region
+     * group's (the webhook gives the pod that group), writable by nobody else on the node. */
+    char lpath[512], upath[600];
+    struct stat st;
+    region_path("train", lpath, sizeof(lpath));
+    assert_true(tf_shm_usage_path(lpath, upath, sizeof(upath)));
+    assert_int_equal(stat(lpath, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    assert_int_equal(stat(upath, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0660);
+    if (geteuid() == 0)
+        assert_int_equal(st.st_gid, TF_SHM_POD_GROUP);
 
     /* Two GPUs, TFLOPS converted per GPU; pods that need no region get none. */
     open_region("pair", &pm);
@@ -522,6 +543,9 @@ static int setup_sim(void **state)
 
 #define HARD_TOKEN "k8s-agent-hard-7c1e"
 
+/* A shell command gpu_burn runs as its child once its VRAM is allocated (NULL: none). */
+static const char *burn_spawn;
+
 /* Runs gpu_burn allocating MIB MiB: under the limiter with TF_SHM_PATH=REGION or, with
  * REMOTE set, on libtf_client talking to the tf-worker at REMOTE. Returns its exit status and
  * its output in *OUT (malloc'ed). */
@@ -532,7 +556,7 @@ static int burn_on(const char *region, const char *remote, const char *mib, cons
     snprintf(log, sizeof(log), "%s/%s.log", T.dir, name);
     /* The child's environment is built here: this process runs threads (the fake API server),
      * so the child may only exec after fork, never allocate. */
-    char set[3][700];
+    char set[4][1200];
     int nset = remote ? 3 : 2;
     if (remote) {
         snprintf(set[0], sizeof(set[0]), "LD_LIBRARY_PATH=%s", getenv("TF_CLIENT_DIR"));
@@ -541,12 +565,14 @@ static int burn_on(const char *region, const char *remote, const char *mib, cons
     } else {
         snprintf(set[0], sizeof(set[0]), "LD_PRELOAD=%s", getenv("TF_LIMITER_LIB"));
         snprintf(set[1], sizeof(set[1]), "TF_SHM_PATH=%s", region);
+        if (burn_spawn)
+            snprintf(set[nset++], sizeof(set[0]), "GPU_BURN_SPAWN=%s", burn_spawn);
     }
     extern char **environ;
     size_t n_env = 0;
     while (environ[n_env])
         n_env++;
-    char **envp = calloc(n_env + 4, sizeof(*envp));
+    char **envp = calloc(n_env + 5, sizeof(*envp));
     assert_non_null(envp);
     size_t k = 0;
     for (size_t i = 0; i < n_env; i++) {
@@ -659,6 +685,49 @@ static void a_pod_on_the_simulated_gpu_is_held_to_its_vram_limit(void **state)
     tf_shm_unmap(&m);
 }
 
+/* The attack on a pod's VRAM limit that the limiter cannot see: the pod's app, under the
+ * limiter, starts a child that drops LD_PRELOAD and allocates past the pod's limit. The node
+ * agent's escape check (NVML per process, the child counted as the pod's: it descends from a
+ * process holding one of the region's PID slots) kills the child, not the app. */
+static void a_pods_child_without_the_limiter_is_caught_and_killed(void **state)
+{
+    const char *more[] = {"--vram-escape", "kill", "--vram-escape-slack", "0", NULL};
+    start_hv_with(more);
+    char uuid[80];
+    sim_gpu_uuid(uuid, sizeof(uuid));
+    create_pod("sly", NODE, uuid, SOFT_2GI);
+    struct tf_shm_map m = {0};
+    open_region("sly", &m);
+    assert_true(hvt_wait(heartbeat_by, &T, &m, WAIT_MS));
+    char region[600], spawn[1200], *out = NULL;
+    region_path("sly", region, sizeof(region));
+    snprintf(spawn, sizeof(spawn), "env -u LD_PRELOAD %s %s 20 1800 1000 child",
+             getenv("TF_GPU_BURN"), getenv("TF_TIMER_PTX"));
+    burn_spawn = spawn;
+    int rc = burn(region, "512", "app", &out);
+    burn_spawn = NULL;
+    /* the child got its 1.8 GiB (nothing in the data path stops it), then was killed long
+     * before its 20 s (SIGKILL: the shell reports 137); the app, under the limiter, ran on */
+    if (rc != 0 || !strstr(out, "child vram_total_mib=") || strstr(out, "child kernels=") ||
+        (!strstr(out, "app spawned exit=137 ") && !strstr(out, "signal=9\n")) ||
+        !strstr(out, "app kernels="))
+        fail_msg("exit %d:\n%s", rc, out);
+    free(out);
+    char log[400];
+    snprintf(log, sizeof(log), "%s/hypervisor-test.log", T.dir);
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(buf, "workload ml/sly escaped its VRAM limit"));
+    assert_non_null(strstr(buf, "not under the limiter"));
+    api_delete(&tf_k8s_pods, "ml", "sly");
+    assert_true(hvt_wait(region_gone, &T, "sly", WAIT_MS));
+    tf_shm_unmap(&m);
+}
+
 /* Hard isolation end to end: the node agent writes the hard pod's region and runs its compute
  * controller, the pod's tf-worker (as the webhook starts the sidecar: --limits-region)
  * enforces both limits for the app on libtf_client, and a changed vram-limit annotation
@@ -752,6 +821,8 @@ int main(int argc, char **argv)
     };
     const struct CMUnitTest sim[] = {
         cmocka_unit_test_setup_teardown(a_pod_on_the_simulated_gpu_is_held_to_its_vram_limit,
+                                        setup_sim, teardown),
+        cmocka_unit_test_setup_teardown(a_pods_child_without_the_limiter_is_caught_and_killed,
                                         setup_sim, teardown),
         cmocka_unit_test_setup_teardown(a_hard_pods_tf_worker_enforces_the_pods_region_live,
                                         setup_sim, teardown),
