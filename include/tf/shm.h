@@ -97,7 +97,11 @@
  *                                            what an honest limiter writes (tokens above any
  *                                            capacity granted, the device's reservation below
  *                                            its PID slots' sum) and repaired it
- *   88     40   reserved                     zero
+ *   88     8    underreported       engine   times the engine caught a process of the
+ *                                            workload using GPU time (as NVML measures it)
+ *                                            without reporting launches for it, with the
+ *                                            workload over its compute limit
+ *   96     32   reserved                     zero
  *   128    8    launch_cost         engine   tokens charged per kernel launch not yet measured
  *                                            by its launcher (src/limits/costmodel.h): the
  *                                            engine's average GPU ns per launch, from measured
@@ -247,7 +251,8 @@ struct tf_shm_ldev {
     /* grant line */
     struct tf_bucket_limit bucket;
     _Atomic(uint64_t) tampered;
-    uint8_t reserved1[40];
+    _Atomic(uint64_t) underreported;
+    uint8_t reserved1[32];
     /* control line */
     _Atomic(uint64_t) launch_cost;
     _Atomic(uint32_t) share_bp;
@@ -347,6 +352,7 @@ TF_SHM_AT(struct tf_shm_ldev, vram_limit, 24);
 TF_SHM_AT(struct tf_shm_ldev, mem_total, 32);
 TF_SHM_AT(struct tf_shm_ldev, bucket, 64);
 TF_SHM_AT(struct tf_shm_ldev, tampered, 80);
+TF_SHM_AT(struct tf_shm_ldev, underreported, 88);
 TF_SHM_AT(struct tf_shm_ldev, launch_cost, 128);
 TF_SHM_AT(struct tf_shm_ldev, share_bp, 136);
 TF_SHM_AT(struct tf_shm_ldev, util_bp, 140);

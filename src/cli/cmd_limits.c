@@ -426,8 +426,8 @@ static int cmd_show(int argc, char **argv)
            hb == 0                                   ? "never"
            : tf_shm_heartbeat_stale(&m.r, mono_ns()) ? "stale"
                                                      : "fresh");
-    printf("%-3s %-40s %8s %12s %12s %8s %8s %10s %8s\n", "DEV", "UUID", "COMPUTE", "VRAM-LIMIT",
-           "VRAM-USED", "SHARE", "RATE", "THROTTLED", "TAMPERED");
+    printf("%-3s %-40s %8s %12s %12s %8s %8s %10s %8s %13s\n", "DEV", "UUID", "COMPUTE",
+           "VRAM-LIMIT", "VRAM-USED", "SHARE", "RATE", "THROTTLED", "TAMPERED", "UNDERREPORTED");
     for (unsigned i = 0; i < c.ndev; i++) {
         struct tf_shm_ldev *d = &m.r.lim->dev[i];
         struct tf_shm_udev *ud = &m.r.use->dev[i];
@@ -439,9 +439,11 @@ static int cmd_show(int argc, char **argv)
         char comp[16] = "-";
         if (c.dev[i].flags & TF_SHM_DEV_COMPUTE_LIMIT)
             snprintf(comp, sizeof(comp), "%.2f%%", c.dev[i].compute_limit_bp / 100.0);
-        printf("%-3u %-40s %8s %12s %12s %7.1f%% %7.1f%% %10" PRIu64 " %8" PRIu64 "\n", i, u, comp,
-               lim, used, atomic_load(&d->share_bp) / 100.0, atomic_load(&d->rate_bp) / 100.0,
-               atomic_load(&ud->throttle_count), atomic_load(&d->tampered));
+        printf("%-3u %-40s %8s %12s %12s %7.1f%% %7.1f%% %10" PRIu64 " %8" PRIu64 " %13" PRIu64
+               "\n",
+               i, u, comp, lim, used, atomic_load(&d->share_bp) / 100.0,
+               atomic_load(&d->rate_bp) / 100.0, atomic_load(&ud->throttle_count),
+               atomic_load(&d->tampered), atomic_load(&d->underreported));
     }
     printf("processes:");
     int np = 0;

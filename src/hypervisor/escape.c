@@ -255,6 +255,21 @@ static bool pod_member(struct tf_hv *hv, const void *arg, int pid)
     return false;
 }
 
+bool tf_hv_workload_owns(struct tf_hv *hv, const char *name, int pid)
+{
+    struct tf_hv_workload w;
+    char err[256];
+    if (!hv->state || tf_hv_state_get(hv->state, name, &w, err, sizeof(err)))
+        return false;
+    return member(&w, pid);
+}
+
+bool tf_hv_pod_owns(const char *uid, int pid)
+{
+    char have[64];
+    return pod_of(pid, have) && strcasecmp(have, uid) == 0;
+}
+
 void tf_hv_check_pod_escapes(struct tf_hv *hv, const struct tf_hv_escape_pod *pods, int n)
 {
     if (hv->cfg.escape_action == TF_HV_ESCAPE_OFF || n <= 0)

@@ -52,6 +52,12 @@ bool tf_hv_escape_judge(int64_t limit, int64_t slack, const struct tf_hv_escape_
 bool tf_hv_cgroup_pod_uid(const char *text, char *uid, size_t len);
 
 struct tf_hv;
+/* Whether process PID is local workload NAME's (one of its live processes or its worker, or
+ * below one), by the hypervisor's own records. */
+bool tf_hv_workload_owns(struct tf_hv *hv, const char *name, int pid);
+/* Whether process PID's cgroup is that of the pod with metadata.uid UID. */
+bool tf_hv_pod_owns(const char *uid, int pid);
+
 /* The check over every workload, from the last samples (main loop, after sampling). */
 void tf_hv_check_escapes(struct tf_hv *hv);
 

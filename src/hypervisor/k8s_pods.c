@@ -381,6 +381,12 @@ void tf_hv_k8s_pods_step(struct tf_hv_k8s_pods *p, int64_t now_ms)
     }
 }
 
+bool tf_hv_k8s_pods_owns(struct tf_hv_k8s_pods *p, const char *key, int pid)
+{
+    struct slot *sl = p ? find(p, key) : NULL;
+    return sl && tf_hv_pod_owns(sl->pod.uid, pid);
+}
+
 void tf_hv_k8s_pods_check_escapes(struct tf_hv_k8s_pods *p)
 {
     if (!p || p->n <= 0)

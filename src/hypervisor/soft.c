@@ -45,7 +45,8 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int tf_hv_soft_new(const char *nvml_lib, struct tf_hv_soft **out, char *err, size_t errlen)
+int tf_hv_soft_new(const char *nvml_lib, bool (*may_pause)(void *, const char *, uint32_t),
+                   void *pause_ctx, struct tf_hv_soft **out, char *err, size_t errlen)
 {
     *out = NULL;
     struct tf_hv_soft *s = calloc(1, sizeof(*s));
@@ -64,6 +65,8 @@ int tf_hv_soft_new(const char *nvml_lib, struct tf_hv_soft **out, char *err, siz
     }
     o.self_owner = tf_proc_self_owner();
     o.pidns = tf_proc_pidns(0);
+    o.may_pause = may_pause;
+    o.pause_ctx = pause_ctx;
     s->pidns = o.pidns;
     s->engine = tf_engine_new(&o);
     if (!s->engine) {

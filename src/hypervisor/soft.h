@@ -36,7 +36,8 @@ struct tf_hv_soft;
 
 /* Creates the engine over NVML library NVML_LIB (NULL: the default). Without NVML the engine
  * still runs (feed-forward limits, heartbeat). */
-int tf_hv_soft_new(const char *nvml_lib, struct tf_hv_soft **out, char *err, size_t errlen);
+int tf_hv_soft_new(const char *nvml_lib, bool (*may_pause)(void *, const char *, uint32_t),
+                   void *pause_ctx, struct tf_hv_soft **out, char *err, size_t errlen);
 void tf_hv_soft_destroy(struct tf_hv_soft *s);
 
 /* 0 when libtf_limiter.so is found (path in LIB, capacity 512, if non-NULL), else

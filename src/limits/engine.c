@@ -45,6 +45,10 @@ struct workload {
     /* per PID slot: owner and launch counters seen last step */
     uint64_t slot_owner[TF_SHM_MAX_PIDS];
     uint64_t slot_launches[TF_SHM_MAX_PIDS][TF_SHM_MAX_DEVICES];
+    /* the compute cross-check, per PID slot: measured windows in a row with GPU time but no
+     * reported launch, and the host pid this engine paused (0: none) */
+    uint8_t lie[TF_SHM_MAX_PIDS]; /* (one past the threshold once caught) */
+    uint32_t paused[TF_SHM_MAX_PIDS];
     struct wl_dev dev[TF_SHM_MAX_DEVICES];
 };
 
@@ -78,8 +82,29 @@ struct tf_engine *tf_engine_new(const struct tf_engine_opts *o)
     return e;
 }
 
+/* Resumes the process this engine paused for slot S of W, if any. */
+static void resume(struct workload *w, int s)
+{
+    if (w->paused[s]) {
+        kill((pid_t)w->paused[s], SIGCONT);
+        tf_log(TF_LOG_INFO, SUBSYS, "%s: process %u resumed", w->name, w->paused[s]);
+    }
+    w->paused[s] = 0;
+}
+
+static void resume_all(struct workload *w)
+{
+    for (int s = 0; s < TF_SHM_MAX_PIDS; s++)
+        resume(w, s);
+}
+
 void tf_engine_destroy(struct tf_engine *e)
 {
+    if (!e)
+        return;
+    for (int i = 0; i < TF_ENGINE_MAX_WORKLOADS; i++)
+        if (e->wl[i].used)
+            resume_all(&e->wl[i]);
     free(e);
 }
 
@@ -114,8 +139,11 @@ int tf_engine_add(struct tf_engine *e, const struct tf_shm_region *r, const char
 
 void tf_engine_remove(struct tf_engine *e, int id)
 {
-    if (id >= 0 && id < TF_ENGINE_MAX_WORKLOADS)
+    if (id >= 0 && id < TF_ENGINE_MAX_WORKLOADS) {
+        if (e->wl[id].used)
+            resume_all(&e->wl[id]);
         e->wl[id].used = false;
+    }
 }
 
 int tf_engine_stats(const struct tf_engine *e, int id, unsigned dev,
@@ -215,6 +243,77 @@ static void audit_ceiling(struct wl_dev *wd, int64_t cap_before, int64_t cap_aft
     wd->audit.ceiling = c;
 }
 
+/* The compute cross-check of W after a measured step (see tf_engine_step in engine.h): BUSY is
+ * the GPU time measured per slot and device, REPORTED whether each slot counted a launch. */
+static void cross_check(struct tf_engine *e, struct workload *w,
+                        uint64_t (*busy)[TF_SHM_MAX_DEVICES], const bool *reported, uint64_t now)
+{
+    struct tf_shm_region *r = &w->r;
+    const struct tf_shm_config *c = &w->cfg;
+    bool debt = false, limited = false;
+    for (unsigned d = 0; d < c->ndev; d++) {
+        if (!(atomic_load_explicit(&r->lim->dev[d].flags, memory_order_relaxed) &
+              TF_SHM_DEV_COMPUTE_LIMIT))
+            continue;
+        limited = true;
+        debt |= atomic_load_explicit(&r->use->dev[d].bucket.tokens, memory_order_relaxed) < 0;
+    }
+    for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
+        uint64_t owner = w->slot_owner[s];
+        uint32_t host = atomic_load_explicit(&r->use->pid[s].host_pid, memory_order_relaxed);
+        uint64_t total = 0;
+        for (unsigned d = 0; d < c->ndev; d++)
+            total += busy[s][d];
+        bool lying = limited && owner && !(owner & TF_SHM_OWNER_RECLAIM) && host &&
+                     total >= TF_ENGINE_LIE_MIN_NS && !reported[s];
+        /* a paused liar shows neither GPU time nor launches: still the liar */
+        bool held = w->paused[s] && total == 0 && !reported[s];
+        if (!lying && !held) {
+            w->lie[s] = 0;
+            resume(w, s);
+            continue;
+        }
+        /* a process that never reported a launch is caught sooner than one that did (whose GPU
+         * time may be one long kernel) */
+        uint64_t ever = 0;
+        for (unsigned d = 0; d < c->ndev; d++)
+            ever += w->slot_launches[s][d];
+        uint8_t need = ever ? TF_ENGINE_LIE_WINDOWS_LAUNCHED : TF_ENGINE_LIE_WINDOWS;
+        if (lying && w->lie[s] < need)
+            w->lie[s]++;
+        if (w->lie[s] < need)
+            continue;
+        /* its debt is paid off in time, at the limit's rate */
+        for (unsigned d = 0; d < c->ndev; d++)
+            tf_bucket_refill(&r->use->dev[d].bucket, &r->lim->dev[d].bucket, now);
+        if (lying && w->lie[s] == need) {
+            w->lie[s]++; /* (logged and counted once per episode) */
+            for (unsigned d = 0; d < c->ndev; d++)
+                if (busy[s][d])
+                    atomic_fetch_add_explicit(&r->lim->dev[d].underreported, 1,
+                                              memory_order_relaxed);
+            tf_log(TF_LOG_WARN, SUBSYS,
+                   "%s: process %u used %llu us of GPU time in the last window but reported no "
+                   "launch for %d windows: under-reporting its compute use; its GPU time is "
+                   "charged to the workload's bucket%s",
+                   w->name, host, (unsigned long long)(total / 1000), need,
+                   e->o.may_pause ? ", and it is paused while the bucket is in debt" : "");
+        }
+        bool may = e->o.may_pause && e->o.may_pause(e->o.pause_ctx, w->name, host) &&
+                   tf_proc_alive_host(&r->use->pid[s], owner, NULL);
+        if (debt && may && !w->paused[s]) {
+            if (kill((pid_t)host, SIGSTOP) == 0)
+                w->paused[s] = host;
+        } else if (!debt) {
+            resume(w, s);
+        }
+        for (unsigned d = 0; d < c->ndev; d++) {
+            w->dev[d].st.liars++;
+            w->dev[d].st.paused += w->paused[s] != 0;
+        }
+    }
+}
+
 static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
 {
     struct tf_shm_region *r = &w->r;
@@ -235,18 +334,27 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
 
     /* Launches per device since the last step, summed over the workload's processes. */
     uint64_t launches[TF_SHM_MAX_DEVICES] = {0};
+    bool reported[TF_SHM_MAX_PIDS] = {false}; /* the slot reported a launch this step */
     for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
         uint64_t owner = atomic_load_explicit(&use->pid[s].owner, memory_order_acquire);
         bool same = owner == w->slot_owner[s];
+        if (!same) {
+            resume(w, s); /* another process now, or none */
+            w->lie[s] = 0;
+        }
         for (unsigned d = 0; d < c->ndev; d++) {
             uint64_t cur = atomic_load_explicit(&use->pid[s].launches[d], memory_order_relaxed);
             uint64_t base = same ? w->slot_launches[s][d] : 0;
             if (owner && !(owner & TF_SHM_OWNER_RECLAIM) && cur >= base)
                 launches[d] += cur - base;
+            reported[s] |= cur != base;
             w->slot_launches[s][d] = cur;
         }
         w->slot_owner[s] = owner;
     }
+    /* GPU time the source measured per slot and device, in this step's measured windows */
+    uint64_t slot_busy[TF_SHM_MAX_PIDS][TF_SHM_MAX_DEVICES] = {{0}};
+    bool measured = false;
 
     for (unsigned d = 0; d < c->ndev; d++) {
         struct tf_shm_ldev *dev = &r->lim->dev[d];
@@ -273,8 +381,11 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
                 busy += p->busy_ns;
                 mem += p->mem;
                 sampled |= p->sampled;
+                if (u->have_busy && u->window_ns)
+                    slot_busy[s][d] = p->busy_ns;
             }
         }
+        measured |= u && u->have_busy && u->window_ns;
         uint64_t thr = atomic_load_explicit(&ud->throttle_count, memory_order_relaxed);
         bool throttled = thr != wd->throttles;
         wd->throttles = thr;
@@ -363,6 +474,8 @@ static void step_workload(struct tf_engine *e, struct workload *w, uint64_t now)
             wd->blind_logged = false;
         }
     }
+    if (measured)
+        cross_check(e, w, slot_busy, reported, now);
     tf_shm_heartbeat(r, now, e->o.period_ms, (uint32_t)getpid());
 }
 

@@ -43,7 +43,17 @@ struct tf_engine_opts {
     uint64_t pidns;                  /* caller's pid-namespace inode (tf_proc_pidns(0)) */
     const struct tf_ctl_params *ctl; /* NULL: tf_ctl_default_params */
     bool no_reap;                    /* do not reclaim dead PID slots */
+    /* The compute cross-check (see tf_engine_step): may the engine pause (SIGSTOP/SIGCONT)
+     * process HOST_PID, which workload NAME's usage part names as its own? The caller checks
+     * it independently (the usage part is the app's to write, so its PID slots may name
+     * anyone). NULL: under-reporters are flagged and logged, never paused. */
+    bool (*may_pause)(void *ctx, const char *name, uint32_t host_pid);
+    void *pause_ctx;
 };
+
+#define TF_ENGINE_LIE_WINDOWS 3
+#define TF_ENGINE_LIE_WINDOWS_LAUNCHED 30
+#define TF_ENGINE_LIE_MIN_NS 1000000ull /* 1 ms of GPU time in a window */
 
 struct tf_engine;
 
@@ -56,7 +66,21 @@ void tf_engine_destroy(struct tf_engine *e);
 int tf_engine_add(struct tf_engine *e, const struct tf_shm_region *r, const char *name);
 void tf_engine_remove(struct tf_engine *e, int id);
 
-/* One step at NOW_NS (CLOCK_MONOTONIC). */
+/* One step at NOW_NS (CLOCK_MONOTONIC).
+ *
+ * Compute cross-check: the app side reports its compute use (launches counted in its PID
+ * slot, tokens taken from its bucket), the device measures it (GPU time per process from the
+ * usage source). A process the source charges at least TF_ENGINE_LIE_MIN_NS of GPU time in
+ * TF_ENGINE_LIE_WINDOWS measured windows in a row while its slot reports no launch at all
+ * (an honest limiter counts every one), or TF_ENGINE_LIE_WINDOWS_LAUNCHED windows for a
+ * process that did report launches before (its GPU time might be one long kernel), is an
+ * under-reporter: logged once per episode, counted
+ * in the limits part (`underreported`) and its stats, its GPU time debited from the bucket
+ * like everyone's (the engine refills the bucket at the limit's rate while one is caught, so
+ * the debt is paid off in time, not by the launches the liar never makes); and, where
+ * may_pause allows it, it is paused (SIGSTOP) while the bucket is in debt and resumed
+ * (SIGCONT) once paid -- its GPU time then averages its limit. Paused processes are resumed
+ * when they stop lying, their workload is removed or the engine is destroyed. */
 void tf_engine_step(struct tf_engine *e, uint64_t now_ns);
 
 /* What the last step measured for workload ID, device DEV. */
@@ -73,6 +97,8 @@ struct tf_engine_dev_stats {
     bool throttled;
     bool blind;      /* launches but no GPU time attributed for a while */
     unsigned forged; /* TF_SHM_FORGED_* the audit found (and repaired) in this step */
+    int liars;       /* processes caught under-reporting (see tf_engine_step) */
+    int paused;      /* of them, paused now */
 };
 int tf_engine_stats(const struct tf_engine *e, int id, unsigned dev,
                     struct tf_engine_dev_stats *out);

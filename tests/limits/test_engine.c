@@ -20,6 +20,7 @@
 #include "limits/proc.h"
 #include "limits/shm.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -320,6 +321,152 @@ static void forged_tokens_are_taken_back_and_counted(void **state)
     free_region(r);
 }
 
+static bool allow_pause(void *ctx, const char *name, uint32_t host_pid)
+{
+    return strcmp(name, "ns/liar") == 0 && host_pid == (uint32_t) * (pid_t *)ctx;
+}
+
+/* The state letter of PID in /proc/PID/stat ('T': stopped). */
+static char proc_state(pid_t pid)
+{
+    char path[64], buf[512] = "";
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    assert_non_null(p);
+    return p[2];
+}
+
+/* Waits up to a second for PID to be stopped (STOPPED) or not; whether it came to be. */
+static bool wait_state(pid_t pid, bool stopped)
+{
+    for (int i = 0; i < 100; i++) {
+        if ((proc_state(pid) == 'T') == stopped)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+/* The attack: a process of the workload uses the GPU (the device charges it 60 ms of every
+ * 100 ms window, at a 30 % limit) but reports nothing -- no launch counted, no token taken: a
+ * limiter patched out, or launches made around it. The engine compares what the device
+ * measures with what the process reported, flags it, charges its GPU time to the bucket and
+ * pauses it while the bucket is in debt: over ten seconds it gets about its limit, not 60 %. */
+static void a_process_that_underreports_its_compute_is_caught_and_paused(void **state)
+{
+    struct tf_shm_region *r = region(3000);
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        int slot = tf_shm_pid_claim(r, tf_proc_self_owner(), tf_proc_pidns(0));
+        if (write(pfd[1], &slot, sizeof(slot)) != sizeof(slot))
+            _exit(1);
+        for (;;)
+            pause();
+    }
+    int slot = -1;
+    assert_int_equal(read(pfd[0], &slot, sizeof(slot)), sizeof(slot));
+    assert_true(slot >= 0);
+    atomic_store(&r->use->pid[slot].host_pid, (uint32_t)kid);
+    struct script s = {.nproc = 1, .proc = {{.pid = (uint32_t)kid, .busy_ns = 60 * MS}}};
+    struct tf_engine_opts o = {.period_ms = 100,
+                               .usage = {.sample = script_sample, .ctx = &s},
+                               .self_owner = tf_proc_self_owner(),
+                               .pidns = tf_proc_pidns(0),
+                               .may_pause = allow_pause,
+                               .pause_ctx = &kid};
+    struct tf_engine *e = tf_engine_new(&o);
+    assert_non_null(e);
+    int id = tf_engine_add(e, r, "ns/liar");
+    struct tf_engine_dev_stats st;
+    /* (on the clock the region's bucket started on: the engine refills it) */
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    uint64_t t = (uint64_t)ts.tv_sec * 1000 * MS + (uint64_t)ts.tv_nsec + 100 * MS, busy = 0;
+    int paused_steps = 0, resumes = 0;
+    bool was = false;
+    for (int k = 0; k < 100; k++, t += 100 * MS) {
+        tf_engine_step(e, t);
+        assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+        if (k < TF_ENGINE_LIE_WINDOWS - 1)
+            assert_int_equal(st.liars, 0); /* not on one window's evidence */
+        else
+            assert_int_equal(st.liars, 1);
+        bool now = st.paused == 1;
+        /* the process itself is stopped and continued (checked on the first few changes) */
+        if (now != was && paused_steps + resumes < 6)
+            assert_true(wait_state(kid, now));
+        paused_steps += now;
+        resumes += was && !now;
+        was = now;
+        /* what the device will measure next: nothing while it is stopped */
+        s.proc[0].busy_ns = now ? 0 : 60 * MS;
+        busy += s.proc[0].busy_ns;
+    }
+    assert_int_equal(atomic_load(&r->lim->dev[0].underreported), 1); /* one episode */
+    double share = (double)busy / (double)(100 * 100 * MS);
+    print_message("liar at a 30 %% limit: %.1f %% of the device (60 %% unchecked), paused %d of "
+                  "100 windows, resumed %d times\n",
+                  100 * share, paused_steps, resumes);
+    assert_true(share < 0.40 && share > 0.10); /* held near its limit, not starved */
+    assert_true(resumes >= 2);                 /* paused and resumed, not stopped for good */
+    /* Removing the workload (or destroying the engine) never leaves it stopped. */
+    s.proc[0].busy_ns = 60 * MS;
+    for (int k = 0; k < 10 && !st.paused; k++, t += 100 * MS) {
+        tf_engine_step(e, t);
+        assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    }
+    assert_int_equal(st.paused, 1);
+    assert_true(wait_state(kid, true));
+    tf_engine_remove(e, id);
+    assert_true(wait_state(kid, false));
+    tf_engine_destroy(e);
+    kill(kid, SIGKILL);
+    waitpid(kid, NULL, 0);
+    close(pfd[0]);
+    close(pfd[1]);
+    free_region(r);
+}
+
+/* Without may_pause (tfctl limits serve, the standalone limiter) the liar is flagged only; and
+ * a process that reports its launches is never flagged, however busy. */
+static void underreporting_is_flagged_without_pausing_and_honest_use_never_is(void **state)
+{
+    struct tf_shm_region *r = region(3000);
+    int slot = tf_shm_pid_claim(r, tf_proc_self_owner(), tf_proc_pidns(0));
+    struct script s = {.nproc = 1, .proc = {{.pid = (uint32_t)getpid(), .busy_ns = 60 * MS}}};
+    struct tf_engine *e = engine(&s, tf_proc_pidns(0));
+    int id = tf_engine_add(e, r, "ns/pod");
+    struct tf_engine_dev_stats st;
+    uint64_t t = 1000 * MS;
+    for (int k = 0; k < 10; k++, t += 100 * MS) { /* honest: launches counted every window */
+        launch(r, slot, 120, 60 * MS);
+        tf_engine_step(e, t);
+        assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+        assert_int_equal(st.liars, 0);
+    }
+    for (int k = 0; k < 5; k++, t += 100 * MS) /* then it stops reporting */
+        tf_engine_step(e, t);
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_int_equal(st.liars, 0); /* it reported launches before: 30 windows of evidence */
+    for (int k = 0; k < TF_ENGINE_LIE_WINDOWS_LAUNCHED; k++, t += 100 * MS)
+        tf_engine_step(e, t);
+    assert_int_equal(tf_engine_stats(e, id, 0, &st), 0);
+    assert_int_equal(st.liars, 1);
+    assert_int_equal(st.paused, 0);
+    assert_int_equal(atomic_load(&r->lim->dev[0].underreported), 1);
+    assert_true(proc_state(getpid()) != 'T');
+    tf_engine_destroy(e);
+    free_region(r);
+}
+
 static void a_forged_vram_reservation_is_restored(void **state)
 {
     struct tf_shm_region *r = region(0); /* 4 GiB */
@@ -417,6 +564,8 @@ int main(void)
         cmocka_unit_test(no_usage_data_keeps_the_feed_forward),
         cmocka_unit_test(forged_tokens_are_taken_back_and_counted),
         cmocka_unit_test(a_forged_vram_reservation_is_restored),
+        cmocka_unit_test(a_process_that_underreports_its_compute_is_caught_and_paused),
+        cmocka_unit_test(underreporting_is_flagged_without_pausing_and_honest_use_never_is),
         cmocka_unit_test(an_engine_thread_steps_every_period_and_stops_at_once),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
