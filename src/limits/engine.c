@@ -49,6 +49,7 @@ struct workload {
      * reported launch, and the host pid this engine paused (0: none) */
     uint8_t lie[TF_SHM_MAX_PIDS]; /* (one past the threshold once caught) */
     uint32_t paused[TF_SHM_MAX_PIDS];
+    uint8_t held[TF_SHM_MAX_PIDS]; /* steps paused in a row */
     struct wl_dev dev[TF_SHM_MAX_DEVICES];
 };
 
@@ -301,11 +302,19 @@ static void cross_check(struct tf_engine *e, struct workload *w,
         }
         bool may = e->o.may_pause && e->o.may_pause(e->o.pause_ctx, w->name, host) &&
                    tf_proc_alive_host(&r->use->pid[s], owner, NULL);
-        if (debt && may && !w->paused[s]) {
+        /* (never stopped for good: work it queued may still show as GPU time while it is
+         * stopped, so after TF_ENGINE_PAUSE_MAX steps it runs for one) */
+        if (w->paused[s] && ++w->held[s] > TF_ENGINE_PAUSE_MAX) {
+            resume(w, s);
+            w->held[s] = 0;
+        } else if (debt && may && !w->paused[s] && w->held[s] == 0) {
             if (kill((pid_t)host, SIGSTOP) == 0)
                 w->paused[s] = host;
         } else if (!debt) {
             resume(w, s);
+            w->held[s] = 0;
+        } else if (!w->paused[s]) {
+            w->held[s] = 0;
         }
         for (unsigned d = 0; d < c->ndev; d++) {
             w->dev[d].st.liars++;

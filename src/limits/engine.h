@@ -53,6 +53,7 @@ struct tf_engine_opts {
 
 #define TF_ENGINE_LIE_WINDOWS 3
 #define TF_ENGINE_LIE_WINDOWS_LAUNCHED 30
+#define TF_ENGINE_PAUSE_MAX 10          /* steps a process stays paused before it runs one */
 #define TF_ENGINE_LIE_MIN_NS 1000000ull /* 1 ms of GPU time in a window */
 
 struct tf_engine;
@@ -79,7 +80,9 @@ void tf_engine_remove(struct tf_engine *e, int id);
  * like everyone's (the engine refills the bucket at the limit's rate while one is caught, so
  * the debt is paid off in time, not by the launches the liar never makes); and, where
  * may_pause allows it, it is paused (SIGSTOP) while the bucket is in debt and resumed
- * (SIGCONT) once paid -- its GPU time then averages its limit. Paused processes are resumed
+ * (SIGCONT) once paid -- its GPU time then averages its limit; never more than
+ * TF_ENGINE_PAUSE_MAX steps in a row (work it queued may still show as GPU time while it is
+ * stopped), then it runs for one. Paused processes are resumed
  * when they stop lying, their workload is removed or the engine is destroyed. */
 void tf_engine_step(struct tf_engine *e, uint64_t now_ns);
 

@@ -357,7 +357,9 @@ static bool wait_state(pid_t pid, bool stopped)
  * limiter patched out, or launches made around it. The engine compares what the device
  * measures with what the process reported, flags it, charges its GPU time to the bucket and
  * pauses it while the bucket is in debt: over ten seconds it gets about its limit, not 60 %. */
-static void a_process_that_underreports_its_compute_is_caught_and_paused(void **state)
+/* Runs the liar below for 10 s of virtual time; its GPU time is measured as 0 while it is
+ * stopped, or, with STILL_BUSY, as if its queued work ran on regardless. */
+static void hold_a_liar(bool still_busy)
 {
     struct tf_shm_region *r = region(3000);
     int pfd[2];
@@ -407,10 +409,25 @@ static void a_process_that_underreports_its_compute_is_caught_and_paused(void **
         resumes += was && !now;
         was = now;
         /* what the device will measure next: nothing while it is stopped */
-        s.proc[0].busy_ns = now ? 0 : 60 * MS;
+        s.proc[0].busy_ns = now && !still_busy ? 0 : 60 * MS;
         busy += s.proc[0].busy_ns;
     }
     assert_int_equal(atomic_load(&r->lim->dev[0].underreported), 1); /* one episode */
+    if (still_busy) {
+        /* always in debt: stopped TF_ENGINE_PAUSE_MAX steps, then run for one, never for good */
+        print_message("liar still busy while stopped: paused %d of 100 windows, resumed %d "
+                      "times\n",
+                      paused_steps, resumes);
+        assert_true(paused_steps >= 80 && resumes >= 7);
+        tf_engine_destroy(e);
+        assert_true(wait_state(kid, false));
+        kill(kid, SIGKILL);
+        waitpid(kid, NULL, 0);
+        close(pfd[0]);
+        close(pfd[1]);
+        free_region(r);
+        return;
+    }
     double share = (double)busy / (double)(100 * 100 * MS);
     print_message("liar at a 30 %% limit: %.1f %% of the device (60 %% unchecked), paused %d of "
                   "100 windows, resumed %d times\n",
@@ -433,6 +450,18 @@ static void a_process_that_underreports_its_compute_is_caught_and_paused(void **
     close(pfd[0]);
     close(pfd[1]);
     free_region(r);
+}
+
+static void a_process_that_underreports_its_compute_is_caught_and_paused(void **state)
+{
+    hold_a_liar(false);
+}
+
+/* On a real GPU a stopped process's queued kernels still run (and the simulated GPU may keep
+ * showing its in-flight kernel): a pause never lasts, whatever the device shows meanwhile. */
+static void a_paused_process_is_never_stopped_for_good(void **state)
+{
+    hold_a_liar(true);
 }
 
 /* Without may_pause (tfctl limits serve, the standalone limiter) the liar is flagged only; and
@@ -565,6 +594,7 @@ int main(void)
         cmocka_unit_test(forged_tokens_are_taken_back_and_counted),
         cmocka_unit_test(a_forged_vram_reservation_is_restored),
         cmocka_unit_test(a_process_that_underreports_its_compute_is_caught_and_paused),
+        cmocka_unit_test(a_paused_process_is_never_stopped_for_good),
         cmocka_unit_test(underreporting_is_flagged_without_pausing_and_honest_use_never_is),
         cmocka_unit_test(an_engine_thread_steps_every_period_and_stops_at_once),
     };
