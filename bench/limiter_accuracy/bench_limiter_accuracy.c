@@ -91,6 +91,8 @@ struct wl {
     uint64_t waited0; /* the region's wait counter when the measured run started */
 };
 
+static const struct tf_shm_perms bench_perms = {.lmode = 0644, .umode = 0600, .uid = -1, .gid = -1};
+
 static struct tf_nvml *nv, *meas;
 static uint8_t uuid[16];
 static char prefix[128];
@@ -177,11 +179,11 @@ static int make_region(struct wl *w, const char *name, struct tf_engine *e)
     c.dev[0].flags = TF_SHM_DEV_PRESENT | (w->bp ? TF_SHM_DEV_COMPUTE_LIMIT : 0);
     c.dev[0].compute_limit_bp = w->bp;
     char err[256];
-    if (tf_shm_create(w->path, &c, 0600, &w->map, err, sizeof(err)) != 0) {
+    if (tf_shm_create(w->path, &c, &bench_perms, &w->map, err, sizeof(err)) != 0) {
         fprintf(stderr, "bench_limiter_accuracy: %s\n", err);
         return 1;
     }
-    tf_engine_add(e, w->map.r, c.name);
+    tf_engine_add(e, &w->map.r, c.name);
     return 0;
 }
 
@@ -246,7 +248,7 @@ static int run(const char *name, struct wl *w, int n, int secs)
         }
         /* (waits of a warm-up are not the measured run's) */
         if (w[i].mode == SOFT || w[i].mode == HARD_REGION)
-            w[i].waited0 = atomic_load(&w[i].map.r->dev[0].throttle_ns);
+            w[i].waited0 = atomic_load(&w[i].map.r.use->dev[0].throttle_ns);
     }
     struct tf_usage_dev u;
     uint64_t t0 = mono_ns();
@@ -296,7 +298,7 @@ static int run(const char *name, struct wl *w, int n, int secs)
             child_finish(&w[i].worker, 30);
         }
         if (w[i].mode == SOFT || w[i].mode == HARD_REGION) {
-            uint64_t waited = atomic_load(&w[i].map.r->dev[0].throttle_ns) - w[i].waited0;
+            uint64_t waited = atomic_load(&w[i].map.r.use->dev[0].throttle_ns) - w[i].waited0;
             w[i].throttled = (double)waited * 100.0 / ((secs + 1) * 1e9);
             tf_shm_unmap(&w[i].map);
             unlink(w[i].path);

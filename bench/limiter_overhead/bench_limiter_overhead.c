@@ -26,6 +26,8 @@
 #define ROUNDS 5
 
 enum { PLAIN, UNCAPPED, CAPPED, MODES };
+static const struct tf_shm_perms bench_perms = {.lmode = 0644, .umode = 0600, .uid = -1, .gid = -1};
+
 static char region[MODES][256];
 
 /* The regions: UNCAPPED with a VRAM limit only, CAPPED with a compute limit too. */
@@ -45,14 +47,15 @@ static void make_region(int mode)
     c.dev[0].compute_limit_bp = 10000;
     struct tf_shm_map m;
     char err[256];
-    if (tf_shm_create(region[mode], &c, 0600, &m, err, sizeof(err)) != 0) {
+    if (tf_shm_create(region[mode], &c, &bench_perms, &m, err, sizeof(err)) != 0) {
         fprintf(stderr, "bench_limiter_overhead: %s\n", err);
         exit(1);
     }
     /* Tokens always available (no engine runs here): the unthrottled path is measured, with
      * launches priced as usual (measured, or 1 token while not measured yet). */
-    atomic_store(&m.r->dev[0].launch_cost, 1);
-    tf_bucket_init(&m.r->dev[0].bucket, UINT64_C(1) << 50, INT64_C(1) << 50, 1);
+    atomic_store(&m.r.lim->dev[0].launch_cost, 1);
+    tf_bucket_init(&m.r.use->dev[0].bucket, &m.r.lim->dev[0].bucket, UINT64_C(1) << 50,
+                   INT64_C(1) << 50, 1);
     tf_shm_unmap(&m);
 }
 

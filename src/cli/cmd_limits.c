@@ -156,10 +156,10 @@ static int open_workload(struct wl_arg *w, struct tf_nvml *nv)
         fill_limits(&c.dev[i], w);
     }
     char err[512];
-    int rc = tf_shm_open(w->path, &w->map, err, sizeof(err));
+    int rc = tf_shm_open(w->path, TF_SHM_ENGINE, &w->map, err, sizeof(err));
     if (rc == 0) {
         /* Attach: keep the counters of running processes, apply the limits given. */
-        rc = tf_shm_write_config(w->map.r, &c);
+        rc = tf_shm_write_config(&w->map.r, &c);
         if (rc) {
             fprintf(stderr, "tfctl limits: %s: cannot update: %s\n", w->path, tf_strerror(rc));
             return 1;
@@ -171,7 +171,10 @@ static int open_workload(struct wl_arg *w, struct tf_nvml *nv)
         fprintf(stderr, "tfctl limits: %s (remove the file to start over)\n", err);
         return 1;
     }
-    rc = tf_shm_create(w->path, &c, 0666, &w->map, err, sizeof(err));
+    /* Who runs the workload is not known here: its usage part is writable by anyone who can
+     * reach it, its limits part by the engine's user alone. */
+    struct tf_shm_perms perms = {.lmode = 0644, .umode = 0666, .uid = -1, .gid = -1};
+    rc = tf_shm_create(w->path, &c, &perms, &w->map, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "tfctl limits: %s\n", err);
         return 1;
@@ -186,10 +189,11 @@ static void print_stats(struct wl_arg *wl, int n, double t, uint64_t (*prev)[TF_
                         double secs)
 {
     for (int i = 0; i < n; i++) {
-        struct tf_shm_region *r = wl[i].map.r;
-        unsigned ndev = atomic_load(&r->hdr.ndev);
+        struct tf_shm_region *r = &wl[i].map.r;
+        unsigned ndev = atomic_load(&r->lim->hdr.ndev);
         for (unsigned d = 0; d < ndev && d < TF_SHM_MAX_DEVICES; d++) {
-            struct tf_shm_device *dev = &r->dev[d];
+            struct tf_shm_ldev *dev = &r->lim->dev[d];
+            struct tf_shm_udev *ud = &r->use->dev[d];
             uint64_t busy = atomic_load(&dev->busy_ns);
             double share = secs > 0 ? (double)(busy - prev[i][d]) / (secs * 1e7) : 0;
             prev[i][d] = busy;
@@ -202,9 +206,9 @@ static void print_stats(struct wl_arg *wl, int n, double t, uint64_t (*prev)[TF_
                    (flags & TF_SHM_DEV_COMPUTE_LIMIT) ? atomic_load(&dev->compute_limit_bp) / 100.0
                                                       : 100.0,
                    atomic_load(&dev->rate_bp) / 100.0, atomic_load(&dev->launch_cost) / 1000.0,
-                   scale ? scale / 65536.0 : 1.0, atomic_load(&dev->vram_used),
+                   scale ? scale / 65536.0 : 1.0, atomic_load(&ud->vram_used),
                    (flags & TF_SHM_DEV_VRAM_LIMIT) ? atomic_load(&dev->vram_limit) : 0,
-                   atomic_load(&dev->throttle_count));
+                   atomic_load(&ud->throttle_count));
         }
     }
     fflush(stdout);
@@ -311,7 +315,7 @@ static int cmd_serve(int argc, char **argv)
             rc = 1;
     }
     for (int i = 0; i < n && rc == 0; i++)
-        wl[i].id = tf_engine_add(e, wl[i].map.r, wl[i].name ? wl[i].name : wl[i].path);
+        wl[i].id = tf_engine_add(e, &wl[i].map.r, wl[i].name ? wl[i].name : wl[i].path);
     if (rc == 0) {
         struct sigaction sa;
         memset(&sa, 0, sizeof(sa));
@@ -323,7 +327,7 @@ static int cmd_serve(int argc, char **argv)
         static uint64_t prev[MAX_WL][TF_SHM_MAX_DEVICES];
         for (int i = 0; i < n; i++)
             for (int d = 0; d < TF_SHM_MAX_DEVICES; d++)
-                prev[i][d] = atomic_load(&wl[i].map.r->dev[d].busy_ns);
+                prev[i][d] = atomic_load(&wl[i].map.r.lim->dev[d].busy_ns);
         printf("serving %d region(s) every %u ms\n", n, interval);
         fflush(stdout);
         while (!stop) {
@@ -373,12 +377,12 @@ static int cmd_set(int argc, char **argv)
         return usage(stderr);
     struct tf_shm_map m;
     char err[512];
-    if (tf_shm_open(path, &m, err, sizeof(err)) != 0) {
+    if (tf_shm_open(path, TF_SHM_ENGINE, &m, err, sizeof(err)) != 0) {
         fprintf(stderr, "tfctl limits set: %s\n", err);
         return 1;
     }
     int rc = 0;
-    struct tf_shm_device *d = &m.r->dev[dev < TF_SHM_MAX_DEVICES ? dev : 0];
+    struct tf_shm_ldev *d = &m.r.lim->dev[dev < TF_SHM_MAX_DEVICES ? dev : 0];
     uint32_t flags = atomic_load(&d->flags) & (TF_SHM_DEV_VRAM_LIMIT | TF_SHM_DEV_COMPUTE_LIMIT);
     uint64_t v = atomic_load(&d->vram_limit);
     uint32_t bp = atomic_load(&d->compute_limit_bp);
@@ -391,7 +395,7 @@ static int cmd_set(int argc, char **argv)
     else if (rc == 0 && pct && (rc = parse_percent(pct, &bp)) == 0)
         flags |= TF_SHM_DEV_COMPUTE_LIMIT;
     if (rc == 0) {
-        int e = tf_shm_set_limits(m.r, dev, flags, bp, v);
+        int e = tf_shm_set_limits(&m.r, dev, flags, bp, v);
         if (e) {
             fprintf(stderr, "tfctl limits set: device %u: %s\n", dev, tf_strerror(e));
             rc = e == TF_ERANGE ? 2 : 1;
@@ -407,41 +411,44 @@ static int cmd_show(int argc, char **argv)
         return usage(stderr);
     struct tf_shm_map m;
     char err[512];
-    if (tf_shm_open(argv[2], &m, err, sizeof(err)) != 0) {
+    if (tf_shm_open(argv[2], TF_SHM_READ, &m, err, sizeof(err)) != 0) {
         fprintf(stderr, "tfctl limits show: %s\n", err);
         return 1;
     }
     struct tf_shm_config c;
-    if (tf_shm_read_config(m.r, &c) != 0) {
+    if (tf_shm_read_config(&m.r, &c) != 0) {
         fprintf(stderr, "tfctl limits show: %s: a config update is in progress\n", argv[2]);
         tf_shm_unmap(&m);
         return 1;
     }
-    uint64_t hb = atomic_load(&m.r->hdr.heartbeat_ns);
+    uint64_t hb = atomic_load(&m.r.lim->hdr.heartbeat_ns);
     printf("region %s\nname %s\nheartbeat %s\n", argv[2], c.name,
-           hb == 0                                  ? "never"
-           : tf_shm_heartbeat_stale(m.r, mono_ns()) ? "stale"
-                                                    : "fresh");
-    printf("%-3s %-40s %8s %12s %12s %8s %8s %10s\n", "DEV", "UUID", "COMPUTE", "VRAM-LIMIT",
-           "VRAM-USED", "SHARE", "RATE", "THROTTLED");
+           hb == 0                                   ? "never"
+           : tf_shm_heartbeat_stale(&m.r, mono_ns()) ? "stale"
+                                                     : "fresh");
+    printf("%-3s %-40s %8s %12s %12s %8s %8s %10s %8s %13s\n", "DEV", "UUID", "COMPUTE",
+           "VRAM-LIMIT", "VRAM-USED", "SHARE", "RATE", "THROTTLED", "TAMPERED", "UNDERREPORTED");
     for (unsigned i = 0; i < c.ndev; i++) {
-        struct tf_shm_device *d = &m.r->dev[i];
+        struct tf_shm_ldev *d = &m.r.lim->dev[i];
+        struct tf_shm_udev *ud = &m.r.use->dev[i];
         char u[48], lim[32] = "-", used[32];
         tf_shm_uuid_format(c.dev[i].uuid, u, sizeof(u));
         if (c.dev[i].flags & TF_SHM_DEV_VRAM_LIMIT)
             tf_quantity_format_bytes((int64_t)c.dev[i].vram_limit, lim, sizeof(lim));
-        tf_quantity_format_bytes(atomic_load(&d->vram_used), used, sizeof(used));
+        tf_quantity_format_bytes(atomic_load(&ud->vram_used), used, sizeof(used));
         char comp[16] = "-";
         if (c.dev[i].flags & TF_SHM_DEV_COMPUTE_LIMIT)
             snprintf(comp, sizeof(comp), "%.2f%%", c.dev[i].compute_limit_bp / 100.0);
-        printf("%-3u %-40s %8s %12s %12s %7.1f%% %7.1f%% %10" PRIu64 "\n", i, u, comp, lim, used,
-               atomic_load(&d->share_bp) / 100.0, atomic_load(&d->rate_bp) / 100.0,
-               atomic_load(&d->throttle_count));
+        printf("%-3u %-40s %8s %12s %12s %7.1f%% %7.1f%% %10" PRIu64 " %8" PRIu64 " %13" PRIu64
+               "\n",
+               i, u, comp, lim, used, atomic_load(&d->share_bp) / 100.0,
+               atomic_load(&d->rate_bp) / 100.0, atomic_load(&ud->throttle_count),
+               atomic_load(&d->tampered), atomic_load(&d->underreported));
     }
     printf("processes:");
     int np = 0;
     for (int s = 0; s < TF_SHM_MAX_PIDS; s++) {
-        uint64_t o = atomic_load(&m.r->pid[s].owner);
+        uint64_t o = atomic_load(&m.r.use->pid[s].owner);
         if (o && !(o & TF_SHM_OWNER_RECLAIM)) {
             printf(" %u", tf_shm_owner_pid(o));
             np++;

@@ -34,7 +34,6 @@ static void env_ref(json_object *env, const char *name, const char *path)
     json_object_array_add(env, e);
 }
 
-#define WORKER_SHM_DIR "/run/tensor-fusion/pod"
 #define WORKER_TOKEN_DIR "/run/tensor-fusion/token"
 
 /* The workload's token Secret (tf_webhook_token_secret), created with 24 random bytes in hex
@@ -171,7 +170,7 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     json_object_object_add(c, "env", env);
     /* The worker enforces the workload's limits from the pod's region, which the node agent
      * writes (and rewrites when the limits change) in the pod's own directory of the shm tree;
-     * only that directory is mounted. */
+     * only that directory is mounted, read-only but for the region's usage part. */
     const char *gc = tf__rc_ann(client, TF_ANN_GPU_COUNT),
                *iso = tf__rc_ann(client, TF_ANN_ISOLATION);
     bool whole = iso && (strcmp(iso, "shared") == 0 || strcmp(iso, "partitioned") == 0);
@@ -179,13 +178,9 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     tf_webhook_worker_args(cmd, gc ? atoi(gc) : 1, WORKER_TOKEN_DIR "/" TF_TOKEN_SECRET_KEY,
                            !whole && !(off & TF_FEATURE_GPU_LIMITER));
     tf_webhook_worker_debug(cmd, off);
-    json_object *mounts = json_object_new_array(), *m = json_object_new_object();
-    json_object_object_add(m, "name", json_object_new_string("tf-shm"));
-    json_object_object_add(m, "mountPath", json_object_new_string(WORKER_SHM_DIR));
-    json_object_object_add(m, "subPathExpr",
-                           json_object_new_string("$(POD_NAMESPACE)/$(POD_NAME)"));
-    json_object_array_add(mounts, m);
-    m = json_object_new_object();
+    json_object *mounts = json_object_new_array();
+    tf_webhook_region_mounts(mounts);
+    json_object *m = json_object_new_object();
     json_object_object_add(m, "name", json_object_new_string("tf-token"));
     json_object_object_add(m, "mountPath", json_object_new_string(WORKER_TOKEN_DIR));
     json_object_object_add(m, "readOnly", json_object_new_boolean(true));

@@ -17,6 +17,7 @@
 #include "core/selector.h"
 #include "core/quantity.h"
 #include "core/selector.h"
+#include "tf/shm.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -324,6 +325,45 @@ static void add_mount_sub(json_object *c, const char *vol, const char *path, con
 static void add_mount(json_object *c, const char *vol, const char *path, const char *sub, bool ro)
 {
     add_mount_sub(c, vol, path, "subPath", sub, ro);
+}
+
+void tf_webhook_region_mounts(json_object *mounts)
+{
+    static const struct {
+        const char *path, *sub;
+        bool ro;
+    } m[] = {{SHM_POD_DIR, "$(POD_NAMESPACE)/$(POD_NAME)", true},
+             {SHM_POD_DIR "/" TF_SHM_USAGE_DIR, "$(POD_NAMESPACE)/$(POD_NAME)/" TF_SHM_USAGE_DIR,
+              false}};
+    for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
+        bool have = false;
+        for (size_t k = 0; k < json_object_array_length(mounts); k++) {
+            const char *mp = tf_json_str(json_object_array_get_idx(mounts, k), "mountPath", NULL);
+            have |= mp && strcmp(mp, m[i].path) == 0;
+        }
+        if (have)
+            continue;
+        json_object *o = json_object_new_object();
+        set_str(o, "name", SHM_VOLUME);
+        set_str(o, "mountPath", m[i].path);
+        set_str(o, "subPathExpr", m[i].sub);
+        if (m[i].ro)
+            json_object_object_add(o, "readOnly", json_object_new_boolean(true));
+        json_object_array_add(mounts, o);
+    }
+}
+
+/* Gives every container of pod SPEC the region group TF_SHM_POD_GROUP as a supplementary group
+ * (once), so that the node agent can make the pod's usage part 0660 instead of world-writable. */
+static void add_region_group(json_object *spec)
+{
+    json_object *g = child_arr(child_obj(spec, "securityContext"), "supplementalGroups");
+    for (size_t i = 0; i < json_object_array_length(g); i++) {
+        json_object *v = json_object_array_get_idx(g, i);
+        if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) == TF_SHM_POD_GROUP)
+            return;
+    }
+    json_object_array_add(g, json_object_new_int64(TF_SHM_POD_GROUP));
 }
 
 static void add_volume(json_object *spec, json_object *vol)
@@ -677,6 +717,7 @@ static void inject_soft(struct tf_webhook *wh, json_object *spec, const struct t
 {
     add_volume(spec, empty_dir_volume(LIB_VOLUME));
     add_volume(spec, host_path_volume(SHM_VOLUME, wh->cfg.shm_host_dir));
+    add_region_group(spec);
     init_container(spec, "tf-limiter-copy", wh->cfg.limiter_image,
                    "cp /opt/tensor-fusion/lib/libtf_limiter.so " LIB_DIR "/libtf_limiter.so");
     for (size_t i = 0; i < s->ninject_containers; i++) {
@@ -704,10 +745,8 @@ static void inject_soft(struct tf_webhook *wh, json_object *spec, const struct t
         add_mount(c, LIB_VOLUME, LIB_DIR, NULL, true);
         add_mount(c, LIB_VOLUME, "/etc/ld.so.preload", sub, true);
         /* Only the pod's own directory of the host shm tree (the node agent creates the region
-         * in it), so no pod can open another's. Read-write: the limiter maps its region shared
-         * and writes its VRAM reservations and PID slots into it. */
-        add_mount_sub(c, SHM_VOLUME, SHM_POD_DIR, "subPathExpr", "$(POD_NAMESPACE)/$(POD_NAME)",
-                      false);
+         * in it), so no pod can open another's: read-only, but for the region's usage part. */
+        tf_webhook_region_mounts(child_arr(c, "volumeMounts"));
     }
 }
 
@@ -820,9 +859,9 @@ static void inject_client(struct tf_webhook *wh, json_object *spec, const struct
             json_object_object_add(w, "command", cmd);
             inject_common_env(w, "tf-worker");
             add_mount(w, LIB_VOLUME, LIB_DIR, NULL, false);
-            add_mount_sub(w, SHM_VOLUME, SHM_POD_DIR, "subPathExpr", "$(POD_NAMESPACE)/$(POD_NAME)",
-                          false);
+            tf_webhook_region_mounts(child_arr(w, "volumeMounts"));
             add_volume(spec, host_path_volume(SHM_VOLUME, wh->cfg.shm_host_dir));
+            add_region_group(spec);
             set_limit(w, TF_RESOURCE_VGPU, s->gpu_count);
             env_field(w, "NVIDIA_VISIBLE_DEVICES", GPU_IDS_FIELD);
             json_object_array_add(cs, w);

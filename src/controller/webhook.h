@@ -184,6 +184,13 @@ void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file,
  * container stays up without serving. Callers drop LIMITS above for gpu-limiter. */
 void tf_webhook_worker_debug(json_object *cmd, unsigned disabled);
 
+/* Appends to the volumeMounts array MOUNTS a container's view of its pod's limit region (the
+ * node agent writes it in <shm host dir>/<namespace>/<pod>, volume tf-shm): that directory at
+ * /run/tensor-fusion/pod read-only (the region's limits part, which nothing in the pod may
+ * rewrite, root included), and its rw/ subdirectory read-write at /run/tensor-fusion/pod/rw
+ * (the usage part the limiter or tf-worker writes). No other pod's directory is mounted. */
+void tf_webhook_region_mounts(json_object *mounts);
+
 /* Remote workloads: the Secret (in the workload's namespace) whose key TF_TOKEN_SECRET_KEY
  * holds the token the workload's worker pods require and its clients present
  * ("tf-token-<workload>", cut and hashed to fit a name). The reconciler creates it with a

@@ -13,11 +13,20 @@
  * counted in /api/v1/workloads ("vramEscapes"); with "kill" the offending processes are also
  * sent SIGKILL, the ones outside the limiter first, the largest first, until the rest fit.
  * Workloads on whole GPUs (no VRAM limit) are not checked.
+ *
+ * Kubernetes pods with a limit region (k8s_pods.h) are checked the same way
+ * (tf_hv_check_pod_escapes), under the pod key "<namespace>/<pod>". A pod's processes are
+ * those whose cgroup (/proc/PID/cgroup) names the pod's uid, as the kubelet's cgroup drivers
+ * do (".../pod<uid>/...", ".../kubepods-...-pod<uid with _>.slice/..."); a process in no pod's
+ * cgroup counts when it is, or descends from, a process that holds a PID slot of the pod's
+ * region (a process in another pod's cgroup never does: a forged PID slot cannot make the
+ * hypervisor count, or kill, another pod's process).
  */
 #ifndef TF_HYPERVISOR_ESCAPE_H
 #define TF_HYPERVISOR_ESCAPE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 enum tf_hv_escape_action { TF_HV_ESCAPE_OFF = 0, TF_HV_ESCAPE_REPORT, TF_HV_ESCAPE_KILL };
@@ -38,8 +47,29 @@ struct tf_hv_escape_proc {
 bool tf_hv_escape_judge(int64_t limit, int64_t slack, const struct tf_hv_escape_proc *p, int n,
                         int64_t *used, int *victims, int *nvictims);
 
+/* The pod uid named by the cgroup lines TEXT (/proc/PID/cgroup), with '_' read as '-', into
+ * UID (37 bytes at least); false when no line names a pod. Pure. */
+bool tf_hv_cgroup_pod_uid(const char *text, char *uid, size_t len);
+
 struct tf_hv;
+/* Whether process PID is local workload NAME's (one of its live processes or its worker, or
+ * below one), by the hypervisor's own records. */
+bool tf_hv_workload_owns(struct tf_hv *hv, const char *name, int pid);
+/* Whether process PID's cgroup is that of the pod with metadata.uid UID. */
+bool tf_hv_pod_owns(const char *uid, int pid);
+
 /* The check over every workload, from the last samples (main loop, after sampling). */
 void tf_hv_check_escapes(struct tf_hv *hv);
+
+/* A Kubernetes pod with a limit region, for tf_hv_check_pod_escapes. */
+struct tf_hv_escape_pod {
+    const char *key;           /* "<namespace>/<pod>": its region's key and the log's name */
+    const char *uid;           /* metadata.uid */
+    int ngpu;                  /* its GPUs: */
+    const char (*uuids)[64];   /* UUIDs as in gpu-ids */
+    const int64_t *vram_limit; /* bytes per GPU, <= 0 when not limited */
+};
+/* The same check over the pods PODS[0..N) (main loop, after sampling). */
+void tf_hv_check_pod_escapes(struct tf_hv *hv, const struct tf_hv_escape_pod *pods, int n);
 
 #endif

@@ -40,6 +40,7 @@ struct tf_hv_config {
     int lease_timeout_ms;      /* a leased workload without heartbeat this long is released */
     int escape_action;         /* enum tf_hv_escape_action (escape.h): default report */
     int64_t escape_slack;      /* VRAM allowed per process beyond a workload's limit */
+    bool underreport_pause;    /* pause processes caught under-reporting compute (engine.h) */
     struct tf_dp_config dp;    /* kubelet device plugin (Kubernetes mode; off by default) */
     bool kubernetes;           /* node agent: tf-controller writes the allocation tables */
 };

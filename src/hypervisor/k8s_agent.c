@@ -113,6 +113,17 @@ void tf_hv_k8s_step(struct tf_hv_k8s *k, int64_t now_ms)
     tf_hv_k8s_pods_step(k->pods, now_ms);
 }
 
+bool tf_hv_k8s_owns(struct tf_hv_k8s *k, const char *key, int pid)
+{
+    return k && tf_hv_k8s_pods_owns(k->pods, key, pid);
+}
+
+void tf_hv_k8s_check_escapes(struct tf_hv_k8s *k)
+{
+    if (k)
+        tf_hv_k8s_pods_check_escapes(k->pods);
+}
+
 void tf_hv_k8s_stop(struct tf_hv_k8s *k)
 {
     if (!k)

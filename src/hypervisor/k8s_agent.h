@@ -54,6 +54,11 @@ int tf_hv_k8s_start(struct tf_hv *hv, const struct tf_hv_k8s_opts *o, struct tf_
                     char *err, size_t errlen);
 /* One main-loop turn (NOW_MS: CLOCK_MONOTONIC milliseconds). */
 void tf_hv_k8s_step(struct tf_hv_k8s *k, int64_t now_ms);
+/* Whether process PID is in the cgroup of this node's pod KEY ("<ns>/<pod>"). Accepts NULL. */
+bool tf_hv_k8s_owns(struct tf_hv_k8s *k, const char *key, int pid);
+/* The VRAM escape check over the pods of this node (escape.h); main loop, after sampling.
+ * Accepts NULL. */
+void tf_hv_k8s_check_escapes(struct tf_hv_k8s *k);
 /* Stops everything (accepts NULL); regions and GPU objects stay. */
 void tf_hv_k8s_stop(struct tf_hv_k8s *k);
 

@@ -166,6 +166,76 @@ static int dev_config(const struct tf_spec *s, const struct tf_hv_device *d,
     return 0;
 }
 
+/* securityContext KEY of O (a pod spec or a container) as an id, -1 when unset or not one. */
+static int64_t sc_id(json_object *o, const char *key)
+{
+    json_object *v = tf_json_path(o, "securityContext", key, NULL);
+    if (!v || !json_object_is_type(v, json_type_int))
+        return -1;
+    int64_t id = json_object_get_int64(v);
+    return id >= 0 && id <= INT32_MAX ? id : -1;
+}
+
+/* Whether container C mounts the region (the webhook's tf-shm volume). */
+static bool mounts_region(json_object *c)
+{
+    json_object *m = tf_json_path(c, "volumeMounts", NULL);
+    for (size_t i = 0;
+         m && json_object_is_type(m, json_type_array) && i < json_object_array_length(m); i++) {
+        const char *n = tf_json_str(json_object_array_get_idx(m, i), "name", NULL);
+        if (n && strcmp(n, TF_HV_SHM_VOLUME) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Merges id ID into the one all containers share so far (-2: none seen; -1: unknown or they
+ * differ). */
+static int64_t common_id(int64_t have, int64_t id)
+{
+    return have == -2 || have == id ? id : -1;
+}
+
+/* Whether pod SPEC lists TF_SHM_POD_GROUP in securityContext.supplementalGroups. */
+static bool has_region_group(json_object *spec)
+{
+    json_object *g = tf_json_path(spec, "securityContext", "supplementalGroups", NULL);
+    for (size_t i = 0;
+         g && json_object_is_type(g, json_type_array) && i < json_object_array_length(g); i++) {
+        json_object *v = json_object_array_get_idx(g, i);
+        if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) == TF_SHM_POD_GROUP)
+            return true;
+    }
+    return false;
+}
+
+void tf_hv_k8s_pod_perms(json_object *pod, struct tf_shm_perms *out)
+{
+    *out = (struct tf_shm_perms){.lmode = 0644, .umode = 0600, .uid = -1, .gid = -1};
+    json_object *spec = tf_json_path(pod, "spec", NULL);
+    json_object *cs = tf_json_path(spec, "containers", NULL);
+    int64_t puid = sc_id(spec, "runAsUser"), pgid = sc_id(spec, "runAsGroup"), uid = -2, gid = -2;
+    for (size_t i = 0;
+         cs && json_object_is_type(cs, json_type_array) && i < json_object_array_length(cs); i++) {
+        json_object *c = json_object_array_get_idx(cs, i);
+        if (!mounts_region(c))
+            continue;
+        int64_t cu = sc_id(c, "runAsUser"), cg = sc_id(c, "runAsGroup");
+        uid = common_id(uid, cu >= 0 ? cu : puid);
+        gid = common_id(gid, cg >= 0 ? cg : pgid);
+    }
+    /* A group every container has: the webhook's region group, else the pod's fsGroup,
+     * else the runAsGroup they share. */
+    int64_t fs = sc_id(spec, "fsGroup");
+    if (has_region_group(spec))
+        gid = TF_SHM_POD_GROUP;
+    else if (fs >= 0)
+        gid = fs;
+    out->uid = uid >= 0 ? (int)uid : -1;
+    out->gid = gid >= 0 ? (int)gid : -1;
+    out->umode = out->gid >= 0 ? 0660 : 0600;
+}
+
 int tf_hv_k8s_pod_plan(json_object *pod, const char *node, const struct tf_hv_device *devs,
                        int ndev, struct tf_hv_k8s_pod *out, char *err, size_t errlen)
 {
@@ -204,6 +274,7 @@ int tf_hv_k8s_pod_plan(json_object *pod, const char *node, const struct tf_hv_de
     if ((rc = split_ids(ids, out, err, errlen)))
         goto out;
     tf_strlcpy(out->cfg.name, out->key, sizeof(out->cfg.name));
+    tf_hv_k8s_pod_perms(pod, &out->perms);
     out->cfg.ndev = (uint32_t)out->ngpu;
     for (int i = 0; i < out->ngpu; i++) {
         const struct tf_hv_device *d = find_dev(devs, ndev, out->uuids[i]);

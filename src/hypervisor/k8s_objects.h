@@ -22,7 +22,7 @@
  * its GPUs in gpu-ids order and, per GPU, the limits of its normalised annotations read with
  * the core workload spec (core/spec.h): compute-percent-limit as basis points, or
  * tflops-limit converted with that GPU's TFLOPS; vram-limit in bytes. A side left unset is
- * not enforced.
+ * not enforced. Its files' owner and modes: tf_hv_k8s_pod_perms.
  *
  * Pure and thread-safe on distinct arguments (input trees are only read).
  */
@@ -41,7 +41,8 @@
 #define TF_HV_LABEL_NODE TF_KEY_PREFIX "node"
 #define TF_HV_LABEL_POOL TF_KEY_PREFIX "gpupool"
 #define TF_HV_LABEL_COMPONENT TF_KEY_PREFIX "component"
-#define TF_HV_K8S_KEY_MAX 320 /* "<namespace>/<pod>" + NUL */
+#define TF_HV_K8S_KEY_MAX 320     /* "<namespace>/<pod>" + NUL */
+#define TF_HV_SHM_VOLUME "tf-shm" /* the webhook's volume of the pods' region directories */
 
 /* GPU object name for device UUID into BUF; false when UUID is empty, has characters other
  * than letters, digits, '-' and '.', or does not fit. */
@@ -67,7 +68,17 @@ struct tf_hv_k8s_pod {
     int ngpu;
     char uuids[TF_SHM_MAX_DEVICES][64]; /* as in gpu-ids */
     struct tf_shm_config cfg;           /* the region (name: the key, truncated) */
+    struct tf_shm_perms perms;          /* its files' modes and the usage part's owner */
 };
+
+/* Who may write POD's usage part (its limits part is the node agent's, mode 0644); never
+ * anyone outside the pod, never world-writable. Owner: the user every container that mounts
+ * the region runs as (securityContext.runAsUser of the container, else of the pod), else root.
+ * Group: one every container has -- the webhook's TF_SHM_POD_GROUP in the pod's
+ * supplementalGroups, else the pod's fsGroup, else a runAsGroup they share -- which makes it
+ * 0660; without one, 0600 (the owner alone; root when the user is not known either). Unknown
+ * owners are -1. */
+void tf_hv_k8s_pod_perms(json_object *pod, struct tf_shm_perms *out);
 
 /* Decides POD's limit region on NODE, given this node's devices DEVS[0..NDEV) (absent ones
  * do not count). Returns 1 with OUT filled; 0 when the pod needs none (not bound to NODE, no

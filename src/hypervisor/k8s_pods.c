@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "controller/k8s/informer.h"
+#include "hypervisor/escape.h"
 #include "hypervisor/k8s_objects.h"
 #include "hypervisor/soft.h"
 
@@ -141,7 +142,7 @@ static int add(struct tf_hv_k8s_pods *p, const struct tf_hv_k8s_pod *plan, char 
         p->cap = cap;
     }
     bool reopened = false, changed = false;
-    int rc = tf_hv_soft_attach(p->hv->soft, plan->key, path, &plan->cfg,
+    int rc = tf_hv_soft_attach(p->hv->soft, plan->key, path, &plan->cfg, &plan->perms,
                                uid_matches(dir, plan->uid), &reopened, err, errlen);
     if (rc)
         return rc;
@@ -210,7 +211,7 @@ static void collect_orphans(struct tf_hv_k8s_pods *p)
                 snprintf(key, sizeof(key), "%s/%s", a->d_name, b->d_name) >= (int)sizeof(key) ||
                 find(p, key))
                 continue;
-            snprintf(f1, sizeof(f1), "%s/%s/shm", nsdir, b->d_name);
+            snprintf(f1, sizeof(f1), "%s/%s/" TF_SHM_LIMITS_FILE, nsdir, b->d_name);
             snprintf(f2, sizeof(f2), "%s/%s/" UID_FILE, nsdir, b->d_name);
             if (stat(f1, &st) != 0 && stat(f2, &st) != 0)
                 continue; /* not a region directory */
@@ -378,6 +379,32 @@ void tf_hv_k8s_pods_step(struct tf_hv_k8s_pods *p, int64_t now_ms)
             record(p);
         p->next_metrics = now_ms + p->hv->cfg.metrics_interval_ms;
     }
+}
+
+bool tf_hv_k8s_pods_owns(struct tf_hv_k8s_pods *p, const char *key, int pid)
+{
+    struct slot *sl = p ? find(p, key) : NULL;
+    return sl && tf_hv_pod_owns(sl->pod.uid, pid);
+}
+
+void tf_hv_k8s_pods_check_escapes(struct tf_hv_k8s_pods *p)
+{
+    if (!p || p->n <= 0)
+        return;
+    struct tf_hv_escape_pod *e = calloc((size_t)p->n, sizeof(*e));
+    int64_t(*lim)[TF_SHM_MAX_DEVICES] = calloc((size_t)p->n, sizeof(*lim));
+    for (int i = 0; e && lim && i < p->n; i++) {
+        const struct tf_hv_k8s_pod *pod = &p->s[i].pod;
+        for (int g = 0; g < pod->ngpu; g++)
+            lim[i][g] = pod->cfg.dev[g].flags & TF_SHM_DEV_VRAM_LIMIT
+                            ? (int64_t)pod->cfg.dev[g].vram_limit
+                            : 0;
+        e[i] = (struct tf_hv_escape_pod){pod->key, pod->uid, pod->ngpu, pod->uuids, lim[i]};
+    }
+    if (e && lim)
+        tf_hv_check_pod_escapes(p->hv, e, p->n);
+    free(lim);
+    free(e);
 }
 
 void tf_hv_k8s_pods_destroy(struct tf_hv_k8s_pods *p)

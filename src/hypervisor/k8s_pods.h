@@ -40,6 +40,12 @@ struct tf_hv_k8s_pods *tf_hv_k8s_pods_start(struct tf_hv *hv, struct tf_k8s_clie
 /* Reconciles regions (when pods changed, and every second) and records metrics when due;
  * NOW_MS is CLOCK_MONOTONIC milliseconds. */
 void tf_hv_k8s_pods_step(struct tf_hv_k8s_pods *p, int64_t now_ms);
+/* Whether process PID is in the cgroup of the pod whose region is KEY ("<ns>/<pod>"). Main
+ * loop. Accepts NULL. */
+bool tf_hv_k8s_pods_owns(struct tf_hv_k8s_pods *p, const char *key, int pid);
+/* The VRAM escape check (escape.h) over the pods' regions, from the last samples: main loop,
+ * after sampling. Accepts NULL. */
+void tf_hv_k8s_pods_check_escapes(struct tf_hv_k8s_pods *p);
 /* Stops the informer and unregisters the regions; their files stay (the apps keep their
  * limits and a restarted hypervisor adopts them). Accepts NULL. */
 void tf_hv_k8s_pods_destroy(struct tf_hv_k8s_pods *p);

@@ -53,6 +53,7 @@ static void usage(FILE *f)
             "                     [--lib-dir DIR] [--worker-host ADDR] [--api-token-file F]\n"
             "                     [--lease-timeout MS] [--log-level error|warn|info|debug]\n"
             "                     [--vram-escape off|report|kill] [--vram-escape-slack Q]\n"
+            "                     [--compute-underreport report|pause]\n"
             "                     [--device-plugin on|off] [--kubelet-dir DIR] [--vgpu-slots N]\n"
             "Kubernetes mode:\n" TF_HV_K8S_USAGE);
 }
@@ -77,6 +78,7 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c, struct tf_h
     c->lease_timeout_ms = 15000;
     c->escape_action = TF_HV_ESCAPE_REPORT;
     c->escape_slack = (int64_t)512 << 20;
+    c->underreport_pause = true;
     snprintf(c->worker_host, sizeof(c->worker_host), "127.0.0.1");
     if (gethostname(c->node, sizeof(c->node)) != 0)
         snprintf(c->node, sizeof(c->node), "local");
@@ -145,6 +147,13 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c, struct tf_h
                 return 2;
             }
             c->escape_action = (int)act;
+        } else if (!strcmp(a, "--compute-underreport")) {
+            if (strcmp(v, "report") && strcmp(v, "pause")) {
+                fprintf(stderr,
+                        "tf-hypervisor: --compute-underreport: \"%s\" is not report or pause\n", v);
+                return 2;
+            }
+            c->underreport_pause = !strcmp(v, "pause");
         } else if (!strcmp(a, "--vram-escape-slack")) {
             char qerr[256];
             if (tf_quantity_bytes(v, &c->escape_slack, "--vram-escape-slack", qerr, sizeof(qerr)) ||
@@ -211,6 +220,21 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c, struct tf_h
         }
     }
     return 0;
+}
+
+/* The limit engine's compute cross-check may pause process HOST_PID of workload NAME only when
+ * the hypervisor itself knows it as that workload's: a local workload's process tree, or a
+ * process in the pod's cgroup (the region's PID slots are the app's to write). Main loop. */
+struct pause_ctx {
+    struct tf_hv *hv;
+    struct tf_hv_k8s *k8s;
+};
+
+static bool may_pause(void *ctx, const char *name, uint32_t host_pid)
+{
+    const struct pause_ctx *pc = ctx;
+    return tf_hv_workload_owns(pc->hv, name, (int)host_pid) ||
+           tf_hv_k8s_owns(pc->k8s, name, (int)host_pid);
 }
 
 static int write_addr(const char *dir, int port)
@@ -305,7 +329,9 @@ int main(int argc, char **argv)
     }
     hv.console = tf_hv_console_new(&hv);
     const char *usage_lib = hv.cfg.nvml_lib[0] ? hv.cfg.nvml_lib : getenv("TF_NVML_LIBRARY");
-    if (tf_hv_soft_new(usage_lib, &hv.soft, err, sizeof(err)))
+    struct pause_ctx pc = {&hv, NULL};
+    if (tf_hv_soft_new(usage_lib, hv.cfg.underreport_pause ? may_pause : NULL, &pc, &hv.soft, err,
+                       sizeof(err)))
         tf_log(TF_LOG_WARN, "hypervisor", "%s: soft isolation unavailable", err);
     tf_hv_discover(&hv);
     /* Workloads that outlived a previous hypervisor keep their allocations and limits (their
@@ -327,6 +353,7 @@ int main(int argc, char **argv)
         tf_log(TF_LOG_ERROR, "hypervisor", "kubernetes: %s", err);
         return 1;
     }
+    pc.k8s = k8s;
 
     struct tf_hv_http *http;
     if (tf_hv_http_start(&hv, &http, err, sizeof(err))) {
@@ -376,6 +403,7 @@ int main(int argc, char **argv)
             if (record)
                 tf_hv_console_flush(&hv);
             tf_hv_check_escapes(&hv);
+            tf_hv_k8s_check_escapes(k8s);
             next_sample = now + hv.cfg.sample_interval_ms;
             if (record)
                 next_metrics = now + hv.cfg.metrics_interval_ms;

@@ -45,7 +45,8 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-int tf_hv_soft_new(const char *nvml_lib, struct tf_hv_soft **out, char *err, size_t errlen)
+int tf_hv_soft_new(const char *nvml_lib, bool (*may_pause)(void *, const char *, uint32_t),
+                   void *pause_ctx, struct tf_hv_soft **out, char *err, size_t errlen)
 {
     *out = NULL;
     struct tf_hv_soft *s = calloc(1, sizeof(*s));
@@ -64,6 +65,8 @@ int tf_hv_soft_new(const char *nvml_lib, struct tf_hv_soft **out, char *err, siz
     }
     o.self_owner = tf_proc_self_owner();
     o.pidns = tf_proc_pidns(0);
+    o.may_pause = may_pause;
+    o.pause_ctx = pause_ctx;
     s->pidns = o.pidns;
     s->engine = tf_engine_new(&o);
     if (!s->engine) {
@@ -127,7 +130,7 @@ bool tf_hv_soft_region_path(const char *root, const char *ns, const char *name, 
                             size_t dlen, char *path, size_t plen)
 {
     int n = snprintf(dir, dlen, "%s/%s/%s", root, ns, name);
-    int m = snprintf(path, plen, "%s/shm", dir);
+    int m = snprintf(path, plen, "%s/" TF_SHM_LIMITS_FILE, dir);
     return n > 0 && (size_t)n < dlen && m > 0 && (size_t)m < plen;
 }
 
@@ -137,7 +140,11 @@ void tf_hv_soft_remove_region(const char *root, const char *ns, const char *name
     if (!tf_hv_soft_region_path(root, ns, name, dir, sizeof(dir), path, sizeof(path)))
         return;
     unlink(path);
-    rmdir(dir); /* only when empty */
+    snprintf(path, sizeof(path), "%s/" TF_SHM_USAGE_DIR "/" TF_SHM_LIMITS_FILE, dir);
+    unlink(path);
+    snprintf(path, sizeof(path), "%s/" TF_SHM_USAGE_DIR, dir);
+    rmdir(path); /* only when empty */
+    rmdir(dir);  /* only when empty */
     int n = snprintf(nsdir, sizeof(nsdir), "%s/%s", root, ns);
     if (n > 0 && (size_t)n < sizeof(nsdir))
         rmdir(nsdir); /* only when empty */
@@ -168,15 +175,8 @@ static int device_mem(struct tf_hv *hv, const char *uuid, uint64_t *mem)
 }
 
 int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
-                      const struct tf_shm_config *cfg, bool reopen, bool *reopened, char *err,
-                      size_t errlen)
-{
-    return tf_hv_soft_attach_as(s, key, path, cfg, reopen, reopened, 0666, -1, err, errlen);
-}
-
-int tf_hv_soft_attach_as(struct tf_hv_soft *s, const char *key, const char *path,
-                         const struct tf_shm_config *cfg, bool reopen, bool *reopened, int mode,
-                         int uid, char *err, size_t errlen)
+                      const struct tf_shm_config *cfg, const struct tf_shm_perms *perms,
+                      bool reopen, bool *reopened, char *err, size_t errlen)
 {
     char dir[800];
     if (reopened)
@@ -203,15 +203,18 @@ int tf_hv_soft_attach_as(struct tf_hv_soft *s, const char *key, const char *path
     int rc;
     if (slash && (rc = tf_hv_mkdirs(dir, 0755, err, errlen)))
         return rc;
+    if (slash && chmod(dir, 0755) != 0) /* (whoever made it: the workload reads through it) */
+        tf_log(TF_LOG_WARN, "soft", "workload %s: %s: %s", key, dir, strerror(errno));
     rc = TF_ENOENT;
+    struct stat st;
     if (reopen) {
-        char oerr[256], rerr[256];
-        rc = tf_shm_open(path, &map, oerr, sizeof(oerr));
-        if (rc && rc != TF_ENOENT) {
-            /* Corrupt (an app may have rewritten it): its processes still map this file, so
-             * it is repaired in place from the recorded limits, its reservations kept; never
-             * replaced by an empty one they would not see. */
-            rc = tf_shm_repair(path, cfg, &map, rerr, sizeof(rerr));
+        char oerr[512], rerr[512];
+        rc = tf_shm_open(path, TF_SHM_ENGINE, &map, oerr, sizeof(oerr));
+        if (rc && lstat(path, &st) == 0) {
+            /* Corrupt or half there (an app may have rewritten its usage part): its processes
+             * still map these files, so they are repaired in place from the recorded limits,
+             * the reservations kept; never replaced by an empty region they would not see. */
+            rc = tf_shm_repair(path, cfg, perms, &map, rerr, sizeof(rerr));
             tf_log(TF_LOG_WARN, "soft", "workload %s: region %s: %s; %s%s", key, path, oerr,
                    rc ? "cannot repair it, recreating it: "
                       : "repaired in place from the recorded limits",
@@ -222,18 +225,12 @@ int tf_hv_soft_attach_as(struct tf_hv_soft *s, const char *key, const char *path
     }
     if (rc) {
         (void)unlink(path); /* a stale region of an earlier workload of that name */
-        mode_t old = umask(0);
-        rc = tf_shm_create(path, cfg, (mode_t)mode, &map, err, errlen);
-        umask(old);
-        if (rc)
+        if ((rc = tf_shm_create(path, cfg, perms, &map, err, errlen)))
             return rc;
+    } else if (tf_shm_set_perms(path, perms, err, errlen) != 0) {
+        /* (an adopted region, perhaps of an earlier version of these rules) */
+        tf_log(TF_LOG_WARN, "soft", "workload %s: %s", key, err);
     }
-    /* The workload's user owns it, nobody else may write it (a region of an earlier version
-     * is brought to that too). */
-    if ((uid >= 0 && geteuid() == 0 && chown(path, (uid_t)uid, (gid_t)-1) != 0) ||
-        chmod(path, (mode_t)mode) != 0)
-        tf_log(TF_LOG_WARN, "soft", "workload %s: region %s: cannot set its owner/mode: %s", key,
-               path, strerror(errno));
     pthread_mutex_lock(&s->mu);
     if (s->n == s->cap) {
         int cap = s->cap ? s->cap * 2 : 16;
@@ -246,7 +243,7 @@ int tf_hv_soft_attach_as(struct tf_hv_soft *s, const char *key, const char *path
         s->e = e;
         s->cap = cap;
     }
-    int id = tf_engine_add(s->engine, map.r, key);
+    int id = tf_engine_add(s->engine, &map.r, key);
     if (id < 0) {
         pthread_mutex_unlock(&s->mu);
         tf_shm_unmap(&map);
@@ -288,9 +285,9 @@ int tf_hv_soft_configure(struct tf_hv_soft *s, const char *key, const struct tf_
     struct entry *e = find(s, key);
     if (e) {
         struct tf_shm_config cur;
-        rc = tf_shm_read_config(e->map.r, &cur);
+        rc = tf_shm_read_config(&e->map.r, &cur);
         if (rc == 0 && !same_config(&cur, cfg)) {
-            rc = tf_shm_write_config(e->map.r, cfg);
+            rc = tf_shm_write_config(&e->map.r, cfg);
             *changed = rc == 0;
         }
     }
@@ -339,11 +336,12 @@ int tf_hv_soft_start(struct tf_hv *hv, const struct tf_hv_workload *w, bool reop
         d->vram_limit = (uint64_t)w->alloc[i].vram_limit;
         device_mem(hv, w->alloc[i].uuid, &d->mem_total);
     }
-    /* Owned by the user of the process that asked for the workload (tfctl run), mode 0600:
-     * that user's processes, and no other user's, may map it. */
-    int uid = w->req.pid > 0 ? tf_hv_proc_uid(w->req.pid) : -1;
-    if ((rc = tf_hv_soft_attach_as(s, w->req.name, path, &cfg, reopen, NULL, 0600, uid, err,
-                                   errlen)))
+    /* The limits part is the hypervisor's (mode 0644: the app reads it, cannot write it); the
+     * usage part belongs to the user of the process that asked for the workload (tfctl run),
+     * mode 0600: that user's processes, and no other user's, may map it. */
+    int uid = w->req.pid > 0 && geteuid() == 0 ? tf_hv_proc_uid(w->req.pid) : -1;
+    struct tf_shm_perms perms = {.lmode = 0644, .umode = 0600, .uid = uid, .gid = -1};
+    if ((rc = tf_hv_soft_attach(s, w->req.name, path, &cfg, &perms, reopen, NULL, err, errlen)))
         return rc;
     if (!reopen && (rc = tf_hv_state_set_runtime(hv->state, w->req.name, path, w->worker_pid,
                                                  w->worker_addr, err, errlen))) {
@@ -388,9 +386,9 @@ bool tf_hv_soft_usage(struct tf_hv *hv, const char *name, int k, int32_t *share_
     pthread_mutex_lock(&s->mu);
     struct entry *e = find(s, name);
     if (e) {
-        struct tf_shm_device *d = &e->map.r->dev[k];
-        *share_bp = (int32_t)atomic_load_explicit(&d->share_bp, memory_order_relaxed);
-        int64_t v = atomic_load_explicit(&d->vram_used, memory_order_relaxed);
+        *share_bp =
+            (int32_t)atomic_load_explicit(&e->map.r.lim->dev[k].share_bp, memory_order_relaxed);
+        int64_t v = atomic_load_explicit(&e->map.r.use->dev[k].vram_used, memory_order_relaxed);
         *vram_used = v > 0 ? v : 0;
     }
     pthread_mutex_unlock(&s->mu);
@@ -406,7 +404,8 @@ int64_t tf_hv_soft_throttles(struct tf_hv *hv, const char *name, int k)
     pthread_mutex_lock(&s->mu);
     struct entry *e = find(s, name);
     if (e)
-        n = (int64_t)atomic_load_explicit(&e->map.r->dev[k].throttle_count, memory_order_relaxed);
+        n = (int64_t)atomic_load_explicit(&e->map.r.use->dev[k].throttle_count,
+                                          memory_order_relaxed);
     pthread_mutex_unlock(&s->mu);
     return n;
 }
@@ -420,10 +419,10 @@ bool tf_hv_soft_registered(struct tf_hv *hv, const char *name, int host_pid)
     pthread_mutex_lock(&s->mu);
     struct entry *e = find(s, name);
     for (int i = 0; e && i < TF_SHM_MAX_PIDS && !found; i++) {
-        uint64_t owner = atomic_load_explicit(&e->map.r->pid[i].owner, memory_order_relaxed);
+        struct tf_shm_pid *p = &e->map.r.use->pid[i];
+        uint64_t owner = atomic_load_explicit(&p->owner, memory_order_relaxed);
         found = owner && !(owner & TF_SHM_OWNER_RECLAIM) &&
-                atomic_load_explicit(&e->map.r->pid[i].host_pid, memory_order_relaxed) ==
-                    (uint32_t)host_pid;
+                atomic_load_explicit(&p->host_pid, memory_order_relaxed) == (uint32_t)host_pid;
     }
     pthread_mutex_unlock(&s->mu);
     return found;
@@ -438,8 +437,9 @@ bool tf_hv_soft_has_processes(struct tf_hv *hv, const char *name)
     pthread_mutex_lock(&s->mu);
     struct entry *e = find(s, name);
     for (int i = 0; e && i < TF_SHM_MAX_PIDS && !any; i++) {
-        uint64_t owner = atomic_load_explicit(&e->map.r->pid[i].owner, memory_order_relaxed);
-        any = owner != 0 && tf_proc_alive_host(&e->map.r->pid[i], owner, &s->pidns);
+        struct tf_shm_pid *p = &e->map.r.use->pid[i];
+        uint64_t owner = atomic_load_explicit(&p->owner, memory_order_relaxed);
+        any = owner != 0 && tf_proc_alive_host(p, owner, &s->pidns);
     }
     pthread_mutex_unlock(&s->mu);
     return any;

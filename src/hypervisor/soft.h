@@ -2,7 +2,7 @@
  *
  * Internal to tf-hypervisor: soft isolation. Each soft workload has a limit region (the shm ABI
  * of include/tf/shm.h, created with src/limits/shm.h) at
- *   <state dir>/shm/<namespace>/<name>/shm
+ *   <state dir>/shm/<namespace>/<name>/shm     (its usage part beside it: rw/shm)
  * holding one device entry per allocated GPU (its UUID, compute limit in basis points, VRAM
  * limit, memory size), registered with the limit engine (src/limits/engine.h), which the
  * hypervisor steps every TF_HV_ENGINE_PERIOD_MS: it reclaims dead processes' slots, samples
@@ -36,7 +36,8 @@ struct tf_hv_soft;
 
 /* Creates the engine over NVML library NVML_LIB (NULL: the default). Without NVML the engine
  * still runs (feed-forward limits, heartbeat). */
-int tf_hv_soft_new(const char *nvml_lib, struct tf_hv_soft **out, char *err, size_t errlen);
+int tf_hv_soft_new(const char *nvml_lib, bool (*may_pause)(void *, const char *, uint32_t),
+                   void *pause_ctx, struct tf_hv_soft **out, char *err, size_t errlen);
 void tf_hv_soft_destroy(struct tf_hv_soft *s);
 
 /* 0 when libtf_limiter.so is found (path in LIB, capacity 512, if non-NULL), else
@@ -50,22 +51,18 @@ int tf_hv_soft_start(struct tf_hv *hv, const struct tf_hv_workload *w, bool reop
 /* Unregisters and removes W's region. */
 void tf_hv_soft_stop(struct tf_hv *hv, const struct tf_hv_workload *w);
 
-/* Registers the region file PATH under KEY (copied, shorter than TF_HV_SOFT_KEY_MAX) with the
- * engine, creating PATH's directory. With REOPEN a valid region already at PATH is adopted as
- * it is (limits, VRAM accounting and PID slots kept; *REOPENED, if non-NULL, set true), and an
- * invalid one is repaired in place from CFG (tf_shm_repair: its processes keep their mapping
- * and their reservations count); otherwise, or when it is missing or beyond repair, a fresh
- * region is created from CFG (mode 0666, replacing any file there). TF_EEXIST when KEY is
- * registered, TF_ENOTSUP when S is NULL. */
+/* Registers the region whose limits part is PATH under KEY (copied, shorter than
+ * TF_HV_SOFT_KEY_MAX) with the engine, creating PATH's directory (mode 0755: the workload may
+ * not replace the files in it). With REOPEN a valid region already at PATH is adopted as it is
+ * (limits, VRAM accounting and PID slots kept; *REOPENED, if non-NULL, set true), and one that
+ * is invalid or half there is repaired in place from CFG (tf_shm_repair: its processes keep
+ * their mappings and their reservations count); otherwise, or when it is missing or beyond
+ * repair, a fresh region is created from CFG (replacing any file there). Either way its files
+ * get PERMS (the usage part's owner: who may write it). TF_EEXIST when KEY is registered,
+ * TF_ENOTSUP when S is NULL. */
 int tf_hv_soft_attach(struct tf_hv_soft *s, const char *key, const char *path,
-                      const struct tf_shm_config *cfg, bool reopen, bool *reopened, char *err,
-                      size_t errlen);
-/* The same, the region file getting MODE (e.g. 0600) and, when UID >= 0 and the hypervisor
- * runs as root, owner UID, so only the workload's user may map it. tf_hv_soft_attach uses 0666
- * and no owner (the Kubernetes node agent's pod regions, whose container users are unknown). */
-int tf_hv_soft_attach_as(struct tf_hv_soft *s, const char *key, const char *path,
-                         const struct tf_shm_config *cfg, bool reopen, bool *reopened, int mode,
-                         int uid, char *err, size_t errlen);
+                      const struct tf_shm_config *cfg, const struct tf_shm_perms *perms,
+                      bool reopen, bool *reopened, char *err, size_t errlen);
 /* Rewrites KEY's configuration with CFG when it differs (a live limit change: *CHANGED set).
  * TF_ENOENT when KEY is not registered; tf_shm_read_config / _write_config errors. */
 int tf_hv_soft_configure(struct tf_hv_soft *s, const char *key, const struct tf_shm_config *cfg,
@@ -73,10 +70,11 @@ int tf_hv_soft_configure(struct tf_hv_soft *s, const char *key, const struct tf_
 /* Unregisters KEY (no-op when absent). The file stays: see tf_hv_soft_remove_region. */
 void tf_hv_soft_detach(struct tf_hv_soft *s, const char *key);
 
-/* DIR = ROOT/NS/NAME and PATH = DIR/shm; false when they do not fit. */
+/* DIR = ROOT/NS/NAME and PATH = DIR/shm (the limits part); false when they do not fit. */
 bool tf_hv_soft_region_path(const char *root, const char *ns, const char *name, char *dir,
                             size_t dlen, char *path, size_t plen);
-/* Removes ROOT/NS/NAME/shm and then the NAME and NS directories when they are empty. */
+/* Removes the region in ROOT/NS/NAME and then the NAME and NS directories when they are
+ * empty. */
 void tf_hv_soft_remove_region(const char *root, const char *ns, const char *name);
 /* One engine step (main loop). */
 void tf_hv_soft_step(struct tf_hv *hv);

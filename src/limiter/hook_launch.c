@@ -49,11 +49,11 @@ static inline __attribute__((always_inline)) int launch_idx(void)
     return tf__L.nvis == 1 ? tf__L.vis_idx[0] : launch_idx_multi();
 }
 
-__attribute__((noinline)) static void wait_for_tokens(struct tf_shm_device *d, int64_t cost)
+__attribute__((noinline)) static void wait_for_tokens(int idx, int64_t cost)
 {
     uint64_t now = tf__now_ns();
     tf__check_heartbeat(now);
-    tf_throttle_wait(d, cost, now);
+    tf_throttle_wait(tf__L.r, (unsigned)idx, cost, now);
 }
 
 /* Per-thread batching. A locked instruction costs ~20 ns on the machines we measured, so
@@ -97,7 +97,7 @@ static void publish(struct tf__lim *L)
 {
     int slot = atomic_load_explicit(&L->slot, memory_order_relaxed);
     if (tc.launches && tc.idx >= 0 && slot >= 0)
-        atomic_fetch_add_explicit(&L->r->pid[slot].launches[tc.idx], tc.launches,
+        atomic_fetch_add_explicit(&L->r->use->pid[slot].launches[tc.idx], tc.launches,
                                   memory_order_relaxed);
     tc.launches = 0;
 }
@@ -118,21 +118,22 @@ void tf__launch_ctx_gone(CUcontext ctx)
         tf_cost_ctx_gone(&cm, (uintptr_t)ctx);
 }
 
-__attribute__((noinline)) static void take_tokens(struct tf_shm_device *d, int64_t cost,
-                                                  int64_t borrow)
+__attribute__((noinline)) static void take_tokens(int idx, int64_t cost, int64_t borrow)
 {
-    if (borrow > 0 && tf_bucket_try_borrow(&d->bucket, cost, borrow))
+    const struct tf_bucket_limit *lim = &tf__L.r->lim->dev[idx].bucket;
+    struct tf_bucket *b = &tf__L.r->use->dev[idx].bucket;
+    if (borrow > 0 && tf_bucket_try_borrow(b, cost, borrow))
         return; /* the first launch priced by its kernel's first measurement */
-    int64_t cap = atomic_load_explicit(&d->bucket.capacity, memory_order_relaxed);
+    int64_t cap = atomic_load_explicit(&lim->capacity, memory_order_relaxed);
     int64_t k = cost > 0 ? cap / (4 * cost) : 1;
     if (k > TF_LIM_BATCH)
         k = TF_LIM_BATCH;
-    if (k > 1 && tf_bucket_try_take(&d->bucket, cost * k)) {
+    if (k > 1 && tf_bucket_try_take(b, cost * k)) {
         tc.tokens += cost * (k - 1);
         return;
     }
-    if (!tf_bucket_try_take(&d->bucket, cost))
-        wait_for_tokens(d, cost);
+    if (!tf_bucket_try_take(b, cost))
+        wait_for_tokens(idx, cost);
 }
 
 /* One launch under a compute limit on its way to the driver: what the hook knows, and what
@@ -149,18 +150,20 @@ struct launch {
     struct tf_cost_launch cl;
 };
 
-/* The GPU ns to charge for L on device entry D (IDX): its measured estimate, or the prior. */
-static inline int64_t price(struct launch *l, struct tf_shm_device *d, int idx)
+/* The GPU ns to charge for L on device entry IDX: its measured estimate, or the prior. */
+static inline int64_t price(struct launch *l, int idx)
 {
+    const struct tf_shm_ldev *d = &tf__L.r->lim->dev[idx];
     uint64_t c = atomic_load_explicit(&d->launch_cost, memory_order_relaxed);
     uint64_t prior = (c ? c : TF_LIMIT_COST_DEFAULT_NS) * l->nlaunch;
     if (!l->keyed || (atomic_load_explicit(&cm_state, memory_order_acquire) != 2 && !cm_setup()))
         return (int64_t)prior;
     uint64_t key = tf_cost_key(l->func, l->threads, (unsigned)idx, l->graph);
     uint32_t scale = atomic_load_explicit(&d->cost_scale, memory_order_relaxed);
-    int64_t cost = tf_cost_price(&cm, &cth, &l->cl, key, prior, scale, &d->bucket);
+    int64_t cost = tf_cost_price(&cm, &cth, &l->cl, key, prior, scale,
+                                 &tf__L.r->use->dev[idx].bucket, &d->bucket);
     if (__builtin_expect(l->cl.correction != 0, 0)) /* a key measured at last: settle it */
-        tf_bucket_adjust(&d->bucket, -l->cl.correction);
+        tf_bucket_adjust(&tf__L.r->use->dev[idx].bucket, &d->bucket, -l->cl.correction);
     return cost;
 }
 
@@ -181,7 +184,7 @@ static inline __attribute__((always_inline)) int launch_count(uint64_t nlaunch)
         tc.tokens = 0;
     }
     tc.launches += (uint32_t)nlaunch;
-    if (!(atomic_load_explicit(&L->r->dev[idx].flags, memory_order_relaxed) &
+    if (!(atomic_load_explicit(&L->r->lim->dev[idx].flags, memory_order_relaxed) &
           TF_SHM_DEV_COMPUTE_LIMIT)) {
         /* No compute limit: the counts are statistics only, published less often. */
         if (tc.launches >= TF_LIM_BATCH_FREE)
@@ -196,22 +199,21 @@ static inline __attribute__((always_inline)) int launch_count(uint64_t nlaunch)
 static __attribute__((noinline)) void launch_charge(struct launch *l, int idx)
 {
     struct tf__lim *L = &tf__L;
-    struct tf_shm_device *d = &L->r->dev[idx];
     l->cl.sample = false;
     l->cl.slot = -1;
     l->cl.borrow = 0;
-    int64_t cost = price(l, d, idx);
+    int64_t cost = price(l, idx);
     /* A measured launch reads the clock anyway: credit the bucket up to now first, so the
      * time it sat full before this take is not credited again once it is spent (a first
      * launch after an idle gap is measured when its kernel is new). */
     if (l->cl.sample)
-        tf_bucket_refill(&d->bucket, tf__now_ns());
+        tf_bucket_refill(&L->r->use->dev[idx].bucket, &L->r->lim->dev[idx].bucket, tf__now_ns());
     if (tc.tokens >= cost) {
         tc.tokens -= cost;
         if (tc.launches >= TF_LIM_BATCH)
             publish(L);
     } else {
-        take_tokens(d, cost, l->cl.borrow);
+        take_tokens(idx, cost, l->cl.borrow);
         publish(L); /* the slow path publishes: waiting workloads are counted promptly */
     }
     if (l->cl.sample)
@@ -236,7 +238,7 @@ static uint64_t threads_of(unsigned gx, unsigned gy, unsigned gz, unsigned bx, u
 static inline __attribute__((always_inline)) bool charge_fast(int idx, uint64_t key)
 {
     struct tf__lim *L = &tf__L;
-    uint32_t scale = atomic_load_explicit(&L->r->dev[idx].cost_scale, memory_order_relaxed);
+    uint32_t scale = atomic_load_explicit(&L->r->lim->dev[idx].cost_scale, memory_order_relaxed);
     int64_t cost = tf_cost_price_fast(&cth, key, scale);
     if (cost < 0 || tc.tokens < cost)
         return false;

@@ -63,7 +63,7 @@ static int nv_idx(nvmlDevice_t dev)
     if (tf__L.real.nvmlDeviceGetUUID(dev, buf, sizeof(buf)) != NVML_SUCCESS ||
         tf_shm_uuid_parse(buf, u) != 0)
         return -1;
-    unsigned n = atomic_load_explicit(&r->hdr.ndev, memory_order_relaxed);
+    unsigned n = atomic_load_explicit(&r->lim->hdr.ndev, memory_order_relaxed);
     for (unsigned k = 0; k < n && k < TF_SHM_MAX_DEVICES; k++) {
         uint8_t ru[16];
         tf_shm_uuid_load(r, k, ru);
@@ -77,7 +77,8 @@ static int nv_idx(nvmlDevice_t dev)
 static bool nv_filter(void)
 {
     struct tf_shm_region *r = tf__L.r;
-    return r && !tf__L.standalone && atomic_load_explicit(&r->hdr.ndev, memory_order_relaxed) > 0;
+    return r && !tf__L.standalone &&
+           atomic_load_explicit(&r->lim->hdr.ndev, memory_order_relaxed) > 0;
 }
 
 #define NV_ENTER(name)                                                                             \

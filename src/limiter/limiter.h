@@ -22,7 +22,7 @@
 
 #include "limiter/hooks.h"
 #include "limiter/ptrtab.h"
-#include "tf/shm.h"
+#include "limits/shm.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -42,9 +42,11 @@ struct tf__lim {
     _Atomic(int) nvml_phase;
     void *nvml;
     /* limits */
-    struct tf_shm_region *r; /* NULL: no limits known, everything passes through */
-    bool standalone;         /* r is private, driven by our own controller thread */
-    bool strict_fail;        /* TF_LIMITER_STRICT and no usable limits: refuse cuInit */
+    struct tf_shm_region *r; /* NULL: no limits known, everything passes through; else
+                              * &region (its limits part mapped read-only) */
+    struct tf_shm_region region;
+    bool standalone;  /* r is private, driven by our own controller thread */
+    bool strict_fail; /* TF_LIMITER_STRICT and no usable limits: refuse cuInit */
     char region_path[512];
     uint64_t env_vram; /* standalone limits */
     uint32_t env_bp;

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,7 +108,7 @@ static long wait_ms_env(void)
 /* Opens the region at PATH, waiting up to TF_LIMITER_WAIT_MS for it to appear. */
 static int open_region(const char *path, struct tf_shm_map *m, char *err, size_t errlen)
 {
-    int rc = tf_shm_open(path, m, err, errlen);
+    int rc = tf_shm_open(path, TF_SHM_APP, m, err, errlen);
     long wait_ms = rc == TF_ENOENT ? wait_ms_env() : 0;
     if (wait_ms <= 0)
         return rc;
@@ -119,7 +118,7 @@ static int open_region(const char *path, struct tf_shm_map *m, char *err, size_t
     while (rc == TF_ENOENT && tf__now_ns() < end) {
         struct timespec nap = {0, 50 * 1000 * 1000};
         nanosleep(&nap, NULL);
-        rc = tf_shm_open(path, m, err, errlen);
+        rc = tf_shm_open(path, TF_SHM_APP, m, err, errlen);
     }
     return rc;
 }
@@ -170,7 +169,8 @@ static void configure(void)
         char err[512];
         int rc = open_region(path, &m, err, sizeof(err));
         if (rc == 0) {
-            tf__L.r = m.r;
+            tf__L.region = m.r; /* (mapped for the life of the process) */
+            tf__L.r = &tf__L.region;
             restrict_visible();
             if (env)
                 tf_log(TF_LOG_INFO, TF_LIM_SUBSYS,
@@ -311,13 +311,13 @@ static struct tf_shm_region *standalone_region(int n, const CUuuid *uuids, const
         }
         c.dev[i].mem_total = mem[i];
     }
-    void *p = mmap(NULL, TF_SHM_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
+    struct tf_shm_map m; /* (for the life of the process) */
+    if (tf_shm_anon(&c, &m) != 0) {
         tf_log(TF_LOG_ERROR, TF_LIM_SUBSYS, "standalone limits: mmap failed: %s", strerror(errno));
         return NULL;
     }
-    tf_shm_format(p, &c, tf__now_ns());
-    return p;
+    tf__L.region = m.r;
+    return &tf__L.region;
 }
 
 static void build_map(int n, const CUuuid *uuids, const size_t *mem)
@@ -339,7 +339,7 @@ static void build_map(int n, const CUuuid *uuids, const size_t *mem)
     if (tf_shm_read_config(L->r, &c) != 0) {
         /* A writer died mid-update: use the fields one by one (each is atomic). */
         memset(&c, 0, sizeof(c));
-        c.ndev = atomic_load(&L->r->hdr.ndev);
+        c.ndev = atomic_load(&L->r->lim->hdr.ndev);
         if (c.ndev > TF_SHM_MAX_DEVICES)
             c.ndev = TF_SHM_MAX_DEVICES;
         for (uint32_t k = 0; k < c.ndev; k++)

@@ -14,28 +14,34 @@ static int64_t clamp_cap(int64_t cap)
     return cap < 1 ? 1 : cap > MAX_CAP ? MAX_CAP : cap;
 }
 
-static int64_t cap_of(const struct tf_bucket *b)
+static int64_t cap_of(const struct tf_bucket_limit *l)
 {
-    return clamp_cap(atomic_load_explicit(&b->capacity, memory_order_relaxed));
+    return clamp_cap(atomic_load_explicit(&((struct tf_bucket_limit *)l)->capacity,
+                                          memory_order_relaxed)); /* (a load) */
 }
 
-void tf_bucket_init(struct tf_bucket *b, uint64_t rate, int64_t capacity, uint64_t now_ns)
+static uint64_t rate_of(const struct tf_bucket_limit *l)
+{
+    return atomic_load_explicit(&((struct tf_bucket_limit *)l)->rate, memory_order_relaxed);
+}
+
+void tf_bucket_init(struct tf_bucket *b, struct tf_bucket_limit *l, uint64_t rate, int64_t capacity,
+                    uint64_t now_ns)
 {
     capacity = clamp_cap(capacity);
     atomic_init(&b->tokens, capacity);
     atomic_init(&b->last_ns, now_ns);
-    atomic_init(&b->rate, rate);
-    atomic_init(&b->capacity, capacity);
     atomic_init(&b->refilled, 0);
-    for (int i = 0; i < 3; i++)
-        b->reserved[i] = 0;
+    b->reserved = 0;
+    atomic_init(&l->rate, rate);
+    atomic_init(&l->capacity, capacity);
 }
 
-void tf_bucket_set(struct tf_bucket *b, uint64_t rate, int64_t capacity)
+void tf_bucket_set(struct tf_bucket_limit *l, uint64_t rate, int64_t capacity)
 {
     capacity = clamp_cap(capacity);
-    atomic_store_explicit(&b->rate, rate, memory_order_relaxed);
-    atomic_store_explicit(&b->capacity, capacity, memory_order_relaxed);
+    atomic_store_explicit(&l->rate, rate, memory_order_relaxed);
+    atomic_store_explicit(&l->capacity, capacity, memory_order_relaxed);
 }
 
 bool tf_bucket_try_borrow(struct tf_bucket *b, int64_t cost, int64_t limit)
@@ -62,7 +68,7 @@ bool tf_bucket_try_take(struct tf_bucket *b, int64_t cost)
     return tf_bucket_try_borrow(b, cost, 0);
 }
 
-int64_t tf_bucket_refill(struct tf_bucket *b, uint64_t now_ns)
+int64_t tf_bucket_refill(struct tf_bucket *b, const struct tf_bucket_limit *l, uint64_t now_ns)
 {
     uint64_t last = atomic_load_explicit(&b->last_ns, memory_order_relaxed);
     if (last == 0) {
@@ -73,8 +79,8 @@ int64_t tf_bucket_refill(struct tf_bucket *b, uint64_t now_ns)
     }
     if (now_ns <= last)
         return 0;
-    uint64_t rate = atomic_load_explicit(&b->rate, memory_order_relaxed);
-    int64_t cap = cap_of(b);
+    uint64_t rate = rate_of(l);
+    int64_t cap = cap_of(l);
     uint64_t elapsed = now_ns - last;
     uint64_t next_last;
     int64_t add;
@@ -116,10 +122,11 @@ int64_t tf_bucket_refill(struct tf_bucket *b, uint64_t now_ns)
     }
 }
 
-static int64_t adjust(struct tf_bucket *b, int64_t delta, int64_t ceiling, int64_t *applied)
+static int64_t adjust(struct tf_bucket *b, const struct tf_bucket_limit *l, int64_t delta,
+                      int64_t ceiling, int64_t *applied)
 {
     const int64_t floor = -(INT64_C(1) << 62);
-    int64_t cap = cap_of(b);
+    int64_t cap = cap_of(l);
     if (ceiling > cap)
         cap = clamp_cap(ceiling);
     int64_t t = atomic_load_explicit(&b->tokens, memory_order_relaxed);
@@ -138,26 +145,27 @@ static int64_t adjust(struct tf_bucket *b, int64_t delta, int64_t ceiling, int64
     }
 }
 
-int64_t tf_bucket_adjust(struct tf_bucket *b, int64_t delta)
+int64_t tf_bucket_adjust(struct tf_bucket *b, const struct tf_bucket_limit *l, int64_t delta)
 {
     int64_t applied;
-    return adjust(b, delta, 0, &applied);
+    return adjust(b, l, delta, 0, &applied);
 }
 
-int64_t tf_bucket_apply(struct tf_bucket *b, int64_t delta, int64_t ceiling)
+int64_t tf_bucket_apply(struct tf_bucket *b, const struct tf_bucket_limit *l, int64_t delta,
+                        int64_t ceiling)
 {
     int64_t applied;
-    adjust(b, delta, ceiling, &applied);
+    adjust(b, l, delta, ceiling, &applied);
     return applied;
 }
 
-uint64_t tf_bucket_wait_ns(const struct tf_bucket *b, int64_t cost)
+uint64_t tf_bucket_wait_ns(const struct tf_bucket *b, const struct tf_bucket_limit *l, int64_t cost)
 {
     (void)cost; /* any take is granted once the bucket is in credit */
-    int64_t t = atomic_load_explicit(&b->tokens, memory_order_relaxed);
+    int64_t t = atomic_load_explicit(&((struct tf_bucket *)b)->tokens, memory_order_relaxed);
     if (t > 0)
         return 0;
-    uint64_t rate = atomic_load_explicit(&b->rate, memory_order_relaxed);
+    uint64_t rate = rate_of(l);
     if (rate == 0)
         return UINT64_MAX;
     unsigned __int128 deficit = (unsigned __int128)(1 - (__int128)t);
@@ -165,14 +173,15 @@ uint64_t tf_bucket_wait_ns(const struct tf_bucket *b, int64_t cost)
     return ns > UINT64_MAX - 1 ? UINT64_MAX - 1 : (uint64_t)ns;
 }
 
-uint64_t tf_bucket_take(struct tf_bucket *b, int64_t cost, uint64_t now_ns)
+uint64_t tf_bucket_take(struct tf_bucket *b, const struct tf_bucket_limit *l, int64_t cost,
+                        uint64_t now_ns)
 {
     if (tf_bucket_try_take(b, cost))
         return 0;
-    tf_bucket_refill(b, now_ns);
+    tf_bucket_refill(b, l, now_ns);
     if (tf_bucket_try_take(b, cost))
         return 0;
-    uint64_t w = tf_bucket_wait_ns(b, cost);
+    uint64_t w = tf_bucket_wait_ns(b, l, cost);
     return w == 0 ? 1 : w; /* raced with another taker: retry soon */
 }
 

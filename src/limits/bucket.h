@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Lock-free token bucket over struct tf_bucket (include/tf/bucket.h), usable on shared memory
- * by many threads of many processes at once. Pure: no clock, no syscalls, no allocation; the
- * caller passes CLOCK_MONOTONIC nanoseconds where time matters. Every function is
- * thread-safe and async-kill-safe (a taker killed at any instant leaves a consistent bucket).
+ * Lock-free token bucket over a level (struct tf_bucket) and its limit (struct
+ * tf_bucket_limit: rate and capacity, include/tf/bucket.h), usable on shared memory by many
+ * threads of many processes at once; the two may live in different mappings (a region's
+ * limits part is read-only to takers), so every function names what it writes. Pure: no clock, no
+ * syscalls, no allocation; the caller passes CLOCK_MONOTONIC nanoseconds where time matters. Every
+ * function is thread-safe and async-kill-safe (a taker killed at any instant leaves a consistent
+ * bucket).
  *
  * Semantics
  * - A take of COST is granted while the bucket is in credit (tokens > 0), and subtracts the
@@ -36,13 +39,14 @@
 
 #define TF_BUCKET_NS_PER_S UINT64_C(1000000000)
 
-/* Initialises a full bucket (not thread-safe: do it before sharing B). CAPACITY is clamped
- * to 1..2^61 here and wherever it is read. */
-void tf_bucket_init(struct tf_bucket *b, uint64_t rate, int64_t capacity, uint64_t now_ns);
+/* Initialises a full bucket: level B and limit L (not thread-safe: do it before sharing
+ * them). CAPACITY is clamped to 1..2^61 here and wherever it is read. */
+void tf_bucket_init(struct tf_bucket *b, struct tf_bucket_limit *l, uint64_t rate, int64_t capacity,
+                    uint64_t now_ns);
 
 /* Changes rate and capacity live (tokens above the new capacity are dropped by the next
- * refill). CAPACITY is clamped to 1..2^61. */
-void tf_bucket_set(struct tf_bucket *b, uint64_t rate, int64_t capacity);
+ * refill). CAPACITY is clamped to 1..2^61. Writes L only. */
+void tf_bucket_set(struct tf_bucket_limit *l, uint64_t rate, int64_t capacity);
 
 /* Takes COST tokens if the bucket is in credit (tokens > 0). No clock. */
 bool tf_bucket_try_take(struct tf_bucket *b, int64_t cost);
@@ -50,23 +54,24 @@ bool tf_bucket_try_take(struct tf_bucket *b, int64_t cost);
  * next take needs the bucket back in credit). LIMIT <= 0: tf_bucket_try_take. */
 bool tf_bucket_try_borrow(struct tf_bucket *b, int64_t cost, int64_t limit);
 
-/* Credits the time since the last refill. Returns the tokens added (0 if another thread
- * claimed the interval, or less than one token has accrued). */
-int64_t tf_bucket_refill(struct tf_bucket *b, uint64_t now_ns);
+/* Credits the time since the last refill at L's rate. Returns the tokens added (0 if another
+ * thread claimed the interval, or less than one token has accrued). */
+int64_t tf_bucket_refill(struct tf_bucket *b, const struct tf_bucket_limit *l, uint64_t now_ns);
 
 /* Adds DELTA tokens (negative: a debit, e.g. the engine charging GPU time a launch estimate
  * missed; positive: a refund), never above capacity and never below -2^62. Returns the new
  * token count. */
-int64_t tf_bucket_adjust(struct tf_bucket *b, int64_t delta);
+int64_t tf_bucket_adjust(struct tf_bucket *b, const struct tf_bucket_limit *l, int64_t delta);
 /* The same, except that a refund may fill up to CEILING when that is above the capacity
  * (tokens above the capacity are spent before the next refill, never dropped, so this grants
  * a one-off credit). Returns the change actually made (after the clamps). */
-int64_t tf_bucket_apply(struct tf_bucket *b, int64_t delta, int64_t ceiling);
+int64_t tf_bucket_apply(struct tf_bucket *b, const struct tf_bucket_limit *l, int64_t delta,
+                        int64_t ceiling);
 
-/* Nanoseconds until a take of COST could succeed at the current rate (the bucket back in
- * credit), ignoring refill not yet credited; 0 if it could succeed now; UINT64_MAX if the
- * rate is 0. */
-uint64_t tf_bucket_wait_ns(const struct tf_bucket *b, int64_t cost);
+/* Nanoseconds until a take of COST could succeed at L's rate (the bucket back in credit),
+ * ignoring refill not yet credited; 0 if it could succeed now; UINT64_MAX if the rate is 0. */
+uint64_t tf_bucket_wait_ns(const struct tf_bucket *b, const struct tf_bucket_limit *l,
+                           int64_t cost);
 
 /* A reading of B for tf_bucket_consumed. */
 struct tf_bucket_mark {
@@ -81,6 +86,7 @@ int64_t tf_bucket_consumed(const struct tf_bucket *b, struct tf_bucket_mark *pre
 
 /* try_take, then refill at NOW_NS and try again. Returns 0 when the tokens were taken, else
  * the suggested wait in ns (>= 1; UINT64_MAX if the rate is 0). */
-uint64_t tf_bucket_take(struct tf_bucket *b, int64_t cost, uint64_t now_ns);
+uint64_t tf_bucket_take(struct tf_bucket *b, const struct tf_bucket_limit *l, int64_t cost,
+                        uint64_t now_ns);
 
 #endif

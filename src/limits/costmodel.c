@@ -176,7 +176,7 @@ void tf_cost_poll(struct tf_costmodel *cm)
 /* Charges B for cold key E's kernel as it runs: SCALE times the time since its start event
  * was seen complete, less what was charged for it so far (one waiter charges each part). */
 static void pay_as_it_runs(struct tf_costmodel *cm, struct tf_cost_entry *e, uint32_t scale,
-                           struct tf_bucket *b, uint64_t now)
+                           struct tf_bucket *b, const struct tf_bucket_limit *bl, uint64_t now)
 {
     for (int i = 0; b && i < TF_COST_SLOTS; i++) {
         struct tf_cost_slot *s = &cm->slot[i];
@@ -191,7 +191,7 @@ static void pay_as_it_runs(struct tf_costmodel *cm, struct tf_cost_entry *e, uin
                                                       memory_order_relaxed, memory_order_relaxed))
             ;
         if (due > paid)
-            tf_bucket_adjust(b, -(int64_t)(due - paid));
+            tf_bucket_adjust(b, bl, -(int64_t)(due - paid));
         return;
     }
 }
@@ -199,7 +199,7 @@ static void pay_as_it_runs(struct tf_costmodel *cm, struct tf_cost_entry *e, uin
 /* Waits (sleeping, bounded) for the first measurement of cold key E, charging B for its
  * kernel meanwhile. */
 static uint64_t wait_cold(struct tf_costmodel *cm, struct tf_cost_entry *e, uint32_t scale,
-                          struct tf_bucket *b)
+                          struct tf_bucket *b, const struct tf_bucket_limit *bl)
 {
     uint64_t t0 = cm->t.now_ns(), nap = NAP_MIN_NS, now = t0;
     uint64_t est = 0;
@@ -209,7 +209,7 @@ static uint64_t wait_cold(struct tf_costmodel *cm, struct tf_cost_entry *e, uint
         tf_cost_poll(cm);
         if ((est = atomic_load_explicit(&e->est, memory_order_acquire)) != 0)
             break;
-        pay_as_it_runs(cm, e, scale, b, cm->t.now_ns());
+        pay_as_it_runs(cm, e, scale, b, bl, cm->t.now_ns());
         cm->t.nap(nap);
         nap = nap * 2 > NAP_MAX_NS ? NAP_MAX_NS : nap * 2;
         now = cm->t.now_ns();
@@ -221,7 +221,7 @@ static uint64_t wait_cold(struct tf_costmodel *cm, struct tf_cost_entry *e, uint
 
 int64_t tf_cost_price_slow(struct tf_costmodel *cm, struct tf_cost_thread *th,
                            struct tf_cost_launch *l, uint64_t key, uint64_t prior, uint32_t scale,
-                           struct tf_bucket *b)
+                           struct tf_bucket *b, const struct tf_bucket_limit *bl)
 {
     l->e = NULL;
     l->sample = false;
@@ -245,7 +245,7 @@ int64_t tf_cost_price_slow(struct tf_costmodel *cm, struct tf_cost_thread *th,
         l->e = e;
         uint64_t est = atomic_load_explicit(&e->est, memory_order_acquire);
         if (!est && atomic_load_explicit(&e->inflight, memory_order_acquire) > 0)
-            est = wait_cold(cm, e, scale, b);
+            est = wait_cold(cm, e, scale, b, bl);
         uint16_t inflight = atomic_load_explicit(&e->inflight, memory_order_relaxed);
         if (est) {
             cost = tf_cost_scaled(est, scale);

@@ -178,13 +178,14 @@ static inline uint64_t tf_cost_key(uintptr_t func, uint64_t threads, unsigned de
 /* Tokens (GPU ns) to charge for a launch with KEY: its estimate times SCALE
  * (TF_COST_SCALE_ONE = 1.0; 0 also means 1.0), or PRIOR while the key is not measured. May
  * wait (sleeping, bounded) for a cold key's first measurement; meanwhile the kernel being
- * measured is charged to bucket B (NULL: nowhere) as it runs, from the moment its start
+ * measured is charged to bucket B (level, NULL: nowhere; BL its limit) as it runs, from the moment its start
  * event is seen complete, so that its GPU time is paid when the driver accounts it (the
  * engine's true-up sees it charged, not owed). Fills L. */
 struct tf_bucket;
+struct tf_bucket_limit;
 int64_t tf_cost_price_slow(struct tf_costmodel *cm, struct tf_cost_thread *th,
                            struct tf_cost_launch *l, uint64_t key, uint64_t prior, uint32_t scale,
-                           struct tf_bucket *b);
+                           struct tf_bucket *b, const struct tf_bucket_limit *bl);
 
 static inline int64_t tf_cost_scaled(uint64_t est, uint32_t scale)
 {
@@ -211,7 +212,8 @@ static inline int64_t tf_cost_price_fast(struct tf_cost_thread *th, uint64_t key
 
 static inline int64_t tf_cost_price(struct tf_costmodel *cm, struct tf_cost_thread *th,
                                     struct tf_cost_launch *l, uint64_t key, uint64_t prior,
-                                    uint32_t scale, struct tf_bucket *b)
+                                    uint32_t scale, struct tf_bucket *b,
+                                    const struct tf_bucket_limit *bl)
 {
     if (th->key == key && th->e && th->countdown > 1) {
         uint64_t est = atomic_load_explicit(&th->e->fast, memory_order_relaxed);
@@ -225,7 +227,7 @@ static inline int64_t tf_cost_price(struct tf_costmodel *cm, struct tf_cost_thre
             return tf_cost_scaled(est, scale);
         }
     }
-    return tf_cost_price_slow(cm, th, l, key, prior, scale, b);
+    return tf_cost_price_slow(cm, th, l, key, prior, scale, b, bl);
 }
 
 /* Around the real launch, when L->sample: begin records the start event on STREAM (PTSZ: the

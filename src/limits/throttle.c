@@ -17,20 +17,23 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * TF_BUCKET_NS_PER_S + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t tf_throttle_wait(struct tf_shm_device *d, int64_t cost, uint64_t now_ns)
+uint64_t tf_throttle_wait(const struct tf_shm_region *r, unsigned dev, int64_t cost,
+                          uint64_t now_ns)
 {
-    return tf_throttle_wait_stop(d, cost, now_ns, NULL);
+    return tf_throttle_wait_stop(r, dev, cost, now_ns, NULL);
 }
 
-uint64_t tf_throttle_wait_stop(struct tf_shm_device *d, int64_t cost, uint64_t now_ns,
-                               const _Atomic(bool) *stop)
+uint64_t tf_throttle_wait_stop(const struct tf_shm_region *r, unsigned dev, int64_t cost,
+                               uint64_t now_ns, const _Atomic(bool) *stop)
 {
+    const struct tf_shm_ldev *l = &r->lim->dev[dev];
+    struct tf_shm_udev *d = &r->use->dev[dev];
     uint64_t start = now_ns, now = now_ns;
     for (;;) {
-        uint64_t w = tf_bucket_take(&d->bucket, cost, now);
+        uint64_t w = tf_bucket_take(&d->bucket, &l->bucket, cost, now);
         if (w == 0)
             break;
-        if (!(atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT))
+        if (!(atomic_load_explicit(&l->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT))
             break; /* the limit was lifted while we waited */
         if (stop && atomic_load_explicit(stop, memory_order_relaxed))
             break; /* the caller gave up (shutdown) */
@@ -53,7 +56,7 @@ void tf_throttle_watch_heartbeat(const struct tf_shm_region *r, _Atomic(int) *st
     bool stale = tf_shm_heartbeat_stale(r, now_ns);
     int was = atomic_load_explicit(state, memory_order_relaxed);
     if (stale && !was && atomic_compare_exchange_strong(state, &was, 1)) {
-        uint64_t hb = atomic_load_explicit(&r->hdr.heartbeat_ns, memory_order_relaxed);
+        uint64_t hb = atomic_load_explicit(&r->lim->hdr.heartbeat_ns, memory_order_relaxed);
         tf_log(TF_LOG_WARN, subsys,
                "the limit engine's heartbeat in %s is %.1f s old (hypervisor gone?): keeping the "
                "last limits",

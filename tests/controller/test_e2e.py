@@ -641,8 +641,10 @@ def main():
                   "metadata.annotations['tensor-fusion.ai/gpu-ids']", wenv)
             check("worker enforces its pod's limit region", wc["command"][-3:] == [
                 "--limits-region", "/run/tensor-fusion/pod/shm", "--pinned-staging"] and {
-                "name": "tf-shm", "mountPath": "/run/tensor-fusion/pod",
-                "subPathExpr": "$(POD_NAMESPACE)/$(POD_NAME)"} in wc.get("volumeMounts", []) and
+                "name": "tf-shm", "mountPath": "/run/tensor-fusion/pod", "readOnly": True,
+                "subPathExpr": "$(POD_NAMESPACE)/$(POD_NAME)"} in wc.get("volumeMounts", []) and {
+                "name": "tf-shm", "mountPath": "/run/tensor-fusion/pod/rw",
+                "subPathExpr": "$(POD_NAMESPACE)/$(POD_NAME)/rw"} in wc.get("volumeMounts", []) and
                   wenv.get("POD_NAMESPACE") == "metadata.namespace" and
                   {"name": "tf-shm", "hostPath": {"path": "/run/tensor-fusion/shm",
                                                    "type": "DirectoryOrCreate"}} in

@@ -191,7 +191,7 @@ static char *call_text(struct rig *r, const char *verb, const char *body)
     char path[64];
     snprintf(path, sizeof(path), "/scheduler/%s", verb);
     struct tf_http_req req = {"POST", path, body, strlen(body), NULL};
-    struct tf_http_resp resp = {200, NULL, NULL};
+    struct tf_http_resp resp = {.status = 200};
     assert_true(tf_extender_handle(r->x, &req, &resp));
     assert_int_equal(resp.status, 200);
     return resp.body;

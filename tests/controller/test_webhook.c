@@ -16,6 +16,7 @@
 
 #include "common/err.h"
 #include "common/yamljson.h"
+#include "tf/shm.h"
 #include "controller/base64.h"
 #include "controller/webhook.h"
 #include "harness.h"
@@ -270,22 +271,29 @@ static const char *env_field_of(json_object *c, const char *name)
 }
 
 /* C mounts only its pod's own directory of the host shm tree (where the node agent writes the
- * pod's limit region), read-write, and nothing else of that tree. */
+ * pod's limit region), read-only -- the region's limits part must not be writable from the pod,
+ * root included -- but for its rw/ subdirectory (the usage part), and nothing else of that
+ * tree. */
 static void assert_own_shm_dir_only(json_object *c)
 {
-    json_object *shm_mount = NULL;
+    json_object *shm_mount[2] = {NULL, NULL};
+    int n = 0;
     json_object *mounts = tf_json_path(c, "volumeMounts", NULL);
     for (size_t i = 0; mounts && i < json_object_array_length(mounts); i++)
         if (strcmp(tf_json_str(json_object_array_get_idx(mounts, i), "name", NULL), "tf-shm") ==
             0) {
-            assert_null(shm_mount);
-            shm_mount = json_object_array_get_idx(mounts, i);
+            assert_true(n < 2);
+            shm_mount[n++] = json_object_array_get_idx(mounts, i);
         }
-    assert_non_null(shm_mount);
-    assert_string_equal(tf_json_str(shm_mount, "mountPath", NULL), "/run/tensor-fusion/pod");
-    assert_string_equal(tf_json_str(shm_mount, "subPathExpr", NULL),
+    assert_int_equal(n, 2);
+    assert_string_equal(tf_json_str(shm_mount[0], "mountPath", NULL), "/run/tensor-fusion/pod");
+    assert_string_equal(tf_json_str(shm_mount[0], "subPathExpr", NULL),
                         "$(POD_NAMESPACE)/$(POD_NAME)");
-    assert_null(tf_json_path(shm_mount, "readOnly", NULL));
+    assert_true(json_object_get_boolean(tf_json_path(shm_mount[0], "readOnly", NULL)));
+    assert_string_equal(tf_json_str(shm_mount[1], "mountPath", NULL), "/run/tensor-fusion/pod/rw");
+    assert_string_equal(tf_json_str(shm_mount[1], "subPathExpr", NULL),
+                        "$(POD_NAMESPACE)/$(POD_NAME)/rw");
+    assert_null(tf_json_path(shm_mount[1], "readOnly", NULL));
     assert_string_equal(env_of(c, "POD_NAMESPACE"), "<valueFrom>");
 }
 
@@ -300,6 +308,18 @@ static size_t count_named(json_object *pod, const char *list, const char *prefix
                     strlen(prefix)) == 0)
             n++;
     return n;
+}
+
+/* Pod OUT lists the region group once in its supplementalGroups, after the user's own: the node
+ * agent makes the pod's usage part 0660 root:that group, never world-writable. */
+static void assert_region_group(json_object *out)
+{
+    json_object *g = tf_json_path(out, "spec", "securityContext", "supplementalGroups", NULL);
+    assert_non_null(g);
+    int n = 0;
+    for (size_t i = 0; i < json_object_array_length(g); i++)
+        n += json_object_get_int64(json_object_array_get_idx(g, i)) == TF_SHM_POD_GROUP;
+    assert_int_equal(n, 1);
 }
 
 /* ---- scenarios ------------------------------------------------------------------------------ */
@@ -336,6 +356,7 @@ static void seed_001_deployment_pod_gets_soft_limiter_and_normalised_annotations
     /* The container runtime exposes the GPUs the extender binds the pod to. */
     assert_string_equal(env_field_of(py, "NVIDIA_VISIBLE_DEVICES"), GPU_IDS_PATH);
     assert_own_shm_dir_only(py);
+    assert_region_group(out);
     assert_string_equal(env_of(py, "POD_NAME"), "<valueFrom>");
     assert_string_equal(env_of(py, "CONTAINER_NAME"), "python");
     assert_string_equal(tf_json_str(py, "resources", "limits", "tensor-fusion.ai/vgpu", NULL), "1");
@@ -573,6 +594,7 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     assert_non_null(strstr(script, "/dev/urandom"));
     assert_non_null(strstr(script, "> /tensor-fusion/run/token"));
     assert_own_shm_dir_only(w);
+    assert_region_group(out);
 
     assert_null(env_of(container(out, "app"), "NVIDIA_VISIBLE_DEVICES"));
     assert_string_equal(env_of(container(out, "app"), "TF_REMOTE"),

@@ -9,13 +9,16 @@
  * usage: gpu_burn PTX_FILE SECONDS VRAM_MIB [KERNEL_US] [NAME]
  * Output (one line each, for scripts): "NAME vram_total_mib=N vram_alloc_mib=N",
  * "NAME kernels=N seconds=S share_pct=P", or "NAME vram_refused mib=N error=CUDA_ERROR_..."
- * with exit status 3 when the VRAM allocation is refused. Runs on whichever libcuda.so.1 the
- * library path selects (the real driver or the simulated one).
+ * with exit status 3 when the VRAM allocation is refused. With GPU_BURN_SPAWN set, once its
+ * VRAM is allocated it runs that shell command (its child, e.g. one that drops the limiter)
+ * and prints "NAME spawned exit=N signal=N" when it ends, then burns. Runs on whichever
+ * libcuda.so.1 the library path selects (the real driver or the simulated one).
  */
 #include <cuda.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 static double now_s(void)
@@ -87,6 +90,13 @@ int main(int argc, char **argv)
     }
     printf("%s vram_total_mib=%zu vram_alloc_mib=%zu\n", name, total >> 20, mib);
     fflush(stdout);
+    const char *spawn = getenv("GPU_BURN_SPAWN");
+    if (spawn && *spawn) {
+        int st = system(spawn);
+        printf("%s spawned exit=%d signal=%d\n", name, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+               WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+        fflush(stdout);
+    }
     if (check(cuModuleLoadData(&mod, ptx), "cuModuleLoadData") ||
         check(cuModuleGetFunction(&fn, mod, "spin_ns"), "cuModuleGetFunction") ||
         check(cuMemAlloc(&done, sizeof(unsigned long long)), "cuMemAlloc(counter)") ||

@@ -201,9 +201,28 @@ static void the_api_is_authenticated_by_default(void **state)
     assert_string_equal(before, after);
 }
 
-/* The attack: limit regions were created world-writable, so any local user could raise any
- * workload's limit. Now a soft workload's region belongs to the user of the process that asked
- * for it, mode 0600. */
+/* Whether user UID (a fork that drops root) can rename FROM to TO. */
+static bool user_can_rename(int uid, const char *from, const char *to)
+{
+    pid_t p = fork();
+    if (p == 0) {
+        if (setgid((gid_t)uid) != 0 || setuid((uid_t)uid) != 0)
+            _exit(2);
+        _exit(rename(from, to) == 0 ? 0 : 1);
+    }
+    int st;
+    waitpid(p, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) == 2)
+        fail_msg("cannot switch to user %d", uid);
+    return WEXITSTATUS(st) == 0;
+}
+
+/* The attacks: limit regions were created world-writable, so any local user could raise any
+ * workload's limit; and the workload's own user could raise its own, its region being one file
+ * it wrote. Now a soft workload's region is two files: the limits part belongs to the
+ * hypervisor (mode 0644, in a directory only the hypervisor writes: the workload can read it,
+ * neither write nor replace it), the usage part to the user of the process that asked for the
+ * workload (mode 0600: no other user may even read it). */
 static void a_region_belongs_to_its_workloads_user_alone(void **state)
 {
     if (getuid() != 0) {
@@ -227,21 +246,35 @@ static void a_region_belongs_to_its_workloads_user_alone(void **state)
              "\"pid\":%d}",
              (int)app);
     json_object *o = NULL;
-    assert_int_equal(hvt_http(&T, "POST", "/api/v1/workloads", body, NULL, &o), 201);
+    int status = hvt_http(&T, "POST", "/api/v1/workloads", body, NULL, &o);
+    kill(app, SIGKILL);
+    waitpid(app, NULL, 0);
+    assert_int_equal(status, 201);
     const char *shm = json_object_get_string(
         json_object_object_get(json_object_object_get(o, "env"), "TF_SHM_PATH"));
     assert_non_null(shm);
-    char path[512];
+    char path[512], usage[600], dir[512];
     snprintf(path, sizeof(path), "%s", shm);
     json_object_put(o);
+    snprintf(dir, sizeof(dir), "%s", path);
+    *strrchr(dir, '/') = '\0';
+    snprintf(usage, sizeof(usage), "%s/rw/shm", dir);
     struct stat st;
+    /* The limits part: the hypervisor's. */
     assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_uid, 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    assert_true(user_can_open(65534, path, "r"));
+    assert_false(user_can_open(65534, path, "r+"));
+    assert_false(user_can_rename(65534, usage, path)); /* nor replaced by its own file */
+    /* The usage part: the workload's user's alone. */
+    assert_int_equal(stat(usage, &st), 0);
     assert_int_equal(st.st_uid, 65534);
     assert_int_equal(st.st_mode & 0777, 0600);
-    assert_true(user_can_open(65534, path, "r+"));
+    assert_true(user_can_open(65534, usage, "r+"));
+    assert_false(user_can_open(65533, usage, "r+"));
+    assert_false(user_can_open(65533, usage, "r"));
     assert_false(user_can_open(65533, path, "r+"));
-    kill(app, SIGKILL);
-    waitpid(app, NULL, 0);
 }
 
 int main(void)

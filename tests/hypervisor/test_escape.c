@@ -6,6 +6,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <cmocka.h>
@@ -68,6 +69,31 @@ static void actions_parse(void **state)
     assert_int_equal(tf_hv_escape_action_parse("nuke", &a), TF_EINVAL);
 }
 
+/* Which pod a process is in, from /proc/PID/cgroup as the kubelet's two cgroup drivers and
+ * cgroup v1/v2 write it; processes outside pods (and near-misses) are in none. */
+static void a_pods_processes_are_known_by_their_cgroup(void **state)
+{
+    char uid[64];
+    assert_true(tf_hv_cgroup_pod_uid(
+        "12:memory:/kubepods/burstable/pod0a1b2c3d-4e5f-6789-abcd-ef0123456789/8c2e\n", uid,
+        sizeof(uid)));
+    assert_string_equal(uid, "0a1b2c3d-4e5f-6789-abcd-ef0123456789");
+    assert_true(tf_hv_cgroup_pod_uid("0::/kubepods.slice/kubepods-besteffort.slice/"
+                                     "kubepods-besteffort-pod0A1B2C3D_4E5F_6789_ABCD_EF0123456789."
+                                     "slice/cri-containerd-1.scope\n",
+                                     uid, sizeof(uid)));
+    assert_string_equal(uid, "0a1b2c3d-4e5f-6789-abcd-ef0123456789");
+    assert_false(
+        tf_hv_cgroup_pod_uid("0::/system.slice/tf-hypervisor.service\n", uid, sizeof(uid)));
+    assert_false(tf_hv_cgroup_pod_uid("0::/user.slice/pod-builder/pod123\n", uid, sizeof(uid)));
+    assert_false(tf_hv_cgroup_pod_uid("0::/kubepods/pod0a1b2c3d-4e5f-6789-abcd-ef0123456789x/\n",
+                                      uid, sizeof(uid)));
+    assert_false(tf_hv_cgroup_pod_uid("0::/kubepods/pod0a1b2c3d-4e5f-6789-abcd-ef012345678", uid,
+                                      sizeof(uid)));
+    assert_false(tf_hv_cgroup_pod_uid("0::/kubepods/pod0a1b2c3d-4e5f-6789-abcd-ef0123456789/\n",
+                                      uid, 20)); /* no room */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -75,6 +101,7 @@ int main(void)
         cmocka_unit_test(a_child_without_the_limiter_goes_first),
         cmocka_unit_test(an_app_that_rewrote_its_region_is_killed_largest_first),
         cmocka_unit_test(actions_parse),
+        cmocka_unit_test(a_pods_processes_are_known_by_their_cgroup),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

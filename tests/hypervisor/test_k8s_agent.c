@@ -101,7 +101,8 @@ static void create_pod(const char *name, const char *node_name, const char *gpu_
              "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\","
              "\"labels\":{\"tensor-fusion.ai/enabled\":\"true\",\"tensor-fusion.ai/component\":"
              "\"client\"},\"annotations\":{\"tensor-fusion.ai/gpupool\":\"pool-a\"%s%s%s%s%s}},"
-             "\"spec\":{%s%s%s\"schedulerName\":\"tensor-fusion-scheduler\",\"containers\":"
+             "\"spec\":{%s%s%s\"schedulerName\":\"tensor-fusion-scheduler\",\"securityContext\":"
+             "{\"supplementalGroups\":[60515]},\"containers\":"
              "[{\"name\":\"app\",\"image\":\"x\"}]}}",
              name, gpu_ids ? ",\"tensor-fusion.ai/gpu-ids\":\"" : "", gpu_ids ? gpu_ids : "",
              gpu_ids ? "\"" : "", *anns ? "," : "", anns, node_name ? "\"nodeName\":\"" : "",
@@ -115,11 +116,19 @@ static void create_pod(const char *name, const char *node_name, const char *gpu_
 
 /* ---- hypervisor and regions ---------------------------------------------------------------- */
 
+/* Starts the hypervisor as the node agent, with the extra options MORE (up to 4, NULL-ended). */
+static void start_hv_with(const char *const *more)
+{
+    const char *extra[16] = {"--kubernetes", "--node-name", NODE,     "--server", F.server,
+                             "--shm-root",   shm_root,      "--pool", "pool-a"};
+    for (int i = 0; more && more[i] && i < 4; i++)
+        extra[9 + i] = more[i];
+    hvt_start(&T, extra);
+}
+
 static void start_hv(void)
 {
-    const char *extra[] = {"--kubernetes", "--node-name", NODE,     "--server", F.server,
-                           "--shm-root",   shm_root,      "--pool", "pool-a",   NULL};
-    hvt_start(&T, extra);
+    start_hv_with(NULL);
 }
 
 static void region_path(const char *pod, char *buf, size_t len)
@@ -152,14 +161,14 @@ static void open_region(const char *pod, struct tf_shm_map *m)
     char p[600], err[256];
     assert_true(hvt_wait(region_exists, &T, (void *)pod, WAIT_MS));
     region_path(pod, p, sizeof(p));
-    if (tf_shm_open(p, m, err, sizeof(err)))
+    if (tf_shm_open(p, TF_SHM_ENGINE, m, err, sizeof(err)))
         fail_msg("open %s: %s", p, err);
 }
 
 static struct tf_shm_config region_config(struct tf_shm_map *m)
 {
     struct tf_shm_config c;
-    assert_int_equal(tf_shm_read_config(m->r, &c), 0);
+    assert_int_equal(tf_shm_read_config(&m->r, &c), 0);
     return c;
 }
 
@@ -173,7 +182,7 @@ static bool vram_limit_is(struct hvt *t, void *arg)
 {
     struct vram_want *w = arg;
     struct tf_shm_config c;
-    return tf_shm_read_config(w->m->r, &c) == 0 && c.dev[w->dev].vram_limit == w->limit;
+    return tf_shm_read_config(&w->m->r, &c) == 0 && c.dev[w->dev].vram_limit == w->limit;
 }
 
 static bool heartbeat_by(struct hvt *t, void *arg)
@@ -182,8 +191,8 @@ static bool heartbeat_by(struct hvt *t, void *arg)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    return atomic_load(&m->r->hdr.writer_pid) == (uint32_t)t->pid &&
-           atomic_load(&m->r->hdr.heartbeat_ns) != 0 && !tf_shm_heartbeat_stale(m->r, now);
+    return atomic_load(&m->r.lim->hdr.writer_pid) == (uint32_t)t->pid &&
+           atomic_load(&m->r.lim->hdr.heartbeat_ns) != 0 && !tf_shm_heartbeat_stale(&m->r, now);
 }
 
 static char *read_text(const char *path)
@@ -391,6 +400,18 @@ static void a_bound_soft_pod_gets_a_region_with_its_limits_until_it_goes(void **
     }
     assert_string_equal(ruid, uid);
     free(ruid);
+    /* Its files: the limits part the agent's (0644), the usage part root's and the region
+     * group's (the webhook gives the pod that group), writable by nobody else on the node. */
+    char lpath[512], upath[600];
+    struct stat st;
+    region_path("train", lpath, sizeof(lpath));
+    assert_true(tf_shm_usage_path(lpath, upath, sizeof(upath)));
+    assert_int_equal(stat(lpath, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0644);
+    assert_int_equal(stat(upath, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0660);
+    if (geteuid() == 0)
+        assert_int_equal(st.st_gid, TF_SHM_POD_GROUP);
 
     /* Two GPUs, TFLOPS converted per GPU; pods that need no region get none. */
     open_region("pair", &pm);
@@ -402,7 +423,7 @@ static void a_bound_soft_pod_gets_a_region_with_its_limits_until_it_goes(void **
     assert_true(region_gone(&T, "elsewhere"));
 
     /* Limits change live in the same region. */
-    uint64_t instance = m.r->hdr.instance;
+    uint64_t instance = m.r.lim->hdr.instance;
     api_patch(&tf_k8s_pods, "ml", "train", NULL,
               "{\"metadata\":{\"annotations\":{\"tensor-fusion.ai/vram-limit\":\"4Gi\","
               "\"tensor-fusion.ai/vram-request\":\"4Gi\"}}}");
@@ -411,8 +432,8 @@ static void a_bound_soft_pod_gets_a_region_with_its_limits_until_it_goes(void **
     char p[600];
     struct tf_shm_map again = {0};
     region_path("train", p, sizeof(p));
-    assert_int_equal(tf_shm_open(p, &again, err, sizeof(err)), 0);
-    assert_true(again.r->hdr.instance == instance);
+    assert_int_equal(tf_shm_open(p, TF_SHM_ENGINE, &again, err, sizeof(err)), 0);
+    assert_true(again.r.lim->hdr.instance == instance);
     tf_shm_unmap(&again);
 
     /* Usage rows carry the pod's names. */
@@ -491,10 +512,10 @@ static void a_restarted_hypervisor_adopts_live_regions_and_drops_the_others(void
     assert_true(hvt_wait(region_exists, &T, "gone", WAIT_MS));
     /* This process plays a running app of "keep" holding 1 GiB. */
     uint64_t owner = tf_proc_self_owner();
-    int slot = tf_shm_pid_claim(keep.r, owner, tf_proc_pidns(0));
+    int slot = tf_shm_pid_claim(&keep.r, owner, tf_proc_pidns(0));
     assert_true(slot >= 0);
-    assert_int_equal(tf_shm_vram_reserve(keep.r, 0, slot, GiB), 0);
-    uint64_t instance = keep.r->hdr.instance;
+    assert_int_equal(tf_shm_vram_reserve(&keep.r, 0, slot, GiB), 0);
+    uint64_t instance = keep.r.lim->hdr.instance;
 
     hvt_kill(&T, SIGKILL);
     /* Meanwhile: one pod deleted, one recreated under the same name, one resized, and the
@@ -519,12 +540,12 @@ static void a_restarted_hypervisor_adopts_live_regions_and_drops_the_others(void
     assert_true(hvt_wait(heartbeat_by, &T, &keep, WAIT_MS));
     struct vram_want six = {&keep, 0, 6 * GiB};
     assert_true(hvt_wait(vram_limit_is, &T, &six, WAIT_MS));
-    assert_true(keep.r->hdr.instance == instance);
-    assert_int_equal(atomic_load(&keep.r->dev[0].vram_used), (int64_t)GiB);
+    assert_true(keep.r.lim->hdr.instance == instance);
+    assert_int_equal(atomic_load(&keep.r.use->dev[0].vram_used), (int64_t)GiB);
     char p[600], err[256];
     region_path("keep", p, sizeof(p));
-    assert_int_equal(tf_shm_open(p, &fresh, err, sizeof(err)), 0);
-    assert_true(fresh.r->hdr.instance == instance); /* still the file at the path */
+    assert_int_equal(tf_shm_open(p, TF_SHM_ENGINE, &fresh, err, sizeof(err)), 0);
+    assert_true(fresh.r.lim->hdr.instance == instance); /* still the file at the path */
     tf_shm_unmap(&fresh);
     /* "gone" and the ghost: removed. "again": a new region for the new pod. */
     assert_true(hvt_wait(region_gone, &T, "gone", WAIT_MS));
@@ -540,11 +561,11 @@ static void a_restarted_hypervisor_adopts_live_regions_and_drops_the_others(void
     }
     assert_true(replaced);
     open_region("again", &fresh);
-    assert_true(fresh.r->hdr.instance != old.r->hdr.instance);
+    assert_true(fresh.r.lim->hdr.instance != old.r.lim->hdr.instance);
     assert_int_equal(region_config(&fresh).dev[0].vram_limit, 3 * GiB);
-    assert_int_equal(atomic_load(&fresh.r->dev[0].vram_used), 0);
+    assert_int_equal(atomic_load(&fresh.r.use->dev[0].vram_used), 0);
     free(uid);
-    tf_shm_pid_release(keep.r, slot, owner);
+    tf_shm_pid_release(&keep.r, slot, owner);
     tf_shm_unmap(&keep);
     tf_shm_unmap(&old);
     tf_shm_unmap(&fresh);
@@ -568,6 +589,9 @@ static int setup_sim(void **state)
 
 #define HARD_TOKEN "k8s-agent-hard-7c1e"
 
+/* A shell command gpu_burn runs as its child once its VRAM is allocated (NULL: none). */
+static const char *burn_spawn;
+
 /* Runs gpu_burn allocating MIB MiB: under the limiter with TF_SHM_PATH=REGION or, with
  * REMOTE set, on libtf_client talking to the tf-worker at REMOTE. Returns its exit status and
  * its output in *OUT (malloc'ed). */
@@ -578,7 +602,7 @@ static int burn_on(const char *region, const char *remote, const char *mib, cons
     snprintf(log, sizeof(log), "%s/%s.log", T.dir, name);
     /* The child's environment is built here: this process runs threads (the fake API server),
      * so the child may only exec after fork, never allocate. */
-    char set[3][700];
+    char set[4][1200];
     int nset = remote ? 3 : 2;
     if (remote) {
         snprintf(set[0], sizeof(set[0]), "LD_LIBRARY_PATH=%s", getenv("TF_CLIENT_DIR"));
@@ -587,12 +611,14 @@ static int burn_on(const char *region, const char *remote, const char *mib, cons
     } else {
         snprintf(set[0], sizeof(set[0]), "LD_PRELOAD=%s", getenv("TF_LIMITER_LIB"));
         snprintf(set[1], sizeof(set[1]), "TF_SHM_PATH=%s", region);
+        if (burn_spawn)
+            snprintf(set[nset++], sizeof(set[0]), "GPU_BURN_SPAWN=%s", burn_spawn);
     }
     extern char **environ;
     size_t n_env = 0;
     while (environ[n_env])
         n_env++;
-    char **envp = calloc(n_env + 4, sizeof(*envp));
+    char **envp = calloc(n_env + 5, sizeof(*envp));
     assert_non_null(envp);
     size_t k = 0;
     for (size_t i = 0; i < n_env; i++) {
@@ -643,7 +669,7 @@ static int burn(const char *region, const char *mib, const char *name, char **ou
 static bool vram_released(struct hvt *t, void *arg)
 {
     struct tf_shm_map *m = arg;
-    return atomic_load(&m->r->dev[0].vram_used) == 0;
+    return atomic_load(&m->r.use->dev[0].vram_used) == 0;
 }
 
 /* Waits for the simulated device's GPU object and returns its UUID, checking what the
@@ -702,6 +728,49 @@ static void a_pod_on_the_simulated_gpu_is_held_to_its_vram_limit(void **state)
     assert_true(hvt_wait(vram_released, &T, &m, WAIT_MS)); /* nothing leaks after the app */
     api_delete(&tf_k8s_pods, "ml", "burn");
     assert_true(hvt_wait(region_gone, &T, "burn", WAIT_MS));
+    tf_shm_unmap(&m);
+}
+
+/* The attack on a pod's VRAM limit that the limiter cannot see: the pod's app, under the
+ * limiter, starts a child that drops LD_PRELOAD and allocates past the pod's limit. The node
+ * agent's escape check (NVML per process, the child counted as the pod's: it descends from a
+ * process holding one of the region's PID slots) kills the child, not the app. */
+static void a_pods_child_without_the_limiter_is_caught_and_killed(void **state)
+{
+    const char *more[] = {"--vram-escape", "kill", "--vram-escape-slack", "0", NULL};
+    start_hv_with(more);
+    char uuid[80];
+    sim_gpu_uuid(uuid, sizeof(uuid));
+    create_pod("sly", NODE, uuid, SOFT_2GI);
+    struct tf_shm_map m = {0};
+    open_region("sly", &m);
+    assert_true(hvt_wait(heartbeat_by, &T, &m, WAIT_MS));
+    char region[600], spawn[1200], *out = NULL;
+    region_path("sly", region, sizeof(region));
+    snprintf(spawn, sizeof(spawn), "env -u LD_PRELOAD %s %s 20 1800 1000 child",
+             getenv("TF_GPU_BURN"), getenv("TF_TIMER_PTX"));
+    burn_spawn = spawn;
+    int rc = burn(region, "512", "app", &out);
+    burn_spawn = NULL;
+    /* the child got its 1.8 GiB (nothing in the data path stops it), then was killed long
+     * before its 20 s (SIGKILL: the shell reports 137); the app, under the limiter, ran on */
+    if (rc != 0 || !strstr(out, "child vram_total_mib=") || strstr(out, "child kernels=") ||
+        (!strstr(out, "app spawned exit=137 ") && !strstr(out, "signal=9\n")) ||
+        !strstr(out, "app kernels="))
+        fail_msg("exit %d:\n%s", rc, out);
+    free(out);
+    char log[400];
+    snprintf(log, sizeof(log), "%s/hypervisor-test.log", T.dir);
+    FILE *f = fopen(log, "r");
+    assert_non_null(f);
+    static char buf[1 << 16];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(buf, "workload ml/sly escaped its VRAM limit"));
+    assert_non_null(strstr(buf, "not under the limiter"));
+    api_delete(&tf_k8s_pods, "ml", "sly");
+    assert_true(hvt_wait(region_gone, &T, "sly", WAIT_MS));
     tf_shm_unmap(&m);
 }
 
@@ -800,6 +869,8 @@ int main(int argc, char **argv)
     };
     const struct CMUnitTest sim[] = {
         cmocka_unit_test_setup_teardown(a_pod_on_the_simulated_gpu_is_held_to_its_vram_limit,
+                                        setup_sim, teardown),
+        cmocka_unit_test_setup_teardown(a_pods_child_without_the_limiter_is_caught_and_killed,
                                         setup_sim, teardown),
         cmocka_unit_test_setup_teardown(a_hard_pods_tf_worker_enforces_the_pods_region_live,
                                         setup_sim, teardown),

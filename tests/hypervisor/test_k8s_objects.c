@@ -174,6 +174,81 @@ static void a_soft_pod_gets_its_percent_and_vram_limits(void **state)
     assert_int_equal(tf_shm_check_config(&p.cfg, err, sizeof(err)), 0);
 }
 
+/* The usage part of POD_SPEC's region (its securityContext and containers): OUT. */
+static void perms_of(const char *spec, struct tf_shm_perms *out)
+{
+    char buf[2048];
+    snprintf(buf, sizeof(buf), "{\"metadata\":{\"name\":\"p\"},\"spec\":%s}", spec);
+    json_object *p = parse(buf);
+    tf_hv_k8s_pod_perms(p, out);
+    json_object_put(p);
+}
+
+#define MOUNTS "\"volumeMounts\":[{\"name\":\"tf-shm\",\"mountPath\":\"/run/tensor-fusion/pod\"}]"
+
+/* Kubernetes does not apply fsGroup to hostPath volumes, and the node agent does not know which
+ * user a container runs as unless the pod says: the usage part goes to the user (and group)
+ * the pod's spec gives every container that mounts the region; the webhook gives every such pod
+ * the region group, which makes it 0660 root:region group when the user is not known. Never
+ * world-writable: a node user outside the pod cannot raise the pod's bucket or hide its use.
+ * The limits part is the agent's in every case. */
+static void the_usage_part_belongs_to_the_pods_user(void **state)
+{
+    struct tf_shm_perms p;
+    perms_of("{\"containers\":[{\"name\":\"app\"," MOUNTS "}]}", &p);
+    assert_int_equal(p.lmode, 0644);
+    assert_int_equal(p.umode, 0600); /* root's: the image's default user is not known */
+    assert_int_equal(p.uid, -1);
+    assert_int_equal(p.gid, -1);
+    /* As the webhook mutates it: the region group. */
+    perms_of("{\"securityContext\":{\"supplementalGroups\":[5,60515]},\"containers\":[{"
+             "\"name\":\"app\"," MOUNTS "}]}",
+             &p);
+    assert_int_equal(p.umode, 0660);
+    assert_int_equal(p.uid, -1);
+    assert_int_equal(p.gid, TF_SHM_POD_GROUP);
+    perms_of("{\"securityContext\":{\"runAsUser\":1000},\"containers\":[{\"name\":\"app\"," MOUNTS
+             "},{\"name\":\"sidecar\",\"securityContext\":{\"runAsUser\":7}}]}",
+             &p);
+    assert_int_equal(p.umode, 0600);
+    assert_int_equal(p.uid, 1000);
+    assert_int_equal(p.gid, -1);
+    perms_of("{\"securityContext\":{\"runAsUser\":1000,\"fsGroup\":2000},\"containers\":[{"
+             "\"name\":\"app\"," MOUNTS "}]}",
+             &p);
+    assert_int_equal(p.umode, 0660);
+    assert_int_equal(p.uid, 1000);
+    assert_int_equal(p.gid, 2000);
+    /* Two users of the region: the app's, and the worker's image default (unknown). */
+    perms_of("{\"containers\":[{\"name\":\"app\",\"securityContext\":{\"runAsUser\":1000}," MOUNTS
+             "},{\"name\":\"tf-worker\"," MOUNTS "}]}",
+             &p);
+    assert_int_equal(p.umode, 0600);
+    assert_int_equal(p.uid, -1);
+    /* ... and with the webhook's group. */
+    perms_of("{\"securityContext\":{\"supplementalGroups\":[60515]},\"containers\":[{"
+             "\"name\":\"app\",\"securityContext\":{\"runAsUser\":1000}," MOUNTS
+             "},{\"name\":\"tf-worker\"," MOUNTS "}]}",
+             &p);
+    assert_int_equal(p.umode, 0660);
+    assert_int_equal(p.uid, -1);
+    assert_int_equal(p.gid, TF_SHM_POD_GROUP);
+    /* Different users sharing a group. */
+    perms_of("{\"securityContext\":{\"runAsGroup\":3000},\"containers\":[{\"name\":\"a\","
+             "\"securityContext\":{\"runAsUser\":1000}," MOUNTS "},{\"name\":\"b\","
+             "\"securityContext\":{\"runAsUser\":1001}," MOUNTS "}]}",
+             &p);
+    assert_int_equal(p.umode, 0660);
+    assert_int_equal(p.uid, -1);
+    assert_int_equal(p.gid, 3000);
+    /* Garbage ids are unknown ids. */
+    perms_of("{\"securityContext\":{\"runAsUser\":\"root\",\"fsGroup\":-4},\"containers\":[{"
+             "\"name\":\"app\"," MOUNTS "}]}",
+             &p);
+    assert_int_equal(p.umode, 0600);
+    assert_int_equal(p.uid, -1);
+}
+
 static void tflops_limits_convert_per_gpu_in_gpu_ids_order(void **state)
 {
     struct tf_hv_k8s_pod p;
@@ -307,6 +382,7 @@ int main(void)
         cmocka_unit_test(gpu_status_carries_what_the_extender_reads),
         cmocka_unit_test(a_patch_is_needed_only_when_an_owned_member_differs),
         cmocka_unit_test(a_soft_pod_gets_its_percent_and_vram_limits),
+        cmocka_unit_test(the_usage_part_belongs_to_the_pods_user),
         cmocka_unit_test(tflops_limits_convert_per_gpu_in_gpu_ids_order),
         cmocka_unit_test(pods_that_need_no_region_get_none),
         cmocka_unit_test(hard_pods_and_remote_workers_get_a_region_for_their_tf_worker),

@@ -114,9 +114,9 @@ static void app_beyond_its_vram_limit_gets_oom_and_keeps_working(void **state)
     expect(&c, "half_more", "CUDA_ERROR_OUT_OF_MEMORY");
     assert_int_equal(child_num(&c, "free_at_end"), (long long)GiB);
     /* The process exited: everything it reserved is back, and it never exceeded the cap. */
-    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
-    assert_true(atomic_load(&m.r->dev[0].vram_peak) <= (int64_t)GiB);
-    assert_int_equal(atomic_load(&m.r->dev[0].oom_count), 2);
+    assert_int_equal(atomic_load(&m.r.use->dev[0].vram_used), 0);
+    assert_true(atomic_load(&m.r.use->dev[0].vram_peak) <= (int64_t)GiB);
+    assert_int_equal(atomic_load(&m.r.use->dev[0].oom_count), 2);
     tf_shm_unmap(&m);
 }
 
@@ -209,13 +209,13 @@ static void corrupt_region_is_rejected_with_a_clear_message(void **state)
 {
     FILE *f = fopen(region, "wb");
     assert_non_null(f);
-    static char junk[TF_SHM_SIZE];
+    static char junk[TF_SHM_LIMITS_SIZE];
     memset(junk, 0x5a, sizeof(junk));
     fwrite(junk, 1, sizeof(junk), f);
     fclose(f);
     struct child c;
     assert_int_equal(run(&c, ARGS("meminfo"), shm_env, NULL, NULL), 0);
-    assert_non_null(strstr(c.err, "rejected limit region: bad magic"));
+    assert_non_null(strstr(c.err, "rejected the limit region's limits part: bad magic"));
     assert_non_null(strstr(c.err, "no limits known"));
     assert_int_equal(child_num(&c, "total"), (long long)(8 * GiB)); /* unlimited */
     /* Policy: with env limits they apply; with TF_LIMITER_STRICT CUDA is refused. */
@@ -267,7 +267,7 @@ static void stale_heartbeat_keeps_the_last_limits(void **state)
 {
     int devs[] = {0};
     struct tf_shm_map m = make_region(1, devs, GiB, 0);
-    tf_shm_heartbeat(m.r, 1000, 100, 1); /* an engine that stopped long ago */
+    tf_shm_heartbeat(&m.r, 1000, 100, 1); /* an engine that stopped long ago */
     struct child c;
     assert_int_equal(run(&c, ARGS("vram"), shm_env, NULL, NULL), 0);
     expect(&c, "over_limit", "CUDA_ERROR_OUT_OF_MEMORY");
@@ -290,7 +290,7 @@ static void two_processes_of_one_workload_share_one_limit(void **state)
     assert_true(child_wait_for(&b, "rc=", 20));
     assert_int_equal(child_num(&a, "held"), 1);
     assert_int_equal(child_num(&b, "held"), 0); /* 600 + 600 MiB > 1 GiB */
-    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), (int64_t)(600 * MiB));
+    assert_int_equal(atomic_load(&m.r.use->dev[0].vram_used), (int64_t)(600 * MiB));
     kill(a.pid, SIGTERM);
     kill(b.pid, SIGTERM);
     child_finish(&a, 10);
@@ -309,12 +309,12 @@ static void killed_process_never_wedges_or_starves_the_others(void **state)
     assert_true(child_wait_for(&a, "held=1", 20));
     kill(a.pid, SIGKILL);
     child_finish(&a, 10);
-    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), (int64_t)(800 * MiB));
+    assert_int_equal(atomic_load(&m.r.use->dev[0].vram_used), (int64_t)(800 * MiB));
     /* The next process gets the memory back: the dead one is reclaimed, nothing is stuck. */
     char *again[] = {(char *)host, "hold", "800", "0", NULL};
     assert_int_equal(child_run(&b, again, env, 30), 0);
     assert_int_equal(child_num(&b, "held"), 1);
-    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
+    assert_int_equal(atomic_load(&m.r.use->dev[0].vram_used), 0);
     tf_shm_unmap(&m);
 }
 
@@ -327,7 +327,7 @@ static void raised_limit_applies_to_a_running_process(void **state)
     struct child c;
     child_start(&c, argv, env);
     assert_true(child_wait_for(&c, "step5=", 20));
-    assert_int_equal(tf_shm_set_limits(m.r, 0, TF_SHM_DEV_VRAM_LIMIT, 0, 512 * MiB), 0);
+    assert_int_equal(tf_shm_set_limits(&m.r, 0, TF_SHM_DEV_VRAM_LIMIT, 0, 512 * MiB), 0);
     assert_int_equal(child_finish(&c, 30), 0);
     assert_int_equal(child_num(&c, "step3"), 4); /* 4 x 64 MiB fill the first limit */
     assert_int_equal(child_num(&c, "ok"), 8);    /* and 8 the raised one */
@@ -343,7 +343,7 @@ static void empty_bucket_makes_launches_sleep_not_spin(void **state)
     assert_int_equal(run(&c, ARGS("launch", "400"), shm_env, NULL, NULL), 0);
     double free_run = strtod(child_value(&c, "seconds"), NULL);
     assert_true(free_run < 0.5);
-    assert_int_equal(atomic_load(&m.r->pid[0].launches[0]), 0); /* slot released at exit */
+    assert_int_equal(atomic_load(&m.r.use->pid[0].launches[0]), 0); /* slot released at exit */
     tf_shm_unmap(&m);
     /* 10 % of the device, kernels the driver's timing events measure at 250 us each (no
      * engine here): 400 launches are 100 ms of GPU time, i.e. 1 s of wall time minus the
@@ -352,7 +352,7 @@ static void empty_bucket_makes_launches_sleep_not_spin(void **state)
     assert_int_equal(run(&c, ARGS("launch", "400"), shm_env, "FAKE_KERNEL_NS=250000", NULL), 0);
     double limited = strtod(child_value(&c, "seconds"), NULL);
     assert_true(limited > 0.8 && limited < 2.5);
-    assert_true(atomic_load(&m.r->dev[0].throttle_count) > 0);
+    assert_true(atomic_load(&m.r.use->dev[0].throttle_count) > 0);
     /* Waiting is sleeping: the process used a small fraction of a core meanwhile. */
     assert_true(c.cpu_s < 0.3 * c.wall_s);
     /* A graph of 5 kernels is measured as one: 80 launches of it take as long as above. */
@@ -373,14 +373,14 @@ static void short_kernels_are_charged_what_they_use(void **state)
     assert_int_equal(run(&c, ARGS("launch", "2000"), shm_env, "FAKE_KERNEL_NS=1000", NULL), 0);
     double secs = strtod(child_value(&c, "seconds"), NULL);
     print_message("2000 x 1 us kernels under a 10 %% cap: %.3f s, %lu throttled\n", secs,
-                  (unsigned long)atomic_load(&m.r->dev[0].throttle_count));
+                  (unsigned long)atomic_load(&m.r.use->dev[0].throttle_count));
     assert_true(secs < 0.5);
-    assert_true(atomic_load(&m.r->dev[0].throttle_count) <= 2);
+    assert_true(atomic_load(&m.r.use->dev[0].throttle_count) <= 2);
     tf_shm_unmap(&m);
     /* A driver without timing events: the region's cost stands (here 250 us: 400 launches
      * take about 1 s again). */
     m = make_region(1, devs, 0, 1000);
-    atomic_store(&m.r->dev[0].launch_cost, 250000);
+    atomic_store(&m.r.lim->dev[0].launch_cost, 250000);
     assert_int_equal(
         run(&c, ARGS("launch", "400"), shm_env, "FAKE_KERNEL_NS=1000", "FAKE_CUDA_NO_EVENTS=1"), 0);
     secs = strtod(child_value(&c, "seconds"), NULL);

@@ -110,7 +110,7 @@ static void allocation_beyond_the_limit_fails_smaller_ones_succeed(void **state)
     expect(&c, "over_limit", "CUDA_ERROR_OUT_OF_MEMORY");
     expect(&c, "half_more", "CUDA_ERROR_OUT_OF_MEMORY");
     assert_int_equal(child_num(&c, "free_at_end"), (long long)GiB);
-    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
+    assert_int_equal(atomic_load(&m.r.use->dev[0].vram_used), 0);
     tf_shm_unmap(&m);
 }
 
@@ -134,7 +134,7 @@ static void stream_ordered_managed_and_graph_memory_count_against_the_limit(void
     expect(&c, "graph_over_cuda11", "CUDA_ERROR_OUT_OF_MEMORY");
     assert_int_equal(child_num(&c, "graph_used_cuda11"), (long long)(GiB / 2 + MiB));
     assert_int_equal(child_num(&c, "used_at_end"), 0);
-    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
+    assert_int_equal(atomic_load(&m.r.use->dev[0].vram_used), 0);
     tf_shm_unmap(&m);
 }
 
@@ -155,7 +155,7 @@ static void two_processes_of_one_workload_share_one_vram_limit(void **state)
     expect(&b, "rc", "CUDA_ERROR_OUT_OF_MEMORY");
     child_finish(&a, 30);
     child_finish(&b, 30);
-    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
+    assert_int_equal(atomic_load(&m.r.use->dev[0].vram_used), 0);
     tf_shm_unmap(&m);
 }
 
@@ -171,7 +171,7 @@ static void module_variables_count_against_the_soft_limit(void **state)
     assert_true(child_num(&c, "free") <= 424ll * 1024 * 1024);
     expect(&c, "alloc", "CUDA_ERROR_OUT_OF_MEMORY");
     expect(&c, "alloc_after_unload", "CUDA_SUCCESS");
-    assert_int_equal(atomic_load(&m.r->dev[0].vram_used), 0);
+    assert_int_equal(atomic_load(&m.r.use->dev[0].vram_used), 0);
     tf_shm_unmap(&m);
 }
 
@@ -225,7 +225,7 @@ static void devices_on_three_gpus(struct child *c, const int *region_devs, int n
             cfg.dev[k].vram_limit = GiB * (uint64_t)(k + 1);
         }
         char err[256];
-        if (tf_shm_create(region, &cfg, 0600, &m, err, sizeof(err)) != 0)
+        if (tf_shm_create(region, &cfg, &test_perms, &m, err, sizeof(err)) != 0)
             fail_msg("create region: %s", err);
         snprintf(sh, sizeof(sh), "TF_SHM_PATH=%s", region);
     }
@@ -311,13 +311,13 @@ static void host_programs_pass_unchanged_under_the_limiter(void **state)
 static void stale_heartbeat_neither_crashes_nor_unlimits(void **state)
 {
     struct tf_shm_map m = make_region(GiB, 5000);
-    tf_shm_heartbeat(m.r, 1000, 100, 1); /* the engine died long ago */
+    tf_shm_heartbeat(&m.r, 1000, 100, 1); /* the engine died long ago */
     char *spin[] = {(char *)host, "launch", "200", (char *)timer_ptx, NULL};
     struct child c;
     assert_int_equal(run_argv(&c, spin, shm_env, NULL), 0);
     assert_int_equal(child_num(&c, "launches"), 200);
     assert_non_null(strstr(c.err, "keeping the last limits"));
-    assert_true(atomic_load(&m.r->dev[0].throttle_count) > 0); /* still limited */
+    assert_true(atomic_load(&m.r.use->dev[0].throttle_count) > 0); /* still limited */
     assert_int_equal(run(&c, "vram", shm_env, NULL), 0);
     expect(&c, "over_limit", "CUDA_ERROR_OUT_OF_MEMORY");
     tf_shm_unmap(&m);
@@ -326,8 +326,8 @@ static void stale_heartbeat_neither_crashes_nor_unlimits(void **state)
 static void corrupt_region_is_rejected_and_the_app_still_runs(void **state)
 {
     struct tf_shm_map m = make_region(GiB, 0);
-    atomic_store(&m.r->dev[0].compute_limit_bp, 0); /* no longer valid with the limit flag */
-    atomic_store(&m.r->dev[0].flags, TF_SHM_DEV_PRESENT | TF_SHM_DEV_COMPUTE_LIMIT);
+    atomic_store(&m.r.lim->dev[0].compute_limit_bp, 0); /* no longer valid with the limit flag */
+    atomic_store(&m.r.lim->dev[0].flags, TF_SHM_DEV_PRESENT | TF_SHM_DEV_COMPUTE_LIMIT);
     tf_shm_unmap(&m);
     struct child c;
     assert_int_equal(run(&c, "meminfo", shm_env, NULL), 0);
@@ -366,7 +366,7 @@ static struct tf_engine *engine_on(struct tf_shm_map *m)
                                .pidns = tf_proc_pidns(0)};
     struct tf_engine *e = tf_engine_new(&o);
     assert_non_null(e);
-    assert_int_equal(tf_engine_add(e, m->r, "sim/pod"), 0);
+    assert_int_equal(tf_engine_add(e, &m->r, "sim/pod"), 0);
     return e;
 }
 
@@ -384,16 +384,16 @@ static void engine_holds_a_compute_cap_on_the_sim(void **state)
     assert_true(child_wait_for(&c, "load: running", 30));
     struct timespec two = {2, 0};
     nanosleep(&two, NULL); /* settling */
-    uint64_t b0 = atomic_load(&m.r->dev[0].busy_ns), t0 = mono_ns();
+    uint64_t b0 = atomic_load(&m.r.lim->dev[0].busy_ns), t0 = mono_ns();
     nanosleep(&two, NULL);
-    uint64_t b1 = atomic_load(&m.r->dev[0].busy_ns), t1 = mono_ns();
+    uint64_t b1 = atomic_load(&m.r.lim->dev[0].busy_ns), t1 = mono_ns();
     assert_int_equal(child_finish(&c, 30), 0);
     engine_stop = 1;
     pthread_join(th, NULL);
     double share = (double)(b1 - b0) * 100.0 / (double)(t1 - t0);
     print_message("achieved %.1f %% of the device under a 40 %% cap\n", share);
     assert_true(share > 32.0 && share < 48.0);
-    assert_true(atomic_load(&m.r->dev[0].throttle_count) > 0);
+    assert_true(atomic_load(&m.r.use->dev[0].throttle_count) > 0);
     tf_engine_destroy(e);
     tf_shm_unmap(&m);
 }
@@ -416,11 +416,11 @@ static double throttled_pct(char *const argv[], uint32_t bp, double secs, int sk
     struct timespec one = {1, 0};
     if (skip)
         nanosleep(&one, NULL);
-    uint64_t cold = atomic_load(&m.r->dev[0].throttle_ns);
+    uint64_t cold = atomic_load(&m.r.use->dev[0].throttle_ns);
     assert_int_equal(child_finish(&c, 60), 0);
     tf_engine_thread_stop(th);
     tf_engine_destroy(e);
-    uint64_t waited = atomic_load(&m.r->dev[0].throttle_ns) - cold;
+    uint64_t waited = atomic_load(&m.r.use->dev[0].throttle_ns) - cold;
     *first = child_num(&c, "launched_s1");
     *later = child_num(&c, "launched_s2");
     tf_shm_unmap(&m);

@@ -122,7 +122,7 @@ int plant_add(struct plant *p, uint32_t limit_bp, uint64_t kernel_ns, int depth,
     tf_limit_ctl_init(&t->ctl, NULL);
     t->launch_cost = TF_LIMIT_COST_DEFAULT_NS;
     uint64_t rate = (uint64_t)limit_bp * 100000u;
-    tf_bucket_init(&t->bucket, rate, (int64_t)(rate / 50), p->now);
+    tf_bucket_init(&t->bucket, &t->bucket_limit, rate, (int64_t)(rate / 50), p->now);
     tf_bucket_mark(&t->bucket, &t->mark);
     t->next_try = p->now;
     return i;
@@ -151,9 +151,9 @@ static void price_launch(struct plant *p, int i, uint64_t dur)
     if (t->cost_model) {
         uint64_t key = tf_cost_key((uintptr_t)(i + 1) << 12, 32, 0, false);
         t->pend_price = tf_cost_price(&p->cm, &t->cth, &t->pend_l, key, t->launch_cost,
-                                      t->cost_scale, &t->bucket);
+                                      t->cost_scale, &t->bucket, &t->bucket_limit);
         if (t->pend_l.correction)
-            tf_bucket_adjust(&t->bucket, -t->pend_l.correction);
+            tf_bucket_adjust(&t->bucket, &t->bucket_limit, -t->pend_l.correction);
         return;
     }
     int64_t price = (int64_t)t->launch_cost;
@@ -177,12 +177,12 @@ static void tenant_try(struct plant *p, int i)
             price_launch(p, i, dur);
             t->pending = true;
             if (t->pend_l.sample) /* as the limiter does */
-                tf_bucket_refill(&t->bucket, p->now);
+                tf_bucket_refill(&t->bucket, &t->bucket_limit, p->now);
         }
         uint64_t w = t->pend_l.borrow > 0 &&
                              tf_bucket_try_borrow(&t->bucket, t->pend_price, t->pend_l.borrow)
                          ? 0
-                         : tf_bucket_take(&t->bucket, t->pend_price, p->now);
+                         : tf_bucket_take(&t->bucket, &t->bucket_limit, t->pend_price, p->now);
         t->pend_l.borrow = 0; /* once */
         if (w) {
             t->next_try = p->now + clamp_sleep(w);
@@ -226,7 +226,7 @@ static void engine_tick(struct plant *p)
 {
     for (int i = 0; i < p->ntenants; i++) {
         struct plant_tenant *t = &p->t[i];
-        tf_bucket_refill(&t->bucket, p->now); /* as the engine does */
+        tf_bucket_refill(&t->bucket, &t->bucket_limit, p->now); /* as the engine does */
         int64_t charged = tf_bucket_consumed(&t->bucket, &t->mark, t->adjusted);
         t->adjusted = 0;
         double share = (double)t->win_busy / (double)p->period_ns;
@@ -253,9 +253,10 @@ static void engine_tick(struct plant *p)
                     in.charged / 1e6, in.throttled, in.tokens / 1e6, out.debit / 1e6, out.rate_bp,
                     out.capacity / 1e6, out.launch_cost / 1e6, out.cost_scale / 65536.0,
                     t->ctl.share_f, t->ctl.pi.integ);
-        tf_bucket_set(&t->bucket, out.rate, out.capacity);
+        tf_bucket_set(&t->bucket_limit, out.rate, out.capacity);
         if (p->true_up)
-            t->adjusted += tf_bucket_apply(&t->bucket, -out.debit, out.refund_ceiling);
+            t->adjusted +=
+                tf_bucket_apply(&t->bucket, &t->bucket_limit, -out.debit, out.refund_ceiling);
         t->launch_cost = out.launch_cost;
         t->cost_scale = out.cost_scale;
         t->win_busy = 0;

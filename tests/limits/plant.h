@@ -50,6 +50,7 @@ struct plant_tenant {
     uint64_t gap_ns; /* ... then stay idle this long (an inference server's requests) */
     /* state */
     struct tf_bucket bucket;
+    struct tf_bucket_limit bucket_limit;
     struct tf_limit_ctl ctl;
     uint64_t launch_cost;
     uint32_t cost_scale;

@@ -14,14 +14,20 @@
 #include <string.h>
 #include <unistd.h>
 
-/* (Re)creates the region at PATH named NAME with NDEV devices of UUIDS, each with the VRAM
- * limit VRAM bytes and the compute limit BP basis points where these are not 0, and physical
- * memory MEM_TOTAL (0: unknown). */
+/* Files as the tests make them: readable limits, usage for the test's own user. */
+static const struct tf_shm_perms test_perms = {.lmode = 0644, .umode = 0600, .uid = -1, .gid = -1};
+
+/* (Re)creates the region at PATH (its usage part in PATH's directory's rw/) named NAME with NDEV
+ * devices of UUIDS, each with the VRAM limit VRAM bytes and the compute limit BP basis points where
+ * these are not 0, and physical memory MEM_TOTAL (0: unknown). */
 static inline struct tf_shm_map tf_test_region(const char *path, const char *name, int ndev,
                                                const uint8_t (*uuids)[16], uint64_t vram,
                                                uint32_t bp, uint64_t mem_total)
 {
     unlink(path);
+    char upath[600];
+    if (tf_shm_usage_path(path, upath, sizeof(upath)))
+        unlink(upath);
     struct tf_shm_config c;
     memset(&c, 0, sizeof(c));
     snprintf(c.name, sizeof(c.name), "%s", name);
@@ -36,7 +42,7 @@ static inline struct tf_shm_map tf_test_region(const char *path, const char *nam
     }
     struct tf_shm_map m;
     char err[256];
-    if (tf_shm_create(path, &c, 0600, &m, err, sizeof(err)) != 0)
+    if (tf_shm_create(path, &c, &test_perms, &m, err, sizeof(err)) != 0)
         fail_msg("create region %s: %s", path, err);
     return m;
 }

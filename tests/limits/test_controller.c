@@ -525,7 +525,7 @@ static void long_kernel_bursts_below_the_cap_are_not_throttled_from_a_cold_start
             p->t[a].burst = 2;
             p->t[a].gap_ns = 570 * MS;
             if (!capped)
-                atomic_store(&p->t[a].bucket.rate, 4 * SEC); /* never binds */
+                atomic_store(&p->t[a].bucket_limit.rate, 4 * SEC); /* never binds */
             double sh[1][WINDOWS];
             run_from(p, a, off, 6, sh);
             launched[capped] = p->t[a].nlaunch;

@@ -163,6 +163,7 @@ static const struct tf_gpu_timer timer = {
 
 static struct tf_costmodel *cm;
 static struct tf_bucket *bkt; /* where launches are charged while they wait (NULL: nowhere) */
+static struct tf_bucket_limit bkt_limit; /* its limit */
 
 static int setup(void **state)
 {
@@ -184,7 +185,7 @@ static int64_t launch(struct tf_cost_thread *th, uint64_t key, uintptr_t stream,
                       int64_t *correction)
 {
     struct tf_cost_launch l;
-    int64_t cost = tf_cost_price(cm, th, &l, key, PRIOR, TF_COST_SCALE_ONE, bkt);
+    int64_t cost = tf_cost_price(cm, th, &l, key, PRIOR, TF_COST_SCALE_ONE, bkt, &bkt_limit);
     if (correction)
         *correction += l.correction;
     if (l.sample)
@@ -200,7 +201,7 @@ static int64_t launch(struct tf_cost_thread *th, uint64_t key, uintptr_t stream,
 static void measure_once(struct tf_cost_thread *th, uint64_t key, uint64_t dur)
 {
     struct tf_cost_launch l;
-    tf_cost_price(cm, th, &l, key, PRIOR, 0, NULL);
+    tf_cost_price(cm, th, &l, key, PRIOR, 0, NULL, NULL);
     l.sample = true;
     tf_cost_sample_begin(cm, th, &l, 1, 0);
     dev_launch(1, dur);
@@ -237,7 +238,7 @@ static void second_cold_launch_waits_for_the_first_measurement(void **state)
      * come after the engine's true-up and charge it twice), and the second launch may
      * borrow it. */
     struct tf_bucket b;
-    tf_bucket_init(&b, 0, INT64_C(1) << 40, t_now()); /* no refill: only charges move it */
+    tf_bucket_init(&b, &bkt_limit, 0, INT64_C(1) << 40, t_now()); /* no refill: only charges move it */
     bkt = &b;
     struct tf_cost_thread th = {0};
     uint64_t key = tf_cost_key(0x2000, 1, 0, false);
@@ -245,7 +246,7 @@ static void second_cold_launch_waits_for_the_first_measurement(void **state)
     uint64_t t0 = t_now();
     launch(&th, key, 1, 100 * MS, &corr);
     struct tf_cost_launch l;
-    int64_t c2 = tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE, bkt);
+    int64_t c2 = tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE, bkt, &bkt_limit);
     assert_int_equal(c2, 100 * MS);
     uint64_t waited = t_now() - t0;
     assert_in_range(waited, 100 * MS, 110 * MS); /* until the first kernel completed */
@@ -255,7 +256,7 @@ static void second_cold_launch_waits_for_the_first_measurement(void **state)
     assert_int_equal(l.correction, 0);
     assert_int_equal(l.borrow, (int64_t)(100 * MS - PRIOR));
     /* Settled once: the next launch neither refunds nor borrows. */
-    tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE, bkt);
+    tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE, bkt, &bkt_limit);
     assert_int_equal(l.correction, 0);
     assert_int_equal(l.borrow, 0);
 }
@@ -265,13 +266,13 @@ static void cold_kernel_is_charged_at_the_engines_scale_while_it_runs(void **sta
     /* What a waiting launch charges for the kernel being measured is its running time
      * times the engine's calibration, as any price. */
     struct tf_bucket b;
-    tf_bucket_init(&b, 0, INT64_C(1) << 40, t_now());
+    tf_bucket_init(&b, &bkt_limit, 0, INT64_C(1) << 40, t_now());
     bkt = &b;
     struct tf_cost_thread th = {0};
     uint64_t key = tf_cost_key(0x2100, 1, 0, false);
     launch(&th, key, 1, 40 * MS, NULL);
     struct tf_cost_launch l;
-    int64_t c2 = tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE / 2, bkt);
+    int64_t c2 = tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE / 2, bkt, &bkt_limit);
     assert_int_equal(c2, 20 * MS); /* 40 ms at scale 1/2 */
     int64_t paid = (INT64_C(1) << 40) - atomic_load(&b.tokens);
     assert_in_range(paid, 18 * MS, 20 * MS); /* charged at the scale as it ran */
@@ -326,7 +327,7 @@ static void warm_key_takes_the_fast_path_and_is_measured_now_and_then(void **sta
     assert_true(n >= TF_COST_WARM_SAMPLES && n <= TF_COST_WARM_SAMPLES + 20000 / iv + 2);
     /* Its price is the estimate, scaled by the engine's calibration. */
     struct tf_cost_launch l;
-    assert_int_equal(tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE / 4, NULL), US / 4);
+    assert_int_equal(tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE / 4, NULL, NULL), US / 4);
     /* The events were created once and reused. */
     assert_int_equal(D.creates, 2);
 }
@@ -344,7 +345,7 @@ static void driver_without_events_charges_the_prior(void **state)
     struct tf_costmodel *bare = calloc(1, sizeof(*bare));
     tf_costmodel_init(bare, NULL);
     struct tf_cost_launch l;
-    assert_int_equal(tf_cost_price(bare, &th, &l, key, PRIOR, 0, NULL), PRIOR);
+    assert_int_equal(tf_cost_price(bare, &th, &l, key, PRIOR, 0, NULL, NULL), PRIOR);
     assert_false(l.sample);
     free(bare);
 }
@@ -354,7 +355,7 @@ static void failed_launch_or_record_gives_the_measurement_up(void **state)
     struct tf_cost_thread th = {0};
     uint64_t key = tf_cost_key(0x7000, 1, 0, false);
     struct tf_cost_launch l;
-    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL);
+    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL, NULL);
     assert_true(l.sample);
     tf_cost_sample_begin(cm, &th, &l, 1, 0);
     assert_true(l.slot >= 0);
@@ -362,7 +363,7 @@ static void failed_launch_or_record_gives_the_measurement_up(void **state)
     assert_int_equal(atomic_load(&cm->npending), 0);
     /* No wait for a measurement that will never come. */
     uint64_t t0 = t_now();
-    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL);
+    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL, NULL);
     assert_int_equal(t_now(), t0);
     D.fail_record = true;
     tf_cost_sample_begin(cm, &th, &l, 1, 0);
@@ -377,7 +378,7 @@ static void destroyed_context_events_are_dropped_never_used(void **state)
     struct tf_cost_thread th = {0};
     uint64_t key = tf_cost_key(0x8000, 1, 0, false);
     struct tf_cost_launch l;
-    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL);
+    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL, NULL);
     tf_cost_sample_begin(cm, &th, &l, 1, 0);
     dev_launch(1, 1 * MS);
     tf_cost_sample_end(cm, &th, &l, 1, 0, true);
@@ -395,7 +396,7 @@ static void destroyed_context_events_are_dropped_never_used(void **state)
     /* A new context (at the same address, even) gets new events. */
     dev_advance(10 * MS);
     int creates = D.creates;
-    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL);
+    tf_cost_price(cm, &th, &l, key, PRIOR, 0, NULL, NULL);
     assert_true(l.sample);
     tf_cost_sample_begin(cm, &th, &l, 1, 0);
     assert_true(l.slot >= 0);

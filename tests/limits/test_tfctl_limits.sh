@@ -32,7 +32,7 @@ err=$("$tfctl" limits set --region "$dir/a" --compute-percent 101 2>&1); rc=$?
 echo "$err" | grep -q -- '--compute-percent' || fail "message: $err"
 err=$("$tfctl" limits show --region "$dir/missing" 2>&1); rc=$?
 [ $rc -eq 1 ] || fail "missing region exit $rc"
-echo "$err" | grep -q "cannot open limit region" || fail "message: $err"
+echo "$err" | grep -q "(the limit region.s limits part)" || fail "message: $err"
 err=$("$tfctl" limits serve --nvml /nonexistent --region "$dir/b" --device 0 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "index without NVML exit $rc"
 echo "$err" | grep -q "an index needs NVML" || fail "message: $err"
@@ -40,7 +40,7 @@ err=$("$tfctl" limits serve --vram-limit 1Gi 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "option before --region exit $rc"
 printf 'garbage' > "$dir/c"
 err=$("$tfctl" limits show --region "$dir/c" 2>&1); rc=$?
-[ $rc -eq 1 ] && echo "$err" | grep -q "rejected limit region" || fail "corrupt: $rc $err"
+[ $rc -eq 1 ] && echo "$err" | grep -q "rejected the limit region.s limits part" || fail "corrupt: $rc $err"
 # Serving an existing region attaches to it (keeps it, applies the limits given).
 "$tfctl" limits serve --duration 0.2 --nvml /nonexistent --region "$dir/a" --device $uuid \
     --compute-percent 45 >/dev/null 2>&1 || fail "re-attach"

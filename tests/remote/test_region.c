@@ -96,7 +96,7 @@ static int slot_of(const struct tf_shm_region *r, pid_t pid)
 {
     struct tf_shm_region *rw = (struct tf_shm_region *)r;
     for (int i = 0; i < TF_SHM_MAX_PIDS; i++) {
-        uint64_t o = atomic_load(&rw->pid[i].owner);
+        uint64_t o = atomic_load(&rw->use->pid[i].owner);
         if (o && tf_shm_owner_pid(o) == (uint32_t)pid)
             return i;
     }
@@ -105,7 +105,7 @@ static int slot_of(const struct tf_shm_region *r, pid_t pid)
 
 static int64_t used_of(struct tf_shm_region *r)
 {
-    return atomic_load(&r->dev[0].vram_used);
+    return atomic_load(&r->use->dev[0].vram_used);
 }
 
 static void start_worker(struct e2e_worker *w)
@@ -189,11 +189,11 @@ static int c_vram_live(void *arg)
     const pid_t *worker = arg;
     struct tf_shm_map m;
     char err[256];
-    if (tf_shm_open(region, &m, err, sizeof(err)) != 0) {
+    if (tf_shm_open(region, TF_SHM_ENGINE, &m, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }
-    struct tf_shm_region *r = m.r;
+    struct tf_shm_region *r = &m.r;
     if (e2e_ctx())
         return 1;
     size_t total = 0, fr = 0, tot = 0;
@@ -206,11 +206,11 @@ static int c_vram_live(void *arg)
     int slot = slot_of(r, *worker);
     E2E_CHECK(slot >= 0);
     E2E_CHECK(used_of(r) == (int64_t)(48 * MiB));
-    E2E_CHECK(atomic_load(&r->pid[slot].vram_used[0]) == (int64_t)(48 * MiB));
+    E2E_CHECK(atomic_load(&r->use->pid[slot].vram_used[0]) == (int64_t)(48 * MiB));
     E2E_CU(cuMemGetInfo(&fr, &tot));
     E2E_CHECK(tot == 64 * MiB && fr == 16 * MiB);
     E2E_CHECK_CU(cuMemAlloc(&b, 32 * MiB), CUDA_ERROR_OUT_OF_MEMORY, "32 MiB over the limit");
-    E2E_CHECK(atomic_load(&r->dev[0].oom_count) == 1);
+    E2E_CHECK(atomic_load(&r->use->dev[0].oom_count) == 1);
     E2E_CHECK(used_of(r) == (int64_t)(48 * MiB));
     /* The hypervisor raises the limit (the pod's annotations changed). */
     E2E_CHECK(tf_shm_set_limits(r, 0, TF_SHM_DEV_VRAM_LIMIT, 0, 128 * MiB) == 0);
@@ -221,7 +221,7 @@ static int c_vram_live(void *arg)
     E2E_CU(cuMemFree(a));
     E2E_CU(cuCtxSynchronize()); /* frees are asynchronous: this flushes the one above */
     E2E_CHECK(used_of(r) == (int64_t)(32 * MiB));
-    E2E_CHECK(atomic_load(&r->pid[slot].vram_used[0]) == (int64_t)(32 * MiB));
+    E2E_CHECK(atomic_load(&r->use->pid[slot].vram_used[0]) == (int64_t)(32 * MiB));
     E2E_CU(cuMemFree(b));
     E2E_CU(cuCtxSynchronize());
     E2E_CHECK(used_of(r) == 0);
@@ -237,7 +237,7 @@ static int c_module_vars(void *arg)
     (void)arg;
     struct tf_shm_map m;
     char err[256];
-    if (tf_shm_open(region, &m, err, sizeof(err)) != 0)
+    if (tf_shm_open(region, TF_SHM_ENGINE, &m, err, sizeof(err)) != 0)
         return 1;
     if (e2e_ctx())
         return 1;
@@ -246,12 +246,12 @@ static int c_module_vars(void *arg)
     CUmodule a, b;
     CUdeviceptr p;
     E2E_CU(cuModuleLoadData(&a, ptx));
-    E2E_CHECK(used_of(m.r) == (int64_t)(48 * MiB));
+    E2E_CHECK(used_of(&m.r) == (int64_t)(48 * MiB));
     E2E_CHECK_CU(cuMemAlloc(&p, 32 * MiB), CUDA_ERROR_OUT_OF_MEMORY, "32 MiB beside the module");
     E2E_CHECK_CU(cuModuleLoadData(&b, ptx), CUDA_ERROR_OUT_OF_MEMORY, "a second module");
     E2E_CU(cuModuleUnload(a));
     E2E_CU(cuCtxSynchronize());
-    E2E_CHECK(used_of(m.r) == 0);
+    E2E_CHECK(used_of(&m.r) == 0);
     E2E_CU(cuMemAlloc(&p, 32 * MiB));
     E2E_CU(cuMemFree(p));
     tf_shm_unmap(&m);
@@ -352,7 +352,7 @@ static void vram_limit_comes_from_the_region_and_changes_live(void **state)
     struct tf_shm_map m = make_region(64 * MiB, 0);
     struct e2e_worker w;
     start_worker(&w);
-    int slot = slot_of(m.r, w.pid);
+    int slot = slot_of(&m.r, w.pid);
     assert_true(slot >= 0);
     assert_int_equal(e2e_run(c_vram_live, &w.pid, 60), 0);
     /* A client connecting now sees the raised limit as its total memory. */
@@ -360,8 +360,8 @@ static void vram_limit_comes_from_the_region_and_changes_live(void **state)
     assert_int_equal(e2e_run(c_totals, &want, 60), 0);
     e2e_stop(&w);
     /* The worker gave its PID slot back. */
-    assert_int_equal(atomic_load(&m.r->pid[slot].owner), 0);
-    assert_int_equal(slot_of(m.r, w.pid), -1);
+    assert_int_equal(atomic_load(&m.r.use->pid[slot].owner), 0);
+    assert_int_equal(slot_of(&m.r, w.pid), -1);
     tf_shm_unmap(&m);
 }
 
@@ -371,16 +371,16 @@ static void a_disconnecting_clients_memory_is_released_in_the_region(void **stat
     struct e2e_worker w;
     start_worker(&w);
     assert_int_equal(e2e_run(c_alloc_and_leave, NULL, 60), 0);
-    int64_t used = used_of(m.r);
+    int64_t used = used_of(&m.r);
     for (int i = 0; i < 500 && used != 0; i++) {
         sleep_s(0.01);
-        used = used_of(m.r);
+        used = used_of(&m.r);
     }
     assert_int_equal(used, 0);
-    int slot = slot_of(m.r, w.pid);
+    int slot = slot_of(&m.r, w.pid);
     assert_true(slot >= 0);
-    assert_int_equal(atomic_load(&m.r->pid[slot].vram_used[0]), 0);
-    assert_true(atomic_load(&m.r->dev[0].vram_peak) >= (int64_t)(40 * MiB));
+    assert_int_equal(atomic_load(&m.r.use->pid[slot].vram_used[0]), 0);
+    assert_true(atomic_load(&m.r.use->dev[0].vram_peak) >= (int64_t)(40 * MiB));
     e2e_stop(&w);
     tf_shm_unmap(&m);
 }
@@ -447,7 +447,7 @@ static void a_region_without_the_workers_gpu_is_refused(void **state)
     assert_non_null(strstr(out, "no entry"));
     /* It left no PID slot behind. */
     for (int i = 0; i < TF_SHM_MAX_PIDS; i++)
-        assert_int_equal(atomic_load(&m.r->pid[i].owner), 0);
+        assert_int_equal(atomic_load(&m.r.use->pid[i].owner), 0);
     tf_shm_unmap(&m);
 }
 
@@ -490,7 +490,7 @@ static void hv_start(struct hv *h, struct tf_shm_map *m, struct e2e_worker *w)
     };
     h->e = tf_engine_new(&o);
     assert_non_null(h->e);
-    assert_true(tf_engine_add(h->e, m->r, "ns/pod") >= 0);
+    assert_true(tf_engine_add(h->e, &m->r, "ns/pod") >= 0);
     assert_int_equal(tf_engine_thread_start(h->e, "test-engine", &h->th), 0);
 }
 
@@ -539,10 +539,10 @@ static void the_regions_compute_limit_holds_a_busy_client_near_it(void **state)
     double nvml_pct = worker_share(&h, &w);
     assert_int_equal(e2e_wait(pid, 60), 0);
     double work_pct = (double)S->completed * (double)KERNEL_NS * 100.0 / (S->secs * 1e9);
-    int slot = slot_of(m.r, w.pid);
-    uint64_t launches = slot >= 0 ? atomic_load(&m.r->pid[slot].launches[0]) : 0;
-    uint64_t pod_busy = atomic_load(&m.r->dev[0].busy_ns);
-    uint64_t throttled = atomic_load(&m.r->dev[0].throttle_count);
+    int slot = slot_of(&m.r, w.pid);
+    uint64_t launches = slot >= 0 ? atomic_load(&m.r.use->pid[slot].launches[0]) : 0;
+    uint64_t pod_busy = atomic_load(&m.r.lim->dev[0].busy_ns);
+    uint64_t throttled = atomic_load(&m.r.use->dev[0].throttle_count);
     printf("%llu kernels of 1 ms in %.2f s = %.1f %%; worker GPU time (NVML) %.1f %%; slot %d "
            "launches %llu, pod busy %.2f s, throttled %llu\n",
            S->completed, S->secs, work_pct, nvml_pct, slot, (unsigned long long)launches,
@@ -582,7 +582,7 @@ static void short_kernels_under_a_roomy_cap_are_not_held(void **state)
     sleep_s(0.2);
     double share = worker_share(&h, &w);
     assert_int_equal(e2e_wait(pid, 60), 0);
-    double pct = (double)atomic_load(&m.r->dev[0].throttle_ns) * 100.0 / (LOAD_S * 1e9);
+    double pct = (double)atomic_load(&m.r.use->dev[0].throttle_ns) * 100.0 / (LOAD_S * 1e9);
     printf("%llu kernels of 1 us in %.2f s, the worker at %.1f %% of the device under a 90 %% "
            "cap; throttled %.2f %% of the time\n",
            S->completed, S->secs, share, pct);
@@ -598,25 +598,26 @@ static void a_launch_on_an_empty_bucket_waits_until_it_is_refilled(void **state)
 {
     /* 1 %, no engine, and a heartbeat 10 s old (hypervisor gone): the last limits hold. */
     struct tf_shm_map m = make_region(0, 100);
-    tf_shm_heartbeat(m.r, now_ns() - 10 * UINT64_C(1000000000), 100, 1);
-    assert_true(tf_shm_heartbeat_stale(m.r, now_ns()));
+    tf_shm_heartbeat(&m.r, now_ns() - 10 * UINT64_C(1000000000), 100, 1);
+    assert_true(tf_shm_heartbeat_stale(&m.r, now_ns()));
     struct e2e_worker w;
     start_worker(&w);
     /* A debt of 100 s at 1 %: refill by time alone would not pay it during the test. */
-    tf_bucket_adjust(&m.r->dev[0].bucket, -(int64_t)1000000000);
+    tf_bucket_adjust(&m.r.use->dev[0].bucket, &m.r.lim->dev[0].bucket, -(int64_t)1000000000);
     memset(S, 0, sizeof(*S));
     pid_t pid = e2e_spawn(c_one_launch, NULL);
     for (int i = 0; i < 3000 && !S->step; i++)
         sleep_s(0.01);
     assert_int_equal(S->step, 1);
     sleep_s(0.6);
-    assert_int_equal(S->step, 1);                               /* still held */
-    assert_true(atomic_load(&m.r->dev[0].throttle_count) == 0); /* (counted when it goes) */
-    tf_bucket_adjust(&m.r->dev[0].bucket, INT64_C(1) << 40);    /* the engine refills: full */
+    assert_int_equal(S->step, 1);                                   /* still held */
+    assert_true(atomic_load(&m.r.use->dev[0].throttle_count) == 0); /* (counted when it goes) */
+    tf_bucket_adjust(&m.r.use->dev[0].bucket, &m.r.lim->dev[0].bucket,
+                     INT64_C(1) << 40); /* the engine refills: full */
     assert_int_equal(e2e_wait(pid, 30), 0);
     printf("the launch waited %.2f s\n", S->secs);
     assert_true(S->secs >= 0.6 && S->secs < 5.0);
-    assert_int_equal(atomic_load(&m.r->dev[0].throttle_count), 1);
+    assert_int_equal(atomic_load(&m.r.use->dev[0].throttle_count), 1);
     e2e_stop(&w);
     tf_shm_unmap(&m);
 }

@@ -178,12 +178,12 @@ int tf_wcompute_start(struct tf_wcompute *c, const struct tf_drv *drv, uint32_t 
     int rc = tf_shm_check_config(&cfg, err, errlen);
     if (rc)
         return rc;
-    c->r = aligned_alloc(64, TF_SHM_SIZE);
-    if (!c->r) {
+    if (tf_shm_anon(&cfg, &c->own) != 0) {
         tf_errf(err, errlen, "out of memory");
         return TF_ENOMEM;
     }
-    tf_shm_format(c->r, &cfg, mono_ns());
+    c->region = c->own.r;
+    c->r = &c->region;
     c->ndev = ndev;
     for (int i = 0; i < ndev; i++)
         c->entry[i] = i;
@@ -219,13 +219,15 @@ int tf_wcompute_start(struct tf_wcompute *c, const struct tf_drv *drv, uint32_t 
     return 0;
 }
 
-void tf_wcompute_attach(struct tf_wcompute *c, const struct tf_drv *drv, struct tf_shm_region *r,
-                        int slot, const int *entry, int ndev, const char *path)
+void tf_wcompute_attach(struct tf_wcompute *c, const struct tf_drv *drv,
+                        const struct tf_shm_region *r, int slot, const int *entry, int ndev,
+                        const char *path)
 {
     memset(c, 0, sizeof(*c));
     atomic_init(&c->lifted, false);
     atomic_init(&c->stale, 0);
-    c->r = r;
+    c->region = *r;
+    c->r = &c->region;
     c->attached = true;
     c->slot = slot;
     c->ndev = ndev;
@@ -247,7 +249,7 @@ void tf_wcompute_stop(struct tf_wcompute *c)
     tf_nvml_close(c->nv);
     free(c->cm);
     if (!c->attached)
-        free(c->r);
+        tf_shm_unmap(&c->own);
     memset(c, 0, sizeof(*c));
     c->slot = -1;
 }
@@ -259,9 +261,9 @@ static void check_heartbeat(struct tf_wcompute *c, uint64_t now)
 }
 
 /* The tokens for L on region entry E: its kernel's measured cost, or the engine's average. */
-static int64_t price(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf_wlaunch *l,
-                     struct tf_shm_device *d, int e)
+static int64_t price(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf_wlaunch *l, int e)
 {
+    const struct tf_shm_ldev *d = &c->r->lim->dev[e];
     uint64_t prior = atomic_load_explicit(&d->launch_cost, memory_order_relaxed);
     if (!prior)
         prior = TF_LIMIT_COST_DEFAULT_NS;
@@ -269,9 +271,10 @@ static int64_t price(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf
         return (int64_t)prior;
     uint64_t key = tf_cost_key(l->func, l->threads, (unsigned)e, false);
     uint32_t scale = atomic_load_explicit(&d->cost_scale, memory_order_relaxed);
-    int64_t cost = tf_cost_price(c->cm, th, &l->cl, key, prior, scale, &d->bucket);
+    int64_t cost = tf_cost_price(c->cm, th, &l->cl, key, prior, scale, &c->r->use->dev[e].bucket,
+                                 &d->bucket);
     if (l->cl.correction) /* a kernel measured at last: refund its launches over-charged */
-        tf_bucket_adjust(&d->bucket, -l->cl.correction);
+        tf_bucket_adjust(&c->r->use->dev[e].bucket, &d->bucket, -l->cl.correction);
     return cost;
 }
 
@@ -285,24 +288,23 @@ bool tf_wcompute_try(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf
         return true;
     assert(l->dev >= 0 && l->dev < c->ndev);
     int e = c->entry[l->dev];
-    struct tf_shm_device *d = &c->r->dev[e];
     if (c->slot >= 0)
-        atomic_fetch_add_explicit(&c->r->pid[c->slot].launches[e], 1, memory_order_relaxed);
-    if (!(atomic_load_explicit(&d->flags, memory_order_relaxed) & TF_SHM_DEV_COMPUTE_LIMIT))
+        atomic_fetch_add_explicit(&c->r->use->pid[c->slot].launches[e], 1, memory_order_relaxed);
+    if (!(atomic_load_explicit(&c->r->lim->dev[e].flags, memory_order_relaxed) &
+          TF_SHM_DEV_COMPUTE_LIMIT))
         return true;
-    l->cost = price(c, th, l, d, e);
+    l->cost = price(c, th, l, e);
     if (l->cl.sample) /* as the limiter does (hook_launch.c) */
-        tf_bucket_refill(&d->bucket, mono_ns());
-    return tf_bucket_try_borrow(&d->bucket, l->cost, l->cl.borrow);
+        tf_bucket_refill(&c->r->use->dev[e].bucket, &c->r->lim->dev[e].bucket, mono_ns());
+    return tf_bucket_try_borrow(&c->r->use->dev[e].bucket, l->cost, l->cl.borrow);
 }
 
 uint64_t tf_wcompute_wait(struct tf_wcompute *c, struct tf_wlaunch *l)
 {
-    struct tf_shm_device *d = &c->r->dev[c->entry[l->dev]];
     uint64_t now = mono_ns();
     if (c->attached)
         check_heartbeat(c, now);
-    return tf_throttle_wait_stop(d, l->cost, now, &c->lifted);
+    return tf_throttle_wait_stop(c->r, (unsigned)c->entry[l->dev], l->cost, now, &c->lifted);
 }
 
 void tf_wcompute_issue(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf_wlaunch *l)

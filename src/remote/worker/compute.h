@@ -37,7 +37,7 @@
 #define TF_REMOTE_WORKER_COMPUTE_H
 
 #include "limits/costmodel.h"
-#include "tf/shm.h"
+#include "limits/shm.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -50,9 +50,11 @@ struct tf_nvml;
 struct tf_drv;
 
 struct tf_wcompute {
-    struct tf_shm_region *r; /* NULL: no compute limit, every launch passes */
-    bool attached;           /* r is the caller's (a limit region), not ours */
-    int slot;                /* the worker's PID slot in r (-1: none) */
+    struct tf_shm_region *r; /* NULL: no compute limit, every launch passes; else &region */
+    struct tf_shm_region region;
+    struct tf_shm_map own; /* a private region's mapping */
+    bool attached;         /* r is the caller's (a limit region), not ours */
+    int slot;              /* the worker's PID slot in r (-1: none) */
     int ndev;
     int entry[TF_SHM_MAX_DEVICES]; /* worker device -> entry of r */
     const char *path;              /* of an attached region, for log lines */
@@ -89,8 +91,9 @@ int tf_wcompute_start(struct tf_wcompute *c, const struct tf_drv *drv, uint32_t 
 /* Sets C up on the limit region R that someone else owns and feeds (the hypervisor): worker
  * device i (0 <= i < NDEV <= TF_SHM_MAX_DEVICES) charges entry ENTRY[i], launches count in
  * PID slot SLOT. PATH (kept, not copied) names R in log lines. No thread is started. */
-void tf_wcompute_attach(struct tf_wcompute *c, const struct tf_drv *drv, struct tf_shm_region *r,
-                        int slot, const int *entry, int ndev, const char *path);
+void tf_wcompute_attach(struct tf_wcompute *c, const struct tf_drv *drv,
+                        const struct tf_shm_region *r, int slot, const int *entry, int ndev,
+                        const char *path);
 /* Lifts the limit for this worker: launches waiting for tokens go at once, later ones pass
  * (shutdown: the connection threads must not be held back). An attached region is not
  * changed. */

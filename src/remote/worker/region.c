@@ -37,7 +37,7 @@ static int wait_open(const char *path, int wait_ms, struct tf_shm_map *m, char *
     bool logged = false;
     char why[600];
     for (;;) {
-        int rc = tf_shm_open(path, m, why, sizeof(why));
+        int rc = tf_shm_open(path, TF_SHM_APP, m, why, sizeof(why));
         if (rc == 0) {
             if (logged)
                 tf_log(TF_LOG_INFO, SUBSYS, "limit region %s appeared after %.1f s", path,
@@ -113,7 +113,7 @@ int tf_wregion_open(struct tf_wregion *g, const char *path, int wait_ms,
     if (rc)
         return rc;
     struct tf_shm_config cfg;
-    if (tf_shm_read_config(g->map.r, &cfg) != 0) {
+    if (tf_shm_read_config(&g->map.r, &cfg) != 0) {
         tf_errf(err, errlen,
                 "--limits-region %s: its writer left a config update unfinished (seq stays odd)",
                 path);
@@ -135,7 +135,7 @@ int tf_wregion_open(struct tf_wregion *g, const char *path, int wait_ms,
         }
     }
     g->owner = tf_proc_self_owner();
-    rc = tf_shm_pid_claim(g->map.r, g->owner, tf_proc_pidns(0));
+    rc = tf_shm_pid_claim(&g->map.r, g->owner, tf_proc_pidns(0));
     if (rc < 0) {
         tf_errf(err, errlen,
                 "--limits-region %s: all %d PID slots are taken (the hypervisor reclaims those of "
@@ -158,8 +158,8 @@ fail:
 
 void tf_wregion_close(struct tf_wregion *g)
 {
-    if (g->map.r && g->slot >= 0)
-        tf_shm_pid_release(g->map.r, g->slot, g->owner);
+    if (g->map.r.lim && g->slot >= 0)
+        tf_shm_pid_release(&g->map.r, g->slot, g->owner);
     tf_shm_unmap(&g->map);
     g->slot = -1;
     g->ndev = 0;

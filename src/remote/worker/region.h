@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * tf-worker's limits from a limit region (--limits-region PATH): in Kubernetes the node
- * hypervisor writes one region per pod (layout: include/tf/shm.h) and runs the limit engine
- * for it; a hard-isolated worker mounts its pod's region and takes both of its limits from
- * there, live, instead of from flags.
+ * tf-worker's limits from a limit region (--limits-region PATH, the region's limits part; its
+ * usage part is beside it, rw/<name>): in Kubernetes the node hypervisor writes one region per
+ * pod (layout: include/tf/shm.h) and runs the limit engine for it; a hard-isolated worker mounts
+ * its pod's region and takes both of its limits from there, live, instead of from flags.
  *
  * Attaching: the region file may not exist yet when the worker starts (the hypervisor creates
  * it once the pod is bound); the worker polls for it every 100 ms up to a bound and fails
- * (never runs unlimited) if it does not appear or is rejected by tf_shm_open. Every device
+ * (never runs unlimited) if it does not appear or is rejected by tf_shm_open. The limits part
+ * is mapped read-only (TF_SHM_APP), as the limiter maps it: what runs in the pod cannot raise
+ * its limits through the worker either. Every device
  * the worker exposes must have an entry in the region, matched by UUID (an entry whose UUID
  * is all zero stands for "the GPU at this driver ordinal", as for the limiter); the map is
  * fixed at start-up. The worker then claims one PID slot, so the hypervisor's engine
@@ -34,7 +36,7 @@
 #define TF_WREGION_POLL_MS 100
 
 struct tf_wregion {
-    struct tf_shm_map map; /* map.r NULL: no region attached */
+    struct tf_shm_map map; /* map.r.lim NULL: no region attached */
     char path[512];
     int slot;       /* the worker's PID slot */
     uint64_t owner; /* its owner id */

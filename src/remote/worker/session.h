@@ -67,7 +67,7 @@ struct tf_worker {
     int driver_version;
     int ndev;
     struct tf_worker_dev devs[TF_PROTO_MAX_DEVICES];
-    struct tf_wregion region;   /* the limit region (region.map.r NULL: limits from flags) */
+    struct tf_wregion region;   /* the limit region (region.map.r.lim NULL: from flags) */
     struct tf_wcompute compute; /* the compute limit (inert without one) */
     struct tf_buf hello_tail;   /* device records of the HELLO reply, built once */
     /* Module images being uploaded (BLOB_APPEND) by all sessions together, against

@@ -18,8 +18,8 @@
 
 int tf_worker_vram_reserve(struct tf_worker *w, int i, int64_t bytes)
 {
-    if (w->region.map.r) {
-        if (bytes < 0 || tf_shm_vram_reserve(w->region.map.r, (unsigned)w->region.entry[i],
+    if (w->region.map.r.lim) {
+        if (bytes < 0 || tf_shm_vram_reserve(&w->region.map.r, (unsigned)w->region.entry[i],
                                              w->region.slot, (uint64_t)bytes) != 0)
             return TF_ENOSPC;
         return 0;
@@ -54,9 +54,9 @@ void tf_worker_blob_release(struct tf_worker *w, int64_t bytes)
 
 void tf_worker_vram_release(struct tf_worker *w, int i, int64_t bytes)
 {
-    if (w->region.map.r) {
+    if (w->region.map.r.lim) {
         if (bytes > 0)
-            tf_shm_vram_release(w->region.map.r, (unsigned)w->region.entry[i], w->region.slot,
+            tf_shm_vram_release(&w->region.map.r, (unsigned)w->region.entry[i], w->region.slot,
                                 (uint64_t)bytes);
         return;
     }
@@ -74,8 +74,8 @@ void tf_worker_vram_release(struct tf_worker *w, int i, int64_t bytes)
 void tf__worker_vram_view(const struct tf_worker *w, int i, uint64_t phys_free, uint64_t phys_total,
                           uint64_t *free_out, uint64_t *total_out)
 {
-    if (w->region.map.r) {
-        tf_shm_vram_view(w->region.map.r, (unsigned)w->region.entry[i], phys_free, phys_total,
+    if (w->region.map.r.lim) {
+        tf_shm_vram_view(&w->region.map.r, (unsigned)w->region.entry[i], phys_free, phys_total,
                          free_out, total_out);
         return;
     }
@@ -202,7 +202,7 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
         if (tf_wregion_open(&w->region, cfg->limits_region, cfg->limits_wait_ms, rdevs, w->ndev,
                             err, errlen) != 0)
             goto fail;
-        tf_wcompute_attach(&w->compute, d, w->region.map.r, w->region.slot, w->region.entry,
+        tf_wcompute_attach(&w->compute, d, &w->region.map.r, w->region.slot, w->region.entry,
                            w->ndev, w->region.path);
         return 0;
     }
@@ -241,7 +241,7 @@ int tf_worker_hello(void *arg, struct tf_msg_hello_rep *rep, struct tf_buf *tail
     rep->driver_version = (uint32_t)w->driver_version;
     size_t base = tail->len;
     int rc = tf_buf_append(tail, w->hello_tail.data, w->hello_tail.len);
-    if (rc || !w->region.map.r)
+    if (rc || !w->region.map.r.lim)
         return rc;
     /* With a region, total memory is its live limit as of now (the client caches it). */
     size_t rec = TF_PROTO_SIZE_dev_info + (size_t)CU_DEVICE_ATTRIBUTE_MAX * TF_PROTO_SIZE_attr_val;
