@@ -252,9 +252,25 @@ TFC_API CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname)
     return r;
 }
 
-/* Forgets module/library ID and everything found in it. Lock held. */
+/* Forgets module/library ID and everything found in it (a library's modules too). Lock
+ * held. */
 static void forget_module(struct tfc *t, struct tfc_module *m)
 {
+    for (int again = 1; again && m->type == TF_PROTO_H_LIBRARY;) {
+        again = 0;
+        size_t pos = 0;
+        uint64_t key;
+        void *val;
+        while (tf_htab_next(&t->objs, &pos, &key, &val)) {
+            struct tfc_module *a = val;
+            if (TF_PROTO_HANDLE_TYPE(key) == TF_PROTO_H_MODULE && a->alias == m->id) {
+                tf_htab_del(&t->objs, key);
+                free(a);
+                again = 1;
+                break;
+            }
+        }
+    }
     tf_rangeset_del_owner(&t->mem, m->id);
     for (;;) {
         size_t pos = 0;
@@ -286,6 +302,11 @@ static CUresult unload(uint64_t id, unsigned type)
     struct tfc_module *m = r ? NULL : tfc_obj(t, id, type);
     if (!r && !m)
         r = CUDA_ERROR_INVALID_HANDLE;
+    if (!r && m->alias) { /* a library's module: only a name here */
+        tf_htab_del(&t->objs, m->id);
+        free(m);
+        return leave(t, CUDA_SUCCESS);
+    }
     if (!r) {
         uint8_t p[TF_PROTO_SIZE_module_req];
         struct tf_msg_module_req q = {.ctx = m->ctx, .module = id};
@@ -300,6 +321,9 @@ TFC_API CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
 {
     return unload((uintptr_t)hmod, TF_PROTO_H_MODULE);
 }
+
+static CUresult kernel_function(struct tfc *t, struct tfc_func *k, uint64_t ctx,
+                                struct tfc_func **out);
 
 /* Function/kernel NAME of OWNER: from the cache, else asked by name. Lock held. */
 static CUresult find_func(struct tfc *t, struct tfc_module *m, const char *name, uint64_t ctx,
@@ -345,8 +369,16 @@ TFC_API CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, c
     if (!r && !m)
         r = CUDA_ERROR_INVALID_HANDLE;
     struct tfc_func *f = NULL;
-    if (!r)
+    if (!r && m->alias) {
+        /* The module of a library: its kernel's function in the module's context. */
+        struct tfc_module *lib = tfc_obj(t, m->alias, TF_PROTO_H_LIBRARY);
+        struct tfc_func *k = NULL;
+        r = lib ? find_func(t, lib, name, m->ctx, &k) : CUDA_ERROR_INVALID_HANDLE;
+        if (!r)
+            r = kernel_function(t, k, m->ctx, &f);
+    } else if (!r) {
         r = find_func(t, m, name, m->ctx, &f);
+    }
     if (!r)
         *hfunc = (CUfunction)(uintptr_t)f->id;
     return leave(t, r);
@@ -391,6 +423,13 @@ static CUresult get_global(uint64_t owner, unsigned type, CUdeviceptr *dptr, siz
 TFC_API CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
                                            const char *name)
 {
+    struct tfc *t = tfc_get();
+    pthread_mutex_lock(&t->lock);
+    struct tfc_module *m = tfc_obj(t, (uintptr_t)hmod, TF_PROTO_H_MODULE);
+    uint64_t lib = m ? m->alias : 0;
+    pthread_mutex_unlock(&t->lock);
+    if (lib) /* the module of a library: the library's global in the current context */
+        return get_global(lib, TF_PROTO_H_LIBRARY, dptr, bytes, name);
     return get_global((uintptr_t)hmod, TF_PROTO_H_MODULE, dptr, bytes, name);
 }
 
@@ -474,6 +513,47 @@ TFC_API CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library
     if (!r)
         *pKernel = (CUkernel)(uintptr_t)f->id;
     return leave(t, r);
+}
+
+/* The module of a library in the current context: a client-side name for the library there
+ * (functions and globals are asked of the library; the worker never sees it). */
+TFC_API CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+    if (!pMod)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct tfc *t = tfc_get();
+    pthread_mutex_lock(&t->lock);
+    CUresult r = tfc_ready(t);
+    uint64_t ctx = tfc_current(), lib = (uintptr_t)library;
+    if (!r && !tfc_obj(t, lib, TF_PROTO_H_LIBRARY))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (!r && (!ctx || !tfc_ctx_of(t, ctx)))
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r)
+        return leave(t, r);
+    size_t pos = 0;
+    uint64_t key;
+    void *val;
+    while (tf_htab_next(&t->objs, &pos, &key, &val)) {
+        struct tfc_module *a = val;
+        if (TF_PROTO_HANDLE_TYPE(key) == TF_PROTO_H_MODULE && a->alias == lib && a->ctx == ctx) {
+            *pMod = (CUmodule)(uintptr_t)key;
+            return leave(t, CUDA_SUCCESS);
+        }
+    }
+    struct tfc_module *m = calloc(1, sizeof(*m));
+    if (!m)
+        return leave(t, CUDA_ERROR_OUT_OF_MEMORY);
+    m->id = tfc_new_id(t, TF_PROTO_H_MODULE);
+    m->type = TF_PROTO_H_MODULE;
+    m->ctx = ctx;
+    m->alias = lib;
+    if (tf_htab_put(&t->objs, m->id, m) != 0) {
+        free(m);
+        return leave(t, CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    *pMod = (CUmodule)(uintptr_t)m->id;
+    return leave(t, CUDA_SUCCESS);
 }
 
 TFC_API CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
@@ -601,26 +681,17 @@ TFC_API CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib
     return leave(t, r);
 }
 
+/* A plain forward (calls.def) that also updates the cached attribute. */
 TFC_API CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
                                             int value)
 {
+    CUresult r = tfc_fwd_cuFuncSetAttribute(hfunc, attrib, value);
+    if (r)
+        return r;
     struct tfc *t = tfc_get();
     pthread_mutex_lock(&t->lock);
-    CUresult r = tfc_ready(t);
-    struct tfc_func *f = r ? NULL : func_of(t, (uintptr_t)hfunc);
-    uint64_t ctx = f && f->ctx ? f->ctx : tfc_current();
-    if (!r && !f)
-        r = CUDA_ERROR_INVALID_HANDLE;
-    if (!r && (!ctx || !tfc_ctx_of(t, ctx)))
-        r = CUDA_ERROR_INVALID_CONTEXT;
-    if (!r) {
-        uint8_t p[TF_PROTO_SIZE_func_attr_req];
-        struct tf_msg_func_attr_req q = {
-            .ctx = ctx, .func = f->id, .attr = (uint32_t)attrib, .value = (uint32_t)value};
-        tf_msg_func_attr_req_put(p, &q);
-        r = tfc_call(t, TF_OP_FUNC_SET_ATTR, p, sizeof(p), NULL, 0);
-    }
-    if (!r && (unsigned)attrib < f->nattrs) {
+    struct tfc_func *f = func_of(t, (uintptr_t)hfunc);
+    if (f && (unsigned)attrib < f->nattrs) {
         f->attr_val[attrib] = value;
         f->attr_st[attrib] = CUDA_SUCCESS;
     }

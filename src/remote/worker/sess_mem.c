@@ -70,19 +70,6 @@ int tf__ws_h_primary_drop(struct session *s, struct req *q)
     return CUDA_SUCCESS;
 }
 
-int tf__ws_h_ctx_sync(struct session *s, struct req *q)
-{
-    struct tf_msg_ctx_req m;
-    tf_msg_ctx_req_get(q->p, &m);
-    CUresult r = tf__ws_use_ctx(s, m.ctx, NULL);
-    if (r)
-        return r;
-    tf_wconn_wait_begin(s->c);
-    r = s->d->ctxSynchronize();
-    tf_wconn_wait_end(s->c);
-    return r;
-}
-
 static int alloc_common(struct session *s, uint64_t ctx, uint64_t bytes, uint64_t width,
                         uint64_t height, uint32_t elemsize)
 {

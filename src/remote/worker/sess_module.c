@@ -86,8 +86,7 @@ static int append_func_record(struct session *s, const struct obj *o, CUfunction
     return 0;
 }
 
-/* Function of kernel object K in the current context CTX (cached per context). */
-static CUresult kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfunction *fn)
+CUresult tf__ws_kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfunction *fn)
 {
     for (int i = 0; i < k->nkf; i++) {
         if (k->kf[i].ctx == ctx) {
@@ -162,7 +161,7 @@ static int report_one(struct session *s, struct obj *owner, uint64_t ctx, CUfunc
     o->owner = owner->id;
     if (is_kernel) {
         o->h.kern = kern;
-        if (kernel_func(s, o, ctx, &fn) != CUDA_SUCCESS) {
+        if (tf__ws_kernel_func(s, o, ctx, &fn) != CUDA_SUCCESS) {
             tf__ws_obj_drop(s, o);
             return 0;
         }
@@ -353,7 +352,7 @@ int tf__ws_h_get_func(struct session *s, struct req *q, int from_kernel)
             return CUDA_ERROR_INVALID_HANDLE;
         r = tf__ws_use_ctx(s, m.ctx, NULL);
         if (!r)
-            r = kernel_func(s, owner, m.ctx, &fn);
+            r = tf__ws_kernel_func(s, owner, m.ctx, &fn);
         snprintf(name, sizeof(name), "kernel");
     } else {
         if (tail_name(q, name, sizeof(name)) != 0)
@@ -385,7 +384,7 @@ int tf__ws_h_get_func(struct session *s, struct req *q, int from_kernel)
     o->owner = from_kernel ? owner->owner : owner->id;
     if (type == TF_PROTO_H_KERNEL) {
         o->h.kern = kern;
-        r = kernel_func(s, o, m.ctx, &fn);
+        r = tf__ws_kernel_func(s, o, m.ctx, &fn);
     } else {
         o->h.fn = fn;
     }
@@ -432,30 +431,6 @@ int tf__ws_h_get_global(struct session *s, struct req *q)
     return CUDA_SUCCESS;
 }
 
-int tf__ws_h_func_attr(struct session *s, struct req *q)
-{
-    struct tf_msg_func_attr_req m;
-    tf_msg_func_attr_req_get(q->p, &m);
-    CUresult r = tf__ws_use_ctx(s, m.ctx, NULL);
-    if (r)
-        return r;
-    CUfunction fn;
-    struct obj *o = tf__ws_obj_get(s, m.func, TF_PROTO_H_FUNC);
-    if (o) {
-        fn = o->h.fn;
-    } else {
-        o = tf__ws_obj_get(s, m.func, TF_PROTO_H_KERNEL);
-        if (!o)
-            return CUDA_ERROR_INVALID_HANDLE;
-        r = kernel_func(s, o, m.ctx, &fn);
-        if (r)
-            return r;
-    }
-    if (!s->d->funcSetAttribute)
-        return CUDA_ERROR_NOT_SUPPORTED;
-    return s->d->funcSetAttribute(fn, (CUfunction_attribute)m.attr, (int)m.value);
-}
-
 /* The compute limit: a launch takes its tokens before it is issued, waiting for them on this
  * connection's thread (later requests of this client wait behind it, in order; other
  * clients' connections are not held). The connection counts as waiting from the first
@@ -490,7 +465,7 @@ int tf__ws_h_launch(struct session *s, struct req *q)
         o = tf__ws_obj_get(s, m.func, TF_PROTO_H_KERNEL);
         if (!o)
             return CUDA_ERROR_INVALID_HANDLE;
-        r = kernel_func(s, o, m.ctx, &fn);
+        r = tf__ws_kernel_func(s, o, m.ctx, &fn);
         if (r)
             return r;
     }

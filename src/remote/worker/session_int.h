@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Private to tf-worker's sessions (session.c: streams, events, dispatch and the connection
- * loop; sess_core.c: per-client handle tables, the staging ring and cleanup; sess_mem.c:
- * contexts and memory; sess_module.c: modules, functions and launches; worker.c: the state
- * shared by all sessions). Not a public interface: see session.h.
+ * Private to tf-worker's sessions (session.c: stream creation, dispatch and the connection
+ * loop; sess_call.c: the plain driver calls of calls.def; sess_core.c: per-client handle
+ * tables, the staging ring and cleanup; sess_mem.c: contexts and memory; sess_module.c:
+ * modules, functions and launches; worker.c: the state shared by all sessions). Not a public
+ * interface: see session.h.
  */
 #ifndef TF_REMOTE_WORKER_SESSION_INT_H
 #define TF_REMOTE_WORKER_SESSION_INT_H
@@ -38,6 +39,9 @@ struct obj {
         CUkernel kern;
         CUstream st;
         CUevent ev;
+        CUmemoryPool pool;
+        CUgraph graph;
+        CUgraphExec gexec;
     } h;
     int dev;          /* contexts: worker device index */
     uint32_t nparams; /* functions/kernels */
@@ -134,6 +138,9 @@ void tf__ws_stage_drain(struct session *s);
 uint8_t *tf__ws_stage_alloc(struct session *s, size_t n, size_t *off, size_t *charge);
 int tf__ws_mem_ok(struct session *s, uint64_t ptr, uint64_t len);
 int tf__ws_ctx_dev(struct session *s, uint64_t ctx);
+/* Gives O's driver object back to the driver (nothing else: O stays registered). */
+void tf__ws_release_handle(struct session *s, struct obj *o);
+/* Releases O's driver object and forgets O. */
 void tf__ws_destroy_obj(struct session *s, struct obj *o);
 void tf__ws_destroy_where(struct session *s, unsigned type, obj_pred pred, uint64_t arg);
 int tf__ws_pred_owner(const struct obj *o, uint64_t owner);
@@ -144,7 +151,6 @@ void tf__ws_session_cleanup(struct session *s);
 int tf__ws_h_ctx_create(struct session *s, struct req *q, int primary);
 int tf__ws_h_ctx_destroy(struct session *s, struct req *q);
 int tf__ws_h_primary_drop(struct session *s, struct req *q);
-int tf__ws_h_ctx_sync(struct session *s, struct req *q);
 int tf__ws_h_mem_alloc(struct session *s, struct req *q);
 int tf__ws_h_mem_pitch(struct session *s, struct req *q);
 int tf__ws_h_mem_free(struct session *s, struct req *q);
@@ -165,7 +171,11 @@ int tf__ws_h_module_load(struct session *s, struct req *q);
 int tf__ws_h_module_unload(struct session *s, struct req *q);
 int tf__ws_h_get_func(struct session *s, struct req *q, int from_kernel);
 int tf__ws_h_get_global(struct session *s, struct req *q);
-int tf__ws_h_func_attr(struct session *s, struct req *q);
 int tf__ws_h_launch(struct session *s, struct req *q);
+/* The function of kernel object K in context CTX (current), resolved once per context. */
+CUresult tf__ws_kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfunction *fn);
+
+/* sess_call.c: the plain driver calls of calls.def (SYNC: CALL, else CALL_ASYNC) */
+int tf__ws_h_call(struct session *s, struct req *q, int sync);
 
 #endif
