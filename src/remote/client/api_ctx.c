@@ -351,6 +351,17 @@ static CUresult ctx_lock(struct tfc **tp)
     return CUDA_SUCCESS;
 }
 
+/* ID is the handle of a device's primary context, active or not: a primary context keeps its
+ * handle for the process's lifetime, across releases and resets, as the driver's does (the
+ * CUDA runtime relies on it after cudaDeviceReset). */
+static int primary_handle(struct tfc *t, uint64_t id)
+{
+    for (int i = 0; i < t->ndev; i++)
+        if (t->dev[i].primary == id)
+            return 1;
+    return 0;
+}
+
 TFC_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
 {
     struct tfc *t;
@@ -358,7 +369,7 @@ TFC_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
     if (r)
         return r;
     uint64_t id = (uintptr_t)ctx;
-    if (id && !tfc_ctx_of(t, id))
+    if (id && !tfc_ctx_of(t, id) && !primary_handle(t, id))
         r = CUDA_ERROR_INVALID_CONTEXT;
     else
         tfc_set_current(id);
@@ -375,8 +386,9 @@ TFC_API CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
     if (r)
         return r;
     uint64_t id = tfc_current();
-    /* A context destroyed by another thread is no longer current anywhere. */
-    *pctx = id && tfc_ctx_of(t, id) ? (CUcontext)(uintptr_t)id : NULL;
+    /* A context destroyed by another thread is no longer current anywhere; a released or
+     * reset primary context stays current (as with the driver, its handle lives on). */
+    *pctx = id && (tfc_ctx_of(t, id) || primary_handle(t, id)) ? (CUcontext)(uintptr_t)id : NULL;
     pthread_mutex_unlock(&t->lock);
     return CUDA_SUCCESS;
 }
@@ -525,7 +537,7 @@ TFC_API CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         r = CUDA_ERROR_INVALID_DEVICE;
     struct tfc_dev *d = r ? NULL : &t->dev[dev];
     if (!r && d->primary_refs == 0) {
-        uint64_t id = tfc_new_id(t, TF_PROTO_H_CTX);
+        uint64_t id = d->primary ? d->primary : tfc_new_id(t, TF_PROTO_H_CTX);
         uint8_t p[TF_PROTO_SIZE_ctx_create_req];
         struct tf_msg_ctx_create_req m = {
             .ctx = id, .flags = d->primary_flags, .device = (uint32_t)dev};
@@ -552,8 +564,7 @@ static void primary_drop(struct tfc *t, CUdevice dev)
     tf_msg_primary_drop_req_put(p, &m);
     (void)tfc_async(t, TF_OP_PRIMARY_DROP, p, sizeof(p), NULL, 0);
     forget_ctx(t, d->primary);
-    d->primary = 0;
-    d->primary_refs = 0;
+    d->primary_refs = 0; /* d->primary keeps the handle for the next retain */
 }
 
 /* Before the primary context of DEV goes (its last release: LAST_REF, or a reset), the CUDA

@@ -698,6 +698,27 @@ TFC_API CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribu
     return leave(t, r);
 }
 
+/* A plain forward that also updates the cached attribute of the kernel and of its functions
+ * (launches are checked against them). */
+TFC_API CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                                              CUdevice dev)
+{
+    CUresult r = tfc_fwd_cuKernelSetAttribute(attrib, val, kernel, dev);
+    if (r)
+        return r;
+    struct tfc *t = tfc_get();
+    pthread_mutex_lock(&t->lock);
+    struct tfc_func *k = tfc_obj(t, (uintptr_t)kernel, TF_PROTO_H_KERNEL);
+    for (int i = -1; k && i < k->nkf; i++) {
+        struct tfc_func *f = i < 0 ? k : tfc_obj(t, k->kf[i].func, TF_PROTO_H_FUNC);
+        if (f && (unsigned)attrib < f->nattrs) {
+            f->attr_val[attrib] = val;
+            f->attr_st[attrib] = CUDA_SUCCESS;
+        }
+    }
+    return leave(t, r);
+}
+
 TFC_API CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
 {
     if (!name)
@@ -767,6 +788,49 @@ static CUresult extra_params(void **extra, const void **buf, size_t *size)
     return *buf && have_size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* What the real driver answers the runtime for grid or block dimensions outside the device's
+ * limits when launching a CUkernel (the runtime reports it as cudaErrorInvalidConfiguration;
+ * cuda.h does not name it); CUfunction launches get CUDA_ERROR_INVALID_VALUE. */
+#define CUDA_ERROR_INVALID_CONFIGURATION_RT ((CUresult)9)
+
+/* The launch configuration errors the driver reports at the launch itself, checked here
+ * against the cached device and function attributes so that they come from the same call as
+ * on a local GPU (the worker's driver checks again; what only it can tell comes back from
+ * the next synchronising call). */
+static CUresult launch_geometry(struct tfc *t, int dev, const struct tfc_func *fn,
+                                const unsigned grid[3], const unsigned block[3], unsigned shmem)
+{
+    const struct tfc_dev *d = &t->dev[dev];
+    int lim[7] = {1024, 1024, 64, 1024, 2147483647, 65535, 65535};
+    static const CUdevice_attribute la[7] = {
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+    for (int i = 0; i < 7; i++)
+        if ((unsigned)la[i] < d->nattrs && d->attr_st[la[i]] == CUDA_SUCCESS &&
+            d->attr_val[la[i]] > 0)
+            lim[i] = d->attr_val[la[i]];
+    uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+    int ok = grid[0] && grid[1] && grid[2] && block[0] && block[1] && block[2] &&
+             block[0] <= (unsigned)lim[0] && block[1] <= (unsigned)lim[1] &&
+             block[2] <= (unsigned)lim[2] && threads <= (uint64_t)lim[3] &&
+             grid[0] <= (unsigned)lim[4] && grid[1] <= (unsigned)lim[5] &&
+             grid[2] <= (unsigned)lim[6];
+    if (!ok)
+        return fn->type == TF_PROTO_H_KERNEL ? CUDA_ERROR_INVALID_CONFIGURATION_RT
+                                             : CUDA_ERROR_INVALID_VALUE;
+    const unsigned mt = CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+    const unsigned ms = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+    if (mt < fn->nattrs && fn->attr_st[mt] == CUDA_SUCCESS && fn->attr_val[mt] > 0 &&
+        threads > (uint64_t)fn->attr_val[mt])
+        return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    if (ms < fn->nattrs && fn->attr_st[ms] == CUDA_SUCCESS && fn->attr_val[ms] >= 0 &&
+        shmem > (unsigned)fn->attr_val[ms])
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
 static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
                        unsigned shmem, CUstream hs, void **kernelParams, void **extra,
                        const CUlaunchAttribute *attrs, unsigned nattrs)
@@ -788,9 +852,11 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
     r = tfc_stream_id(t, hs, &sid);
     if (r)
         return leave(t, r);
-    if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2] ||
-        nattrs > TF_PROTO_MAX_LAUNCH_ATTRS || (kernelParams && extra))
+    if (nattrs > TF_PROTO_MAX_LAUNCH_ATTRS || (kernelParams && extra))
         return leave(t, CUDA_ERROR_INVALID_VALUE);
+    r = launch_geometry(t, tfc_ctx_of(t, ctx)->dev, fn, grid, block, shmem);
+    if (r)
+        return leave(t, r);
     const void *xbuf = NULL;
     size_t xsize = 0;
     if (extra) {
@@ -858,4 +924,16 @@ TFC_API CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfuncti
         return CUDA_ERROR_INVALID_VALUE;
     return launch(f, g, b, config->sharedMemBytes, config->hStream, kernelParams, extra,
                   config->attrs, config->numAttrs);
+}
+
+TFC_API CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                                   unsigned int gridDimY, unsigned int gridDimZ,
+                                                   unsigned int blockDimX, unsigned int blockDimY,
+                                                   unsigned int blockDimZ,
+                                                   unsigned int sharedMemBytes, CUstream hStream,
+                                                   void **kernelParams)
+{
+    unsigned g[3] = {gridDimX, gridDimY, gridDimZ}, b[3] = {blockDimX, blockDimY, blockDimZ};
+    CUlaunchAttribute coop = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1};
+    return launch(f, g, b, sharedMemBytes, hStream, kernelParams, NULL, &coop, 1);
 }

@@ -137,6 +137,34 @@ TFC_API CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
     return leave(t, r);
 }
 
+/* ---- host functions ----------------------------------------------------------------------
+ * A host function runs in this process, after the work queued before it in the stream and
+ * before the work queued after it. The client waits for the stream (one round trip) and runs
+ * it on the calling thread: every ordering CUDA promises holds, but the call returns only
+ * once the stream has reached the function and it has run (a local driver runs it later on a
+ * thread of its own). Not in a stream being captured: a graph's host node would run on the
+ * worker's side of the connection. */
+
+TFC_API CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
+{
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cuStreamSynchronize(hStream);
+    if (r == CUDA_SUCCESS)
+        fn(userData);
+    return r;
+}
+
+TFC_API CUresult CUDAAPI cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
+                                             void *userData, unsigned int flags)
+{
+    if (!callback || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = cuStreamSynchronize(hStream);
+    callback(hStream, r, userData);
+    return r;
+}
+
 /* ---- events --------------------------------------------------------------------------------- */
 
 TFC_API CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int Flags)

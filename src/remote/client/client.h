@@ -216,6 +216,18 @@ CUresult tfc_call(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen,
 /* Processes incoming events without blocking (pump thread, send back-pressure). Lock held. */
 void tfc_drain(struct tfc *t);
 
+/* Copies and memsets in the current context (api_mem.c; take the lock): HtoD/DtoH on stream
+ * HS (SYNC: a synchronous copy, done on return), DtoD and memsets of COUNT elements of ELEM
+ * bytes (1, 2, 4) asynchronous on HS. tfc_copies_done waits for the copies sent so far (one
+ * round trip: their data has landed, their errors are reported). tfc_is_dev: [P, P+N) lies in
+ * one of this process's allocations or globals. */
+CUresult tfc_htod(CUdeviceptr dst, const void *src, size_t n, CUstream hs, int sync);
+CUresult tfc_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream hs, int sync);
+CUresult tfc_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hs);
+CUresult tfc_memset(CUdeviceptr dst, uint32_t value, size_t count, uint32_t elem, CUstream hs);
+CUresult tfc_copies_done(void);
+int tfc_is_dev(CUdeviceptr p, size_t n);
+
 /* The sticky error of context CTX (CUDA_SUCCESS when healthy). Replies carrying a sticky
  * code (illegal address, launch failure, ...) mark the calling thread's current context, so
  * later fire-and-forget calls in it fail at once, as on a local GPU. Lock held. */

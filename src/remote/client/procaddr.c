@@ -51,6 +51,36 @@ static CUstream ptsz(CUstream s)
     X(cuStreamGetFlags_ptsz, cuStreamGetFlags, (CUstream h, unsigned int *f), (ptsz(h), f))      \
     X(cuStreamGetPriority_ptsz, cuStreamGetPriority, (CUstream h, int *p), (ptsz(h), p))         \
     X(cuStreamGetCtx_ptsz, cuStreamGetCtx, (CUstream h, CUcontext *c), (ptsz(h), c))             \
+    X(cuLaunchCooperativeKernel_ptsz, cuLaunchCooperativeKernel,                                 \
+      (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
+       unsigned int by, unsigned int bz, unsigned int sm, CUstream h, void **kp),                \
+      (f, gx, gy, gz, bx, by, bz, sm, ptsz(h), kp))                                              \
+    X(cuMemcpy2DAsync_v2_ptsz, cuMemcpy2DAsync_v2, (const CUDA_MEMCPY2D *p, CUstream h),       \
+      (p, ptsz(h)))                                                                              \
+    X(cuMemcpy3DAsync_v2_ptsz, cuMemcpy3DAsync_v2, (const CUDA_MEMCPY3D *p, CUstream h),       \
+      (p, ptsz(h)))                                                                              \
+    X(cuMemsetD2D8Async_ptsz, cuMemsetD2D8Async,                                                 \
+      (CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t hh, CUstream h),               \
+      (d, p, v, w, hh, ptsz(h)))                                                                 \
+    X(cuMemsetD2D16Async_ptsz, cuMemsetD2D16Async,                                               \
+      (CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t hh, CUstream h),              \
+      (d, p, v, w, hh, ptsz(h)))                                                                 \
+    X(cuMemsetD2D32Async_ptsz, cuMemsetD2D32Async,                                               \
+      (CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t hh, CUstream h),                \
+      (d, p, v, w, hh, ptsz(h)))                                                                 \
+    X(cuMemcpy2D_v2_ptds, cuMemcpy2D_v2, (const CUDA_MEMCPY2D *p), (p))                          \
+    X(cuMemcpy2DUnaligned_v2_ptds, cuMemcpy2DUnaligned_v2, (const CUDA_MEMCPY2D *p), (p))        \
+    X(cuMemcpy3D_v2_ptds, cuMemcpy3D_v2, (const CUDA_MEMCPY3D *p), (p))                          \
+    X(cuMemsetD2D8_v2_ptds, cuMemsetD2D8_v2,                                                     \
+      (CUdeviceptr d, size_t p, unsigned char v, size_t w, size_t hh), (d, p, v, w, hh))         \
+    X(cuMemsetD2D16_v2_ptds, cuMemsetD2D16_v2,                                                   \
+      (CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t hh), (d, p, v, w, hh))        \
+    X(cuMemsetD2D32_v2_ptds, cuMemsetD2D32_v2,                                                   \
+      (CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t hh), (d, p, v, w, hh))          \
+    X(cuLaunchHostFunc_ptsz, cuLaunchHostFunc, (CUstream h, CUhostFn fn, void *u),              \
+      (ptsz(h), fn, u))                                                                          \
+    X(cuStreamAddCallback_ptsz, cuStreamAddCallback,                                             \
+      (CUstream h, CUstreamCallback cb, void *u, unsigned int f), (ptsz(h), cb, u, f))            \
     X(cuLaunchKernel_ptsz, cuLaunchKernel,                                                       \
       (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
        unsigned int by, unsigned int bz, unsigned int sm, CUstream h, void **kp, void **ex),     \

@@ -308,11 +308,12 @@ void tf__ws_release_handle(struct session *s, struct obj *o)
         tf__ws_vram_freed(s, o->ctx, o->bytes, r);
         break;
     }
-    case TF_PROTO_H_LIBRARY:
+    case TF_PROTO_H_LIBRARY: {
         tf_rangeset_del_owner(&s->mem, o->id);
-        if (d->libraryUnload)
-            (void)d->libraryUnload(o->h.lib);
+        CUresult r = d->libraryUnload ? d->libraryUnload(o->h.lib) : CUDA_ERROR_NOT_SUPPORTED;
+        tf__ws_vars_unload(s, o, r);
         break;
+    }
     case TF_PROTO_H_GRAPH:
         call_destroy(s, TF_CALL_IDX_cuGraphDestroy, o->h.graph);
         break;
@@ -441,6 +442,7 @@ void tf__ws_destroy_ctx(struct session *s, struct obj *ctx)
         tf__ws_destroy_obj(s, m);
     }
     forget_kfuncs(s, id);
+    tf__ws_vars_ctx_gone(s, id);
     tf__ws_destroy_obj(s, ctx);
 }
 

@@ -99,6 +99,10 @@ CUresult tf__ws_kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfu
     CUresult r = s->d->kernelGetFunction(fn, k->h.kern);
     if (r)
         return r;
+    /* The library's module is in CTX now: its variables count. */
+    struct obj *lib = tf__ws_obj_get(s, k->owner, TF_PROTO_H_LIBRARY);
+    if (lib && (r = tf__ws_vars_use(s, lib, ctx)) != CUDA_SUCCESS)
+        return r;
     if (k->nkf < MAX_KFUNCS)
         k->kf[k->nkf++] = (struct kfunc){ctx, *fn};
     return CUDA_SUCCESS;
@@ -296,7 +300,10 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
                 o->h.lib = lib;
             if (type == TF_PROTO_H_MODULE && (r = charge_vars(s, o)) != CUDA_SUCCESS)
                 tf__ws_destroy_obj(s, o); /* unloaded: its variables are gone again */
-            else if (type == TF_PROTO_H_MODULE || (m.ctx && s->d->libraryGetKernel))
+            else if (type == TF_PROTO_H_LIBRARY)
+                tf__ws_vars_library(s, o, s->blob.data, s->blob.len);
+            if (r == CUDA_SUCCESS &&
+                (type == TF_PROTO_H_MODULE || (m.ctx && s->d->libraryGetKernel)))
                 nfuncs = report_funcs(s, o, m.ctx, (const char *)s->blob.data, s->blob.len - 1);
         }
     }
@@ -421,6 +428,8 @@ int tf__ws_h_get_global(struct session *s, struct req *q)
         if (!r)
             r = s->d->libraryGetGlobal ? s->d->libraryGetGlobal(&p, &size, o->h.lib, name)
                                        : CUDA_ERROR_NOT_SUPPORTED;
+        if (!r)
+            r = tf__ws_vars_use(s, o, m.ctx);
     }
     if (r)
         return r;

@@ -26,6 +26,12 @@ struct kfunc {
     CUfunction fn;
 };
 
+/* VRAM charged for a library's variables in one context. */
+struct libcharge {
+    uint64_t ctx;
+    int64_t bytes;
+};
+
 struct obj {
     uint64_t id;
     unsigned type;  /* TF_PROTO_H_* */
@@ -49,6 +55,9 @@ struct obj {
     uint32_t *param_off;         /* nparams offsets, then nparams sizes */
     struct kfunc kf[MAX_KFUNCS]; /* kernels: their function per context */
     int nkf;
+    int64_t var_bytes;               /* libraries: their variables, per context */
+    struct libcharge lc[MAX_KFUNCS]; /* libraries: their variables charged per context */
+    int nlc;
     /* VRAM bytes reserved for this object, released when the driver really frees them:
      * modules: their variables (charged at load); contexts: bytes the driver refused to free
      * (a free in a context broken by a fault), released once the context is destroyed. */
@@ -174,6 +183,14 @@ int tf__ws_h_get_global(struct session *s, struct req *q);
 int tf__ws_h_launch(struct session *s, struct req *q);
 /* The function of kernel object K in context CTX (current), resolved once per context. */
 CUresult tf__ws_kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfunction *fn);
+
+/* sess_vars.c: library variables against the VRAM limit: sized at load, charged per context on
+ * first use (CUDA_ERROR_OUT_OF_MEMORY: they do not fit), released at unload (FREED: what the
+ * driver answered) or with the context. */
+void tf__ws_vars_library(struct session *s, struct obj *lib, const void *img, size_t len);
+CUresult tf__ws_vars_use(struct session *s, struct obj *lib, uint64_t ctx);
+void tf__ws_vars_unload(struct session *s, struct obj *lib, CUresult freed);
+void tf__ws_vars_ctx_gone(struct session *s, uint64_t ctx);
 
 /* sess_call.c: the plain driver calls of calls.def (SYNC: CALL, else CALL_ASYNC) */
 int tf__ws_h_call(struct session *s, struct req *q, int sync);
