@@ -97,8 +97,9 @@
 #define TF_PROTO_STREAM_PER_THREAD 2u
 
 /* MODULE_LOAD kinds. */
-#define TF_PROTO_LOAD_MODULE 0u  /* cuModuleLoadData*: functions are reported */
-#define TF_PROTO_LOAD_LIBRARY 1u /* cuLibraryLoadData: kernels are reported */
+#define TF_PROTO_LOAD_MODULE 0u    /* cuModuleLoadData*: functions are reported */
+#define TF_PROTO_LOAD_LIBRARY 1u   /* cuLibraryLoadData: kernels are reported */
+#define TF_PROTO_LOAD_BY_DIGEST 1u /* module_load_req.flags: the image held under digest */
 
 /* Close reasons in CLOSE events (the worker closes the connection right after). */
 #define TF_PROTO_CLOSE_PROTOCOL 1u /* malformed or hostile frame */
@@ -309,13 +310,17 @@
     F(M,  8, 4, status)           /* CUresult of the copy */                             \
     R(M, 12, 4, rsvd)
 
-/* The image is the connection's blob (BLOB_APPEND tails since the last load), consumed by
- * the load whatever its outcome. */
+/* The image is named by its SHA-256 DIGEST. With TF_PROTO_LOAD_BY_DIGEST the worker loads
+ * the image it holds under DIGEST, or answers CUDA_ERROR_NOT_FOUND with NEED_IMAGE set and
+ * loads nothing. Without it the image is the connection's blob (BLOB_APPEND tails since the
+ * last load), consumed by the load whatever its outcome; it must hash to DIGEST
+ * (CUDA_ERROR_INVALID_IMAGE otherwise) and is kept under DIGEST for later loads. */
 #define TF_PROTO_L_module_load_req(F, B, R, M)                                              \
     F(M,  0, 8, ctx)                                                                     \
     F(M,  8, 8, module)           /* id for the module or library */                     \
     F(M, 16, 4, kind)             /* TF_PROTO_LOAD_* */                                  \
-    R(M, 20, 4, rsvd)
+    F(M, 20, 4, flags)            /* TF_PROTO_LOAD_BY_DIGEST */                          \
+    B(M, 24, 32, digest)          /* SHA-256 of the image (without the loader's NUL) */
 
 /* Tail: LOG_LEN bytes of JIT error log, then NFUNCS function records (func_info + name +
  * params + attrs each), the functions (module) or kernels (library) it holds. */
@@ -323,7 +328,7 @@
     F(M,  0, 4, status)                                                                  \
     F(M,  4, 4, nfuncs)                                                                  \
     F(M,  8, 4, log_len)                                                                 \
-    R(M, 12, 4, rsvd)
+    F(M, 12, 4, need_image)       /* BY_DIGEST load of an image the worker does not hold */
 
 /* A function record: this layout, then NAME_LEN name bytes, NPARAMS param_info, NATTRS
  * attr_val (cuFuncGetAttribute for attributes 0..NATTRS-1). */
@@ -422,7 +427,7 @@
     X(mem_alloc_rep, 24)     X(mem_free_req, 16)     X(mem_info_rep, 24)                 \
     X(htod_req, 24)          X(dtoh_req, 40)         X(dtod_req, 40)                     \
     X(memset_req, 40)        X(ptr_attr_req, 24)     X(ptr_attr_rep, 16)                 \
-    X(data_ev, 16)           X(dtoh_done_ev, 16)     X(module_load_req, 24)              \
+    X(data_ev, 16)           X(dtoh_done_ev, 16)     X(module_load_req, 56)              \
     X(module_load_rep, 16)   X(func_info, 24)        X(param_info, 8)                    \
     X(module_req, 16)        X(get_func_req, 24)     X(func_rep, 8)                      \
     X(global_rep, 24)        X(launch_req, 56)       X(launch_attr, 16)                  \

@@ -175,6 +175,46 @@ static void runtime_programs_run_concurrently_on_one_worker(void **state)
     e2e_stop(&w);
 }
 
+/* Counter NAME of the worker's --stats-file PATH. */
+static unsigned long long stat_of(const char *path, const char *name)
+{
+    char buf[1024], key[80];
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    snprintf(key, sizeof(key), "\"%s\":", name);
+    const char *p = strstr(buf, key);
+    if (!p)
+        fail_msg("no %s in %s", name, buf);
+    return strtoull(p + strlen(key), NULL, 10);
+}
+
+/* Images are shipped by content: a second process loading the same program's image names it
+ * by its digest and sends none of its bytes (the worker's counters say so). */
+static void a_second_process_loading_the_same_image_sends_none_of_it(void **state)
+{
+    (void)state;
+    struct e2e_worker w;
+    char stats[128];
+    snprintf(stats, sizeof(stats), "/tmp/tf-imgstats-%d.json", (int)getpid());
+    e2e_start(&w, 0, (const char *[]){"--stats-file", stats, NULL});
+    run_one("matmul_static", NULL, NULL, 0);
+    unsigned long long sent = stat_of(stats, "module_loads_sent");
+    unsigned long long bytes = stat_of(stats, "module_image_bytes_received");
+    unsigned long long cached = stat_of(stats, "module_loads_cached");
+    assert_true(sent >= 1 && bytes > 0);
+    assert_int_equal(stat_of(stats, "module_images_held"), sent);
+    run_one("matmul_static", NULL, NULL, 0);
+    assert_int_equal(stat_of(stats, "module_loads_sent"), sent);
+    assert_int_equal(stat_of(stats, "module_image_bytes_received"), bytes);
+    assert_int_equal(stat_of(stats, "module_loads_cached"), 2 * cached + sent);
+    printf("matmul twice: %llu image(s), %llu bytes sent once\n", sent, bytes);
+    e2e_stop(&w);
+    unlink(stats);
+}
+
 /* The VRAM limit of a worker holds for what the runtime allocates: the vram program checks
  * what the device reports, module variables counted, allocations past the limit refused. */
 static void a_workers_vram_limit_holds_for_runtime_programs(void **state)
@@ -236,6 +276,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(runtime_programs_pass_unchanged_through_the_worker),
         cmocka_unit_test(runtime_programs_run_concurrently_on_one_worker),
+        cmocka_unit_test(a_second_process_loading_the_same_image_sends_none_of_it),
         cmocka_unit_test(a_workers_vram_limit_holds_for_runtime_programs),
         cmocka_unit_test(a_workers_compute_limit_holds_on_every_runtime_launch_path),
     };

@@ -6,6 +6,7 @@
  * (parameters packed with the cached layout, straight into the batch: fire-and-forget).
  */
 #include "remote/client/client.h"
+#include "remote/sha256.h"
 
 #include "common/log.h"
 
@@ -134,31 +135,43 @@ static void jit_outputs(CUjit_option *opts, void **vals, unsigned n, const char 
     }
 }
 
-/* Uploads IMAGE and loads it as a module (KIND TF_PROTO_LOAD_MODULE, in context CTX) or a
- * library; registers the object and the functions the reply describes. Lock held. */
+/* Loads IMAGE as a module (KIND TF_PROTO_LOAD_MODULE, in context CTX) or a library, and
+ * registers the object and the functions the reply describes. The image is named by its
+ * SHA-256 first and travels only when the worker does not hold it already (N processes
+ * loading one library send it once). Lock held. */
 static CUresult load_image(struct tfc *t, const void *image, size_t len, unsigned kind,
                            uint64_t ctx, uint64_t *out, CUjit_option *opts, void **vals,
                            unsigned nopts)
 {
-    const size_t piece = TF_PROTO_MAX_PAYLOAD - 4096;
-    CUresult r = CUDA_SUCCESS;
-    for (size_t off = 0; off < len && !r;) {
-        size_t k = len - off < piece ? len - off : piece;
-        r = tfc_async(t, TF_OP_BLOB_APPEND, NULL, 0, (const uint8_t *)image + off, k);
-        off += k;
-    }
-    if (r)
-        return r;
     unsigned type = kind == TF_PROTO_LOAD_LIBRARY ? TF_PROTO_H_LIBRARY : TF_PROTO_H_MODULE;
     uint64_t id = tfc_new_id(t, type);
     uint8_t p[TF_PROTO_SIZE_module_load_req];
-    struct tf_msg_module_load_req m = {.ctx = ctx, .module = id, .kind = kind};
+    struct tf_msg_module_load_req m = {
+        .ctx = ctx, .module = id, .kind = kind, .flags = TF_PROTO_LOAD_BY_DIGEST};
+    tf_sha256(image, len, m.digest);
     tf_msg_module_load_req_put(p, &m);
-    r = tfc_call(t, TF_OP_MODULE_LOAD, p, sizeof(p), NULL, 0);
+    CUresult r = tfc_call(t, TF_OP_MODULE_LOAD, p, sizeof(p), NULL, 0);
     if (t->state != TFC_CONNECTED)
         return r;
     struct tf_msg_module_load_rep rep;
     tf_msg_module_load_rep_get(t->reply.data, &rep);
+    if (r == CUDA_ERROR_NOT_FOUND && rep.need_image) {
+        const size_t piece = TF_PROTO_MAX_PAYLOAD - 4096;
+        r = CUDA_SUCCESS;
+        for (size_t off = 0; off < len && !r;) {
+            size_t k = len - off < piece ? len - off : piece;
+            r = tfc_async(t, TF_OP_BLOB_APPEND, NULL, 0, (const uint8_t *)image + off, k);
+            off += k;
+        }
+        if (r)
+            return r;
+        m.flags = 0;
+        tf_msg_module_load_req_put(p, &m);
+        r = tfc_call(t, TF_OP_MODULE_LOAD, p, sizeof(p), NULL, 0);
+        if (t->state != TFC_CONNECTED)
+            return r;
+        tf_msg_module_load_rep_get(t->reply.data, &rep);
+    }
     const uint8_t *log;
     struct tf_proto_funcs_iter it;
     if (tf_proto_module_load_rep_begin(&rep, t->reply.data + TF_PROTO_SIZE_module_load_rep,

@@ -6,6 +6,7 @@
 #include "remote/worker/session_int.h"
 
 #include "limits/imgvars.h"
+#include "remote/sha256.h"
 
 #include "common/err.h"
 #include "common/log.h"
@@ -221,12 +222,12 @@ static int64_t var_size(void *arg, const char *name)
 
 /* Charges module O's variables (__device__ / __constant__: the driver allocated them at load)
  * to its context's device: CUDA_ERROR_OUT_OF_MEMORY when they do not fit the limit. */
-static CUresult charge_vars(struct session *s, struct obj *o)
+static CUresult charge_vars(struct session *s, struct obj *o, const uint8_t *img, size_t len)
 {
     if (!s->d->moduleGetGlobal)
         return CUDA_SUCCESS;
     struct var_of v = {s, o->h.mod};
-    int64_t bytes = tf_imgvars_bytes(s->blob.data, s->blob.len, var_size, &v);
+    int64_t bytes = tf_imgvars_bytes(img, len, var_size, &v);
     if (!bytes)
         return CUDA_SUCCESS;
     struct obj *c = tf__ws_obj_get(s, o->ctx, TF_PROTO_H_CTX);
@@ -240,6 +241,59 @@ static CUresult charge_vars(struct session *s, struct obj *o)
     return CUDA_SUCCESS;
 }
 
+/* The image a MODULE_LOAD names: the one held under its digest (BY_DIGEST), or the uploaded
+ * blob, checked against the digest and then kept under it. NULL with *R set when there is
+ * none (NEED_IMAGE: the client is to send it). The entry is referenced; the blob consumed. */
+static struct tf_img *load_image(struct session *s, const struct tf_msg_module_load_req *m,
+                                 CUresult *r, uint32_t *need_image)
+{
+    struct tf_worker *w = s->w;
+    if (m->flags & TF_PROTO_LOAD_BY_DIGEST) {
+        tf__ws_blob_drop(s); /* nothing is uploaded for these */
+        struct tf_img *e = tf_imgcache_get(&w->images, m->digest);
+        if (!e) {
+            *need_image = 1;
+            *r = CUDA_ERROR_NOT_FOUND;
+        }
+        return e;
+    }
+    uint8_t got[TF_SHA256_LEN];
+    /* Images are NUL-terminated for the driver (PTX text needs it; binaries ignore it); the
+     * budget charged for the image includes that byte. */
+    if (s->blob_refused || tf_buf_append(&s->blob, "", 1) != 0) {
+        *r = CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    tf_sha256(s->blob.data, s->blob.len - 1, got);
+    if (memcmp(got, m->digest, TF_SHA256_LEN) != 0) {
+        tf_log(TF_LOG_WARN, "worker", "conn %llu: module image does not match its digest",
+               (unsigned long long)s->c->id);
+        *r = CUDA_ERROR_INVALID_IMAGE;
+        return NULL;
+    }
+    /* The cache takes the buffer (trimmed to its length) and its charge. */
+    uint8_t *data = s->blob.data;
+    size_t len = s->blob.len;
+    uint8_t *trim = realloc(data, len);
+    if (trim)
+        data = trim;
+    int64_t charged = s->blob_charged;
+    if (trim && (int64_t)len < charged) {
+        tf_worker_blob_release(w, charged - (int64_t)len);
+        charged = (int64_t)len;
+    }
+    memset(&s->blob, 0, sizeof(s->blob));
+    tf_buf_init(&s->blob, TF_PROTO_MAX_BLOB + 1);
+    s->blob_charged = 0;
+    int64_t freed;
+    struct tf_img *e = tf_imgcache_put(&w->images, m->digest, data, len, charged, &freed);
+    if (freed)
+        tf_worker_blob_release(w, freed);
+    if (!e)
+        *r = CUDA_ERROR_OUT_OF_MEMORY;
+    return e;
+}
+
 int tf__ws_h_module_load(struct session *s, struct req *q)
 {
     struct tf_msg_module_load_req m;
@@ -251,15 +305,16 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     unsigned type = m.kind == TF_PROTO_LOAD_LIBRARY ? TF_PROTO_H_LIBRARY : TF_PROTO_H_MODULE;
-    if (m.kind > TF_PROTO_LOAD_LIBRARY || !tf__ws_client_id_ok(s, m.module, type))
+    if (m.kind > TF_PROTO_LOAD_LIBRARY || (m.flags & ~TF_PROTO_LOAD_BY_DIGEST) ||
+        !tf__ws_client_id_ok(s, m.module, type))
         PROTO_FAIL(q, "bad module load request");
     CUresult r = CUDA_SUCCESS;
+    uint32_t need_image = 0;
     char log[TF_PROTO_MAX_LOG];
     log[0] = 0;
-    /* Images are NUL-terminated for the driver (PTX text needs it; binaries ignore it); the
-     * budget charged for the image includes that byte. */
-    if (s->blob_refused || tf_buf_append(&s->blob, "", 1) != 0)
-        r = CUDA_ERROR_OUT_OF_MEMORY;
+    struct tf_img *img = load_image(s, &m, &r, &need_image);
+    tf__ws_blob_drop(s); /* what is left of an upload and its budget go back at once */
+    s->blob_refused = 0;
     if (!r && type == TF_PROTO_H_MODULE)
         r = tf__ws_use_ctx(s, m.ctx, NULL);
     else if (!r && m.ctx)
@@ -273,11 +328,11 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
         void *val[2] = {log, (void *)(uintptr_t)sizeof(log)};
         tf_wconn_wait_begin(s->c);
         if (type == TF_PROTO_H_LIBRARY)
-            r = s->d->libraryLoadData(&lib, s->blob.data, opt, val, 2, NULL, NULL, 0);
+            r = s->d->libraryLoadData(&lib, img->data, opt, val, 2, NULL, NULL, 0);
         else if (s->d->moduleLoadDataEx)
-            r = s->d->moduleLoadDataEx(&mod, s->blob.data, 2, opt, val);
+            r = s->d->moduleLoadDataEx(&mod, img->data, 2, opt, val);
         else
-            r = s->d->moduleLoadData(&mod, s->blob.data);
+            r = s->d->moduleLoadData(&mod, img->data);
         tf_wconn_wait_end(s->c);
         log[sizeof(log) - 1] = 0;
     }
@@ -298,18 +353,22 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
                 o->h.mod = mod;
             else
                 o->h.lib = lib;
-            if (type == TF_PROTO_H_MODULE && (r = charge_vars(s, o)) != CUDA_SUCCESS)
+            if (type == TF_PROTO_H_MODULE &&
+                (r = charge_vars(s, o, img->data, img->len)) != CUDA_SUCCESS)
                 tf__ws_destroy_obj(s, o); /* unloaded: its variables are gone again */
             else if (type == TF_PROTO_H_LIBRARY)
-                tf__ws_vars_library(s, o, s->blob.data, s->blob.len);
+                tf__ws_vars_library(s, o, img->data, img->len);
             if (r == CUDA_SUCCESS &&
                 (type == TF_PROTO_H_MODULE || (m.ctx && s->d->libraryGetKernel)))
-                nfuncs = report_funcs(s, o, m.ctx, (const char *)s->blob.data, s->blob.len - 1);
+                nfuncs = report_funcs(s, o, m.ctx, (const char *)img->data, img->len - 1);
         }
     }
-    tf__ws_blob_drop(s); /* the image's memory and budget go back at once */
-    s->blob_refused = 0;
-    struct tf_msg_module_load_rep rep = {.nfuncs = nfuncs, .log_len = (uint32_t)loglen};
+    if (img) {
+        tf_imgcache_unref(&s->w->images, img);
+        tf_worker_images_changed(s->w);
+    }
+    struct tf_msg_module_load_rep rep = {
+        .nfuncs = nfuncs, .log_len = (uint32_t)loglen, .need_image = need_image};
     tf_msg_module_load_rep_put(s->reply.data, &rep);
     return r;
 }
