@@ -249,19 +249,27 @@ static double burn_share(const char *path, double secs)
     return busy / t;
 }
 
-/* The compute limit of a worker holds on every launch path the runtime takes. */
+/* The compute limit of a worker holds on every launch path the runtime takes, graph launches
+ * included; the same load on a worker without a limit runs well above it (so the limit, not
+ * the overhead of the wire, is what holds it). */
 static void a_workers_compute_limit_holds_on_every_runtime_launch_path(void **state)
 {
     (void)state;
     struct e2e_worker w;
-    e2e_start(&w, 0, (const char *[]){"--compute-percent", "25", NULL});
-    static const char *const paths[] = {"launch", "ex", "coop"};
-    for (int i = 0; i < 3; i++) {
+    e2e_start(&w, 0, NULL);
+    double free_run = burn_share("graph", 3.0);
+    e2e_stop(&w);
+    e2e_start(&w, 0, (const char *[]){"--compute-percent", "10", NULL});
+    static const char *const paths[] = {"launch", "ex", "coop", "graph"};
+    double most = 0;
+    for (int i = 0; i < 4; i++) {
         double share = burn_share(paths[i], 3.0);
         /* The process's lifetime includes start-up; the limit is an upper bound. */
-        assert_true(share <= 0.40);
-        assert_true(share >= 0.03);
+        assert_true(share <= 0.20);
+        assert_true(share >= 0.01);
+        most = share > most ? share : most;
     }
+    assert_true(free_run >= 2 * most);
     e2e_stop(&w);
 }
 

@@ -80,6 +80,13 @@ static int c_device_queries(void *arg)
     E2E_CHECK(major == 8);
     E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
     E2E_CHECK(v > 0);
+    /* features the remote path does not serve are absent, so the runtime never offers them */
+    E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0));
+    E2E_CHECK(v == 0);
+    E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 0));
+    E2E_CHECK(v == 0);
+    E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 0));
+    E2E_CHECK(v == 1);
     E2E_CHECK_CU(cuDeviceGetAttribute(&v, (CUdevice_attribute)100000, 0), CUDA_ERROR_INVALID_VALUE,
                  "bad attribute");
     E2E_CHECK_CU(cuDeviceGetName(name, sizeof(name), 1), CUDA_ERROR_INVALID_DEVICE, "device 1");

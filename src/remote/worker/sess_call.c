@@ -17,7 +17,7 @@
 
 /* ---- trampolines: the driver call with the decoded arguments ------------------------------- */
 
-typedef CUresult (*tramp_fn)(void *fn, const uint64_t *v, uint64_t *o, void **nh);
+typedef tf_ws_tramp tramp_fn;
 
 #define TDECL(i, t) TF_PP_ARG(TDECL, i, t)
 #define TDECL_VOID(i, T, n, k)
@@ -73,6 +73,17 @@ typedef CUresult (*tramp_fn)(void *fn, const uint64_t *v, uint64_t *o, void **nh
 
 static const tramp_fn tramps[TF_CALL_COUNT] = {
 #define C(code, sym, kind, ctx, waits, client, worker, fallback, args) tr_##sym,
+#include "remote/calls.def"
+#undef C
+};
+
+/* WORKER HOOK entries: their hook, which makes the call; NULL for PLAIN ones. */
+typedef CUresult (*whook_fn)(struct session *s, uint64_t ctx, tf_ws_tramp call, void *fn,
+                             const uint64_t *v, uint64_t *o, void **nh);
+#define WHOOK_PLAIN(sym) NULL,
+#define WHOOK_HOOK(sym) tf__ws_hook_##sym,
+static const whook_fn whooks[TF_CALL_COUNT] = {
+#define C(code, sym, kind, ctx, waits, client, worker, fallback, args) WHOOK_##worker(sym)
 #include "remote/calls.def"
 #undef C
 };
@@ -231,7 +242,7 @@ static int run_call(struct session *s, struct req *q, const struct tf_call_desc 
     }
     if (d->waits)
         tf_wconn_wait_begin(s->c);
-    r = tramps[idx](fn, v, o, nh);
+    r = whooks[idx] ? whooks[idx](s, ctx, tramps[idx], fn, v, o, nh) : tramps[idx](fn, v, o, nh);
     if (d->waits)
         tf_wconn_wait_end(s->c);
     for (uint8_t i = 0; r == CUDA_SUCCESS && i < d->nargs; i++) {

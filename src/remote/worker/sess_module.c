@@ -504,7 +504,7 @@ int tf__ws_h_get_global(struct session *s, struct req *q)
  * clients' connections are not held). The connection counts as waiting from the first
  * throttled launch until the session reads from the client again: a batch of launches that
  * each wait less than the keepalive period may add up to more than the client's timeout. */
-static void charge_launch(struct session *s, struct tf_wlaunch *l)
+void tf__ws_charge_launch(struct session *s, struct tf_wlaunch *l)
 {
     if (!tf_wcompute_try(&s->w->compute, &s->cost, l)) {
         tf_wconn_wait_begin(s->c);
@@ -552,7 +552,7 @@ int tf__ws_h_launch(struct session *s, struct req *q)
                                        ((uint64_t)m.block_x * m.block_y * m.block_z),
                             .stream = (uintptr_t)st};
     if (m.nattrs == 0) {
-        charge_launch(s, &wl);
+        tf__ws_charge_launch(s, &wl);
         r = s->d->launchKernel(fn, m.grid_x, m.grid_y, m.grid_z, m.block_x, m.block_y, m.block_z,
                                m.shmem, st, o->nparams ? s->kparams : NULL, NULL);
         tf_wcompute_issued(&s->w->compute, &s->cost, &wl, r == CUDA_SUCCESS);
@@ -601,8 +601,24 @@ int tf__ws_h_launch(struct session *s, struct req *q)
                           .hStream = st,
                           .attrs = la,
                           .numAttrs = m.nattrs};
-    charge_launch(s, &wl);
+    tf__ws_charge_launch(s, &wl);
     r = s->d->launchKernelEx(&cfg, fn, o->nparams ? s->kparams : NULL, NULL);
+    tf_wcompute_issued(&s->w->compute, &s->cost, &wl, r == CUDA_SUCCESS);
+    return r;
+}
+
+/* A graph launch: charged as one launch of the executable graph (the cost model learns what
+ * it costs from its measured launches, as for a kernel). */
+CUresult tf__ws_hook_cuGraphLaunch(struct session *s, uint64_t ctx, tf_ws_tramp call, void *fn,
+                                   const uint64_t *v, uint64_t *o, void **nh)
+{
+    struct obj *cx = tf__ws_obj_get(s, ctx, TF_PROTO_H_CTX);
+    if (!cx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct tf_wlaunch wl = {
+        .dev = cx->dev, .func = (uintptr_t)v[0], .threads = 1, .stream = (uintptr_t)v[1]};
+    tf__ws_charge_launch(s, &wl);
+    CUresult r = call(fn, v, o, nh);
     tf_wcompute_issued(&s->w->compute, &s->cost, &wl, r == CUDA_SUCCESS);
     return r;
 }

@@ -109,6 +109,11 @@ static int dispatch(struct session *s, uint16_t op, struct req *q)
 }
 
 /* Executes one request (a frame or a batch record). */
+static bool is_capture_err(CUresult r)
+{
+    return r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+}
+
 static int exec_one(struct session *s, uint16_t op, const uint8_t *p, size_t len, uint64_t req_id,
                     const char **why)
 {
@@ -137,6 +142,10 @@ static int exec_one(struct session *s, uint16_t op, const uint8_t *p, size_t len
         tf__ws_defer(s, st);
         return 0;
     }
+    /* A capture an asynchronous request broke fails once, at the call that ends it (locally
+     * the request itself fails, then cuStreamEndCapture). */
+    if (is_capture_err(s->pending) && is_capture_err(st))
+        s->pending = CUDA_SUCCESS;
     if (s->pending && (st == CUDA_SUCCESS || st == CUDA_ERROR_NOT_READY)) {
         st = s->pending;
         s->pending = CUDA_SUCCESS;

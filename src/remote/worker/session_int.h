@@ -194,5 +194,19 @@ void tf__ws_vars_ctx_gone(struct session *s, uint64_t ctx);
 
 /* sess_call.c: the plain driver calls of calls.def (SYNC: CALL, else CALL_ASYNC) */
 int tf__ws_h_call(struct session *s, struct req *q, int sync);
+/* The driver call of a calls.def entry with decoded arguments V (outputs O, new handles NH). */
+typedef CUresult (*tf_ws_tramp)(void *fn, const uint64_t *v, uint64_t *o, void **nh);
+/* WORKER HOOK entries of calls.def: the hook makes the call (CALL(FN, V, O, NH)) with what it
+ * must do around it; CTX is the call's context id, V's handles are resolved. */
+#define TF__WS_HOOK_PLAIN(sym)
+#define TF__WS_HOOK_HOOK(sym)                                                                      \
+    CUresult tf__ws_hook_##sym(struct session *s, uint64_t ctx, tf_ws_tramp call, void *fn,        \
+                               const uint64_t *v, uint64_t *o, void **nh);
+#define C(code, sym, kind, ctx, waits, client, worker, fallback, args) TF__WS_HOOK_##worker(sym)
+#include "remote/calls.def"
+#undef C
+/* The compute limit's charge for launch L (its tokens taken, waiting for them if need be),
+ * right before it is issued; tf_wcompute_issued right after. */
+void tf__ws_charge_launch(struct session *s, struct tf_wlaunch *l);
 
 #endif

@@ -14,6 +14,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Device features the remote path does not serve (docs/remote.md "Semantics across the
+ * wire"): reported as absent, so the runtime and frameworks that look before they use them
+ * (the stream-ordered allocator, managed memory, mapped or registered host memory, virtual
+ * memory management) take the path for a device without them instead of failing later. */
+static const CUdevice_attribute unserved[] = {
+    CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY,
+    CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+    CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST,
+    CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+    CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+    CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+    CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+    CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED,
+    CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+    CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+};
+
+static bool is_unserved(int a)
+{
+    for (size_t i = 0; i < sizeof(unserved) / sizeof(unserved[0]); i++)
+        if ((int)unserved[i] == a)
+            return true;
+    return false;
+}
+
 /* ---- shared worker state -------------------------------------------------------------------- */
 
 int tf_worker_vram_reserve(struct tf_worker *w, int i, int64_t bytes)
@@ -223,6 +248,8 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
             int v = 0;
             CUresult ar = a == 0 ? CUDA_ERROR_INVALID_VALUE
                                  : d->deviceGetAttribute(&v, (CUdevice_attribute)a, wd->dev);
+            if (ar == CUDA_SUCCESS && is_unserved(a))
+                v = 0;
             struct tf_msg_attr_val av = {.status = (uint32_t)ar, .value = (uint32_t)v};
             uint8_t *q = tf_buf_grow(&w->hello_tail, TF_PROTO_SIZE_attr_val);
             if (!q)
