@@ -164,6 +164,7 @@ struct tfc {
     int pump_running;
     _Atomic int pump_stop;
     int lost_logged;
+    uint64_t round_trips; /* blocking requests (tfc_call); TF_REMOTE_STATS reports them */
 };
 
 #define TFC_OBJ_LAYOUT(T)                                                                          \
