@@ -5,7 +5,7 @@
 set -euo pipefail
 mode="${1:-build}"
 pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libyaml-dev libcmocka-dev
-      libmicrohttpd-dev libgnutls28-dev libcurl4-openssl-dev libsqlite3-dev tzdata
+      libmicrohttpd-dev libgnutls28-dev nettle-dev libcurl4-openssl-dev libsqlite3-dev tzdata
       libgrpc-dev protobuf-c-compiler libprotobuf-c-dev liblz4-dev libzstd-dev)
 if [ "$mode" = test ]; then
     # prometheus-alertmanager: the alert tests post to a real Alertmanager on loopback.

@@ -16,9 +16,11 @@
 #   --compare-sim BUILD_DIR  also list the device attributes in which device 0 differs from
 #                    the simulated model of the same name (BUILD_DIR/src/sim; informational)
 #   --arch sm_XX     PTX target (default sm_80; use sm_75 on a Turing GPU)
-#   --remote-bench BUILD_DIR  also run BUILD_DIR/bench/remote/bench_remote on this machine's
-#                    driver (--system-driver: tf-worker on the real GPU; the RTT, bandwidth
-#                    and launch figures of docs/remote.md)
+#   --remote-bench BUILD_DIR  also run the runtime programs through BUILD_DIR's libtf_client
+#                    and a tf-worker on this machine's driver, then
+#                    BUILD_DIR/bench/remote/bench_remote (--system-driver: tf-worker on the
+#                    real GPU; the RTT, bandwidth, launch and runtime-workload figures of
+#                    docs/remote.md)
 #   --no-bench       skip the timings (the programs' own checks still run)
 #   --keep           keep the work directory (programs, PTX, logs)
 # Environment: CUDA_HOME (default /usr/local/cuda), CC (default cc), TF_SIM_DEVICES (--sim
@@ -171,6 +173,7 @@ rt_programs="vecadd matmul pitched streams symbols launch errors nvrtc mempool m
 declare -A rt_libs=([nvrtc]="-lnvrtc -lcuda" [cublas_sgemm]="-lcublas")
 rt_preload=""
 prebuilt=""
+declare -A rt_built=() # tag -> the program, for the remote runs
 if [ -n "$sim" ]; then
     # The sanitizer build's simulator carries ASan; the programs dlopen it, so ASan's runtime
     # must be preloaded. The build's own nvcc builds of the programs are used.
@@ -203,8 +206,42 @@ else
                 }
             fi
             run_rt "$p" "$exe" "$tag"
+            rt_built[$tag]=$exe
         done
     done
+fi
+
+# --- the same runtime programs through libtf_client -> tf-worker (--remote-bench) ---------------
+# BUILD_DIR's tf-worker on this machine's driver (the simulated one with --sim), on a private
+# unix socket; each program unmodified with BUILD_DIR's client as its libcuda.so.1.
+if [ -n "$remote" ] && [ ${#rt_built[@]} -gt 0 ]; then
+    rworker="$remote/src/remote/worker/tf-worker" rclient="$remote/src/remote/client"
+    if [ ! -x "$rworker" ] || [ ! -f "$rclient/libcuda.so.1" ]; then
+        echo "FAIL [remote] no $rworker or $rclient/libcuda.so.1 (build BUILD_DIR first)"
+        fail=$((fail + 1))
+        failed="$failed remote"
+    else
+        echo "gpu-check-token-0123456789" >"$work/token"
+        env ${sim:+LD_LIBRARY_PATH="$simlib"} "$rworker" --listen "unix://$work/worker.sock" \
+            --token-file "$work/token" --ready-file "$work/worker.ready" --pinned-staging \
+            --log-level error >"$work/worker.log" 2>&1 &
+        wpid=$!
+        for _ in $(seq 100); do [ -s "$work/worker.ready" ] && break; sleep 0.1; done
+        saved_path=${LD_LIBRARY_PATH:-} saved_preload=$rt_preload
+        export LD_LIBRARY_PATH=$rclient TF_REMOTE="unix://$work/worker.sock"
+        export TF_TOKEN=gpu-check-token-0123456789
+        rt_preload=$(ldd "$rclient/libcuda.so.1" | awk '/libasan\.so/ {print $3}')
+        for tag in $(printf '%s\n' "${!rt_built[@]}" | sort); do
+            p=${tag#rt-}
+            p=${p%-*}
+            run_rt "$p" "${rt_built[$tag]}" "remote-$tag"
+        done
+        export LD_LIBRARY_PATH=$saved_path
+        unset TF_REMOTE TF_TOKEN
+        rt_preload=$saved_preload
+        kill "$wpid" 2>/dev/null
+        wait "$wpid" 2>/dev/null
+    fi
 fi
 
 # --- the attribute table against the simulated model of the same name ---------------------------

@@ -19,7 +19,11 @@
  *   - asynchronous launches per second (an empty-work kernel, batched): the client's issue
  *     rate and the end-to-end rate including cuCtxSynchronize, local (simulated GPU
  *     directly) and remote;
- *   - a small real workload (200 sgemm launches with their copies), local vs remote.
+ *   - a small real workload (200 sgemm launches with their copies), local vs remote;
+ *   - a CUDA runtime workload (tests/cudart/train.cu, plain nvcc: steps of tiled matmul with
+ *     the batch and weights copied in and the result copied out each step, as a training
+ *     step moves data), local on the simulated GPU vs through libtf_client, with the client's
+ *     blocking round trips per step (TF_REMOTE_STATS).
  * Prints `name: value unit` lines. The worker, the client library and the simulated GPU
  * are found at the build paths compiled in (bench/remote/meson.build). With
  * --system-driver the worker and the local runs load the machine's own libcuda.so.1 (a real
@@ -495,6 +499,105 @@ static int cuda_child(int out, int remote)
     return 0;
 }
 
+/* Forks a child whose stdout-to-be is P[1]; the parent keeps P[0] to read it. The pid (0 in
+ * the child), or -1. */
+static pid_t fork_piped(int p[2])
+{
+    if (pipe(p) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid <= 0)
+        close(p[0]);
+    if (pid != 0)
+        close(p[1]);
+    return pid;
+}
+
+/* The driver the worker and the local runs load: the simulated GPU's build directory, or
+ * NULL for the machine's own libcuda.so.1 (--system-driver). */
+static const char *driver_dir = BENCH_SIM_DIR;
+
+/* ---- the CUDA runtime workload ------------------------------------------------------------ */
+
+#ifdef BENCH_TRAIN
+#define TRAIN_STEPS 300
+#define TRAIN_DIM 64
+
+/* Runs the train program with LIBDIR first on the library path (the simulated driver or the
+ * client); its loop time in seconds and checksum, or -1. STATS: TF_REMOTE_STATS. */
+static double run_train(const char *libdir, const char *stats, double *checksum)
+{
+    int p[2];
+    pid_t pid = fork_piped(p);
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        dup2(p[1], 1);
+        char lp[4096];
+        snprintf(lp, sizeof(lp), "%s%s%s", libdir ? libdir : "", libdir ? ":" : "",
+                 BENCH_CUDA_LIBDIR);
+        setenv("LD_LIBRARY_PATH", lp, 1);
+        if (BENCH_PRELOAD[0]) { /* (sanitizer builds: ASan's runtime first) */
+            setenv("LD_PRELOAD", BENCH_PRELOAD, 1);
+            setenv("ASAN_OPTIONS", "detect_leaks=0:verify_asan_link_order=0", 1);
+        }
+        if (stats)
+            setenv("TF_REMOTE_STATS", stats, 1);
+        setenv("TF_LOG_LEVEL", "error", 1);
+        char steps[16], dim[16];
+        snprintf(steps, sizeof(steps), "%d", TRAIN_STEPS);
+        snprintf(dim, sizeof(dim), "%d", TRAIN_DIM);
+        execl(BENCH_TRAIN, BENCH_TRAIN, steps, dim, (char *)NULL);
+        _exit(127);
+    }
+    FILE *f = fdopen(p[0], "r");
+    char line[256];
+    double t = -1;
+    while (fgets(line, sizeof(line), f)) {
+        if (sscanf(line, "train_s %lf", &t) != 1)
+            (void)sscanf(line, "train_checksum %lf", checksum);
+    }
+    fclose(f);
+    int st;
+    waitpid(pid, &st, 0);
+    return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? t : -1;
+}
+
+/* Local and remote runs alternate, REPS of each; the ratio is of the medians. */
+static int train_bench(const char *dir)
+{
+    enum { REPS = 5 };
+    double lt[REPS], rt[REPS], lsum = 0, rsum = 0;
+    char stats[200];
+    snprintf(stats, sizeof(stats), "%s/client-stats", dir);
+    for (int i = 0; i < REPS; i++) {
+        lt[i] = run_train(driver_dir, NULL, &lsum);
+        rt[i] = run_train(BENCH_CLIENT_DIR, stats, &rsum);
+        if (lt[i] < 0 || rt[i] < 0) {
+            fprintf(stderr, "bench_remote: the train program failed\n");
+            return 1;
+        }
+        if (lsum != rsum) {
+            fprintf(stderr, "bench_remote: local and remote train results differ\n");
+            return 1;
+        }
+    }
+    double rts = -1;
+    FILE *f = fopen(stats, "r");
+    if (!f || fscanf(f, "round_trips %lf", &rts) != 1)
+        rts = -1;
+    if (f)
+        fclose(f);
+    double l = median(lt, REPS), r = median(rt, REPS);
+    printf("local_cudart_workload: %.4f s\n", l);
+    printf("remote_cudart_workload: %.4f s\n", r);
+    printf("remote_cudart_workload_ratio: %.3f ratio\n", r / l);
+    /* (the whole process's: start-up and teardown add a few to the loop's) */
+    printf("remote_cudart_round_trips_per_step: %.2f round trips\n", rts / TRAIN_STEPS);
+    return 0;
+}
+#endif
+
 /* ---- orchestration -------------------------------------------------------------------------- */
 
 struct kv {
@@ -506,11 +609,10 @@ static int run_child(const char *self, const char *libdir, const char *remote, s
                      int cap)
 {
     int p[2];
-    if (pipe(p) != 0)
+    pid_t pid = fork_piped(p);
+    if (pid < 0)
         return -1;
-    pid_t pid = fork();
     if (pid == 0) {
-        close(p[0]);
         if (libdir)
             setenv("LD_LIBRARY_PATH", libdir, 1);
         else
@@ -521,7 +623,6 @@ static int run_child(const char *self, const char *libdir, const char *remote, s
         execl(self, self, "--cuda", fd, remote ? "remote" : "local", (char *)NULL);
         _exit(127);
     }
-    close(p[1]);
     FILE *f = fdopen(p[0], "r");
     int n = 0;
     while (n < cap && fscanf(f, "%63s %lf", kv[n].key, &kv[n].val) == 2)
@@ -539,10 +640,6 @@ static double get(const struct kv *kv, int n, const char *key)
             return kv[i].val;
     return -1;
 }
-
-/* The driver the worker and the local runs load: the simulated GPU's build directory, or
- * NULL for the machine's own libcuda.so.1 (--system-driver). */
-static const char *driver_dir = BENCH_SIM_DIR;
 
 static pid_t start_worker(char *addr, size_t len, char *dir)
 {
@@ -624,6 +721,10 @@ int main(int argc, char **argv)
     struct kv rk[32], lk[32];
     int rn = run_child(argv[0], BENCH_CLIENT_DIR, "remote", rk, 32);
     int ln = run_child(argv[0], driver_dir, NULL, lk, 32);
+    int train_rc = 0;
+#ifdef BENCH_TRAIN
+    train_rc = train_bench(dir);
+#endif
     int qfd = raw_open(port, 'q', 0);
     if (qfd >= 0)
         close(qfd);
@@ -635,7 +736,7 @@ int main(int argc, char **argv)
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         fprintf(stderr, "bench_remote: cannot remove %s\n", dir);
-    if (rn < 0 || ln < 0) {
+    if (rn < 0 || ln < 0 || train_rc) {
         fprintf(stderr, "bench_remote: a CUDA run failed\n");
         return 1;
     }

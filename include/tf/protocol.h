@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * TensorFusion remote-GPU wire protocol, version 1 (public header).
+ * TensorFusion remote-GPU wire protocol, version 2 (public header).
  *
  * A client (libtf_client.so, installed as libcuda.so.1) forwards CUDA driver API calls to a
  * worker (tf-worker) over TCP (TCP_NODELAY) or a unix stream socket. This header is the
@@ -49,7 +49,7 @@
 #include <stdint.h>
 
 #define TF_PROTO_MAGIC 0x50524654u /* bytes 'T' 'F' 'R' 'P' */
-#define TF_PROTO_VERSION 1u
+#define TF_PROTO_VERSION 2u
 
 #define TF_PROTO_HDR_SIZE 24u
 #define TF_PROTO_F_REPLY 0x1u
@@ -72,6 +72,8 @@
 #define TF_PROTO_MAX_CLOSE_MSG 512u     /* text of a CLOSE event */
 #define TF_PROTO_0 0u                   /* a zero tail bound in TF_PROTO_OPS */
 #define TF_PROTO_MAX_LAUNCH_TAIL (TF_PROTO_MAX_LAUNCH_ATTRS * 16u + TF_PROTO_MAX_PARAM_BYTES)
+#define TF_PROTO_MAX_CALL_ARGS 10u /* u64 arguments of a CALL */
+#define TF_PROTO_MAX_CALL_TAIL (TF_PROTO_MAX_CALL_ARGS * 8u)
 
 /* Handle ids: the top byte is the object type; bits 0..47 a serial number (>= 1). */
 #define TF_PROTO_H_CTX 0x01u
@@ -81,6 +83,9 @@
 #define TF_PROTO_H_EVENT 0x05u
 #define TF_PROTO_H_LIBRARY 0x06u
 #define TF_PROTO_H_KERNEL 0x07u
+#define TF_PROTO_H_POOL 0x08u                 /* CUmemoryPool */
+#define TF_PROTO_H_GRAPH 0x09u                /* CUgraph */
+#define TF_PROTO_H_GEXEC 0x0au                /* CUgraphExec */
 #define TF_PROTO_H_WORKER (UINT64_C(1) << 48) /* id assigned by the worker */
 #define TF_PROTO_H_SERIAL_MASK ((UINT64_C(1) << 48) - 1)
 #define TF_PROTO_HANDLE(type, serial) (((uint64_t)(type) << 56) | ((uint64_t)(serial)))
@@ -92,8 +97,9 @@
 #define TF_PROTO_STREAM_PER_THREAD 2u
 
 /* MODULE_LOAD kinds. */
-#define TF_PROTO_LOAD_MODULE 0u  /* cuModuleLoadData*: functions are reported */
-#define TF_PROTO_LOAD_LIBRARY 1u /* cuLibraryLoadData: kernels are reported */
+#define TF_PROTO_LOAD_MODULE 0u    /* cuModuleLoadData*: functions are reported */
+#define TF_PROTO_LOAD_LIBRARY 1u   /* cuLibraryLoadData: kernels are reported */
+#define TF_PROTO_LOAD_BY_DIGEST 1u /* module_load_req.flags: the image held under digest */
 
 /* Close reasons in CLOSE events (the worker closes the connection right after). */
 #define TF_PROTO_CLOSE_PROTOCOL 1u /* malformed or hostile frame */
@@ -123,7 +129,6 @@
     /* contexts */                                                                               \
     X(CTX_CREATE,        0x0101, SYNC,  ctx_create_req,    status_rep,      0, 0)                \
     X(CTX_DESTROY,       0x0102, ASYNC, ctx_req,           none,            0, 0)                \
-    X(CTX_SYNC,          0x0103, SYNC,  ctx_req,           status_rep,      0, 0)                \
     X(PRIMARY_RETAIN,    0x0104, SYNC,  ctx_create_req,    status_rep,      0, 0)                \
     X(PRIMARY_DROP,      0x0105, ASYNC, primary_drop_req,  none,            0, 0)                \
     /* memory */                                                                                 \
@@ -145,22 +150,13 @@
     X(MODULE_GET_FUNC,   0x0304, SYNC,  get_func_req,      func_rep,        1, MAX_NAME)         \
     X(MODULE_GET_GLOBAL, 0x0305, SYNC,  module_req,        global_rep,      1, MAX_NAME)         \
     X(KERNEL_GET_FUNC,   0x0306, SYNC,  get_func_req,      func_rep,        0, 0)                \
-    X(FUNC_SET_ATTR,     0x0307, SYNC,  func_attr_req,     status_rep,      0, 0)                \
     /* launches */                                                                               \
     X(LAUNCH,            0x0401, ASYNC, launch_req,        none,            0, MAX_LAUNCH_TAIL)  \
     /* streams */                                                                                \
     X(STREAM_CREATE,     0x0501, ASYNC, stream_create_req, none,            0, 0)                \
-    X(STREAM_DESTROY,    0x0502, ASYNC, stream_req,        none,            0, 0)                \
-    X(STREAM_SYNC,       0x0503, SYNC,  stream_req,        status_rep,      0, 0)                \
-    X(STREAM_QUERY,      0x0504, SYNC,  stream_req,        status_rep,      0, 0)                \
-    X(STREAM_WAIT_EVENT, 0x0505, ASYNC, stream_wait_req,   none,            0, 0)                \
-    /* events */                                                                                 \
-    X(EVENT_CREATE,      0x0601, ASYNC, event_create_req,  none,            0, 0)                \
-    X(EVENT_DESTROY,     0x0602, ASYNC, event_req,         none,            0, 0)                \
-    X(EVENT_RECORD,      0x0603, ASYNC, event_record_req,  none,            0, 0)                \
-    X(EVENT_QUERY,       0x0604, SYNC,  event_req,         status_rep,      0, 0)                \
-    X(EVENT_SYNC,        0x0605, SYNC,  event_req,         status_rep,      0, 0)                \
-    X(EVENT_ELAPSED,     0x0606, SYNC,  event_elapsed_req, elapsed_rep,     0, 0)
+    /* plain driver calls (src/remote/calls.def) */                                              \
+    X(CALL,              0x0701, SYNC,  call_req,          call_rep,        0, MAX_CALL_TAIL)    \
+    X(CALL_ASYNC,        0x0702, ASYNC, call_req,          none,            0, MAX_CALL_TAIL)
 
 /* Layouts. Each is a list of F(M, OFFSET, SIZE, FIELD) scalars (SIZE 1, 2, 4 or 8),
  * B(M, OFFSET, SIZE, FIELD) byte arrays and R(M, OFFSET, SIZE, FIELD) reserved scalars, which
@@ -314,13 +310,17 @@
     F(M,  8, 4, status)           /* CUresult of the copy */                             \
     R(M, 12, 4, rsvd)
 
-/* The image is the connection's blob (BLOB_APPEND tails since the last load), consumed by
- * the load whatever its outcome. */
+/* The image is named by its SHA-256 DIGEST. With TF_PROTO_LOAD_BY_DIGEST the worker loads
+ * the image it holds under DIGEST, or answers CUDA_ERROR_NOT_FOUND with NEED_IMAGE set and
+ * loads nothing. Without it the image is the connection's blob (BLOB_APPEND tails since the
+ * last load), consumed by the load whatever its outcome; it must hash to DIGEST
+ * (CUDA_ERROR_INVALID_IMAGE otherwise) and is kept under DIGEST for later loads. */
 #define TF_PROTO_L_module_load_req(F, B, R, M)                                              \
     F(M,  0, 8, ctx)                                                                     \
     F(M,  8, 8, module)           /* id for the module or library */                     \
     F(M, 16, 4, kind)             /* TF_PROTO_LOAD_* */                                  \
-    R(M, 20, 4, rsvd)
+    F(M, 20, 4, flags)            /* TF_PROTO_LOAD_BY_DIGEST */                          \
+    B(M, 24, 32, digest)          /* SHA-256 of the image (without the loader's NUL) */
 
 /* Tail: LOG_LEN bytes of JIT error log, then NFUNCS function records (func_info + name +
  * params + attrs each), the functions (module) or kernels (library) it holds. */
@@ -328,7 +328,7 @@
     F(M,  0, 4, status)                                                                  \
     F(M,  4, 4, nfuncs)                                                                  \
     F(M,  8, 4, log_len)                                                                 \
-    R(M, 12, 4, rsvd)
+    F(M, 12, 4, need_image)       /* BY_DIGEST load of an image the worker does not hold */
 
 /* A function record: this layout, then NAME_LEN name bytes, NPARAMS param_info, NATTRS
  * attr_val (cuFuncGetAttribute for attributes 0..NATTRS-1). */
@@ -368,11 +368,6 @@
     F(M,  8, 8, dptr)                                                                    \
     F(M, 16, 8, size)
 
-#define TF_PROTO_L_func_attr_req(F, B, R, M)                                                \
-    F(M,  0, 8, ctx)                                                                     \
-    F(M,  8, 8, func)                                                                    \
-    F(M, 16, 4, attr)             /* CUfunction_attribute */                             \
-    F(M, 20, 4, value)
 
 /* Tail: NATTRS launch_attr, then the packed parameter buffer (exactly the function's
  * params_size bytes). */
@@ -396,48 +391,31 @@
     F(M,  8, 4, v1)                                                                      \
     F(M, 12, 4, v2)
 
+/* CALL / CALL_ASYNC: one driver call of src/remote/calls.def. Tail: NARGS u64, the call's
+ * wire arguments in order (integers sign- or zero-extended from their C type, device
+ * ordinals, object ids); NARGS must be the call's count. */
+#define TF_PROTO_L_call_req(F, B, R, M)                                                     \
+    F(M,  0, 4, call)             /* the call's code in calls.def */                     \
+    F(M,  4, 4, nargs)                                                                   \
+    F(M,  8, 8, ctx)              /* client context it runs in, 0: none */
+
+/* Tail: NOUTS u64, the call's outputs in order (floats as their IEEE-754 bits). */
+#define TF_PROTO_L_call_rep(F, B, R, M)                                                     \
+    F(M,  0, 4, status)                                                                  \
+    F(M,  4, 4, nouts)
+
 #define TF_PROTO_L_stream_create_req(F, B, R, M)                                            \
     F(M,  0, 8, ctx)                                                                     \
     F(M,  8, 8, stream)           /* id the client chose */                              \
     F(M, 16, 4, flags)            /* CU_STREAM_* */                                      \
     F(M, 20, 4, priority)
 
-#define TF_PROTO_L_stream_req(F, B, R, M)                                                   \
-    F(M,  0, 8, ctx)                                                                     \
-    F(M,  8, 8, stream)
 
-#define TF_PROTO_L_stream_wait_req(F, B, R, M)                                              \
-    F(M,  0, 8, ctx)                                                                     \
-    F(M,  8, 8, stream)                                                                  \
-    F(M, 16, 8, event)                                                                   \
-    F(M, 24, 4, flags)                                                                   \
-    R(M, 28, 4, rsvd)
 
-#define TF_PROTO_L_event_create_req(F, B, R, M)                                             \
-    F(M,  0, 8, ctx)                                                                     \
-    F(M,  8, 8, event)            /* id the client chose */                              \
-    F(M, 16, 4, flags)            /* CU_EVENT_* */                                       \
-    R(M, 20, 4, rsvd)
 
-#define TF_PROTO_L_event_req(F, B, R, M)                                                    \
-    F(M,  0, 8, ctx)                                                                     \
-    F(M,  8, 8, event)
 
-#define TF_PROTO_L_event_record_req(F, B, R, M)                                             \
-    F(M,  0, 8, ctx)                                                                     \
-    F(M,  8, 8, event)                                                                   \
-    F(M, 16, 8, stream)                                                                  \
-    F(M, 24, 4, flags)                                                                   \
-    R(M, 28, 4, rsvd)
 
-#define TF_PROTO_L_event_elapsed_req(F, B, R, M)                                            \
-    F(M,  0, 8, ctx)                                                                     \
-    F(M,  8, 8, start)                                                                   \
-    F(M, 16, 8, end)
 
-#define TF_PROTO_L_elapsed_rep(F, B, R, M)                                                  \
-    F(M,  0, 4, status)                                                                  \
-    F(M,  4, 4, ms_bits)          /* float milliseconds, IEEE-754 bits */
 
 /* Every layout with its total size: X(NAME, SIZE). */
 #define TF_PROTO_LAYOUTS(X)                                                              \
@@ -449,13 +427,11 @@
     X(mem_alloc_rep, 24)     X(mem_free_req, 16)     X(mem_info_rep, 24)                 \
     X(htod_req, 24)          X(dtoh_req, 40)         X(dtod_req, 40)                     \
     X(memset_req, 40)        X(ptr_attr_req, 24)     X(ptr_attr_rep, 16)                 \
-    X(data_ev, 16)           X(dtoh_done_ev, 16)     X(module_load_req, 24)              \
+    X(data_ev, 16)           X(dtoh_done_ev, 16)     X(module_load_req, 56)              \
     X(module_load_rep, 16)   X(func_info, 24)        X(param_info, 8)                    \
     X(module_req, 16)        X(get_func_req, 24)     X(func_rep, 8)                      \
-    X(global_rep, 24)        X(func_attr_req, 24)    X(launch_req, 56)                   \
-    X(launch_attr, 16)       X(stream_create_req, 24) X(stream_req, 16)                  \
-    X(stream_wait_req, 32)   X(event_create_req, 24) X(event_req, 16)                    \
-    X(event_record_req, 32)  X(event_elapsed_req, 24) X(elapsed_rep, 8)
+    X(global_rep, 24)        X(launch_req, 56)       X(launch_attr, 16)                  \
+    X(stream_create_req, 24) X(call_req, 16)         X(call_rep, 8)
 /* clang-format on */
 
 enum tf_proto_op {

@@ -178,6 +178,22 @@ int tf_proto_launch_tail(const struct tf_msg_launch_req *m, const uint8_t *tail,
     return 0;
 }
 
+int tf_proto_call_tail(const struct tf_msg_call_req *m, size_t len)
+{
+    return m->nargs <= TF_PROTO_MAX_CALL_ARGS && len == (size_t)m->nargs * 8u ? 0 : TF_EPROTO;
+}
+
+int tf_proto_call_rep(const uint8_t *p, size_t len, struct tf_msg_call_rep *m, const uint8_t **outs)
+{
+    if (len < TF_PROTO_SIZE_call_rep)
+        return TF_EPROTO;
+    tf_msg_call_rep_get(p, m);
+    if (m->nouts > TF_PROTO_MAX_CALL_ARGS || len != TF_PROTO_SIZE_call_rep + (size_t)m->nouts * 8u)
+        return TF_EPROTO;
+    *outs = p + TF_PROTO_SIZE_call_rep;
+    return 0;
+}
+
 size_t tf_proto_func_size(uint32_t name_len, uint32_t nparams, uint32_t nattrs)
 {
     return TF_PROTO_SIZE_func_info + (size_t)name_len + (size_t)nparams * TF_PROTO_SIZE_param_info +

@@ -148,6 +148,13 @@ int tf_proto_batch_next(struct tf_proto_batch_iter *it, uint16_t *op, const uint
 int tf_proto_launch_tail(const struct tf_msg_launch_req *m, const uint8_t *tail, size_t len,
                          const uint8_t **attrs, const uint8_t **params, size_t *params_len);
 
+/* CALL / CALL_ASYNC tail: exactly NARGS u64 arguments (at most TF_PROTO_MAX_CALL_ARGS). */
+int tf_proto_call_tail(const struct tf_msg_call_req *m, size_t len);
+/* CALL reply: *OUTS gets the NOUTS u64 outputs after the fixed part; the reply must hold
+ * exactly them. */
+int tf_proto_call_rep(const uint8_t *p, size_t len, struct tf_msg_call_rep *m,
+                      const uint8_t **outs);
+
 /* A function record (func_info + name + params + attrs) decoded in place. */
 struct tf_proto_func {
     struct tf_msg_func_info info;

@@ -110,17 +110,27 @@ def remote_client_end_to_end(tmp, hport, tok):
                       worker.poll() is not None)
         check("tf-worker listens on the connection's address", up and worker.poll() is None)
 
+        # A CUDA runtime program as users build it (plain nvcc), unmodified; the driver-API
+        # cuda_attrs where nvcc is missing.
+        prog = os.environ.get("TF_CUDART_PROG") or os.environ["TF_CUDA_ATTRS"]
+
         def client(token):
             cenv = {k: v for k, v in os.environ.items() if k != "TF_REMOTE"}
             cenv.update(LD_LIBRARY_PATH=os.environ["TF_CLIENT_DIR"], TF_TOKEN=token,
                         TF_CONTROLLER_URL="http://127.0.0.1:%d/api/connection" % hport,
                         TF_CONNECTION_NAME="client", TF_CONNECTION_NAMESPACE="ml",
                         TF_CONNECT_WAIT_MS="10000", TF_LOG_LEVEL="error")
-            return subprocess.run([os.environ["TF_CUDA_ATTRS"]], env=cenv, capture_output=True,
-                                  text=True, timeout=60)
+            if os.environ.get("TF_CUDART_PRELOAD"):  # (sanitizer builds: ASan's runtime first)
+                cenv.update(LD_PRELOAD=os.environ["TF_CUDART_PRELOAD"],
+                            ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0")
+            return subprocess.run([prog], env=cenv, capture_output=True, text=True, timeout=60)
         r = client(tok)
-        check("remote client reaches its worker through the controller", r.returncode == 0 and
-              "mem 4294967296" in r.stdout and r.stdout.startswith("name "),
+        if os.environ.get("TF_CUDART_PROG"):
+            ok = r.returncode == 0 and "matmul: PASS" in r.stdout
+        else:
+            ok = (r.returncode == 0 and "mem 4294967296" in r.stdout and
+                  r.stdout.startswith("name "))
+        check("remote client reaches its worker through the controller", ok,
               (r.returncode, r.stdout[:200], r.stderr[-400:]))
         r = client("0" * 48)
         check("a wrong token is refused", r.returncode != 0, (r.returncode, r.stdout[:200]))

@@ -74,7 +74,7 @@ static void worker_accepts_only_well_formed_request_headers(void **state)
     assert_int_equal(tf_proto_hdr_check(&h, 0, &why), TF_EPROTO);
     assert_string_equal(why, "bad magic");
     h = hdr(TF_OP_MEM_ALLOC, 0, 16, 9);
-    h.version = 2;
+    h.version = TF_PROTO_VERSION + 1;
     assert_int_equal(tf_proto_hdr_check(&h, 0, &why), TF_ESTATE);
     h = hdr(0x7777, 0, 0, 9);
     assert_int_equal(tf_proto_hdr_check(&h, 0, &why), TF_EPROTO);
@@ -143,7 +143,7 @@ static void batches_hold_only_async_records_that_fit(void **state)
     uint8_t b[256];
     size_t n = 0;
     n += rec(b + n, TF_OP_MEM_FREE, 0, 16);
-    n += rec(b + n, TF_OP_EVENT_RECORD, 0, 32);
+    n += rec(b + n, TF_OP_CALL_ASYNC, 0, 32);
     struct tf_proto_batch_iter it;
     uint16_t op;
     const uint8_t *body;
@@ -154,7 +154,7 @@ static void batches_hold_only_async_records_that_fit(void **state)
     assert_int_equal(op, TF_OP_MEM_FREE);
     assert_int_equal(len, 16);
     assert_int_equal(tf_proto_batch_next(&it, &op, &body, &len, &why), 1);
-    assert_int_equal(op, TF_OP_EVENT_RECORD);
+    assert_int_equal(op, TF_OP_CALL_ASYNC);
     assert_int_equal(tf_proto_batch_next(&it, &op, &body, &len, &why), 0);
     /* Truncated body, truncated header, nested batch, sync opcode, reserved bits. */
     tf_proto_batch_begin(&it, b, n - 1);
@@ -268,10 +268,32 @@ static void launch_tails_split_attributes_from_parameters(void **state)
     assert_int_equal(tf_proto_launch_tail(&m, tail, 64, &attrs, &params, &plen), TF_EPROTO);
 }
 
+static void call_requests_and_replies_carry_exactly_their_arguments(void **state)
+{
+    struct tf_msg_call_req m = {.call = 20, .nargs = 2};
+    assert_int_equal(tf_proto_call_tail(&m, 16), 0);
+    assert_int_equal(tf_proto_call_tail(&m, 15), TF_EPROTO);
+    assert_int_equal(tf_proto_call_tail(&m, 24), TF_EPROTO);
+    m.nargs = TF_PROTO_MAX_CALL_ARGS + 1;
+    assert_int_equal(tf_proto_call_tail(&m, 8u * m.nargs), TF_EPROTO);
+    uint8_t rep[TF_PROTO_SIZE_call_rep + 16];
+    struct tf_msg_call_rep r = {.status = 0, .nouts = 2};
+    tf_msg_call_rep_put(rep, &r);
+    struct tf_msg_call_rep got;
+    const uint8_t *outs;
+    assert_int_equal(tf_proto_call_rep(rep, sizeof(rep), &got, &outs), 0);
+    assert_ptr_equal(outs, rep + TF_PROTO_SIZE_call_rep);
+    assert_int_equal(tf_proto_call_rep(rep, sizeof(rep) - 1, &got, &outs), TF_EPROTO);
+    r.nouts = 0xffffffffu;
+    tf_msg_call_rep_put(rep, &r);
+    assert_int_equal(tf_proto_call_rep(rep, sizeof(rep), &got, &outs), TF_EPROTO);
+    assert_int_equal(tf_proto_call_rep(rep, 3, &got, &outs), TF_EPROTO);
+}
+
 static void opcode_names_come_from_the_one_list(void **state)
 {
     assert_string_equal(tf_proto_op_name(TF_OP_LAUNCH), "LAUNCH");
-    assert_string_equal(tf_proto_op_name(TF_OP_EVENT_ELAPSED), "EVENT_ELAPSED");
+    assert_string_equal(tf_proto_op_name(TF_OP_CALL_ASYNC), "CALL_ASYNC");
     assert_string_equal(tf_proto_op_name(0x7777), "?");
     assert_int_equal(tf_proto_op(TF_OP_MEM_ALLOC)->rep_size, TF_PROTO_SIZE_mem_alloc_rep);
     assert_int_equal(tf_proto_op(TF_OP_LAUNCH)->kind, TF_PROTO_KIND_ASYNC);
@@ -289,6 +311,7 @@ int main(void)
         cmocka_unit_test(function_records_must_describe_a_sane_parameter_layout),
         cmocka_unit_test(hello_reply_device_records_are_counted_exactly),
         cmocka_unit_test(launch_tails_split_attributes_from_parameters),
+        cmocka_unit_test(call_requests_and_replies_carry_exactly_their_arguments),
         cmocka_unit_test(opcode_names_come_from_the_one_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

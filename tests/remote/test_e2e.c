@@ -25,10 +25,22 @@
 
 #include "e2e.h"
 #include "rawconn.h"
+#include "remote/calls.h"
+#include "remote/codec.h"
 
 #define MiB (1024u * 1024u)
 
 static struct e2e_worker W;
+
+/* A CALL request for the call at index IDX of calls.def in context CTX: its size in P. */
+static size_t call_req(uint8_t *p, size_t idx, uint64_t ctx, const uint64_t *args, unsigned n)
+{
+    struct tf_msg_call_req m = {.call = tf_calls[idx].code, .nargs = n, .ctx = ctx};
+    tf_msg_call_req_put(p, &m);
+    for (unsigned i = 0; i < n; i++)
+        tf__put_8(p + TF_PROTO_SIZE_call_req + 8 * i, args[i]);
+    return TF_PROTO_SIZE_call_req + 8 * (size_t)n;
+}
 
 static double now_s(void)
 {
@@ -68,6 +80,13 @@ static int c_device_queries(void *arg)
     E2E_CHECK(major == 8);
     E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
     E2E_CHECK(v > 0);
+    /* features the remote path does not serve are absent, so the runtime never offers them */
+    E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0));
+    E2E_CHECK(v == 0);
+    E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 0));
+    E2E_CHECK(v == 0);
+    E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, 0));
+    E2E_CHECK(v == 1);
     E2E_CHECK_CU(cuDeviceGetAttribute(&v, (CUdevice_attribute)100000, 0), CUDA_ERROR_INVALID_VALUE,
                  "bad attribute");
     E2E_CHECK_CU(cuDeviceGetName(name, sizeof(name), 1), CUDA_ERROR_INVALID_DEVICE, "device 1");
@@ -312,11 +331,20 @@ static int c_proc_address(void *arg)
     E2E_CU(cuGetProcAddress("cuLaunchKernel", &fn, 13000,
                             CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st));
     E2E_CHECK(fn != NULL && fn != (void *)&cuLaunchKernel);
+    /* A function the driver has but the client cannot forward: a stub that says so. */
+    E2E_CU(cuGetProcAddress("cuArrayCreate", &fn, 13000, 0, &st));
+    E2E_CHECK(fn != NULL && st == CU_GET_PROC_ADDRESS_SUCCESS);
+    CUarray arr;
+    CUDA_ARRAY_DESCRIPTOR ad = {
+        .Width = 4, .Height = 4, .Format = CU_AD_FORMAT_FLOAT, .NumChannels = 1};
+    E2E_CHECK_CU(((CUresult(*)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *))fn)(&arr, &ad),
+                 CUDA_ERROR_NOT_SUPPORTED, "unforwarded call");
+    /* A name no driver has. */
     fn = (void *)1;
-    E2E_CHECK_CU(cuGetProcAddress("cuGraphLaunch", &fn, 13000, 0, &st), CUDA_ERROR_NOT_SUPPORTED,
+    E2E_CHECK_CU(cuGetProcAddress("cuNoSuchFunction", &fn, 13000, 0, &st), CUDA_ERROR_NOT_FOUND,
                  "unknown symbol");
     E2E_CHECK(fn == NULL && st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);
-    E2E_CHECK_CU(cuGetProcAddress("cuMemAlloc", &fn, 2000, 0, &st), CUDA_ERROR_NOT_FOUND,
+    E2E_CHECK_CU(cuGetProcAddress("cuLibraryLoadData", &fn, 11080, 0, &st), CUDA_ERROR_NOT_FOUND,
                  "too old");
     E2E_CHECK(st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
     return 0;
@@ -466,7 +494,7 @@ static void contexts_stack_per_thread_and_free_their_memory(void **state)
     assert_int_equal(e2e_run(c_contexts, NULL, 30), 0);
 }
 
-static void unknown_symbols_are_not_supported_never_a_crash(void **state)
+static void entry_points_the_client_cannot_forward_say_so_never_crash(void **state)
 {
     assert_int_equal(e2e_run(c_proc_address, NULL, 30), 0);
 }
@@ -551,15 +579,13 @@ static void another_clients_pointers_and_handles_are_rejected(void **state)
     assert_int_equal(raw_call(fd, TF_OP_POINTER_ATTR, p5, sizeof(p5), NULL, 0, rep, sizeof(rep)),
                      CUDA_ERROR_INVALID_VALUE);
     /* Use its context and stream ids: they are not ours. */
-    uint8_t p6[TF_PROTO_SIZE_stream_req];
-    struct tf_msg_stream_req sq = {.ctx = ctx, .stream = ids[2]};
-    tf_msg_stream_req_put(p6, &sq);
-    assert_int_equal(raw_call(fd, TF_OP_STREAM_SYNC, p6, sizeof(p6), NULL, 0, rep, sizeof(rep)),
+    uint8_t p6[TF_PROTO_SIZE_call_req + 8];
+    size_t n6 = call_req(p6, TF_CALL_IDX_cuStreamSynchronize, ctx, &ids[2], 1);
+    assert_int_equal(raw_call(fd, TF_OP_CALL, p6, n6, NULL, 0, rep, sizeof(rep)),
                      CUDA_ERROR_INVALID_HANDLE);
-    uint8_t p7[TF_PROTO_SIZE_ctx_req];
-    struct tf_msg_ctx_req cq = {.ctx = ids[1]};
-    tf_msg_ctx_req_put(p7, &cq);
-    assert_int_equal(raw_call(fd, TF_OP_CTX_SYNC, p7, sizeof(p7), NULL, 0, rep, sizeof(rep)),
+    uint8_t p7[TF_PROTO_SIZE_call_req];
+    size_t n7 = call_req(p7, TF_CALL_IDX_cuCtxSynchronize, ids[1], NULL, 0);
+    assert_int_equal(raw_call(fd, TF_OP_CALL, p7, n7, NULL, 0, rep, sizeof(rep)),
                      CUDA_ERROR_INVALID_CONTEXT);
     close(fd);
     assert_int_equal(write(v.done[1], "x", 1), 1);
@@ -625,10 +651,10 @@ static void async_errors_surface_at_the_next_synchronising_call(void **state)
     uint64_t ctx = raw_ctx(fd);
     static uint8_t rep[4096];
     /* Two bad fire-and-forget requests: the first error is reported once. */
-    uint8_t p[TF_PROTO_SIZE_event_record_req];
-    struct tf_msg_event_record_req m = {.ctx = ctx, .event = TF_PROTO_HANDLE(5, 77)};
-    tf_msg_event_record_req_put(p, &m);
-    assert_int_equal(raw_send(fd, TF_OP_EVENT_RECORD, 0, p, sizeof(p), NULL, 0), 0);
+    uint8_t p[TF_PROTO_SIZE_call_req + 16];
+    uint64_t args[2] = {TF_PROTO_HANDLE(5, 77), TF_PROTO_STREAM_NULL}; /* event, stream */
+    size_t n = call_req(p, TF_CALL_IDX_cuEventRecord, ctx, args, 2);
+    assert_int_equal(raw_send(fd, TF_OP_CALL_ASYNC, 0, p, n, NULL, 0), 0);
     uint8_t f[TF_PROTO_SIZE_mem_free_req];
     struct tf_msg_mem_free_req fr = {.ctx = ctx, .dptr = 0x1234};
     tf_msg_mem_free_req_put(f, &fr);
@@ -876,7 +902,7 @@ int main(void)
         cmocka_unit_test(streams_and_events_order_work_as_on_a_local_gpu),
         cmocka_unit_test(big_async_copies_back_land_even_without_a_prompt_sync),
         cmocka_unit_test(contexts_stack_per_thread_and_free_their_memory),
-        cmocka_unit_test(unknown_symbols_are_not_supported_never_a_crash),
+        cmocka_unit_test(entry_points_the_client_cannot_forward_say_so_never_crash),
         cmocka_unit_test(allocation_beyond_the_vram_limit_is_out_of_memory),
         cmocka_unit_test(vram_limit_is_shared_by_the_workers_clients),
         cmocka_unit_test(killed_client_has_all_its_resources_freed),

@@ -2,9 +2,10 @@
  *
  * Tenants of one tf-worker attacking each other or the worker, on the simulated GPU: reading
  * and overwriting another client's device memory from a kernel, holding VRAM past the hard
- * limit (frees the driver refused, module variables), and buffering module
- * images without bound. Each test is written as the attack, by a hand-driven protocol
- * peer (rawconn.h) or a real client program (libtf_client in a forked child, e2e.h).
+ * limit (frees the driver refused, module variables), buffering module
+ * images without bound, and filing an image under another image's digest. Each test is written as
+ * the attack, by a hand-driven protocol peer (rawconn.h) or a real client program (libtf_client in
+ * a forked child, e2e.h).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 
 #include "e2e.h"
 #include "rawconn.h"
+#include "remote/sha256.h"
 
 static struct e2e_worker W;
 static uint8_t rep[TF_PROTO_MAX_PAYLOAD];
@@ -268,13 +270,27 @@ static void upload(int fd, size_t n)
     }
 }
 
-static int load(int fd, uint64_t ctx, unsigned serial)
+/* MODULE_LOAD of the image named DIGEST (FLAGS: TF_PROTO_LOAD_BY_DIGEST or 0). */
+static int load_named(int fd, uint64_t ctx, unsigned serial, unsigned flags,
+                      const uint8_t digest[TF_SHA256_LEN])
 {
     uint8_t p[TF_PROTO_SIZE_module_load_req];
-    struct tf_msg_module_load_req m = {.ctx = ctx,
-                                       .module = TF_PROTO_HANDLE(TF_PROTO_H_MODULE, serial)};
+    struct tf_msg_module_load_req m = {
+        .ctx = ctx, .module = TF_PROTO_HANDLE(TF_PROTO_H_MODULE, serial), .flags = flags};
+    memcpy(m.digest, digest, TF_SHA256_LEN);
     tf_msg_module_load_req_put(p, &m);
     return raw_call(fd, TF_OP_MODULE_LOAD, p, sizeof(p), NULL, 0, rep, sizeof(rep));
+}
+
+/* MODULE_LOAD of what upload(N) sent, named by its true digest. */
+static int load(int fd, uint64_t ctx, unsigned serial, size_t n)
+{
+    uint8_t *junk = malloc(n), d[TF_SHA256_LEN];
+    assert_non_null(junk);
+    memset(junk, 'x', n);
+    tf_sha256(junk, n, d);
+    free(junk);
+    return load_named(fd, ctx, serial, 0, d);
 }
 
 /* The attack: every client could buffer 512 MiB of module image with no bound for the worker
@@ -292,22 +308,66 @@ static void module_uploads_share_one_worker_wide_budget(void **state)
     upload(hog, 700 * 1024); /* held: 1 MiB of buffer */
     assert_int_equal(raw_call(hog, TF_OP_FLUSH, NULL, 0, NULL, 0, rep, sizeof(rep)), 0);
     upload(other, 700 * 1024);
-    assert_int_equal(load(other, octx, 1), CUDA_ERROR_OUT_OF_MEMORY);
+    assert_int_equal(load(other, octx, 1, 700 * 1024), CUDA_ERROR_OUT_OF_MEMORY);
     /* a small image still fits next to the hog's */
     upload(other, 1000);
-    int r = load(other, octx, 2);
+    int r = load(other, octx, 2, 1000);
     assert_true(r != CUDA_ERROR_OUT_OF_MEMORY && r != CUDA_SUCCESS); /* (junk: the driver's no) */
     close(hog);
     /* the hog's budget comes back with its connection */
     for (int tries = 0; tries < 100; tries++) {
         upload(other, 700 * 1024);
-        r = load(other, octx, (unsigned)(3 + tries));
+        r = load(other, octx, (unsigned)(3 + tries), 700 * 1024);
         if (r != CUDA_ERROR_OUT_OF_MEMORY)
             break;
         usleep(20000);
     }
     assert_true(r != CUDA_ERROR_OUT_OF_MEMORY && r != -1);
     close(other);
+    e2e_stop(&W);
+}
+
+/* The attack: poisoning the worker's images by content. A client uploads its own image
+ * under the digest of an image others load (oob.ptx here), hoping the worker keeps it under
+ * that name and serves it to them. The worker hashes what it received: the load fails with
+ * CUDA_ERROR_INVALID_IMAGE and nothing is kept (a load by that digest still asks for the
+ * image); the true image, once sent, is what a load by digest gets, from any connection. */
+static void an_image_is_kept_only_under_its_own_digest(void **state)
+{
+    (void)state;
+    e2e_start(&W, 0, NULL);
+    int evil = connect_authed(), user = connect_authed();
+    uint64_t ectx = raw_ctx(evil), uctx = raw_ctx(user);
+    assert_true(ectx && uctx);
+    uint8_t d[TF_SHA256_LEN];
+    size_t len = strlen(oob_ptx);
+    tf_sha256(oob_ptx, len, d);
+    upload(evil, 1000);
+    assert_int_equal(load_named(evil, ectx, 1, 0, d), CUDA_ERROR_INVALID_IMAGE);
+    struct tf_msg_module_load_rep mr;
+    assert_int_equal(load_named(user, uctx, 1, TF_PROTO_LOAD_BY_DIGEST, d), CUDA_ERROR_NOT_FOUND);
+    tf_msg_module_load_rep_get(rep, &mr);
+    assert_int_equal(mr.need_image, 1);
+    assert_int_equal(mr.nfuncs, 0);
+    /* the true image: sent once, then named by any client */
+    for (size_t off = 0; off < len;) {
+        size_t k = len - off < 65536 ? len - off : 65536;
+        assert_int_equal(raw_send(user, TF_OP_BLOB_APPEND, 0, NULL, 0, oob_ptx + off, k), 0);
+        off += k;
+    }
+    assert_int_equal(load_named(user, uctx, 2, 0, d), CUDA_SUCCESS);
+    tf_msg_module_load_rep_get(rep, &mr);
+    uint32_t nfuncs = mr.nfuncs;
+    assert_true(nfuncs > 0);
+    assert_int_equal(load_named(evil, ectx, 2, TF_PROTO_LOAD_BY_DIGEST, d), CUDA_SUCCESS);
+    tf_msg_module_load_rep_get(rep, &mr);
+    assert_int_equal(mr.nfuncs, nfuncs);
+    assert_int_equal(mr.need_image, 0);
+    /* a load by digest with an upload pending drops the upload (its budget with it) */
+    upload(evil, 1000);
+    assert_int_equal(load_named(evil, ectx, 3, TF_PROTO_LOAD_BY_DIGEST, d), CUDA_SUCCESS);
+    close(evil);
+    close(user);
     e2e_stop(&W);
 }
 
@@ -322,6 +382,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(a_free_the_driver_refused_keeps_its_charge),
         cmocka_unit_test(module_variables_count_against_the_limit),
         cmocka_unit_test(module_uploads_share_one_worker_wide_budget),
+        cmocka_unit_test(an_image_is_kept_only_under_its_own_digest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -347,6 +347,60 @@ static int c_flush(void *arg)
     return 0;
 }
 
+/* Graphs are captured on the worker: device-side work captured into a graph replays
+ * exactly; a copy from this process's memory cannot be (its bytes pass through the worker's
+ * staging ring), so it fails the capture instead of recording a copy that would replay stale
+ * bytes. */
+static int c_graphs(void *arg)
+{
+    (void)arg;
+    if (e2e_ctx())
+        return 1;
+    enum { N = 4096 };
+    static uint32_t h[N];
+    CUstream st;
+    E2E_CU(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr d;
+    E2E_CU(cuMemAlloc(&d, N * 4));
+    E2E_CU(cuMemsetD32(d, 0, N));
+    CUgraph g;
+    CUgraphExec ge;
+    E2E_CU(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_RELAXED));
+    E2E_CU(cuMemsetD32Async(d, 0x5a5a5a5a, N / 2, st));
+    E2E_CU(cuStreamEndCapture(st, &g));
+    E2E_CU(cuMemsetD32(d, 7, N));
+    E2E_CU(cuGraphInstantiateWithFlags(&ge, g, 0));
+    for (int i = 0; i < 3; i++)
+        E2E_CU(cuGraphLaunch(ge, st));
+    E2E_CU(cuStreamSynchronize(st));
+    E2E_CU(cuMemcpyDtoH(h, d, sizeof(h)));
+    for (int i = 0; i < N; i++)
+        E2E_CHECK(h[i] == (i < N / 2 ? 0x5a5a5a5au : 7u));
+    E2E_CU(cuGraphExecDestroy(ge));
+    E2E_CU(cuGraphDestroy(g));
+    /* a host-to-device copy inside a capture */
+    E2E_CU(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_RELAXED));
+    (void)cuMemcpyHtoDAsync(d, h, sizeof(h), st); /* its error may come from the next call */
+    g = NULL;
+    CUresult r = cuStreamEndCapture(st, &g);
+    E2E_CHECK(r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED ||
+              r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    /* the stream and context stay usable */
+    E2E_CU(cuMemsetD32Async(d, 9, N, st));
+    E2E_CU(cuStreamSynchronize(st));
+    E2E_CU(cuMemcpyDtoH(h, d, 4));
+    E2E_CHECK(h[0] == 9);
+    E2E_CU(cuMemFree(d));
+    E2E_CU(cuStreamDestroy(st));
+    return 0;
+}
+
+static void captured_graphs_replay_and_host_copies_fail_the_capture(void **state)
+{
+    (void)state;
+    assert_int_equal(e2e_run(c_graphs, NULL, 60), 0);
+}
+
 static void batched_work_leaves_within_the_flush_delay_without_a_sync(void **state)
 {
     assert_int_equal(e2e_run(c_flush, (void *)1, 60), 0);
@@ -412,6 +466,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(libraries_and_kernels_work_remotely),
         cmocka_unit_test(jit_errors_come_back_with_their_log),
         cmocka_unit_test(batched_work_leaves_within_the_flush_delay_without_a_sync),
+        cmocka_unit_test(captured_graphs_replay_and_host_copies_fail_the_capture),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     free(vecadd_ptx);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * The worker's per-client tables: handle ids and device-memory ranges, and the shared token
- * check. These decide what a client may touch.
+ * check. These decide what a client may touch. And the worker's module images by digest.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +19,7 @@
 #include "remote/auth.h"
 #include "remote/htab.h"
 #include "remote/rangeset.h"
+#include "remote/worker/imgcache.h"
 #include "remote/worker/staging.h"
 #include "tf/protocol.h"
 
@@ -197,6 +198,87 @@ static void staging_regions_are_fifo_and_never_overlap(void **state)
     tf_stage_free(&st);
 }
 
+static uint8_t *image(size_t n)
+{
+    uint8_t *p = malloc(n);
+    assert_non_null(p);
+    memset(p, 'i', n);
+    return p;
+}
+
+static void kept_images_go_least_recently_used_first_and_never_while_in_use(void **state)
+{
+    (void)state;
+    struct tf_imgcache c;
+    tf_imgcache_init(&c);
+    uint8_t d[3][TF_IMG_DIGEST_LEN];
+    int64_t freed;
+    struct tf_img *e[3];
+    for (int i = 0; i < 3; i++) {
+        memset(d[i], i + 1, TF_IMG_DIGEST_LEN);
+        e[i] = tf_imgcache_put(&c, d[i], image(100), 100, 128, &freed);
+        assert_non_null(e[i]);
+        assert_int_equal(freed, 0);
+    }
+    tf_imgcache_unref(&c, e[0]);
+    tf_imgcache_unref(&c, e[2]);
+    /* 1 is in use; 0 was used before 2 */
+    assert_int_equal(tf_imgcache_evict_one(&c), 128);
+    assert_null(tf_imgcache_get(&c, d[0]));
+    struct tf_img *again = tf_imgcache_get(&c, d[2]);
+    assert_ptr_equal(again, e[2]);
+    tf_imgcache_unref(&c, again);
+    assert_int_equal(tf_imgcache_evict_one(&c), 128); /* 2, the only one not in use */
+    assert_int_equal(tf_imgcache_evict_one(&c), 0);
+    tf_imgcache_unref(&c, e[1]);
+    struct tf_imgcache_stats st = tf_imgcache_stats(&c);
+    assert_int_equal(st.loads_sent, 3);
+    assert_int_equal(st.loads_cached, 1);
+    assert_int_equal(st.bytes_sent, 3 * 99); /* without the loader's NUL */
+    assert_int_equal(st.entries, 1);
+    assert_int_equal(st.evicted, 2);
+    assert_int_equal(tf_imgcache_fini(&c), 128);
+}
+
+static void an_image_two_clients_raced_to_send_is_kept_once(void **state)
+{
+    (void)state;
+    struct tf_imgcache c;
+    tf_imgcache_init(&c);
+    uint8_t d[TF_IMG_DIGEST_LEN] = {7};
+    int64_t freed;
+    struct tf_img *a = tf_imgcache_put(&c, d, image(10), 10, 16, &freed);
+    struct tf_img *b = tf_imgcache_put(&c, d, image(10), 10, 16, &freed);
+    assert_ptr_equal(a, b);
+    assert_int_equal(freed, 16); /* the second copy's budget goes back */
+    assert_int_equal(a->refs, 2);
+    tf_imgcache_unref(&c, a);
+    tf_imgcache_unref(&c, b);
+    assert_int_equal(tf_imgcache_stats(&c).entries, 1);
+    assert_int_equal(tf_imgcache_fini(&c), 16);
+}
+
+static void the_entry_count_is_bounded(void **state)
+{
+    (void)state;
+    struct tf_imgcache c;
+    tf_imgcache_init(&c);
+    int64_t freed, total = 0;
+    for (uint32_t i = 0; i < TF_IMGCACHE_MAX_ENTRIES + 10; i++) {
+        uint8_t d[TF_IMG_DIGEST_LEN] = {0};
+        memcpy(d, &i, sizeof(i));
+        struct tf_img *e = tf_imgcache_put(&c, d, image(2), 2, 2, &freed);
+        assert_non_null(e);
+        tf_imgcache_unref(&c, e);
+        total += freed;
+    }
+    assert_int_equal(tf_imgcache_stats(&c).entries, TF_IMGCACHE_MAX_ENTRIES);
+    assert_int_equal(total, 2 * 10);
+    uint8_t first[TF_IMG_DIGEST_LEN] = {0};
+    assert_null(tf_imgcache_get(&c, first)); /* the oldest went */
+    assert_int_equal(tf_imgcache_fini(&c), 2 * TF_IMGCACHE_MAX_ENTRIES);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -207,6 +289,9 @@ int main(void)
         cmocka_unit_test(token_files_lose_their_trailing_newline_and_must_not_be_empty),
         cmocka_unit_test(client_token_comes_from_the_environment),
         cmocka_unit_test(staging_regions_are_fifo_and_never_overlap),
+        cmocka_unit_test(kept_images_go_least_recently_used_first_and_never_while_in_use),
+        cmocka_unit_test(an_image_two_clients_raced_to_send_is_kept_once),
+        cmocka_unit_test(the_entry_count_is_bounded),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

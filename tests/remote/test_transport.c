@@ -65,7 +65,7 @@ static void serve_cb(void *arg, struct tf_wconn *c)
             const uint8_t *tail;
             size_t tl;
             rc = tf_proto_req_split(h.opcode, c->payload.data, c->payload.len, &tail, &tl, &why);
-            if (rc == 0 && h.opcode == TF_OP_CTX_SYNC && c->payload.data[0] == STALL) {
+            if (rc == 0 && h.opcode == TF_OP_CALL && c->payload.data[0] == STALL) {
                 /* A client that stopped reading: its socket fills up, then its session waits
                  * on the "driver" (keepalives due) for STALL_MS. */
                 static uint8_t junk[64 * 1024];
@@ -79,7 +79,7 @@ static void serve_cb(void *arg, struct tf_wconn *c)
                 tf_wconn_wait_end(c);
                 return;
             }
-            if (rc == 0 && h.opcode == TF_OP_CTX_SYNC) {
+            if (rc == 0 && h.opcode == TF_OP_CALL) {
                 tf_wconn_wait_begin(c);
                 struct timespec d = {0, 600 * 1000 * 1000};
                 nanosleep(&d, NULL);
@@ -293,8 +293,8 @@ static void long_driver_waits_send_keepalives(void **state)
     struct tf_server *s = start("tcp://127.0.0.1:0", 0, 0);
     int fd = raw_connect(tf_server_address(s));
     assert_int_equal(raw_hello(fd, TOKEN), CUDA_SUCCESS);
-    uint8_t ctx[8] = {0};
-    assert_int_equal(raw_send(fd, TF_OP_CTX_SYNC, 7, ctx, 8, NULL, 0), 0);
+    uint8_t call[TF_PROTO_SIZE_call_req] = {0};
+    assert_int_equal(raw_send(fd, TF_OP_CALL, 7, call, sizeof(call), NULL, 0), 0);
     int keepalives = 0;
     for (;;) {
         struct tf_msg_frame_hdr h;
@@ -444,16 +444,16 @@ static void a_client_that_stops_reading_freezes_nobody_else(void **state)
     int small = 4096;
     setsockopt(a, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
     assert_int_equal(raw_hello(a, TOKEN), CUDA_SUCCESS);
-    uint8_t ctx[8] = {STALL};
-    assert_int_equal(raw_send(a, TF_OP_CTX_SYNC, 7, ctx, 8, NULL, 0), 0);
+    uint8_t call[TF_PROTO_SIZE_call_req] = {STALL};
+    assert_int_equal(raw_send(a, TF_OP_CALL, 7, call, sizeof(call), NULL, 0), 0);
     usleep(1000 * 1000); /* A's socket is full and its session in the "driver": keepalives due */
     double t0 = mono_s();
     int b = raw_connect(tf_server_address(s));
     assert_int_equal(raw_hello(b, TOKEN), CUDA_SUCCESS);
     assert_int_equal(flush(b, 2), 0);
     /* B waits on the driver too and gets its keepalives meanwhile */
-    uint8_t bctx[8] = {0};
-    assert_int_equal(raw_send(b, TF_OP_CTX_SYNC, 9, bctx, 8, NULL, 0), 0);
+    uint8_t bcall[TF_PROTO_SIZE_call_req] = {0};
+    assert_int_equal(raw_send(b, TF_OP_CALL, 9, bcall, sizeof(bcall), NULL, 0), 0);
     int keepalives = 0;
     for (;;) {
         struct tf_msg_frame_hdr h;

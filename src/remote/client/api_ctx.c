@@ -7,6 +7,7 @@
 #include "remote/client/client.h"
 
 #include "common/cuerr.h"
+#include "exptab/exptab.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -235,6 +236,7 @@ static CUresult register_ctx(struct tfc *t, uint64_t id, int dev, unsigned flags
         return CUDA_ERROR_OUT_OF_MEMORY;
     c->id = id;
     c->type = TF_PROTO_H_CTX;
+    c->ctx = id;
     c->dev = dev;
     c->flags = flags;
     c->primary = primary;
@@ -296,12 +298,30 @@ TFC_API CUresult CUDAAPI cuCtxCreate(CUcontext *pctx, CUctxCreateParams *params,
     return ctx_create(pctx, flags, dev);
 }
 
+/* Whether ID is a live ordinary context (lock taken and released). */
+static CUresult ctx_check(struct tfc *t, uint64_t id)
+{
+    pthread_mutex_lock(&t->lock);
+    CUresult r = tfc_ready(t);
+    struct tfc_ctx *c = r ? NULL : tfc_ctx_of(t, id);
+    if (!r && (!c || c->primary))
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    pthread_mutex_unlock(&t->lock);
+    return r;
+}
+
 TFC_API CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
 {
     struct tfc *t = tfc_get();
     uint64_t id = (uintptr_t)ctx;
+    CUresult r = ctx_check(t, id);
+    if (r)
+        return r;
+    /* The CUDA runtime's per-context state goes first, while the context still works
+     * (src/exptab): its destructors may call the driver, so not under the lock. */
+    tf_exptab_ctx_gone(ctx);
     pthread_mutex_lock(&t->lock);
-    CUresult r = tfc_ready(t);
+    r = tfc_ready(t);
     struct tfc_ctx *c = r ? NULL : tfc_ctx_of(t, id);
     if (!r && (!c || c->primary))
         r = CUDA_ERROR_INVALID_CONTEXT;
@@ -331,6 +351,17 @@ static CUresult ctx_lock(struct tfc **tp)
     return CUDA_SUCCESS;
 }
 
+/* ID is the handle of a device's primary context, active or not: a primary context keeps its
+ * handle for the process's lifetime, across releases and resets, as the driver's does (the
+ * CUDA runtime relies on it after cudaDeviceReset). */
+static int primary_handle(struct tfc *t, uint64_t id)
+{
+    for (int i = 0; i < t->ndev; i++)
+        if (t->dev[i].primary == id)
+            return 1;
+    return 0;
+}
+
 TFC_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
 {
     struct tfc *t;
@@ -338,7 +369,7 @@ TFC_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
     if (r)
         return r;
     uint64_t id = (uintptr_t)ctx;
-    if (id && !tfc_ctx_of(t, id))
+    if (id && !tfc_ctx_of(t, id) && !primary_handle(t, id))
         r = CUDA_ERROR_INVALID_CONTEXT;
     else
         tfc_set_current(id);
@@ -355,8 +386,9 @@ TFC_API CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
     if (r)
         return r;
     uint64_t id = tfc_current();
-    /* A context destroyed by another thread is no longer current anywhere. */
-    *pctx = id && tfc_ctx_of(t, id) ? (CUcontext)(uintptr_t)id : NULL;
+    /* A context destroyed by another thread is no longer current anywhere; a released or
+     * reset primary context stays current (as with the driver, its handle lives on). */
+    *pctx = id && (tfc_ctx_of(t, id) || primary_handle(t, id)) ? (CUcontext)(uintptr_t)id : NULL;
     pthread_mutex_unlock(&t->lock);
     return CUDA_SUCCESS;
 }
@@ -418,6 +450,25 @@ TFC_API CUresult CUDAAPI cuCtxGetDevice(CUdevice *device)
     return r;
 }
 
+TFC_API CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+    if (!ctx)
+        return cuCtxGetDevice(device);
+    struct tfc *t;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = ctx_lock(&t);
+    if (r)
+        return r;
+    struct tfc_ctx *c = tfc_ctx_of(t, (uintptr_t)ctx);
+    if (!c)
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    else
+        *device = c->dev;
+    pthread_mutex_unlock(&t->lock);
+    return r;
+}
+
 TFC_API CUresult CUDAAPI cuCtxGetFlags(unsigned int *flags)
 {
     struct tfc *t;
@@ -452,31 +503,25 @@ TFC_API CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version
     return r;
 }
 
-static CUresult ctx_sync(uint64_t id)
-{
-    struct tfc *t = tfc_get();
-    pthread_mutex_lock(&t->lock);
-    CUresult r = tfc_ready(t);
-    if (!r && (!id || !tfc_ctx_of(t, id)))
-        r = CUDA_ERROR_INVALID_CONTEXT;
-    if (!r) {
-        uint8_t p[TF_PROTO_SIZE_ctx_req];
-        struct tf_msg_ctx_req m = {.ctx = id};
-        tf_msg_ctx_req_put(p, &m);
-        r = tfc_call(t, TF_OP_CTX_SYNC, p, sizeof(p), NULL, 0);
-    }
-    pthread_mutex_unlock(&t->lock);
-    return r;
-}
-
-TFC_API CUresult CUDAAPI cuCtxSynchronize(void)
-{
-    return ctx_sync(tfc_current());
-}
-
+/* cuCtxSynchronize is a plain forward (calls.def); this is its form with a context. */
 TFC_API CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
 {
-    return ctx_sync(ctx ? (uintptr_t)ctx : tfc_current());
+    if (!ctx)
+        return cuCtxSynchronize();
+    struct tfc *t;
+    CUresult r = ctx_lock(&t);
+    if (r)
+        return r;
+    if (!tfc_ctx_of(t, (uintptr_t)ctx))
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    else if (tfc_push((uintptr_t)ctx) != 0)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    pthread_mutex_unlock(&t->lock);
+    if (r)
+        return r;
+    r = cuCtxSynchronize();
+    tfc_pop();
+    return r;
 }
 
 /* ---- primary contexts ----------------------------------------------------------------------- */
@@ -492,7 +537,7 @@ TFC_API CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         r = CUDA_ERROR_INVALID_DEVICE;
     struct tfc_dev *d = r ? NULL : &t->dev[dev];
     if (!r && d->primary_refs == 0) {
-        uint64_t id = tfc_new_id(t, TF_PROTO_H_CTX);
+        uint64_t id = d->primary ? d->primary : tfc_new_id(t, TF_PROTO_H_CTX);
         uint8_t p[TF_PROTO_SIZE_ctx_create_req];
         struct tf_msg_ctx_create_req m = {
             .ctx = id, .flags = d->primary_flags, .device = (uint32_t)dev};
@@ -519,13 +564,28 @@ static void primary_drop(struct tfc *t, CUdevice dev)
     tf_msg_primary_drop_req_put(p, &m);
     (void)tfc_async(t, TF_OP_PRIMARY_DROP, p, sizeof(p), NULL, 0);
     forget_ctx(t, d->primary);
-    d->primary = 0;
-    d->primary_refs = 0;
+    d->primary_refs = 0; /* d->primary keeps the handle for the next retain */
+}
+
+/* Before the primary context of DEV goes (its last release: LAST_REF, or a reset), the CUDA
+ * runtime's per-context state is torn down while it still works (src/exptab); not under the
+ * lock, the runtime's destructors call the driver. */
+static void primary_going(struct tfc *t, CUdevice dev, int last_ref)
+{
+    pthread_mutex_lock(&t->lock);
+    uint64_t id = 0;
+    if (t->state == TFC_CONNECTED && dev >= 0 && dev < t->ndev && t->dev[dev].primary_refs > 0 &&
+        (!last_ref || t->dev[dev].primary_refs == 1))
+        id = t->dev[dev].primary;
+    pthread_mutex_unlock(&t->lock);
+    if (id)
+        tf_exptab_ctx_gone((CUcontext)(uintptr_t)id);
 }
 
 TFC_API CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
 {
     struct tfc *t = tfc_get();
+    primary_going(t, dev, 1);
     pthread_mutex_lock(&t->lock);
     CUresult r = tfc_ready(t);
     if (!r && (dev < 0 || dev >= t->ndev))
@@ -541,6 +601,7 @@ TFC_API CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
 TFC_API CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
 {
     struct tfc *t = tfc_get();
+    primary_going(t, dev, 0);
     pthread_mutex_lock(&t->lock);
     CUresult r = tfc_ready(t);
     if (!r && (dev < 0 || dev >= t->ndev))

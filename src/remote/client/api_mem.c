@@ -236,7 +236,7 @@ TFC_API CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr *pdptr, void *p, 
 
 /* ---- copies --------------------------------------------------------------------------------- */
 
-static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream hs, int sync)
+CUresult tfc_htod(CUdeviceptr dst, const void *src, size_t n, CUstream hs, int sync)
 {
     struct tfc *t;
     uint64_t ctx, sid;
@@ -263,7 +263,7 @@ static CUresult htod(CUdeviceptr dst, const void *src, size_t n, CUstream hs, in
     return leave(t, r);
 }
 
-static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream hs, int sync)
+CUresult tfc_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream hs, int sync)
 {
     struct tfc *t;
     uint64_t ctx, sid;
@@ -299,7 +299,7 @@ static CUresult dtoh(void *dst, CUdeviceptr src, size_t n, CUstream hs, int sync
     return leave(t, r);
 }
 
-static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hs)
+CUresult tfc_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hs)
 {
     struct tfc *t;
     uint64_t ctx, sid;
@@ -321,36 +321,55 @@ static CUresult dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hs)
 
 TFC_API CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
-    return htod(dstDevice, srcHost, ByteCount, NULL, 1);
+    return tfc_htod(dstDevice, srcHost, ByteCount, NULL, 1);
 }
 
 TFC_API CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost,
                                            size_t ByteCount, CUstream hStream)
 {
-    return htod(dstDevice, srcHost, ByteCount, hStream, 0);
+    return tfc_htod(dstDevice, srcHost, ByteCount, hStream, 0);
 }
 
 TFC_API CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
-    return dtoh(dstHost, srcDevice, ByteCount, NULL, 1);
+    return tfc_dtoh(dstHost, srcDevice, ByteCount, NULL, 1);
 }
 
 TFC_API CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
                                            CUstream hStream)
 {
-    return dtoh(dstHost, srcDevice, ByteCount, hStream, 0);
+    return tfc_dtoh(dstHost, srcDevice, ByteCount, hStream, 0);
 }
 
 TFC_API CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                                       size_t ByteCount)
 {
-    return dtod(dstDevice, srcDevice, ByteCount, NULL);
+    return tfc_dtod(dstDevice, srcDevice, ByteCount, NULL);
 }
 
 TFC_API CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                                            size_t ByteCount, CUstream hStream)
 {
-    return dtod(dstDevice, srcDevice, ByteCount, hStream);
+    return tfc_dtod(dstDevice, srcDevice, ByteCount, hStream);
+}
+
+int tfc_is_dev(CUdeviceptr p, size_t n)
+{
+    struct tfc *t = tfc_get();
+    pthread_mutex_lock(&t->lock);
+    int r = dev_range(t, p, n ? n : 1);
+    pthread_mutex_unlock(&t->lock);
+    return r;
+}
+
+CUresult tfc_copies_done(void)
+{
+    struct tfc *t;
+    uint64_t ctx;
+    CUresult r = enter(&t, &ctx);
+    if (r)
+        return r;
+    return leave(t, tfc_call(t, TF_OP_FLUSH, NULL, 0, NULL, 0));
 }
 
 /* Unified addressing: a pointer is device memory when it is one of ours. */
@@ -361,11 +380,11 @@ static CUresult memcpy_any(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream 
     int dd = dev_range(t, dst, n ? n : 1), sd = dev_range(t, src, n ? n : 1);
     pthread_mutex_unlock(&t->lock);
     if (dd && sd)
-        return dtod(dst, src, n, hs);
+        return tfc_dtod(dst, src, n, hs);
     if (dd)
-        return htod(dst, (const void *)(uintptr_t)src, n, hs, sync);
+        return tfc_htod(dst, (const void *)(uintptr_t)src, n, hs, sync);
     if (sd)
-        return dtoh((void *)(uintptr_t)dst, src, n, hs, sync);
+        return tfc_dtoh((void *)(uintptr_t)dst, src, n, hs, sync);
     /* Host to host: ordered after the stream's work, like the driver. */
     CUresult r = sync ? cuCtxSynchronize() : cuStreamSynchronize(hs);
     if (r == CUDA_SUCCESS && n)
@@ -386,8 +405,7 @@ TFC_API CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t 
 
 /* ---- memsets -------------------------------------------------------------------------------- */
 
-static CUresult memset_any(CUdeviceptr dst, uint32_t value, size_t count, uint32_t elem,
-                           CUstream hs)
+CUresult tfc_memset(CUdeviceptr dst, uint32_t value, size_t count, uint32_t elem, CUstream hs)
 {
     struct tfc *t;
     uint64_t ctx, sid;
@@ -410,35 +428,35 @@ static CUresult memset_any(CUdeviceptr dst, uint32_t value, size_t count, uint32
 
 TFC_API CUresult CUDAAPI cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
-    return memset_any(dstDevice, uc, N, 1, NULL);
+    return tfc_memset(dstDevice, uc, N, 1, NULL);
 }
 
 TFC_API CUresult CUDAAPI cuMemsetD16(CUdeviceptr dstDevice, unsigned short us, size_t N)
 {
-    return memset_any(dstDevice, us, N, 2, NULL);
+    return tfc_memset(dstDevice, us, N, 2, NULL);
 }
 
 TFC_API CUresult CUDAAPI cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui, size_t N)
 {
-    return memset_any(dstDevice, ui, N, 4, NULL);
+    return tfc_memset(dstDevice, ui, N, 4, NULL);
 }
 
 TFC_API CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N,
                                          CUstream hStream)
 {
-    return memset_any(dstDevice, uc, N, 1, hStream);
+    return tfc_memset(dstDevice, uc, N, 1, hStream);
 }
 
 TFC_API CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N,
                                           CUstream hStream)
 {
-    return memset_any(dstDevice, us, N, 2, hStream);
+    return tfc_memset(dstDevice, us, N, 2, hStream);
 }
 
 TFC_API CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
                                           CUstream hStream)
 {
-    return memset_any(dstDevice, ui, N, 4, hStream);
+    return tfc_memset(dstDevice, ui, N, 4, hStream);
 }
 
 /* ---- pointer attributes --------------------------------------------------------------------- */

@@ -6,6 +6,7 @@
  * (parameters packed with the cached layout, straight into the batch: fire-and-forget).
  */
 #include "remote/client/client.h"
+#include "remote/sha256.h"
 
 #include "common/log.h"
 
@@ -134,31 +135,43 @@ static void jit_outputs(CUjit_option *opts, void **vals, unsigned n, const char 
     }
 }
 
-/* Uploads IMAGE and loads it as a module (KIND TF_PROTO_LOAD_MODULE, in context CTX) or a
- * library; registers the object and the functions the reply describes. Lock held. */
+/* Loads IMAGE as a module (KIND TF_PROTO_LOAD_MODULE, in context CTX) or a library, and
+ * registers the object and the functions the reply describes. The image is named by its
+ * SHA-256 first and travels only when the worker does not hold it already (N processes
+ * loading one library send it once). Lock held. */
 static CUresult load_image(struct tfc *t, const void *image, size_t len, unsigned kind,
                            uint64_t ctx, uint64_t *out, CUjit_option *opts, void **vals,
                            unsigned nopts)
 {
-    const size_t piece = TF_PROTO_MAX_PAYLOAD - 4096;
-    CUresult r = CUDA_SUCCESS;
-    for (size_t off = 0; off < len && !r;) {
-        size_t k = len - off < piece ? len - off : piece;
-        r = tfc_async(t, TF_OP_BLOB_APPEND, NULL, 0, (const uint8_t *)image + off, k);
-        off += k;
-    }
-    if (r)
-        return r;
     unsigned type = kind == TF_PROTO_LOAD_LIBRARY ? TF_PROTO_H_LIBRARY : TF_PROTO_H_MODULE;
     uint64_t id = tfc_new_id(t, type);
     uint8_t p[TF_PROTO_SIZE_module_load_req];
-    struct tf_msg_module_load_req m = {.ctx = ctx, .module = id, .kind = kind};
+    struct tf_msg_module_load_req m = {
+        .ctx = ctx, .module = id, .kind = kind, .flags = TF_PROTO_LOAD_BY_DIGEST};
+    tf_sha256(image, len, m.digest);
     tf_msg_module_load_req_put(p, &m);
-    r = tfc_call(t, TF_OP_MODULE_LOAD, p, sizeof(p), NULL, 0);
+    CUresult r = tfc_call(t, TF_OP_MODULE_LOAD, p, sizeof(p), NULL, 0);
     if (t->state != TFC_CONNECTED)
         return r;
     struct tf_msg_module_load_rep rep;
     tf_msg_module_load_rep_get(t->reply.data, &rep);
+    if (r == CUDA_ERROR_NOT_FOUND && rep.need_image) {
+        const size_t piece = TF_PROTO_MAX_PAYLOAD - 4096;
+        r = CUDA_SUCCESS;
+        for (size_t off = 0; off < len && !r;) {
+            size_t k = len - off < piece ? len - off : piece;
+            r = tfc_async(t, TF_OP_BLOB_APPEND, NULL, 0, (const uint8_t *)image + off, k);
+            off += k;
+        }
+        if (r)
+            return r;
+        m.flags = 0;
+        tf_msg_module_load_req_put(p, &m);
+        r = tfc_call(t, TF_OP_MODULE_LOAD, p, sizeof(p), NULL, 0);
+        if (t->state != TFC_CONNECTED)
+            return r;
+        tf_msg_module_load_rep_get(t->reply.data, &rep);
+    }
     const uint8_t *log;
     struct tf_proto_funcs_iter it;
     if (tf_proto_module_load_rep_begin(&rep, t->reply.data + TF_PROTO_SIZE_module_load_rep,
@@ -252,9 +265,25 @@ TFC_API CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname)
     return r;
 }
 
-/* Forgets module/library ID and everything found in it. Lock held. */
+/* Forgets module/library ID and everything found in it (a library's modules too). Lock
+ * held. */
 static void forget_module(struct tfc *t, struct tfc_module *m)
 {
+    for (int again = 1; again && m->type == TF_PROTO_H_LIBRARY;) {
+        again = 0;
+        size_t pos = 0;
+        uint64_t key;
+        void *val;
+        while (tf_htab_next(&t->objs, &pos, &key, &val)) {
+            struct tfc_module *a = val;
+            if (TF_PROTO_HANDLE_TYPE(key) == TF_PROTO_H_MODULE && a->alias == m->id) {
+                tf_htab_del(&t->objs, key);
+                free(a);
+                again = 1;
+                break;
+            }
+        }
+    }
     tf_rangeset_del_owner(&t->mem, m->id);
     for (;;) {
         size_t pos = 0;
@@ -286,6 +315,11 @@ static CUresult unload(uint64_t id, unsigned type)
     struct tfc_module *m = r ? NULL : tfc_obj(t, id, type);
     if (!r && !m)
         r = CUDA_ERROR_INVALID_HANDLE;
+    if (!r && m->alias) { /* a library's module: only a name here */
+        tf_htab_del(&t->objs, m->id);
+        free(m);
+        return leave(t, CUDA_SUCCESS);
+    }
     if (!r) {
         uint8_t p[TF_PROTO_SIZE_module_req];
         struct tf_msg_module_req q = {.ctx = m->ctx, .module = id};
@@ -300,6 +334,9 @@ TFC_API CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
 {
     return unload((uintptr_t)hmod, TF_PROTO_H_MODULE);
 }
+
+static CUresult kernel_function(struct tfc *t, struct tfc_func *k, uint64_t ctx,
+                                struct tfc_func **out);
 
 /* Function/kernel NAME of OWNER: from the cache, else asked by name. Lock held. */
 static CUresult find_func(struct tfc *t, struct tfc_module *m, const char *name, uint64_t ctx,
@@ -345,8 +382,16 @@ TFC_API CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, c
     if (!r && !m)
         r = CUDA_ERROR_INVALID_HANDLE;
     struct tfc_func *f = NULL;
-    if (!r)
+    if (!r && m->alias) {
+        /* The module of a library: its kernel's function in the module's context. */
+        struct tfc_module *lib = tfc_obj(t, m->alias, TF_PROTO_H_LIBRARY);
+        struct tfc_func *k = NULL;
+        r = lib ? find_func(t, lib, name, m->ctx, &k) : CUDA_ERROR_INVALID_HANDLE;
+        if (!r)
+            r = kernel_function(t, k, m->ctx, &f);
+    } else if (!r) {
         r = find_func(t, m, name, m->ctx, &f);
+    }
     if (!r)
         *hfunc = (CUfunction)(uintptr_t)f->id;
     return leave(t, r);
@@ -391,6 +436,13 @@ static CUresult get_global(uint64_t owner, unsigned type, CUdeviceptr *dptr, siz
 TFC_API CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
                                            const char *name)
 {
+    struct tfc *t = tfc_get();
+    pthread_mutex_lock(&t->lock);
+    struct tfc_module *m = tfc_obj(t, (uintptr_t)hmod, TF_PROTO_H_MODULE);
+    uint64_t lib = m ? m->alias : 0;
+    pthread_mutex_unlock(&t->lock);
+    if (lib) /* the module of a library: the library's global in the current context */
+        return get_global(lib, TF_PROTO_H_LIBRARY, dptr, bytes, name);
     return get_global((uintptr_t)hmod, TF_PROTO_H_MODULE, dptr, bytes, name);
 }
 
@@ -474,6 +526,47 @@ TFC_API CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library
     if (!r)
         *pKernel = (CUkernel)(uintptr_t)f->id;
     return leave(t, r);
+}
+
+/* The module of a library in the current context: a client-side name for the library there
+ * (functions and globals are asked of the library; the worker never sees it). */
+TFC_API CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+    if (!pMod)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct tfc *t = tfc_get();
+    pthread_mutex_lock(&t->lock);
+    CUresult r = tfc_ready(t);
+    uint64_t ctx = tfc_current(), lib = (uintptr_t)library;
+    if (!r && !tfc_obj(t, lib, TF_PROTO_H_LIBRARY))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (!r && (!ctx || !tfc_ctx_of(t, ctx)))
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r)
+        return leave(t, r);
+    size_t pos = 0;
+    uint64_t key;
+    void *val;
+    while (tf_htab_next(&t->objs, &pos, &key, &val)) {
+        struct tfc_module *a = val;
+        if (TF_PROTO_HANDLE_TYPE(key) == TF_PROTO_H_MODULE && a->alias == lib && a->ctx == ctx) {
+            *pMod = (CUmodule)(uintptr_t)key;
+            return leave(t, CUDA_SUCCESS);
+        }
+    }
+    struct tfc_module *m = calloc(1, sizeof(*m));
+    if (!m)
+        return leave(t, CUDA_ERROR_OUT_OF_MEMORY);
+    m->id = tfc_new_id(t, TF_PROTO_H_MODULE);
+    m->type = TF_PROTO_H_MODULE;
+    m->ctx = ctx;
+    m->alias = lib;
+    if (tf_htab_put(&t->objs, m->id, m) != 0) {
+        free(m);
+        return leave(t, CUDA_ERROR_OUT_OF_MEMORY);
+    }
+    *pMod = (CUmodule)(uintptr_t)m->id;
+    return leave(t, CUDA_SUCCESS);
 }
 
 TFC_API CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
@@ -601,28 +694,40 @@ TFC_API CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib
     return leave(t, r);
 }
 
+/* A plain forward (calls.def) that also updates the cached attribute. */
 TFC_API CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
                                             int value)
 {
+    CUresult r = tfc_fwd_cuFuncSetAttribute(hfunc, attrib, value);
+    if (r)
+        return r;
     struct tfc *t = tfc_get();
     pthread_mutex_lock(&t->lock);
-    CUresult r = tfc_ready(t);
-    struct tfc_func *f = r ? NULL : func_of(t, (uintptr_t)hfunc);
-    uint64_t ctx = f && f->ctx ? f->ctx : tfc_current();
-    if (!r && !f)
-        r = CUDA_ERROR_INVALID_HANDLE;
-    if (!r && (!ctx || !tfc_ctx_of(t, ctx)))
-        r = CUDA_ERROR_INVALID_CONTEXT;
-    if (!r) {
-        uint8_t p[TF_PROTO_SIZE_func_attr_req];
-        struct tf_msg_func_attr_req q = {
-            .ctx = ctx, .func = f->id, .attr = (uint32_t)attrib, .value = (uint32_t)value};
-        tf_msg_func_attr_req_put(p, &q);
-        r = tfc_call(t, TF_OP_FUNC_SET_ATTR, p, sizeof(p), NULL, 0);
-    }
-    if (!r && (unsigned)attrib < f->nattrs) {
+    struct tfc_func *f = func_of(t, (uintptr_t)hfunc);
+    if (f && (unsigned)attrib < f->nattrs) {
         f->attr_val[attrib] = value;
         f->attr_st[attrib] = CUDA_SUCCESS;
+    }
+    return leave(t, r);
+}
+
+/* A plain forward that also updates the cached attribute of the kernel and of its functions
+ * (launches are checked against them). */
+TFC_API CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
+                                              CUdevice dev)
+{
+    CUresult r = tfc_fwd_cuKernelSetAttribute(attrib, val, kernel, dev);
+    if (r)
+        return r;
+    struct tfc *t = tfc_get();
+    pthread_mutex_lock(&t->lock);
+    struct tfc_func *k = tfc_obj(t, (uintptr_t)kernel, TF_PROTO_H_KERNEL);
+    for (int i = -1; k && i < k->nkf; i++) {
+        struct tfc_func *f = i < 0 ? k : tfc_obj(t, k->kf[i].func, TF_PROTO_H_FUNC);
+        if (f && (unsigned)attrib < f->nattrs) {
+            f->attr_val[attrib] = val;
+            f->attr_st[attrib] = CUDA_SUCCESS;
+        }
     }
     return leave(t, r);
 }
@@ -696,6 +801,49 @@ static CUresult extra_params(void **extra, const void **buf, size_t *size)
     return *buf && have_size ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* What the real driver answers the runtime for grid or block dimensions outside the device's
+ * limits when launching a CUkernel (the runtime reports it as cudaErrorInvalidConfiguration;
+ * cuda.h does not name it); CUfunction launches get CUDA_ERROR_INVALID_VALUE. */
+#define CUDA_ERROR_INVALID_CONFIGURATION_RT ((CUresult)9)
+
+/* The launch configuration errors the driver reports at the launch itself, checked here
+ * against the cached device and function attributes so that they come from the same call as
+ * on a local GPU (the worker's driver checks again; what only it can tell comes back from
+ * the next synchronising call). */
+static CUresult launch_geometry(struct tfc *t, int dev, const struct tfc_func *fn,
+                                const unsigned grid[3], const unsigned block[3], unsigned shmem)
+{
+    const struct tfc_dev *d = &t->dev[dev];
+    int lim[7] = {1024, 1024, 64, 1024, 2147483647, 65535, 65535};
+    static const CUdevice_attribute la[7] = {
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+        CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,  CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+        CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+    for (int i = 0; i < 7; i++)
+        if ((unsigned)la[i] < d->nattrs && d->attr_st[la[i]] == CUDA_SUCCESS &&
+            d->attr_val[la[i]] > 0)
+            lim[i] = d->attr_val[la[i]];
+    uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+    int ok = grid[0] && grid[1] && grid[2] && block[0] && block[1] && block[2] &&
+             block[0] <= (unsigned)lim[0] && block[1] <= (unsigned)lim[1] &&
+             block[2] <= (unsigned)lim[2] && threads <= (uint64_t)lim[3] &&
+             grid[0] <= (unsigned)lim[4] && grid[1] <= (unsigned)lim[5] &&
+             grid[2] <= (unsigned)lim[6];
+    if (!ok)
+        return fn->type == TF_PROTO_H_KERNEL ? CUDA_ERROR_INVALID_CONFIGURATION_RT
+                                             : CUDA_ERROR_INVALID_VALUE;
+    const unsigned mt = CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+    const unsigned ms = CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
+    if (mt < fn->nattrs && fn->attr_st[mt] == CUDA_SUCCESS && fn->attr_val[mt] > 0 &&
+        threads > (uint64_t)fn->attr_val[mt])
+        return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+    if (ms < fn->nattrs && fn->attr_st[ms] == CUDA_SUCCESS && fn->attr_val[ms] >= 0 &&
+        shmem > (unsigned)fn->attr_val[ms])
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
 static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
                        unsigned shmem, CUstream hs, void **kernelParams, void **extra,
                        const CUlaunchAttribute *attrs, unsigned nattrs)
@@ -717,9 +865,11 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
     r = tfc_stream_id(t, hs, &sid);
     if (r)
         return leave(t, r);
-    if (!grid[0] || !grid[1] || !grid[2] || !block[0] || !block[1] || !block[2] ||
-        nattrs > TF_PROTO_MAX_LAUNCH_ATTRS || (kernelParams && extra))
+    if (nattrs > TF_PROTO_MAX_LAUNCH_ATTRS || (kernelParams && extra))
         return leave(t, CUDA_ERROR_INVALID_VALUE);
+    r = launch_geometry(t, tfc_ctx_of(t, ctx)->dev, fn, grid, block, shmem);
+    if (r)
+        return leave(t, r);
     const void *xbuf = NULL;
     size_t xsize = 0;
     if (extra) {
@@ -787,4 +937,16 @@ TFC_API CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig *config, CUfuncti
         return CUDA_ERROR_INVALID_VALUE;
     return launch(f, g, b, config->sharedMemBytes, config->hStream, kernelParams, extra,
                   config->attrs, config->numAttrs);
+}
+
+TFC_API CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                                   unsigned int gridDimY, unsigned int gridDimZ,
+                                                   unsigned int blockDimX, unsigned int blockDimY,
+                                                   unsigned int blockDimZ,
+                                                   unsigned int sharedMemBytes, CUstream hStream,
+                                                   void **kernelParams)
+{
+    unsigned g[3] = {gridDimX, gridDimY, gridDimZ}, b[3] = {blockDimX, blockDimY, blockDimZ};
+    CUlaunchAttribute coop = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1};
+    return launch(f, g, b, sharedMemBytes, hStream, kernelParams, NULL, &coop, 1);
 }

@@ -26,6 +26,7 @@
 #define TF_REMOTE_CLIENT_H
 
 #include "remote/buf.h"
+#include "remote/calls.h"
 #include "remote/codec.h"
 #include "remote/htab.h"
 #include "remote/rangeset.h"
@@ -33,6 +34,7 @@
 #include <cuda.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -57,9 +59,19 @@ struct tfc_dev {
     unsigned primary_flags;
 };
 
+/* Every client object (context, module, library, function, kernel, stream, event, pool,
+ * graph, executable graph) starts with these fields, in this order; objects of the kinds
+ * without client-side state are just this. */
+struct tfc_obj {
+    uint64_t id;
+    unsigned type; /* TF_PROTO_H_* */
+    uint64_t ctx;  /* the context it belongs to (a context: itself; 0: none) */
+};
+
 struct tfc_ctx {
     uint64_t id;
     unsigned type; /* TF_PROTO_H_CTX */
+    uint64_t ctx;  /* = id */
     int dev;
     unsigned flags;
     int primary;
@@ -69,8 +81,8 @@ struct tfc_ctx {
 struct tfc_func {
     uint64_t id;
     unsigned type;  /* TF_PROTO_H_FUNC or TF_PROTO_H_KERNEL */
-    uint64_t owner; /* module or library */
     uint64_t ctx;   /* FUNC: context it belongs to */
+    uint64_t owner; /* module or library */
     uint32_t nparams, params_size;
     uint32_t *off, *sz;
     uint32_t nattrs;
@@ -91,6 +103,7 @@ struct tfc_module {
     unsigned type; /* TF_PROTO_H_MODULE or TF_PROTO_H_LIBRARY */
     uint64_t ctx;
     struct tfc_func *funcs; /* known functions/kernels, by name */
+    uint64_t alias;         /* cuLibraryGetModule: the library it is the module of in CTX */
 };
 
 struct tfc_stream {
@@ -151,7 +164,19 @@ struct tfc {
     int pump_running;
     _Atomic int pump_stop;
     int lost_logged;
+    uint64_t round_trips; /* blocking requests (tfc_call); TF_REMOTE_STATS reports them */
 };
+
+#define TFC_OBJ_LAYOUT(T)                                                                          \
+    _Static_assert(offsetof(struct T, id) == offsetof(struct tfc_obj, id) &&                       \
+                       offsetof(struct T, type) == offsetof(struct tfc_obj, type) &&               \
+                       offsetof(struct T, ctx) == offsetof(struct tfc_obj, ctx),                   \
+                   #T " starts as struct tfc_obj")
+TFC_OBJ_LAYOUT(tfc_ctx);
+TFC_OBJ_LAYOUT(tfc_func);
+TFC_OBJ_LAYOUT(tfc_module);
+TFC_OBJ_LAYOUT(tfc_stream);
+TFC_OBJ_LAYOUT(tfc_event);
 
 struct tfc *tfc_get(void);
 
@@ -192,10 +217,46 @@ CUresult tfc_call(struct tfc *t, uint16_t op, const uint8_t *fixed, size_t flen,
 /* Processes incoming events without blocking (pump thread, send back-pressure). Lock held. */
 void tfc_drain(struct tfc *t);
 
+/* Copies and memsets in the current context (api_mem.c; take the lock): HtoD/DtoH on stream
+ * HS (SYNC: a synchronous copy, done on return), DtoD and memsets of COUNT elements of ELEM
+ * bytes (1, 2, 4) asynchronous on HS. tfc_copies_done waits for the copies sent so far (one
+ * round trip: their data has landed, their errors are reported). tfc_is_dev: [P, P+N) lies in
+ * one of this process's allocations or globals. */
+CUresult tfc_htod(CUdeviceptr dst, const void *src, size_t n, CUstream hs, int sync);
+CUresult tfc_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream hs, int sync);
+CUresult tfc_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hs);
+CUresult tfc_memset(CUdeviceptr dst, uint32_t value, size_t count, uint32_t elem, CUstream hs);
+CUresult tfc_copies_done(void);
+int tfc_is_dev(CUdeviceptr p, size_t n);
+
 /* The sticky error of context CTX (CUDA_SUCCESS when healthy). Replies carrying a sticky
  * code (illegal address, launch failure, ...) mark the calling thread's current context, so
  * later fire-and-forget calls in it fail at once, as on a local GPU. Lock held. */
 CUresult tfc_sticky(struct tfc *t, uint64_t ctx);
+
+/* Forwards the plain driver call D (calls.def) with its arguments A by position (A_IN/A_DEV
+ * encoded, handles as ids; A_NEW positions get the new object's id). Checks handles and the
+ * context, sends it (batched when asynchronous) and, for a synchronous call that succeeded,
+ * stores the outputs in O by position. PTSZ: the NULL stream is the per-thread stream.
+ * Takes the lock. */
+CUresult tfc_forward(const struct tf_call_desc *d, int ptsz, uint64_t *a, uint64_t *o);
+/* Hand-written entry points around generated forwards (CLIENT HOOK in calls.def). */
+#define C(code, sym, kind, ctx, waits, client, worker, fallback, args)                             \
+    TF_PP_CAT(TFC_DECL_, client)(sym, args)
+#define TFC_DECL_EXP(sym, args)
+#define TFC_DECL_PTSZ(sym, args)
+#define TFC_DECL_HOOK(sym, args) CUresult tfc_fwd_##sym(TF_CALL_PARAMS(args));
+#include "remote/calls.def"
+#undef C
+#undef TFC_DECL_EXP
+#undef TFC_DECL_PTSZ
+#undef TFC_DECL_HOOK
+
+/* A new object of TYPE (any kind without client-side state) in context CTX, registered under
+ * ID. Lock held. NULL when out of memory. */
+struct tfc_obj *tfc_obj_add(struct tfc *t, uint64_t id, unsigned type, uint64_t ctx);
+/* Forgets object O and frees it. Lock held. */
+void tfc_obj_drop(struct tfc *t, struct tfc_obj *o);
 
 /* Object lookups (NULL when ID is not a live object of that type). Lock held. */
 void *tfc_obj(struct tfc *t, uint64_t id, unsigned type);

@@ -33,6 +33,11 @@ int tf_drv_open(struct tf_drv *d, const char *path, char *err, size_t errlen)
     }
     TF_DRV_FUNCS(TF__DRV_RESOLVE)
 #undef TF__DRV_RESOLVE
+    for (int i = 0; i < TF_CALL_COUNT; i++) {
+        d->call[i] = dlsym(d->dl, tf_calls[i].name);
+        if (!d->call[i] && tf_calls[i].fallback)
+            d->call[i] = dlsym(d->dl, tf_calls[i].fallback);
+    }
     if (!d->ctxCreate4 && !d->ctxCreate2) {
         tf_errf(err, errlen, "CUDA driver %s lacks cuCtxCreate_v4 and cuCtxCreate_v2", lib);
         tf_drv_close(d);

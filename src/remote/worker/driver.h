@@ -11,6 +11,8 @@
 #ifndef TF_REMOTE_WORKER_DRIVER_H
 #define TF_REMOTE_WORKER_DRIVER_H
 
+#include "remote/calls.h"
+
 #include <cudaTypedefs.h>
 #include <stddef.h>
 
@@ -101,6 +103,9 @@ struct tf_drv {
 #define TF__DRV_FIELD(field, sym, type, req) type field;
     TF_DRV_FUNCS(TF__DRV_FIELD)
 #undef TF__DRV_FIELD
+    /* The plain forwarded calls (calls.def), by TF_CALL_IDX_*: SYMBOL, else FALLBACK, else
+     * NULL (the call answers CUDA_ERROR_NOT_SUPPORTED). */
+    void *call[TF_CALL_COUNT];
 };
 
 /* Opens PATH (NULL: "libcuda.so.1", found through LD_LIBRARY_PATH like any CUDA program) and

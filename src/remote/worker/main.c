@@ -46,7 +46,9 @@ static void usage(FILE *f)
                "  --max-pending N        connections still in their handshake, without the\n"
                "                         token yet (default 16; the oldest is dropped for a new)\n"
                "  --module-buffer-limit Q  module images all clients may buffer at once while\n"
-               "                         uploading them (default 1Gi)\n"
+               "                         uploading them or keeping them by digest (default 1Gi)\n"
+               "  --stats-file FILE      rewrite FILE (JSON) with the module image counters\n"
+               "                         after each module load\n"
                "  --pinned-staging       page-locked bulk-copy staging (faster on a GPU; its\n"
                "                         data is reachable from every client's kernels: use\n"
                "                         only when all clients are one tenant)\n"
@@ -97,6 +99,7 @@ int main(int argc, char **argv)
                                          {"max-pending", required_argument, 0, 'P'},
                                          {"module-buffer-limit", required_argument, 0, 'B'},
                                          {"pinned-staging", no_argument, 0, 'S'},
+                                         {"stats-file", required_argument, 0, 'T'},
                                          {"driver", required_argument, 0, 'D'},
                                          {"ready-file", required_argument, 0, 'r'},
                                          {"spin-us", required_argument, 0, 's'},
@@ -173,6 +176,9 @@ int main(int argc, char **argv)
                 return 2;
             if (spin_us == 0)
                 spin_us = -1; /* never (0 in the server config is the default) */
+            break;
+        case 'T':
+            wc.stats_file = optarg;
             break;
         case 'D':
             wc.driver_path = optarg;

@@ -278,7 +278,17 @@ static void free_range(struct session *s, const struct tf_range *r)
     tf__ws_vram_freed(s, r->aux, (int64_t)r->size, fr);
 }
 
-void tf__ws_destroy_obj(struct session *s, struct obj *o)
+/* A call of calls.def on driver handle H (destroys of graph objects and pools). */
+static void call_destroy(struct session *s, size_t idx, void *h)
+{
+    CUresult(CUDAAPI * f)(void *);
+    void *fn = s->d->call[idx];
+    memcpy(&f, &fn, sizeof(f));
+    if (f)
+        (void)f(h);
+}
+
+void tf__ws_release_handle(struct session *s, struct obj *o)
 {
     const struct tf_drv *d = s->d;
     switch (o->type) {
@@ -298,10 +308,17 @@ void tf__ws_destroy_obj(struct session *s, struct obj *o)
         tf__ws_vram_freed(s, o->ctx, o->bytes, r);
         break;
     }
-    case TF_PROTO_H_LIBRARY:
+    case TF_PROTO_H_LIBRARY: {
         tf_rangeset_del_owner(&s->mem, o->id);
-        if (d->libraryUnload)
-            (void)d->libraryUnload(o->h.lib);
+        CUresult r = d->libraryUnload ? d->libraryUnload(o->h.lib) : CUDA_ERROR_NOT_SUPPORTED;
+        tf__ws_vars_unload(s, o, r);
+        break;
+    }
+    case TF_PROTO_H_GRAPH:
+        call_destroy(s, TF_CALL_IDX_cuGraphDestroy, o->h.graph);
+        break;
+    case TF_PROTO_H_GEXEC:
+        call_destroy(s, TF_CALL_IDX_cuGraphExecDestroy, o->h.gexec);
         break;
     case TF_PROTO_H_CTX:
         tf_wcompute_ctx_gone(&s->w->compute, (uintptr_t)o->h.ctx);
@@ -319,11 +336,16 @@ void tf__ws_destroy_obj(struct session *s, struct obj *o)
     default:
         break;
     }
+}
+
+void tf__ws_destroy_obj(struct session *s, struct obj *o)
+{
+    tf__ws_release_handle(s, o);
     tf__ws_obj_drop(s, o);
 }
 
-/* Destroys every object matching PRED (in dependency order: streams and events, functions,
- * modules, libraries, then contexts). */
+/* Destroys every object of TYPE matching PRED (callers go in dependency order: executable
+ * graphs, graphs, streams and events, functions, modules, libraries, then contexts). */
 void tf__ws_destroy_where(struct session *s, unsigned type, obj_pred pred, uint64_t arg)
 {
     size_t n = 0, cap = s->objs.count;
@@ -385,6 +407,8 @@ void tf__ws_destroy_ctx(struct session *s, struct obj *ctx)
     if (s->stage_mem)
         tf__ws_stage_drain(s);
     ev_forget(s, id);
+    tf__ws_destroy_where(s, TF_PROTO_H_GEXEC, pred_ctx, id);
+    tf__ws_destroy_where(s, TF_PROTO_H_GRAPH, pred_ctx, id);
     tf__ws_destroy_where(s, TF_PROTO_H_STREAM, pred_ctx, id);
     tf__ws_destroy_where(s, TF_PROTO_H_EVENT, pred_ctx, id);
     tf__ws_destroy_where(s, TF_PROTO_H_FUNC, pred_ctx, id);
@@ -418,12 +442,15 @@ void tf__ws_destroy_ctx(struct session *s, struct obj *ctx)
         tf__ws_destroy_obj(s, m);
     }
     forget_kfuncs(s, id);
+    tf__ws_vars_ctx_gone(s, id);
     tf__ws_destroy_obj(s, ctx);
 }
 
 void tf__ws_session_cleanup(struct session *s)
 {
     stage_release_all(s);
+    tf__ws_destroy_where(s, TF_PROTO_H_GEXEC, pred_all, 0);
+    tf__ws_destroy_where(s, TF_PROTO_H_GRAPH, pred_all, 0);
     tf__ws_destroy_where(s, TF_PROTO_H_STREAM, pred_all, 0);
     tf__ws_destroy_where(s, TF_PROTO_H_EVENT, pred_all, 0);
     for (size_t i = 0; i < s->mem.n; i++)

@@ -70,19 +70,6 @@ int tf__ws_h_primary_drop(struct session *s, struct req *q)
     return CUDA_SUCCESS;
 }
 
-int tf__ws_h_ctx_sync(struct session *s, struct req *q)
-{
-    struct tf_msg_ctx_req m;
-    tf_msg_ctx_req_get(q->p, &m);
-    CUresult r = tf__ws_use_ctx(s, m.ctx, NULL);
-    if (r)
-        return r;
-    tf_wconn_wait_begin(s->c);
-    r = s->d->ctxSynchronize();
-    tf_wconn_wait_end(s->c);
-    return r;
-}
-
 static int alloc_common(struct session *s, uint64_t ctx, uint64_t bytes, uint64_t width,
                         uint64_t height, uint32_t elemsize)
 {
@@ -173,6 +160,21 @@ int tf__ws_h_mem_info(struct session *s, struct req *q)
     return CUDA_SUCCESS;
 }
 
+/* Copies between the client's host memory and the device cannot be captured: the bytes pass
+ * through this session's staging ring, which a replay would read or overwrite long after. In
+ * a stream being captured they are refused with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and the
+ * capture is invalidated, as the driver does for an operation it cannot capture (a
+ * synchronisation of the capturing stream is one). */
+static CUresult no_capture(struct session *s, CUstream st)
+{
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (!s->d->streamIsCapturing || s->d->streamIsCapturing(st, &cs) != CUDA_SUCCESS ||
+        cs != CU_STREAM_CAPTURE_STATUS_ACTIVE)
+        return CUDA_SUCCESS;
+    (void)s->d->streamSynchronize(st);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
 /* One HtoD chunk of N bytes to M->dst. The data is at SRC, or (SRC NULL) still in the socket:
  * then it is received straight into the staging ring. Returns a CUresult, or TF_EIO when the
  * connection failed while the data was read. */
@@ -185,6 +187,8 @@ int tf__ws_htod_chunk(struct session *s, const struct tf_msg_htod_req *m, const 
         r = tf__ws_get_stream(s, m->stream, &st);
     if (!r && n && !tf__ws_mem_ok(s, m->dst, n))
         r = CUDA_ERROR_INVALID_VALUE;
+    if (!r)
+        r = no_capture(s, st);
     if (n && tf__ws_stage_ready(s)) {
         size_t off, charge;
         uint8_t *p = tf__ws_stage_alloc(s, n, &off, &charge);
@@ -316,6 +320,8 @@ int tf__ws_h_dtoh(struct session *s, struct req *q)
         r = tf__ws_get_stream(s, m.stream, &st);
     if (!r && m.len && !tf__ws_mem_ok(s, m.src, m.len))
         r = CUDA_ERROR_INVALID_VALUE;
+    if (!r)
+        r = no_capture(s, st);
     int sent_fail = 0;
     if (!r && m.len && tf__ws_stage_ready(s)) {
         r = dtoh_pipelined(s, &m, st, &sent_fail);

@@ -5,6 +5,8 @@
  */
 #include "remote/worker/session_int.h"
 
+#include "remote/sha256.h"
+
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
@@ -85,8 +87,7 @@ static int append_func_record(struct session *s, const struct obj *o, CUfunction
     return 0;
 }
 
-/* Function of kernel object K in the current context CTX (cached per context). */
-static CUresult kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfunction *fn)
+CUresult tf__ws_kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfunction *fn)
 {
     for (int i = 0; i < k->nkf; i++) {
         if (k->kf[i].ctx == ctx) {
@@ -98,6 +99,10 @@ static CUresult kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfu
         return CUDA_ERROR_NOT_SUPPORTED;
     CUresult r = s->d->kernelGetFunction(fn, k->h.kern);
     if (r)
+        return r;
+    /* The library's module is in CTX now: its variables count. */
+    struct obj *lib = tf__ws_obj_get(s, k->owner, TF_PROTO_H_LIBRARY);
+    if (lib && (r = tf__ws_vars_use(s, lib, ctx)) != CUDA_SUCCESS)
         return r;
     if (k->nkf < MAX_KFUNCS)
         k->kf[k->nkf++] = (struct kfunc){ctx, *fn};
@@ -115,7 +120,7 @@ static CUresult func_of(struct session *s, uint64_t id, uint64_t ctx, struct obj
     }
     if (!(*o = tf__ws_obj_get(s, id, TF_PROTO_H_KERNEL)))
         return CUDA_ERROR_INVALID_HANDLE;
-    return kernel_func(s, *o, ctx, fn);
+    return tf__ws_kernel_func(s, *o, ctx, fn);
 }
 
 /* Next ".entry NAME" in PTX text [*P, END); 1 with NAME (NUL-terminated) or 0. */
@@ -175,7 +180,7 @@ static int report_one(struct session *s, struct obj *owner, uint64_t ctx, CUfunc
     o->owner = owner->id;
     if (is_kernel) {
         o->h.kern = kern;
-        if (kernel_func(s, o, ctx, &fn) != CUDA_SUCCESS) {
+        if (tf__ws_kernel_func(s, o, ctx, &fn) != CUDA_SUCCESS) {
             tf__ws_obj_drop(s, o);
             return 0;
         }
@@ -216,16 +221,17 @@ static uint32_t report_funcs(struct session *s, struct obj *owner, uint64_t ctx,
     return count;
 }
 
-/* Reserves the device memory module image BLOB's variables take (__device__ / __constant__:
+/* Reserves the device memory module image IMG (LEN bytes)'s variables take (__device__ / __constant__:
  * the driver allocates them at load; sized from the image by src/fatbin/image.h) on device
  * DEV, before the load: CUDA_ERROR_OUT_OF_MEMORY when they do not fit the limit. An image not
  * understood is charged nothing (the driver then says whether it loads). */
-static CUresult reserve_vars(struct session *s, int dev, int64_t *bytes)
+static CUresult reserve_vars(struct session *s, int dev, const void *img, size_t len,
+                            int64_t *bytes)
 {
     uint64_t n = 0;
     char err[256] = "";
     *bytes = 0;
-    if (tf_image_vars_bytes(s->blob.data, s->blob.len, &n, err, sizeof(err)) != 0) {
+    if (tf_image_vars_bytes(img, len, &n, err, sizeof(err)) != 0) {
         tf_log(TF_LOG_INFO, "worker",
                "conn %llu: module image not understood (%s): its variables are not charged",
                (unsigned long long)s->c->id, err);
@@ -243,6 +249,59 @@ static CUresult reserve_vars(struct session *s, int dev, int64_t *bytes)
     return CUDA_SUCCESS;
 }
 
+/* The image a MODULE_LOAD names: the one held under its digest (BY_DIGEST), or the uploaded
+ * blob, checked against the digest and then kept under it. NULL with *R set when there is
+ * none (NEED_IMAGE: the client is to send it). The entry is referenced; the blob consumed. */
+static struct tf_img *load_image(struct session *s, const struct tf_msg_module_load_req *m,
+                                 CUresult *r, uint32_t *need_image)
+{
+    struct tf_worker *w = s->w;
+    if (m->flags & TF_PROTO_LOAD_BY_DIGEST) {
+        tf__ws_blob_drop(s); /* nothing is uploaded for these */
+        struct tf_img *e = tf_imgcache_get(&w->images, m->digest);
+        if (!e) {
+            *need_image = 1;
+            *r = CUDA_ERROR_NOT_FOUND;
+        }
+        return e;
+    }
+    uint8_t got[TF_SHA256_LEN];
+    /* Images are NUL-terminated for the driver (PTX text needs it; binaries ignore it); the
+     * budget charged for the image includes that byte. */
+    if (s->blob_refused || tf_buf_append(&s->blob, "", 1) != 0) {
+        *r = CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
+    }
+    tf_sha256(s->blob.data, s->blob.len - 1, got);
+    if (memcmp(got, m->digest, TF_SHA256_LEN) != 0) {
+        tf_log(TF_LOG_WARN, "worker", "conn %llu: module image does not match its digest",
+               (unsigned long long)s->c->id);
+        *r = CUDA_ERROR_INVALID_IMAGE;
+        return NULL;
+    }
+    /* The cache takes the buffer (trimmed to its length) and its charge. */
+    uint8_t *data = s->blob.data;
+    size_t len = s->blob.len;
+    uint8_t *trim = realloc(data, len);
+    if (trim)
+        data = trim;
+    int64_t charged = s->blob_charged;
+    if (trim && (int64_t)len < charged) {
+        tf_worker_blob_release(w, charged - (int64_t)len);
+        charged = (int64_t)len;
+    }
+    memset(&s->blob, 0, sizeof(s->blob));
+    tf_buf_init(&s->blob, TF_PROTO_MAX_BLOB + 1);
+    s->blob_charged = 0;
+    int64_t freed;
+    struct tf_img *e = tf_imgcache_put(&w->images, m->digest, data, len, charged, &freed);
+    if (freed)
+        tf_worker_blob_release(w, freed);
+    if (!e)
+        *r = CUDA_ERROR_OUT_OF_MEMORY;
+    return e;
+}
+
 int tf__ws_h_module_load(struct session *s, struct req *q)
 {
     struct tf_msg_module_load_req m;
@@ -254,15 +313,16 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
         return CUDA_ERROR_NOT_SUPPORTED;
     }
     unsigned type = m.kind == TF_PROTO_LOAD_LIBRARY ? TF_PROTO_H_LIBRARY : TF_PROTO_H_MODULE;
-    if (m.kind > TF_PROTO_LOAD_LIBRARY || !tf__ws_client_id_ok(s, m.module, type))
+    if (m.kind > TF_PROTO_LOAD_LIBRARY || (m.flags & ~TF_PROTO_LOAD_BY_DIGEST) ||
+        !tf__ws_client_id_ok(s, m.module, type))
         PROTO_FAIL(q, "bad module load request");
     CUresult r = CUDA_SUCCESS;
+    uint32_t need_image = 0;
     char log[TF_PROTO_MAX_LOG];
     log[0] = 0;
-    /* Images are NUL-terminated for the driver (PTX text needs it; binaries ignore it); the
-     * budget charged for the image includes that byte. */
-    if (s->blob_refused || tf_buf_append(&s->blob, "", 1) != 0)
-        r = CUDA_ERROR_OUT_OF_MEMORY;
+    struct tf_img *img = load_image(s, &m, &r, &need_image);
+    tf__ws_blob_drop(s); /* what is left of an upload and its budget go back at once */
+    s->blob_refused = 0;
     struct obj *ctxo = NULL;
     int64_t vars = 0; /* reserved for the module's variables, until its object holds them */
     int dev = 0;
@@ -270,7 +330,7 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
         r = tf__ws_use_ctx(s, m.ctx, &ctxo);
     if (!r && type == TF_PROTO_H_MODULE) {
         dev = ctxo->dev;
-        r = reserve_vars(s, dev, &vars);
+        r = reserve_vars(s, dev, img->data, img->len, &vars);
     }
     if (!r && type == TF_PROTO_H_LIBRARY && !s->d->libraryLoadData)
         r = CUDA_ERROR_NOT_SUPPORTED;
@@ -281,11 +341,11 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
         void *val[2] = {log, (void *)(uintptr_t)sizeof(log)};
         tf_wconn_wait_begin(s->c);
         if (type == TF_PROTO_H_LIBRARY)
-            r = s->d->libraryLoadData(&lib, s->blob.data, opt, val, 2, NULL, NULL, 0);
+            r = s->d->libraryLoadData(&lib, img->data, opt, val, 2, NULL, NULL, 0);
         else if (s->d->moduleLoadDataEx)
-            r = s->d->moduleLoadDataEx(&mod, s->blob.data, 2, opt, val);
+            r = s->d->moduleLoadDataEx(&mod, img->data, 2, opt, val);
         else
-            r = s->d->moduleLoadData(&mod, s->blob.data);
+            r = s->d->moduleLoadData(&mod, img->data);
         tf_wconn_wait_end(s->c);
         log[sizeof(log) - 1] = 0;
     }
@@ -308,15 +368,20 @@ int tf__ws_h_module_load(struct session *s, struct req *q)
                 o->h.lib = lib;
             o->bytes = vars; /* given back when it is unloaded */
             vars = 0;
+            if (type == TF_PROTO_H_LIBRARY)
+                tf__ws_vars_library(s, o, img->data, img->len);
             if (type == TF_PROTO_H_MODULE || (m.ctx && s->d->libraryGetKernel))
-                nfuncs = report_funcs(s, o, m.ctx, (const char *)s->blob.data, s->blob.len - 1);
+                nfuncs = report_funcs(s, o, m.ctx, (const char *)img->data, img->len - 1);
         }
     }
     if (vars) /* the load failed */
         tf_worker_vram_release(s->w, dev, vars);
-    tf__ws_blob_drop(s); /* the image's memory and budget go back at once */
-    s->blob_refused = 0;
-    struct tf_msg_module_load_rep rep = {.nfuncs = nfuncs, .log_len = (uint32_t)loglen};
+    if (img) {
+        tf_imgcache_unref(&s->w->images, img);
+        tf_worker_images_changed(s->w);
+    }
+    struct tf_msg_module_load_rep rep = {
+        .nfuncs = nfuncs, .log_len = (uint32_t)loglen, .need_image = need_image};
     tf_msg_module_load_rep_put(s->reply.data, &rep);
     return r;
 }
@@ -366,7 +431,7 @@ int tf__ws_h_get_func(struct session *s, struct req *q, int from_kernel)
             return CUDA_ERROR_INVALID_HANDLE;
         r = tf__ws_use_ctx(s, m.ctx, NULL);
         if (!r)
-            r = kernel_func(s, owner, m.ctx, &fn);
+            r = tf__ws_kernel_func(s, owner, m.ctx, &fn);
         snprintf(name, sizeof(name), "kernel");
     } else {
         if (tail_name(q, name, sizeof(name)) != 0)
@@ -398,7 +463,7 @@ int tf__ws_h_get_func(struct session *s, struct req *q, int from_kernel)
     o->owner = from_kernel ? owner->owner : owner->id;
     if (type == TF_PROTO_H_KERNEL) {
         o->h.kern = kern;
-        r = kernel_func(s, o, m.ctx, &fn);
+        r = tf__ws_kernel_func(s, o, m.ctx, &fn);
     } else {
         o->h.fn = fn;
     }
@@ -435,6 +500,8 @@ int tf__ws_h_get_global(struct session *s, struct req *q)
         if (!r)
             r = s->d->libraryGetGlobal ? s->d->libraryGetGlobal(&p, &size, o->h.lib, name)
                                        : CUDA_ERROR_NOT_SUPPORTED;
+        if (!r)
+            r = tf__ws_vars_use(s, o, m.ctx);
     }
     if (r)
         return r;
@@ -445,28 +512,12 @@ int tf__ws_h_get_global(struct session *s, struct req *q)
     return CUDA_SUCCESS;
 }
 
-int tf__ws_h_func_attr(struct session *s, struct req *q)
-{
-    struct tf_msg_func_attr_req m;
-    tf_msg_func_attr_req_get(q->p, &m);
-    CUresult r = tf__ws_use_ctx(s, m.ctx, NULL);
-    if (r)
-        return r;
-    CUfunction fn;
-    struct obj *o;
-    if ((r = func_of(s, m.func, m.ctx, &o, &fn)))
-        return r;
-    if (!s->d->funcSetAttribute)
-        return CUDA_ERROR_NOT_SUPPORTED;
-    return s->d->funcSetAttribute(fn, (CUfunction_attribute)m.attr, (int)m.value);
-}
-
 /* The compute limit: a launch takes its tokens before it is issued, waiting for them on this
  * connection's thread (later requests of this client wait behind it, in order; other
  * clients' connections are not held). The connection counts as waiting from the first
  * throttled launch until the session reads from the client again: a batch of launches that
  * each wait less than the keepalive period may add up to more than the client's timeout. */
-static void charge_launch(struct session *s, struct tf_wlaunch *l)
+void tf__ws_charge_launch(struct session *s, struct tf_wlaunch *l)
 {
     if (!tf_wcompute_try(&s->w->compute, &s->cost, l)) {
         tf_wconn_wait_begin(s->c);
@@ -506,7 +557,7 @@ int tf__ws_h_launch(struct session *s, struct req *q)
                                        ((uint64_t)m.block_x * m.block_y * m.block_z),
                             .stream = (uintptr_t)st};
     if (m.nattrs == 0) {
-        charge_launch(s, &wl);
+        tf__ws_charge_launch(s, &wl);
         r = s->d->launchKernel(fn, m.grid_x, m.grid_y, m.grid_z, m.block_x, m.block_y, m.block_z,
                                m.shmem, st, o->nparams ? s->kparams : NULL, NULL);
         tf_wcompute_issued(&s->w->compute, &s->cost, &wl, r == CUDA_SUCCESS);
@@ -555,8 +606,24 @@ int tf__ws_h_launch(struct session *s, struct req *q)
                           .hStream = st,
                           .attrs = la,
                           .numAttrs = m.nattrs};
-    charge_launch(s, &wl);
+    tf__ws_charge_launch(s, &wl);
     r = s->d->launchKernelEx(&cfg, fn, o->nparams ? s->kparams : NULL, NULL);
+    tf_wcompute_issued(&s->w->compute, &s->cost, &wl, r == CUDA_SUCCESS);
+    return r;
+}
+
+/* A graph launch: charged as one launch of the executable graph (the cost model learns what
+ * it costs from its measured launches, as for a kernel). */
+CUresult tf__ws_hook_cuGraphLaunch(struct session *s, uint64_t ctx, tf_ws_tramp call, void *fn,
+                                   const uint64_t *v, uint64_t *o, void **nh)
+{
+    struct obj *cx = tf__ws_obj_get(s, ctx, TF_PROTO_H_CTX);
+    if (!cx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct tf_wlaunch wl = {
+        .dev = cx->dev, .func = (uintptr_t)v[0], .threads = 1, .stream = (uintptr_t)v[1]};
+    tf__ws_charge_launch(s, &wl);
+    CUresult r = call(fn, v, o, nh);
     tf_wcompute_issued(&s->w->compute, &s->cost, &wl, r == CUDA_SUCCESS);
     return r;
 }

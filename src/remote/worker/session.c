@@ -2,7 +2,7 @@
  *
  * tf-worker sessions: executes one client's requests on the real driver with per-client
  * handle tables and pointer validation, hard VRAM limits, deferred errors of asynchronous
- * requests, and full cleanup at disconnect; see session.h. This file: streams, events, the
+ * requests, and full cleanup at disconnect; see session.h. This file: stream creation, the
  * dispatcher and the connection loop; the rest is in sess_*.c (session_int.h).
  */
 #include "remote/worker/session_int.h"
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- streams and events --------------------------------------------------------------------- */
+/* ---- streams --------------------------------------------------------------------- */
 
 static int h_stream_create(struct session *s, struct req *q)
 {
@@ -43,153 +43,6 @@ static int h_stream_create(struct session *s, struct req *q)
     return CUDA_SUCCESS;
 }
 
-static int h_stream_destroy(struct session *s, struct req *q)
-{
-    struct tf_msg_stream_req m;
-    tf_msg_stream_req_get(q->p, &m);
-    struct obj *o = tf__ws_obj_get(s, m.stream, TF_PROTO_H_STREAM);
-    if (!o)
-        return CUDA_ERROR_INVALID_HANDLE;
-    tf__ws_destroy_obj(s, o);
-    return CUDA_SUCCESS;
-}
-
-static int h_stream_wait(struct session *s, struct req *q, int query)
-{
-    struct tf_msg_stream_req m;
-    tf_msg_stream_req_get(q->p, &m);
-    CUresult r = CUDA_SUCCESS;
-    if (m.ctx)
-        r = tf__ws_use_ctx(s, m.ctx, NULL);
-    CUstream st;
-    if (!r)
-        r = tf__ws_get_stream(s, m.stream, &st);
-    if (r)
-        return r;
-    if (query)
-        return s->d->streamQuery(st);
-    tf_wconn_wait_begin(s->c);
-    r = s->d->streamSynchronize(st);
-    tf_wconn_wait_end(s->c);
-    return r;
-}
-
-static int h_stream_wait_event(struct session *s, struct req *q)
-{
-    struct tf_msg_stream_wait_req m;
-    tf_msg_stream_wait_req_get(q->p, &m);
-    CUresult r = CUDA_SUCCESS;
-    if (m.ctx)
-        r = tf__ws_use_ctx(s, m.ctx, NULL);
-    CUstream st;
-    CUevent ev;
-    if (!r)
-        r = tf__ws_get_stream(s, m.stream, &st);
-    if (!r)
-        r = tf__ws_get_event(s, m.event, &ev);
-    if (r)
-        return r;
-    return s->d->streamWaitEvent(st, ev, m.flags);
-}
-
-static int h_event_create(struct session *s, struct req *q)
-{
-    struct tf_msg_event_create_req m;
-    tf_msg_event_create_req_get(q->p, &m);
-    if (!tf__ws_client_id_ok(s, m.event, TF_PROTO_H_EVENT))
-        PROTO_FAIL(q, "bad new event id");
-    CUresult r = tf__ws_use_ctx(s, m.ctx, NULL);
-    if (r)
-        return r;
-    CUevent ev;
-    r = s->d->eventCreate(&ev, m.flags);
-    if (r)
-        return r;
-    struct obj *o = tf__ws_obj_new(s, m.event, TF_PROTO_H_EVENT, m.ctx);
-    if (!o) {
-        s->d->eventDestroy(ev);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
-    o->h.ev = ev;
-    return CUDA_SUCCESS;
-}
-
-static int h_event_destroy(struct session *s, struct req *q)
-{
-    struct tf_msg_event_req m;
-    tf_msg_event_req_get(q->p, &m);
-    struct obj *o = tf__ws_obj_get(s, m.event, TF_PROTO_H_EVENT);
-    if (!o)
-        return CUDA_ERROR_INVALID_HANDLE;
-    tf__ws_destroy_obj(s, o);
-    return CUDA_SUCCESS;
-}
-
-static int h_event_record(struct session *s, struct req *q)
-{
-    struct tf_msg_event_record_req m;
-    tf_msg_event_record_req_get(q->p, &m);
-    CUresult r = CUDA_SUCCESS;
-    if (m.ctx)
-        r = tf__ws_use_ctx(s, m.ctx, NULL);
-    CUevent ev;
-    CUstream st;
-    if (!r)
-        r = tf__ws_get_event(s, m.event, &ev);
-    if (!r)
-        r = tf__ws_get_stream(s, m.stream, &st);
-    if (r)
-        return r;
-    if (m.flags == 0)
-        return s->d->eventRecord(ev, st);
-    if (!s->d->eventRecordWithFlags)
-        return CUDA_ERROR_NOT_SUPPORTED;
-    return s->d->eventRecordWithFlags(ev, st, m.flags);
-}
-
-static int h_event_wait(struct session *s, struct req *q, int query)
-{
-    struct tf_msg_event_req m;
-    tf_msg_event_req_get(q->p, &m);
-    CUresult r = CUDA_SUCCESS;
-    if (m.ctx)
-        r = tf__ws_use_ctx(s, m.ctx, NULL);
-    CUevent ev;
-    if (!r)
-        r = tf__ws_get_event(s, m.event, &ev);
-    if (r)
-        return r;
-    if (query)
-        return s->d->eventQuery(ev);
-    tf_wconn_wait_begin(s->c);
-    r = s->d->eventSynchronize(ev);
-    tf_wconn_wait_end(s->c);
-    return r;
-}
-
-static int h_event_elapsed(struct session *s, struct req *q)
-{
-    struct tf_msg_event_elapsed_req m;
-    tf_msg_event_elapsed_req_get(q->p, &m);
-    CUresult r = CUDA_SUCCESS;
-    if (m.ctx)
-        r = tf__ws_use_ctx(s, m.ctx, NULL);
-    CUevent a, b;
-    if (!r)
-        r = tf__ws_get_event(s, m.start, &a);
-    if (!r)
-        r = tf__ws_get_event(s, m.end, &b);
-    if (r)
-        return r;
-    float ms = 0;
-    r = tf_drv_elapsed(s->d, &ms, a, b);
-    uint32_t bits;
-    memcpy(&bits, &ms, sizeof(bits));
-    struct tf_msg_elapsed_rep rep = {.ms_bits = bits};
-    tf_msg_elapsed_rep_put(s->reply.data, &rep);
-    return r;
-}
-
 /* ---- dispatch ------------------------------------------------------------------------------- */
 
 static int dispatch(struct session *s, uint16_t op, struct req *q)
@@ -211,8 +64,6 @@ static int dispatch(struct session *s, uint16_t op, struct req *q)
         return tf__ws_h_ctx_destroy(s, q);
     case TF_OP_PRIMARY_DROP:
         return tf__ws_h_primary_drop(s, q);
-    case TF_OP_CTX_SYNC:
-        return tf__ws_h_ctx_sync(s, q);
     case TF_OP_MEM_ALLOC:
         return tf__ws_h_mem_alloc(s, q);
     case TF_OP_MEM_ALLOC_PITCH:
@@ -243,32 +94,14 @@ static int dispatch(struct session *s, uint16_t op, struct req *q)
         return tf__ws_h_get_func(s, q, 1);
     case TF_OP_MODULE_GET_GLOBAL:
         return tf__ws_h_get_global(s, q);
-    case TF_OP_FUNC_SET_ATTR:
-        return tf__ws_h_func_attr(s, q);
     case TF_OP_LAUNCH:
         return tf__ws_h_launch(s, q);
     case TF_OP_STREAM_CREATE:
         return h_stream_create(s, q);
-    case TF_OP_STREAM_DESTROY:
-        return h_stream_destroy(s, q);
-    case TF_OP_STREAM_SYNC:
-        return h_stream_wait(s, q, 0);
-    case TF_OP_STREAM_QUERY:
-        return h_stream_wait(s, q, 1);
-    case TF_OP_STREAM_WAIT_EVENT:
-        return h_stream_wait_event(s, q);
-    case TF_OP_EVENT_CREATE:
-        return h_event_create(s, q);
-    case TF_OP_EVENT_DESTROY:
-        return h_event_destroy(s, q);
-    case TF_OP_EVENT_RECORD:
-        return h_event_record(s, q);
-    case TF_OP_EVENT_QUERY:
-        return h_event_wait(s, q, 1);
-    case TF_OP_EVENT_SYNC:
-        return h_event_wait(s, q, 0);
-    case TF_OP_EVENT_ELAPSED:
-        return h_event_elapsed(s, q);
+    case TF_OP_CALL:
+        return tf__ws_h_call(s, q, 1);
+    case TF_OP_CALL_ASYNC:
+        return tf__ws_h_call(s, q, 0);
     default:
         q->why = "opcode not valid here";
         return TF_EPROTO;
@@ -276,6 +109,11 @@ static int dispatch(struct session *s, uint16_t op, struct req *q)
 }
 
 /* Executes one request (a frame or a batch record). */
+static bool is_capture_err(CUresult r)
+{
+    return r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+}
+
 static int exec_one(struct session *s, uint16_t op, const uint8_t *p, size_t len, uint64_t req_id,
                     const char **why)
 {
@@ -304,6 +142,10 @@ static int exec_one(struct session *s, uint16_t op, const uint8_t *p, size_t len
         tf__ws_defer(s, st);
         return 0;
     }
+    /* A capture an asynchronous request broke fails once, at the call that ends it (locally
+     * the request itself fails, then cuStreamEndCapture). */
+    if (is_capture_err(s->pending) && is_capture_err(st))
+        s->pending = CUDA_SUCCESS;
     if (s->pending && (st == CUDA_SUCCESS || st == CUDA_ERROR_NOT_READY)) {
         st = s->pending;
         s->pending = CUDA_SUCCESS;

@@ -33,6 +33,7 @@
 #include "remote/buf.h"
 #include "remote/worker/compute.h"
 #include "remote/worker/driver.h"
+#include "remote/worker/imgcache.h"
 #include "remote/worker/region.h"
 #include "remote/worker/server.h"
 
@@ -60,6 +61,7 @@ struct tf_worker_config {
      * one tenant's kernels could read another's data in transit: only for workers whose
      * clients are all one tenant. false: pageable rings, reachable by no kernel. */
     bool pinned_staging;
+    const char *stats_file; /* rewritten after each module load; NULL: none */
 };
 
 struct tf_worker {
@@ -75,6 +77,10 @@ struct tf_worker {
      * more than this. */
     _Atomic int64_t blob_used;
     int64_t blob_limit;
+    /* Module images by digest, charged to blob_used (imgcache.h). */
+    struct tf_imgcache images;
+    const char *stats_path; /* --stats-file */
+    pthread_mutex_t stats_mu;
     /* The worker's own context (the primary context of its first device, never given to a
      * client), in which the sessions' pinned staging rings are allocated (portable), with
      * pinned_staging. NULL: rings are pageable memory. */
@@ -102,5 +108,8 @@ void tf_worker_vram_release(struct tf_worker *w, int i, int64_t bytes);
  * taken). Thread-safe. */
 int tf_worker_blob_reserve(struct tf_worker *w, int64_t bytes);
 void tf_worker_blob_release(struct tf_worker *w, int64_t bytes);
+/* After a module load: rewrites the --stats-file (module image counters, one JSON object)
+ * when there is one. */
+void tf_worker_images_changed(struct tf_worker *w);
 
 #endif

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Private to tf-worker's sessions (session.c: streams, events, dispatch and the connection
- * loop; sess_core.c: per-client handle tables, the staging ring and cleanup; sess_mem.c:
- * contexts and memory; sess_module.c: modules, functions and launches; worker.c: the state
- * shared by all sessions). Not a public interface: see session.h.
+ * Private to tf-worker's sessions (session.c: stream creation, dispatch and the connection
+ * loop; sess_call.c: the plain driver calls of calls.def; sess_core.c: per-client handle
+ * tables, the staging ring and cleanup; sess_mem.c: contexts and memory; sess_module.c:
+ * modules, functions and launches; worker.c: the state shared by all sessions). Not a public
+ * interface: see session.h.
  */
 #ifndef TF_REMOTE_WORKER_SESSION_INT_H
 #define TF_REMOTE_WORKER_SESSION_INT_H
@@ -25,6 +26,12 @@ struct kfunc {
     CUfunction fn;
 };
 
+/* VRAM charged for a library's variables in one context. */
+struct libcharge {
+    uint64_t ctx;
+    int64_t bytes;
+};
+
 struct obj {
     uint64_t id;
     unsigned type;  /* TF_PROTO_H_* */
@@ -38,6 +45,9 @@ struct obj {
         CUkernel kern;
         CUstream st;
         CUevent ev;
+        CUmemoryPool pool;
+        CUgraph graph;
+        CUgraphExec gexec;
     } h;
     int dev;          /* contexts: worker device index */
     uint32_t nparams; /* functions/kernels */
@@ -45,6 +55,9 @@ struct obj {
     uint32_t *param_off;         /* nparams offsets, then nparams sizes */
     struct kfunc kf[MAX_KFUNCS]; /* kernels: their function per context */
     int nkf;
+    int64_t var_bytes;               /* libraries: their variables, per context */
+    struct libcharge lc[MAX_KFUNCS]; /* libraries: their variables charged per context */
+    int nlc;
     /* VRAM bytes reserved for this object, released when the driver really frees them:
      * modules: their variables (charged at load); contexts: bytes the driver refused to free
      * (a free in a context broken by a fault), released once the context is destroyed. */
@@ -134,6 +147,9 @@ void tf__ws_stage_drain(struct session *s);
 uint8_t *tf__ws_stage_alloc(struct session *s, size_t n, size_t *off, size_t *charge);
 int tf__ws_mem_ok(struct session *s, uint64_t ptr, uint64_t len);
 int tf__ws_ctx_dev(struct session *s, uint64_t ctx);
+/* Gives O's driver object back to the driver (nothing else: O stays registered). */
+void tf__ws_release_handle(struct session *s, struct obj *o);
+/* Releases O's driver object and forgets O. */
 void tf__ws_destroy_obj(struct session *s, struct obj *o);
 void tf__ws_destroy_where(struct session *s, unsigned type, obj_pred pred, uint64_t arg);
 int tf__ws_pred_owner(const struct obj *o, uint64_t owner);
@@ -144,7 +160,6 @@ void tf__ws_session_cleanup(struct session *s);
 int tf__ws_h_ctx_create(struct session *s, struct req *q, int primary);
 int tf__ws_h_ctx_destroy(struct session *s, struct req *q);
 int tf__ws_h_primary_drop(struct session *s, struct req *q);
-int tf__ws_h_ctx_sync(struct session *s, struct req *q);
 int tf__ws_h_mem_alloc(struct session *s, struct req *q);
 int tf__ws_h_mem_pitch(struct session *s, struct req *q);
 int tf__ws_h_mem_free(struct session *s, struct req *q);
@@ -165,7 +180,33 @@ int tf__ws_h_module_load(struct session *s, struct req *q);
 int tf__ws_h_module_unload(struct session *s, struct req *q);
 int tf__ws_h_get_func(struct session *s, struct req *q, int from_kernel);
 int tf__ws_h_get_global(struct session *s, struct req *q);
-int tf__ws_h_func_attr(struct session *s, struct req *q);
 int tf__ws_h_launch(struct session *s, struct req *q);
+/* The function of kernel object K in context CTX (current), resolved once per context. */
+CUresult tf__ws_kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfunction *fn);
+
+/* sess_vars.c: library variables against the VRAM limit: sized at load, charged per context on
+ * first use (CUDA_ERROR_OUT_OF_MEMORY: they do not fit), released at unload (FREED: what the
+ * driver answered) or with the context. */
+void tf__ws_vars_library(struct session *s, struct obj *lib, const void *img, size_t len);
+CUresult tf__ws_vars_use(struct session *s, struct obj *lib, uint64_t ctx);
+void tf__ws_vars_unload(struct session *s, struct obj *lib, CUresult freed);
+void tf__ws_vars_ctx_gone(struct session *s, uint64_t ctx);
+
+/* sess_call.c: the plain driver calls of calls.def (SYNC: CALL, else CALL_ASYNC) */
+int tf__ws_h_call(struct session *s, struct req *q, int sync);
+/* The driver call of a calls.def entry with decoded arguments V (outputs O, new handles NH). */
+typedef CUresult (*tf_ws_tramp)(void *fn, const uint64_t *v, uint64_t *o, void **nh);
+/* WORKER HOOK entries of calls.def: the hook makes the call (CALL(FN, V, O, NH)) with what it
+ * must do around it; CTX is the call's context id, V's handles are resolved. */
+#define TF__WS_HOOK_PLAIN(sym)
+#define TF__WS_HOOK_HOOK(sym)                                                                      \
+    CUresult tf__ws_hook_##sym(struct session *s, uint64_t ctx, tf_ws_tramp call, void *fn,        \
+                               const uint64_t *v, uint64_t *o, void **nh);
+#define C(code, sym, kind, ctx, waits, client, worker, fallback, args) TF__WS_HOOK_##worker(sym)
+#include "remote/calls.def"
+#undef C
+/* The compute limit's charge for launch L (its tokens taken, waiting for them if need be),
+ * right before it is issued; tf_wcompute_issued right after. */
+void tf__ws_charge_launch(struct session *s, struct tf_wlaunch *l);
 
 #endif

@@ -14,6 +14,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Device features the remote path does not serve (docs/remote.md "Semantics across the
+ * wire"): reported as absent, so the runtime and frameworks that look before they use them
+ * (the stream-ordered allocator, managed memory, mapped or registered host memory, virtual
+ * memory management) take the path for a device without them instead of failing later. */
+static const CUdevice_attribute unserved[] = {
+    CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY,
+    CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+    CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST,
+    CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+    CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+    CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+    CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+    CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED,
+    CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+    CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+};
+
+static bool is_unserved(int a)
+{
+    for (size_t i = 0; i < sizeof(unserved) / sizeof(unserved[0]); i++)
+        if ((int)unserved[i] == a)
+            return true;
+    return false;
+}
+
 /* ---- shared worker state -------------------------------------------------------------------- */
 
 int tf_worker_vram_reserve(struct tf_worker *w, int i, int64_t bytes)
@@ -34,7 +59,7 @@ int tf_worker_vram_reserve(struct tf_worker *w, int i, int64_t bytes)
     }
 }
 
-int tf_worker_blob_reserve(struct tf_worker *w, int64_t bytes)
+static int blob_try(struct tf_worker *w, int64_t bytes)
 {
     int64_t cur = atomic_load(&w->blob_used);
     for (;;) {
@@ -43,6 +68,45 @@ int tf_worker_blob_reserve(struct tf_worker *w, int64_t bytes)
         if (atomic_compare_exchange_weak(&w->blob_used, &cur, cur + bytes))
             return 0;
     }
+}
+
+/* Images kept by digest hold budget too: the least recently used one no load is using
+ * makes room for an upload. */
+int tf_worker_blob_reserve(struct tf_worker *w, int64_t bytes)
+{
+    int64_t freed;
+    while (blob_try(w, bytes) != 0) {
+        if (bytes < 0 || (freed = tf_imgcache_evict_one(&w->images)) == 0)
+            return TF_ENOSPC;
+        tf_worker_blob_release(w, freed);
+    }
+    return 0;
+}
+
+void tf_worker_images_changed(struct tf_worker *w)
+{
+    if (!w->stats_path)
+        return;
+    struct tf_imgcache_stats st = tf_imgcache_stats(&w->images);
+    char tmp[4200];
+    if (snprintf(tmp, sizeof(tmp), "%s.tmp", w->stats_path) >= (int)sizeof(tmp))
+        return;
+    pthread_mutex_lock(&w->stats_mu);
+    FILE *f = fopen(tmp, "w");
+    int ok = f != NULL;
+    if (f) {
+        fprintf(f,
+                "{\"module_loads_cached\":%llu,\"module_loads_sent\":%llu,"
+                "\"module_image_bytes_received\":%llu,\"module_images_held\":%llu,"
+                "\"module_image_bytes_held\":%llu,\"module_images_evicted\":%llu}\n",
+                (unsigned long long)st.loads_cached, (unsigned long long)st.loads_sent,
+                (unsigned long long)st.bytes_sent, (unsigned long long)st.entries,
+                (unsigned long long)st.bytes, (unsigned long long)st.evicted);
+        ok = fclose(f) == 0 && ok;
+    }
+    if (!ok || rename(tmp, w->stats_path) != 0)
+        tf_log(TF_LOG_WARN, "worker", "--stats-file %s: not written", w->stats_path);
+    pthread_mutex_unlock(&w->stats_mu);
 }
 
 void tf_worker_blob_release(struct tf_worker *w, int64_t bytes)
@@ -122,6 +186,9 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
                    size_t errlen)
 {
     memset(w, 0, sizeof(*w));
+    tf_imgcache_init(&w->images);
+    pthread_mutex_init(&w->stats_mu, NULL);
+    w->stats_path = cfg->stats_file;
     tf_buf_init(&w->hello_tail, TF_PROTO_MAX_PAYLOAD);
     w->blob_limit = cfg->module_buffer_limit > 0 ? cfg->module_buffer_limit : (int64_t)1 << 30;
     int rc = tf_drv_open(&w->drv, cfg->driver_path, err, errlen);
@@ -181,6 +248,8 @@ int tf_worker_init(struct tf_worker *w, const struct tf_worker_config *cfg, char
             int v = 0;
             CUresult ar = a == 0 ? CUDA_ERROR_INVALID_VALUE
                                  : d->deviceGetAttribute(&v, (CUdevice_attribute)a, wd->dev);
+            if (ar == CUDA_SUCCESS && is_unserved(a))
+                v = 0;
             struct tf_msg_attr_val av = {.status = (uint32_t)ar, .value = (uint32_t)v};
             uint8_t *q = tf_buf_grow(&w->hello_tail, TF_PROTO_SIZE_attr_val);
             if (!q)
@@ -230,6 +299,10 @@ void tf_worker_fini(struct tf_worker *w)
         w->drv.primaryCtxRelease(w->devs[0].dev);
     w->stage_ctx = NULL;
     tf_buf_free(&w->hello_tail);
+    int64_t held = tf_imgcache_fini(&w->images);
+    if (held)
+        tf_worker_blob_release(w, held);
+    pthread_mutex_destroy(&w->stats_mu);
     tf_drv_close(&w->drv);
 }
 

@@ -1,21 +1,33 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-# Generates procs.def, the cuGetProcAddress table of the simulated driver, from the CUDA
-# toolkit's cudaTypedefs.h (every driver function's ABI versions: PFN_<base>_v<ver>[_ptds])
-# and the list of symbols the built library exports. Every function the real driver has gets a
-# line: P for an ABI version this library implements, U for one it does not (cuGetProcAddress
-# then hands out a stub that logs the name once and returns CUDA_ERROR_NOT_SUPPORTED). Run after adding or removing an entry
-# point (tests/sim/test_procaddr checks the table and the exports agree):
+# Generates procs.def, the cuGetProcAddress table of a library acting as libcuda.so.1 (the
+# simulated driver, the remote client; src/exptab/procaddr.h), from the CUDA toolkit's
+# cudaTypedefs.h (every driver function's ABI versions: PFN_<base>_v<ver>[_ptds]) and the list
+# of symbols the built library exports. Every function the real driver has gets a line: P for
+# an ABI version this library implements, U for one it does not (cuGetProcAddress then hands
+# out a stub that logs the name once and returns CUDA_ERROR_NOT_SUPPORTED). Run after adding
+# or removing an entry point (tests/sim/test_procaddr and tests/remote/test_procs check that
+# the tables and the exports agree):
 #   nm -D --defined-only build/test/src/sim/libcuda.so.1 | awk '{print $3}' > /tmp/syms
-#   src/sim/gen_procs.py /usr/local/cuda/include/cudaTypedefs.h /tmp/syms > src/sim/procs.def
-# Symbols defined in cu_module.c / cu_library.c / cu_launch.c / cu_occupancy.c / the graph
-# files (they need the PTX engine) are wrapped in #ifdef TF_SIM_HAVE_PTX.
+#   src/exptab/gen_procs.py /usr/local/cuda/include/cudaTypedefs.h /tmp/syms \
+#       --guard TF_SIM_HAVE_PTX src/sim cu_module.c cu_library.c cu_launch.c cu_occupancy.c \
+#       cu_graph.c cu_graph_legacy.c cu_gexec.c cu_capture.c > src/sim/procs.def
+#   nm -D --defined-only build/test/src/remote/client/libtf_client.so | awk '{print $3}' \
+#       > /tmp/syms
+#   src/exptab/gen_procs.py /usr/local/cuda/include/cudaTypedefs.h /tmp/syms \
+#       > src/remote/client/procs.def
+# With --guard MACRO DIR FILE..., the lines of functions defined in those files are wrapped
+# in #ifdef MACRO (the simulated driver's entry points that need its PTX engine).
 import os
 import re
 import sys
 
 typedefs, symfile = sys.argv[1], sys.argv[2]
-here = os.path.dirname(os.path.abspath(__file__))
+guard, guard_dir, guard_files = None, None, []
+if len(sys.argv) > 3:
+    if sys.argv[3] != '--guard' or len(sys.argv) < 6:
+        sys.exit('usage: gen_procs.py TYPEDEFS SYMS [--guard MACRO DIR FILE...]')
+    guard, guard_dir, guard_files = sys.argv[4], sys.argv[5], sys.argv[6:]
 exported = set(l.strip() for l in open(symfile) if l.strip().startswith('cu'))
 
 # cudaTypedefs.h and its siblings for the interop and profiler APIs (cudaGLTypedefs.h,
@@ -43,14 +55,13 @@ def symbols(base):
     return names
 
 
-# Entry points that need the engine: names defined in those files, mapped through cuda.h's
-# versioning #defines.
+# Guarded entry points: names defined in those files, mapped through cuda.h's versioning
+# #defines.
 cuda_h = open(os.path.join(os.path.dirname(typedefs), 'cuda.h')).read()
 macro = dict(re.findall(r'#define\s+(cu\w+)\s+(?:__CUDA_API_PT\w+\()?(cu\w+)\)?', cuda_h))
 engine = set()
-for f in ('cu_module.c', 'cu_library.c', 'cu_launch.c', 'cu_occupancy.c', 'cu_graph.c',
-          'cu_graph_legacy.c', 'cu_gexec.c', 'cu_capture.c'):
-    path = os.path.join(here, f)
+for f in guard_files:
+    path = os.path.join(guard_dir, f)
     if os.path.exists(path):
         for name in re.findall(r'CUresult CUDAAPI (cu\w+)\(', open(path).read()):
             engine.add(macro.get(name, name))
@@ -75,6 +86,7 @@ print(' * P(base, version, per_thread, symbol) / U(base, version, per_thread) = 
 print(' * (cuGetProcAddress answers with a stub returning CUDA_ERROR_NOT_SUPPORTED).')
 print(' */')
 print('\n'.join(lines))
-print('#ifdef TF_SIM_HAVE_PTX')
-print('\n'.join(eng_lines))
-print('#endif')
+if guard:
+    print('#ifdef ' + guard)
+    print('\n'.join(eng_lines))
+    print('#endif')
