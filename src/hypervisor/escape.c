@@ -289,8 +289,8 @@ void tf_hv_check_pod_escapes(struct tf_hv *hv, const struct tf_hv_escape_pod *po
         char ns[256];
         const char *slash = strchr(pods[i].key, '/');
         snprintf(ns, sizeof(ns), "%.*s", slash ? (int)(slash - pods[i].key) : 0, pods[i].key);
-        struct subject s = {pods[i].key, ns, slash ? slash + 1 : pods[i].key,
-                            pod_member, pod_registered, &pods[i]};
+        struct subject s = {pods[i].key,    ns,      slash ? slash + 1 : pods[i].key, pod_member,
+                            pod_registered, &pods[i]};
         bool escaped = false;
         for (int g = 0; g < pods[i].ngpu; g++)
             for (int d = 0; d < ndev; d++)

@@ -178,8 +178,8 @@ static inline uint64_t tf_cost_key(uintptr_t func, uint64_t threads, unsigned de
 /* Tokens (GPU ns) to charge for a launch with KEY: its estimate times SCALE
  * (TF_COST_SCALE_ONE = 1.0; 0 also means 1.0), or PRIOR while the key is not measured. May
  * wait (sleeping, bounded) for a cold key's first measurement; meanwhile the kernel being
- * measured is charged to bucket B (level, NULL: nowhere; BL its limit) as it runs, from the moment its start
- * event is seen complete, so that its GPU time is paid when the driver accounts it (the
+ * measured is charged to bucket B (level, NULL: nowhere; BL its limit) as it runs, from the moment
+ * its start event is seen complete, so that its GPU time is paid when the driver accounts it (the
  * engine's true-up sees it charged, not owed). Fills L. */
 struct tf_bucket;
 struct tf_bucket_limit;

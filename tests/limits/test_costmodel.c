@@ -238,7 +238,8 @@ static void second_cold_launch_waits_for_the_first_measurement(void **state)
      * come after the engine's true-up and charge it twice), and the second launch may
      * borrow it. */
     struct tf_bucket b;
-    tf_bucket_init(&b, &bkt_limit, 0, INT64_C(1) << 40, t_now()); /* no refill: only charges move it */
+    tf_bucket_init(&b, &bkt_limit, 0, INT64_C(1) << 40,
+                   t_now()); /* no refill: only charges move it */
     bkt = &b;
     struct tf_cost_thread th = {0};
     uint64_t key = tf_cost_key(0x2000, 1, 0, false);
@@ -327,7 +328,8 @@ static void warm_key_takes_the_fast_path_and_is_measured_now_and_then(void **sta
     assert_true(n >= TF_COST_WARM_SAMPLES && n <= TF_COST_WARM_SAMPLES + 20000 / iv + 2);
     /* Its price is the estimate, scaled by the engine's calibration. */
     struct tf_cost_launch l;
-    assert_int_equal(tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE / 4, NULL, NULL), US / 4);
+    assert_int_equal(tf_cost_price(cm, &th, &l, key, PRIOR, TF_COST_SCALE_ONE / 4, NULL, NULL),
+                     US / 4);
     /* The events were created once and reused. */
     assert_int_equal(D.creates, 2);
 }

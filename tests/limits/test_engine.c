@@ -265,7 +265,8 @@ static void usage_below_the_samples_resolution_is_measured_by_the_launches(void 
     for (int k = 0; k < TF_LIMIT_BLIND_WINDOWS + 2; k++) {
         launch(r, slot, 2000, 400000);
         uint64_t now = (1000 + 100 * (uint64_t)k) * MS;
-        tf_bucket_refill(&r->use->dev[0].bucket, &r->lim->dev[0].bucket, now); /* (as the engine does first) */
+        tf_bucket_refill(&r->use->dev[0].bucket, &r->lim->dev[0].bucket,
+                         now); /* (as the engine does first) */
         int64_t before = atomic_load(&r->use->dev[0].bucket.tokens);
         tf_engine_step(e, now);
         assert_true(atomic_load(&r->use->dev[0].bucket.tokens) == before);

@@ -271,8 +271,8 @@ static int64_t price(struct tf_wcompute *c, struct tf_cost_thread *th, struct tf
         return (int64_t)prior;
     uint64_t key = tf_cost_key(l->func, l->threads, (unsigned)e, false);
     uint32_t scale = atomic_load_explicit(&d->cost_scale, memory_order_relaxed);
-    int64_t cost = tf_cost_price(c->cm, th, &l->cl, key, prior, scale, &c->r->use->dev[e].bucket,
-                                 &d->bucket);
+    int64_t cost =
+        tf_cost_price(c->cm, th, &l->cl, key, prior, scale, &c->r->use->dev[e].bucket, &d->bucket);
     if (l->cl.correction) /* a kernel measured at last: refund its launches over-charged */
         tf_bucket_adjust(&c->r->use->dev[e].bucket, &d->bucket, -l->cl.correction);
     return cost;

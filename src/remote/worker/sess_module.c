@@ -221,12 +221,12 @@ static uint32_t report_funcs(struct session *s, struct obj *owner, uint64_t ctx,
     return count;
 }
 
-/* Reserves the device memory module image IMG (LEN bytes)'s variables take (__device__ / __constant__:
- * the driver allocates them at load; sized from the image by src/fatbin/image.h) on device
- * DEV, before the load: CUDA_ERROR_OUT_OF_MEMORY when they do not fit the limit. An image not
- * understood is charged nothing (the driver then says whether it loads). */
+/* Reserves the device memory module image IMG (LEN bytes)'s variables take (__device__ /
+ * __constant__: the driver allocates them at load; sized from the image by src/fatbin/image.h) on
+ * device DEV, before the load: CUDA_ERROR_OUT_OF_MEMORY when they do not fit the limit. An image
+ * not understood is charged nothing (the driver then says whether it loads). */
 static CUresult reserve_vars(struct session *s, int dev, const void *img, size_t len,
-                            int64_t *bytes)
+                             int64_t *bytes)
 {
     uint64_t n = 0;
     char err[256] = "";
