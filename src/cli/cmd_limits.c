@@ -4,10 +4,11 @@
  * change limit regions.
  *   tfctl limits serve [--interval-ms N] [--duration S] [--stats] [--nvml LIB]
  *                      --region PATH [--name N] [--device UUID|INDEX]... [--vram-limit Q]
- *                      [--compute-percent P] [--region PATH ...]
+ *                      [--compute-percent P] [--user USER[:GROUP]] [--region PATH ...]
  *       creates each region (or attaches to an existing valid one, applying the limits
  *       given) and drives the engine until SIGINT/SIGTERM or --duration; --stats prints one
- *       line per workload and device per second.
+ *       line per workload and device per second. A region's usage part belongs to --user
+ *       (mode 0600; 0660 with GROUP), by default to the user running serve.
  *   tfctl limits set --region PATH [--device I] [--vram-limit Q|none]
  *                    [--compute-percent P|none]
  *   tfctl limits show --region PATH
@@ -24,7 +25,9 @@
 #include "limits/shm.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -43,6 +46,7 @@ struct wl_arg {
     bool has_vram, has_compute;
     uint64_t vram;
     uint32_t bp;
+    int uid, gid; /* the usage part's owner (-1: serve's user) and group (-1: none) */
     struct tf_shm_map map;
     int id;
 };
@@ -65,7 +69,8 @@ static int usage(FILE *f)
 {
     fprintf(f, "usage: tfctl limits serve [--interval-ms N] [--duration S] [--stats] [--nvml LIB]\n"
                "                          --region PATH [--name N] [--device UUID|INDEX]...\n"
-               "                          [--vram-limit Q] [--compute-percent P] [--region ...]\n"
+               "                          [--vram-limit Q] [--compute-percent P]\n"
+               "                          [--user USER[:GROUP]] [--region ...]\n"
                "       tfctl limits set --region PATH [--device I] [--vram-limit Q|none]\n"
                "                        [--compute-percent P|none]\n"
                "       tfctl limits show --region PATH\n");
@@ -102,6 +107,52 @@ static int parse_percent(const char *v, uint32_t *out)
     }
     *out = (uint32_t)bp;
     return 0;
+}
+
+/* A --user value: USER or USER:GROUP, each a name or a number. */
+static int parse_user(const char *v, int *uid, int *gid)
+{
+    char user[256], *group = NULL, *end;
+    if (snprintf(user, sizeof(user), "%s", v) >= (int)sizeof(user) || !user[0])
+        goto bad;
+    if ((group = strchr(user, ':')))
+        *group++ = '\0';
+    long n = strtol(user, &end, 10);
+    const struct passwd *pw = NULL;
+    if (user[0] && !*end && n >= 0 && n < INT32_MAX)
+        *uid = (int)n;
+    else if ((pw = getpwnam(user)))
+        *uid = (int)pw->pw_uid;
+    else
+        goto bad;
+    *gid = -1;
+    if (group) {
+        const struct group *gr = NULL;
+        n = strtol(group, &end, 10);
+        if (group[0] && !*end && n >= 0 && n < INT32_MAX)
+            *gid = (int)n;
+        else if (group[0] && (gr = getgrnam(group)))
+            *gid = (int)gr->gr_gid;
+        else
+            goto bad;
+    }
+    return 0;
+bad:
+    fprintf(stderr,
+            "tfctl limits serve: --user \"%s\" is not USER or USER:GROUP (known names or "
+            "numbers)\n",
+            v);
+    return 2;
+}
+
+/* The modes and owner of W's region: the limits part the engine's alone (0644); the usage
+ * part W's user's (0600), shared with a group when one is given (0660). */
+static struct tf_shm_perms region_perms(const struct wl_arg *w)
+{
+    struct tf_shm_perms p = {.lmode = 0644, .umode = 0600, .uid = w->uid, .gid = w->gid};
+    if (w->gid >= 0)
+        p.umode = 0660;
+    return p;
 }
 
 /* Resolves a --device value (an index or a UUID) to its UUID and memory size. */
@@ -165,15 +216,20 @@ static int open_workload(struct wl_arg *w, struct tf_nvml *nv)
             return 1;
         }
         fprintf(stderr, "tfctl limits: attached to %s\n", w->path);
+        if (w->uid >= 0) {
+            struct tf_shm_perms perms = region_perms(w);
+            if (tf_shm_set_perms(w->path, &perms, err, sizeof(err)) != 0) {
+                fprintf(stderr, "tfctl limits: %s\n", err);
+                return 1;
+            }
+        }
         return 0;
     }
     if (rc != TF_ENOENT) {
         fprintf(stderr, "tfctl limits: %s (remove the file to start over)\n", err);
         return 1;
     }
-    /* Who runs the workload is not known here: its usage part is writable by anyone who can
-     * reach it, its limits part by the engine's user alone. */
-    struct tf_shm_perms perms = {.lmode = 0644, .umode = 0666, .uid = -1, .gid = -1};
+    struct tf_shm_perms perms = region_perms(w);
     rc = tf_shm_create(w->path, &c, &perms, &w->map, err, sizeof(err));
     if (rc) {
         fprintf(stderr, "tfctl limits: %s\n", err);
@@ -242,6 +298,7 @@ static int cmd_serve(int argc, char **argv)
                 fprintf(stderr, "tfctl limits serve: at most %d regions\n", MAX_WL);
                 return 2;
             }
+            wl[n].uid = wl[n].gid = -1;
             wl[n++].path = v;
             continue;
         }
@@ -282,6 +339,8 @@ static int cmd_serve(int argc, char **argv)
         } else if (!strcmp(a, "--compute-percent")) {
             rc = parse_percent(v, &w->bp);
             w->has_compute = true;
+        } else if (!strcmp(a, "--user")) {
+            rc = parse_user(v, &w->uid, &w->gid);
         } else {
             fprintf(stderr, "tfctl limits serve: unknown option %s\n", a);
             return usage(stderr);

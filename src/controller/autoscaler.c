@@ -147,7 +147,11 @@ static void evaluate(struct tf_efficiency *e, struct tf__eff_pass *p, json_objec
     }
     tf_log(TF_LOG_DEBUG, "efficiency", "workload %s/%s: %zu samples: %s", w->ns, w->name, nsamples,
            rec.reason);
-    json_object *sp = tf_effplan_status_patch(wl, &w->cfg, &rec);
+    /* The status is the workload reconciler's first (workerCount is required): until it has
+     * written one, the recommendation waits for the next evaluation. */
+    json_object *sp = tf_json_path(wl, "status", "workerCount", NULL)
+                          ? tf_effplan_status_patch(wl, &w->cfg, &rec)
+                          : NULL;
     if (sp) {
         if (tf_k8s_merge_patch(e->c, &tf_k8s_tfworkloads, w->ns, w->name, "status", sp, NULL, err,
                                sizeof(err)))

@@ -45,4 +45,29 @@ err=$("$tfctl" limits show --region "$dir/c" 2>&1); rc=$?
 "$tfctl" limits serve --duration 0.2 --nvml /nonexistent --region "$dir/a" --device $uuid \
     --compute-percent 45 >/dev/null 2>&1 || fail "re-attach"
 "$tfctl" limits show --region "$dir/a" | grep -q "45.00%" || fail "re-attach limits"
+# The usage part is the workload's user's alone: serve's user by default, --user's when
+# given (0660 with a group); another user can neither write it nor raise the limits.
+upart() { echo "$(dirname "$1")/rw/$(basename "$1")"; }
+[ "$(stat -c '%a %U' "$(upart "$dir/a")")" = "600 $(id -un)" ] ||
+    fail "default usage part: $(stat -c '%a %U' "$(upart "$dir/a")")"
+chmod 755 "$dir"
+"$tfctl" limits serve --duration 0.2 --nvml /nonexistent --region "$dir/u" --device $uuid \
+    --compute-percent 20 --user nobody >/dev/null 2>&1 || fail "serve --user"
+[ "$(stat -c '%a %U' "$(upart "$dir/u")")" = "600 nobody" ] ||
+    fail "--user usage part: $(stat -c '%a %U' "$(upart "$dir/u")")"
+[ "$(stat -c '%a %U' "$dir/u")" = "644 $(id -un)" ] || fail "limits part: $(stat -c '%a %U' "$dir/u")"
+if command -v setpriv >/dev/null && [ "$(id -u)" = 0 ]; then
+    setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c "exec 3>>'$(upart "$dir/u")'" ||
+        fail "the --user cannot open its usage part for writing"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c "exec 3>>'$dir/u'" 2>/dev/null &&
+        fail "the --user can write the limits part"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups sh -c "exec 3>>'$(upart "$dir/a")'" \
+        2>/dev/null && fail "another user can write a usage part"
+fi
+"$tfctl" limits serve --duration 0.2 --nvml /nonexistent --region "$dir/a" --device $uuid \
+    --user nobody:nogroup >/dev/null 2>&1 || fail "re-attach --user"
+[ "$(stat -c '%a %U %G' "$(upart "$dir/a")")" = "660 nobody nogroup" ] ||
+    fail "re-attach --user usage part: $(stat -c '%a %U %G' "$(upart "$dir/a")")"
+err=$("$tfctl" limits serve --region "$dir/v" --user no-such-user-xyz 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$err" | grep -q -- '--user "no-such-user-xyz"' || fail "bad user: $rc $err"
 echo "tfctl limits: ok"
