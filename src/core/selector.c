@@ -29,54 +29,6 @@ static bool in_values(json_object *values, const char *v)
     return false;
 }
 
-bool tf_selector_match(json_object *sel, json_object *labels)
-{
-    if (!sel || !json_object_is_type(sel, json_type_object))
-        return false;
-    json_object *ml = NULL, *me = NULL;
-    if (json_object_object_get_ex(sel, "matchLabels", &ml) && ml) {
-        if (!json_object_is_type(ml, json_type_object))
-            return false; /* malformed: never matches (iterating it would crash) */
-        json_object_object_foreach(ml, k, v)
-        {
-            const char *have = label(labels, k);
-            if (!have || !json_object_is_type(v, json_type_string) ||
-                strcmp(have, json_object_get_string(v)) != 0)
-                return false;
-        }
-    }
-    if (json_object_object_get_ex(sel, "matchExpressions", &me) && me &&
-        json_object_is_type(me, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(me); i++) {
-            json_object *e = json_object_array_get_idx(me, i), *k = NULL, *op = NULL, *vals = NULL;
-            json_object_object_get_ex(e, "key", &k);
-            json_object_object_get_ex(e, "operator", &op);
-            json_object_object_get_ex(e, "values", &vals);
-            const char *key = k ? json_object_get_string(k) : NULL;
-            const char *o = op ? json_object_get_string(op) : NULL;
-            if (!key || !o)
-                return false;
-            const char *have = label(labels, key);
-            if (strcmp(o, "In") == 0) {
-                if (!have || !in_values(vals, have))
-                    return false;
-            } else if (strcmp(o, "NotIn") == 0) {
-                if (have && in_values(vals, have))
-                    return false;
-            } else if (strcmp(o, "Exists") == 0) {
-                if (!have)
-                    return false;
-            } else if (strcmp(o, "DoesNotExist") == 0) {
-                if (have)
-                    return false;
-            } else {
-                return false;
-            }
-        }
-    }
-    return true;
-}
-
 /* A NodeSelectorRequirement's integer operand (Gt/Lt take exactly one value). */
 static bool one_int(json_object *values, const char *s, long long *have, long long *want)
 {
@@ -95,9 +47,16 @@ static bool one_int(json_object *values, const char *s, long long *have, long lo
     return !errno && !*end;
 }
 
-/* One requirement list (matchExpressions or matchFields) against VALUE_OF. */
-static bool requirements(json_object *reqs, json_object *labels, const char *node_name, bool fields)
+/* What a requirement list is: a LabelSelector's matchExpressions (In, NotIn, Exists,
+ * DoesNotExist), a NodeSelectorTerm's matchExpressions (those and Gt, Lt) or its matchFields
+ * (In, NotIn on metadata.name). */
+enum req_kind { REQ_LABELS, REQ_NODE_LABELS, REQ_NODE_FIELDS };
+
+/* One requirement list of KIND against LABELS (or NODE_NAME for fields): all must hold. */
+static bool requirements(json_object *reqs, json_object *labels, const char *node_name,
+                         enum req_kind kind)
 {
+    bool fields = kind == REQ_NODE_FIELDS;
     for (size_t i = 0; i < json_object_array_length(reqs); i++) {
         json_object *e = json_object_array_get_idx(reqs, i), *k = NULL, *op = NULL, *vals = NULL;
         json_object_object_get_ex(e, "key", &k);
@@ -124,13 +83,35 @@ static bool requirements(json_object *reqs, json_object *labels, const char *nod
         } else if (!fields && strcmp(o, "DoesNotExist") == 0) {
             if (have)
                 return false;
-        } else if (!fields && (strcmp(o, "Gt") == 0 || strcmp(o, "Lt") == 0)) {
+        } else if (kind == REQ_NODE_LABELS && (strcmp(o, "Gt") == 0 || strcmp(o, "Lt") == 0)) {
             if (!one_int(vals, have, &hv, &wv) || (o[0] == 'G' ? hv <= wv : hv >= wv))
                 return false;
         } else {
             return false;
         }
     }
+    return true;
+}
+
+bool tf_selector_match(json_object *sel, json_object *labels)
+{
+    if (!sel || !json_object_is_type(sel, json_type_object))
+        return false;
+    json_object *ml = NULL, *me = NULL;
+    if (json_object_object_get_ex(sel, "matchLabels", &ml) && ml) {
+        if (!json_object_is_type(ml, json_type_object))
+            return false; /* malformed: never matches (iterating it would crash) */
+        json_object_object_foreach(ml, k, v)
+        {
+            const char *have = label(labels, k);
+            if (!have || !json_object_is_type(v, json_type_string) ||
+                strcmp(have, json_object_get_string(v)) != 0)
+                return false;
+        }
+    }
+    if (json_object_object_get_ex(sel, "matchExpressions", &me) && me &&
+        json_object_is_type(me, json_type_array) && !requirements(me, labels, NULL, REQ_LABELS))
+        return false;
     return true;
 }
 
@@ -153,8 +134,8 @@ bool tf_node_selector_match(json_object *sel, const char *node_name, json_object
             mf && json_object_is_type(mf, json_type_array) && json_object_array_length(mf) > 0;
         if (!has_me && !has_mf)
             continue; /* an empty term matches no node */
-        if ((!has_me || requirements(me, labels, node_name, false)) &&
-            (!has_mf || requirements(mf, labels, node_name, true)))
+        if ((!has_me || requirements(me, labels, node_name, REQ_NODE_LABELS)) &&
+            (!has_mf || requirements(mf, labels, node_name, REQ_NODE_FIELDS)))
             return true;
     }
     return false;

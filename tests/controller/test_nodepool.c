@@ -195,9 +195,40 @@ static void node_selectors_match_as_kube_scheduler_does(void **state)
     json_object_put(labels);
 }
 
+static void label_selectors_match_as_the_api_does(void **state)
+{
+    (void)state;
+    json_object *labels = yaml("{gpu-count: '8', zone: a}");
+    struct {
+        const char *sel;
+        bool want;
+    } cases[] = {
+        {"{matchLabels: {zone: a}}", true},
+        {"{matchLabels: {zone: a, rack: r1}}", false},
+        {"{matchExpressions: [{key: zone, operator: In, values: [a, b]}]}", true},
+        {"{matchExpressions: [{key: zone, operator: NotIn, values: [a]}]}", false},
+        {"{matchExpressions: [{key: rack, operator: DoesNotExist}, {key: zone, operator: "
+         "Exists}]}",
+         true},
+        /* Gt and Lt are node-selector operators: a LabelSelector with one matches nothing */
+        {"{matchExpressions: [{key: gpu-count, operator: Gt, values: ['4']}]}", false},
+        {"{matchExpressions: [{key: zone}]}", false}, /* no operator */
+        {"{matchLabels: [zone]}", false},             /* malformed */
+        {"{}", true},                                 /* the empty selector selects all */
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_object *sel = yaml(cases[i].sel);
+        if (tf_selector_match(sel, labels) != cases[i].want)
+            fail_msg("case %zu (%s): want %d", i, cases[i].sel, cases[i].want);
+        json_object_put(sel);
+    }
+    json_object_put(labels);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(label_selectors_match_as_the_api_does),
         cmocka_unit_test(a_node_joins_the_pool_whose_selector_matches_with_the_pools_mode),
         cmocka_unit_test(overlapping_selectors_are_a_conflict_resolved_stably),
         cmocka_unit_test(nodes_no_pool_selects_keep_their_label_or_go_to_the_default),
