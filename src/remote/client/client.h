@@ -57,6 +57,9 @@ struct tfc_dev {
     uint64_t primary;
     int primary_refs;
     unsigned primary_flags;
+    /* Memory pools (api_pool.c): the session's default pool on the worker (0: not yet
+     * created) and the current one (0: the default). */
+    uint64_t pool_default, pool_current;
 };
 
 /* Every client object (context, module, library, function, kernel, stream, event, pool,
@@ -121,6 +124,13 @@ struct tfc_event {
     unsigned flags;
 };
 
+struct tfc_pool {
+    uint64_t id;
+    unsigned type; /* TF_PROTO_H_POOL */
+    uint64_t ctx;  /* 0: pools are device-wide */
+    int dev;
+};
+
 /* A DtoH transfer whose DATA events are expected. */
 struct tfc_xfer {
     uint64_t tag;
@@ -177,6 +187,7 @@ TFC_OBJ_LAYOUT(tfc_func);
 TFC_OBJ_LAYOUT(tfc_module);
 TFC_OBJ_LAYOUT(tfc_stream);
 TFC_OBJ_LAYOUT(tfc_event);
+TFC_OBJ_LAYOUT(tfc_pool);
 
 struct tfc *tfc_get(void);
 

@@ -187,6 +187,7 @@ static int run_call(struct session *s, struct req *q, const struct tf_call_desc 
 {
     void *nh[TF_CALL_MAX_ARGS] = {0};
     struct obj *del = NULL;
+    int devarg = -1; /* the device an A_DEV argument names (worker index) */
     size_t k = 0;
     for (uint8_t i = 0; i < d->nargs; i++) {
         const struct tf_call_arg *a = &d->args[i];
@@ -214,10 +215,12 @@ static int run_call(struct session *s, struct req *q, const struct tf_call_desc 
     for (uint8_t i = 0; !r && i < d->nargs; i++) {
         const struct tf_call_arg *a = &d->args[i];
         if (a->kind == TF_CALL_A_DEV) {
-            if (v[i] >= (uint64_t)s->w->ndev)
+            if (v[i] >= (uint64_t)s->w->ndev) {
                 r = CUDA_ERROR_INVALID_DEVICE;
-            else
+            } else {
+                devarg = (int)v[i];
                 v[i] = (uint64_t)(int64_t)s->w->devs[v[i]].dev;
+            }
         } else if (a->kind == TF_CALL_A_H) {
             r = resolve(s, ctx, a->htype, v[i], &v[i]);
         } else if (a->kind == TF_CALL_A_DEL) {
@@ -245,18 +248,27 @@ static int run_call(struct session *s, struct req *q, const struct tf_call_desc 
     r = whooks[idx] ? whooks[idx](s, ctx, tramps[idx], fn, v, o, nh) : tramps[idx](fn, v, o, nh);
     if (d->waits)
         tf_wconn_wait_end(s->c);
+    /* A new object belongs to the device the call named, else to its context's. */
+    int ndev = devarg >= 0 ? devarg : ctx ? tf__ws_ctx_dev(s, ctx) : 0;
     for (uint8_t i = 0; r == CUDA_SUCCESS && i < d->nargs; i++) {
         const struct tf_call_arg *a = &d->args[i];
         if (a->kind != TF_CALL_A_NEW)
             continue;
         struct obj *n = tf__ws_obj_new(s, v[i], a->htype, ctx);
         if (!n) {
-            struct obj tmp = {.id = v[i], .type = a->htype, .ctx = ctx};
+            struct obj tmp = {
+                .id = v[i], .type = a->htype, .ctx = ctx, .dev = ndev, .bytes = s->new_charge};
+            s->new_charge = 0;
             set_handle(&tmp, a->htype, nh[i]);
             tf__ws_release_handle(s, &tmp);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
         set_handle(n, a->htype, nh[i]);
+        n->dev = ndev;
+        n->bytes = s->new_charge;
+        s->new_charge = 0;
+        if (a->htype == TF_PROTO_H_POOL)
+            tf__ws_pool_added(s, n);
     }
     return r;
 }

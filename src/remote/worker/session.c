@@ -167,6 +167,7 @@ void tf_worker_serve(void *arg, struct tf_wconn *c)
     s->d = &s->w->drv;
     s->c = c;
     tf_htab_init(&s->objs, MAX_OBJECTS);
+    tf_htab_init(&s->pools, MAX_OBJECTS);
     tf_rangeset_init(&s->mem, MAX_RANGES);
     tf_buf_init(&s->blob, TF_PROTO_MAX_BLOB + 1);
     tf_buf_init(&s->reply, TF_PROTO_MAX_PAYLOAD);
@@ -236,6 +237,7 @@ void tf_worker_serve(void *arg, struct tf_wconn *c)
     }
     tf__ws_session_cleanup(s);
     tf_htab_free(&s->objs);
+    tf_htab_free(&s->pools);
     tf_rangeset_free(&s->mem);
     tf__ws_blob_drop(s);
     tf_buf_free(&s->reply);

@@ -49,7 +49,7 @@ struct obj {
         CUgraph graph;
         CUgraphExec gexec;
     } h;
-    int dev;          /* contexts: worker device index */
+    int dev;          /* contexts, pools: worker device index */
     uint32_t nparams; /* functions/kernels */
     uint32_t params_size;
     uint32_t *param_off;         /* nparams offsets, then nparams sizes */
@@ -60,7 +60,8 @@ struct obj {
     int nlc;
     /* VRAM bytes reserved for this object, released when the driver really frees them:
      * modules: their variables (charged at load); contexts: bytes the driver refused to free
-     * (a free in a context broken by a fault), released once the context is destroyed. */
+     * (a free in a context broken by a fault), released once the context is destroyed;
+     * pools: what they reserve from the driver, as last looked at (sess_pool.c). */
     int64_t bytes;
 };
 
@@ -84,8 +85,11 @@ struct session {
     const struct tf_drv *d;
     struct tf_wconn *c;
     struct tf_htab objs;
-    struct tf_rangeset mem; /* owner 0: allocation, else module/library id of a global;
-                               aux: client context id */
+    struct tf_rangeset mem; /* owner 0: allocation, a pool's id: allocation from it, else
+                               module/library id of a global; aux: client context id */
+    struct tf_htab pools;   /* driver pool handle -> its object */
+    int64_t pool_orphans[TF_PROTO_MAX_DEVICES]; /* charges of pools destroyed while in use */
+    int64_t new_charge; /* VRAM a WORKER HOOK charged for the object its call creates */
     uint64_t primary[TF_PROTO_MAX_DEVICES];
     uint64_t cur_id; /* client context current on this thread */
     CUresult pending;
@@ -191,6 +195,14 @@ void tf__ws_vars_library(struct session *s, struct obj *lib, const void *img, si
 CUresult tf__ws_vars_use(struct session *s, struct obj *lib, uint64_t ctx);
 void tf__ws_vars_unload(struct session *s, struct obj *lib, CUresult freed);
 void tf__ws_vars_ctx_gone(struct session *s, uint64_t ctx);
+
+/* sess_pool.c: memory pools against the VRAM limit. A new pool object is registered
+ * (pool_added); its charge is set to what it reserves from the driver (settle: DEV's pools,
+ * -1: all), released when it is destroyed (pool_release) or with the session (pools_gone). */
+void tf__ws_pool_added(struct session *s, struct obj *p);
+void tf__ws_pools_settle(struct session *s, int dev);
+void tf__ws_pool_release(struct session *s, struct obj *p);
+void tf__ws_pools_gone(struct session *s);
 
 /* sess_call.c: the plain driver calls of calls.def (SYNC: CALL, else CALL_ASYNC) */
 int tf__ws_h_call(struct session *s, struct req *q, int sync);
