@@ -225,41 +225,75 @@ static CUresult launch_geometry(struct tfc *t, int dev, const struct tfc_func *f
     return CUDA_SUCCESS;
 }
 
+/* FN's parameter buffer at DST: XBUF (CU_LAUNCH_PARAM_BUFFER_POINTER), else KERNELPARAMS by
+ * the cached layout (padding between parameters travels as zeros). */
+static void pack_params(const struct tfc_func *fn, void **kernelParams, const void *xbuf,
+                        uint8_t *dst)
+{
+    if (xbuf) {
+        memcpy(dst, xbuf, fn->params_size);
+        return;
+    }
+    memset(dst, 0, fn->params_size);
+    for (uint32_t i = 0; i < fn->nparams; i++)
+        memcpy(dst + fn->off[i], kernelParams[i], fn->sz[i]);
+}
+
+/* The parameter source of a launch of FN (KERNELPARAMS or EXTRA, not both): *XBUF is EXTRA's
+ * buffer or NULL. */
+static CUresult params_of(const struct tfc_func *fn, void **kernelParams, void **extra,
+                          const void **xbuf)
+{
+    *xbuf = NULL;
+    if (kernelParams && extra)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t xsize = 0;
+    if (extra) {
+        CUresult r = extra_params(extra, xbuf, &xsize);
+        return r || xsize != fn->params_size ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    }
+    return fn->nparams && !kernelParams ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+/* The checks a launch of function (or kernel) FID in context CTX makes before anything is
+ * sent: connection, context, sticky error, function (BAD_FUNC when unknown), geometry and
+ * parameters (*FN, *XBUF). Lock held. */
+static CUresult launch_checks(struct tfc *t, uint64_t ctx, uint64_t fid, CUresult bad_func,
+                              const unsigned grid[3], const unsigned block[3], unsigned shmem,
+                              void **kernelParams, void **extra, struct tfc_func **fn,
+                              const void **xbuf)
+{
+    CUresult r = tfc_ready(t);
+    if (r)
+        return r;
+    if (!ctx || !tfc_ctx_of(t, ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if ((r = tfc_sticky(t, ctx)))
+        return r;
+    if (!(*fn = func_of(t, fid)))
+        return bad_func;
+    if ((r = launch_geometry(t, tfc_ctx_of(t, ctx)->dev, *fn, grid, block, shmem)))
+        return r;
+    return params_of(*fn, kernelParams, extra, xbuf);
+}
+
 static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned block[3],
                        unsigned shmem, CUstream hs, void **kernelParams, void **extra,
                        const CUlaunchAttribute *attrs, unsigned nattrs)
 {
     struct tfc *t = tfc_get();
     pthread_mutex_lock(&t->lock);
-    CUresult r = tfc_ready(t);
+    uint64_t ctx = tfc_current(), sid = 0;
+    struct tfc_func *fn;
+    const void *xbuf;
+    CUresult r = launch_checks(t, ctx, (uintptr_t)f, CUDA_ERROR_INVALID_HANDLE, grid, block, shmem,
+                               kernelParams, extra, &fn, &xbuf);
+    if (!r)
+        r = tfc_stream_id(t, hs, &sid);
+    if (!r && nattrs > TF_PROTO_MAX_LAUNCH_ATTRS)
+        r = CUDA_ERROR_INVALID_VALUE;
     if (r)
         return leave(t, r);
-    uint64_t ctx = tfc_current(), sid;
-    if (!ctx || !tfc_ctx_of(t, ctx))
-        return leave(t, CUDA_ERROR_INVALID_CONTEXT);
-    r = tfc_sticky(t, ctx);
-    if (r)
-        return leave(t, r);
-    struct tfc_func *fn = func_of(t, (uintptr_t)f);
-    if (!fn)
-        return leave(t, CUDA_ERROR_INVALID_HANDLE);
-    r = tfc_stream_id(t, hs, &sid);
-    if (r)
-        return leave(t, r);
-    if (nattrs > TF_PROTO_MAX_LAUNCH_ATTRS || (kernelParams && extra))
-        return leave(t, CUDA_ERROR_INVALID_VALUE);
-    r = launch_geometry(t, tfc_ctx_of(t, ctx)->dev, fn, grid, block, shmem);
-    if (r)
-        return leave(t, r);
-    const void *xbuf = NULL;
-    size_t xsize = 0;
-    if (extra) {
-        r = extra_params(extra, &xbuf, &xsize);
-        if (r || xsize != fn->params_size)
-            return leave(t, CUDA_ERROR_INVALID_VALUE);
-    } else if (fn->nparams && !kernelParams) {
-        return leave(t, CUDA_ERROR_INVALID_VALUE);
-    }
     struct tf_msg_launch_attr wa[TF_PROTO_MAX_LAUNCH_ATTRS];
     for (unsigned i = 0; i < nattrs; i++) {
         r = encode_attr(&attrs[i], &wa[i]);
@@ -286,14 +320,7 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
     p += TF_PROTO_SIZE_launch_req;
     for (unsigned i = 0; i < nattrs; i++, p += TF_PROTO_SIZE_launch_attr)
         tf_msg_launch_attr_put(p, &wa[i]);
-    if (xbuf) {
-        memcpy(p, xbuf, fn->params_size);
-    } else {
-        /* Padding between parameters travels as zeros. */
-        memset(p, 0, fn->params_size);
-        for (uint32_t i = 0; i < fn->nparams; i++)
-            memcpy(p + fn->off[i], kernelParams[i], fn->sz[i]);
-    }
+    pack_params(fn, kernelParams, xbuf, p);
     return leave(t, CUDA_SUCCESS);
 }
 
@@ -330,4 +357,56 @@ TFC_API CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gr
     unsigned g[3] = {gridDimX, gridDimY, gridDimZ}, b[3] = {blockDimX, blockDimY, blockDimZ};
     CUlaunchAttribute coop = {.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1};
     return launch(f, g, b, sharedMemBytes, hStream, kernelParams, NULL, &coop, 1);
+}
+
+/* A kernel node of a graph built node by node (api_graph.c): the launch's checks, one round
+ * trip carrying the packed parameters, then its edges. */
+TFC_API CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                                 const CUgraphNode *dependencies,
+                                                 size_t numDependencies,
+                                                 const CUDA_KERNEL_NODE_PARAMS *p)
+{
+    if (!phGraphNode || !p)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = tfc_graph_deps(hGraph, dependencies, numDependencies);
+    if (r)
+        return r;
+    struct tfc *t = tfc_get();
+    pthread_mutex_lock(&t->lock);
+    uint64_t ctx = p->ctx ? (uintptr_t)p->ctx : tfc_current();
+    unsigned grid[3] = {p->gridDimX, p->gridDimY, p->gridDimZ};
+    unsigned block[3] = {p->blockDimX, p->blockDimY, p->blockDimZ};
+    struct tfc_func *fn;
+    const void *xbuf;
+    r = launch_checks(t, ctx, p->func ? (uintptr_t)p->func : (uintptr_t)p->kern,
+                      CUDA_ERROR_INVALID_VALUE, grid, block, p->sharedMemBytes, p->kernelParams,
+                      p->extra, &fn, &xbuf);
+    if (r)
+        return leave(t, r);
+    uint8_t *params = malloc(fn->params_size ? fn->params_size : 1);
+    if (!params)
+        return leave(t, CUDA_ERROR_OUT_OF_MEMORY);
+    pack_params(fn, p->kernelParams, xbuf, params);
+    uint64_t id = tfc_new_id(t, TF_PROTO_H_NODE);
+    uint8_t m[TF_PROTO_SIZE_knode_req];
+    struct tf_msg_knode_req k = {.ctx = ctx,
+                                 .func = fn->id,
+                                 .graph = (uintptr_t)hGraph,
+                                 .node = id,
+                                 .grid_x = grid[0],
+                                 .grid_y = grid[1],
+                                 .grid_z = grid[2],
+                                 .block_x = block[0],
+                                 .block_y = block[1],
+                                 .block_z = block[2],
+                                 .shmem = p->sharedMemBytes};
+    tf_msg_knode_req_put(m, &k);
+    r = tfc_call(t, TF_OP_GRAPH_KERNEL_NODE, m, sizeof(m), params, fn->params_size);
+    free(params);
+    if (!r && !tfc_obj_add(t, id, TF_PROTO_H_NODE, ctx))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    if (!r)
+        *phGraphNode = (CUgraphNode)(uintptr_t)id;
+    pthread_mutex_unlock(&t->lock);
+    return tfc_graph_node_added(r, phGraphNode, hGraph, dependencies, numDependencies);
 }

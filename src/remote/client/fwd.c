@@ -15,6 +15,7 @@ struct tfc_obj *tfc_obj_add(struct tfc *t, uint64_t id, unsigned type, uint64_t 
     struct tfc_obj *o = calloc(1, type == TF_PROTO_H_STREAM  ? sizeof(struct tfc_stream)
                                   : type == TF_PROTO_H_EVENT ? sizeof(struct tfc_event)
                                   : type == TF_PROTO_H_POOL  ? sizeof(struct tfc_pool)
+                                  : type == TF_PROTO_H_NODE  ? sizeof(struct tfc_node)
                                                              : sizeof(*o));
     if (!o)
         return NULL;

@@ -144,6 +144,9 @@ static CUresult resolve(struct session *s, uint64_t ctx, unsigned htype, uint64_
     case TF_PROTO_H_GEXEC:
         h = o->h.gexec;
         break;
+    case TF_PROTO_H_NODE:
+        h = o->h.node;
+        break;
     default:
         return CUDA_ERROR_INVALID_HANDLE;
     }
@@ -170,6 +173,9 @@ static void set_handle(struct obj *o, unsigned type, void *h)
     case TF_PROTO_H_GEXEC:
         o->h.gexec = h;
         break;
+    case TF_PROTO_H_NODE:
+        o->h.node = h;
+        break;
     case TF_PROTO_H_MODULE:
         o->h.mod = h;
         break;
@@ -187,7 +193,8 @@ static int run_call(struct session *s, struct req *q, const struct tf_call_desc 
 {
     void *nh[TF_CALL_MAX_ARGS] = {0};
     struct obj *del = NULL;
-    int devarg = -1; /* the device an A_DEV argument names (worker index) */
+    int devarg = -1;       /* the device an A_DEV argument names (worker index) */
+    uint64_t in_graph = 0; /* the graph a GRAPH handle argument names */
     size_t k = 0;
     for (uint8_t i = 0; i < d->nargs; i++) {
         const struct tf_call_arg *a = &d->args[i];
@@ -222,6 +229,8 @@ static int run_call(struct session *s, struct req *q, const struct tf_call_desc 
                 v[i] = (uint64_t)(int64_t)s->w->devs[v[i]].dev;
             }
         } else if (a->kind == TF_CALL_A_H) {
+            if (a->htype == TF_PROTO_H_GRAPH && !in_graph)
+                in_graph = v[i];
             r = resolve(s, ctx, a->htype, v[i], &v[i]);
         } else if (a->kind == TF_CALL_A_DEL) {
             del = tf__ws_obj_get(s, v[i], a->htype);
@@ -265,6 +274,8 @@ static int run_call(struct session *s, struct req *q, const struct tf_call_desc 
         }
         set_handle(n, a->htype, nh[i]);
         n->dev = ndev;
+        if (a->htype == TF_PROTO_H_NODE)
+            n->owner = in_graph; /* nodes go with their graph */
         n->bytes = s->new_charge;
         s->new_charge = 0;
         if (a->htype == TF_PROTO_H_POOL)

@@ -323,6 +323,7 @@ void tf__ws_release_handle(struct session *s, struct obj *o)
     }
     case TF_PROTO_H_GRAPH:
         call_destroy(s, TF_CALL_IDX_cuGraphDestroy, o->h.graph);
+        tf__ws_destroy_where(s, TF_PROTO_H_NODE, tf__ws_pred_owner, o->id);
         break;
     case TF_PROTO_H_GEXEC:
         call_destroy(s, TF_CALL_IDX_cuGraphExecDestroy, o->h.gexec);

@@ -96,6 +96,8 @@ static int dispatch(struct session *s, uint16_t op, struct req *q)
         return tf__ws_h_get_global(s, q);
     case TF_OP_LAUNCH:
         return tf__ws_h_launch(s, q);
+    case TF_OP_GRAPH_KERNEL_NODE:
+        return tf__ws_h_graph_kernel_node(s, q);
     case TF_OP_STREAM_CREATE:
         return h_stream_create(s, q);
     case TF_OP_CALL:

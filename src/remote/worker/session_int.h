@@ -36,7 +36,7 @@ struct obj {
     uint64_t id;
     unsigned type;  /* TF_PROTO_H_* */
     uint64_t ctx;   /* owning client context (0 for libraries and their kernels) */
-    uint64_t owner; /* module/library of a function/kernel */
+    uint64_t owner; /* module/library of a function/kernel, graph of a node */
     union {
         CUcontext ctx;
         CUmodule mod;
@@ -48,6 +48,7 @@ struct obj {
         CUmemoryPool pool;
         CUgraph graph;
         CUgraphExec gexec;
+        CUgraphNode node;
     } h;
     int dev;          /* contexts, pools: worker device index */
     uint32_t nparams; /* functions/kernels */
@@ -185,6 +186,7 @@ int tf__ws_h_module_unload(struct session *s, struct req *q);
 int tf__ws_h_get_func(struct session *s, struct req *q, int from_kernel);
 int tf__ws_h_get_global(struct session *s, struct req *q);
 int tf__ws_h_launch(struct session *s, struct req *q);
+int tf__ws_h_graph_kernel_node(struct session *s, struct req *q);
 /* The function of kernel object K in context CTX (current), resolved once per context. */
 CUresult tf__ws_kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfunction *fn);
 
