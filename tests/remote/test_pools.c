@@ -79,9 +79,23 @@ static int c_reported(void *arg)
     CUmemAccess_flags fl = CU_MEM_ACCESS_FLAGS_PROT_NONE;
     E2E_CU(cuMemPoolGetAccess(&fl, own, &acc.location));
     E2E_CHECK(fl == CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    CUdeviceptr q;
+    E2E_CU(cuMemAllocAsync(&q, 4096, NULL)); /* from the current pool: own */
+    CUmemoryPool of = NULL;
+    E2E_CU(cuPointerGetAttribute(&of, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, q));
+    E2E_CHECK(of == own);
+    E2E_CU(cuMemFreeAsync(q, NULL));
     E2E_CU(cuMemPoolDestroy(own));
     E2E_CU(cuDeviceGetMemPool(&cur, 0));
     E2E_CHECK(cur == def); /* the default is current again */
+    CUmemLocation loc = {CU_MEM_LOCATION_TYPE_DEVICE, 0};
+    E2E_CU(cuMemGetMemPool(&cur, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+    E2E_CHECK(cur == def);
+    E2E_CU(cuMemGetDefaultMemPool(&cur, &loc, CU_MEM_ALLOCATION_TYPE_PINNED));
+    E2E_CHECK(cur == def);
+    loc.type = CU_MEM_LOCATION_TYPE_HOST;
+    E2E_CHECK_CU(cuMemGetMemPool(&cur, &loc, CU_MEM_ALLOCATION_TYPE_PINNED),
+                 CUDA_ERROR_NOT_SUPPORTED, "host pool");
     CUdeviceptr p;
     E2E_CHECK_CU(cuMemAllocFromPoolAsync(&p, 4096, own, NULL), CUDA_ERROR_INVALID_HANDLE,
                  "allocation from a destroyed pool");

@@ -102,6 +102,41 @@ TFC_API CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool)
     return r;
 }
 
+/* The location-based forms (CUDA 13): pinned memory on a device only. */
+static CUresult location_dev(const CUmemLocation *loc, CUmemAllocationType type, CUdevice *dev)
+{
+    if (!loc || (type != CU_MEM_ALLOCATION_TYPE_PINNED && type != CU_MEM_ALLOCATION_TYPE_MANAGED))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (type == CU_MEM_ALLOCATION_TYPE_MANAGED || loc->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_NOT_SUPPORTED; /* managed and host pools are not served */
+    *dev = loc->id;
+    return CUDA_SUCCESS;
+}
+
+TFC_API CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool *pool_out, CUmemLocation *location,
+                                                CUmemAllocationType type)
+{
+    CUdevice dev;
+    CUresult r = location_dev(location, type, &dev);
+    return r ? r : cuDeviceGetDefaultMemPool(pool_out, dev);
+}
+
+TFC_API CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool *pool, CUmemLocation *location,
+                                         CUmemAllocationType type)
+{
+    CUdevice dev;
+    CUresult r = location_dev(location, type, &dev);
+    return r ? r : cuDeviceGetMemPool(pool, dev);
+}
+
+TFC_API CUresult CUDAAPI cuMemSetMemPool(CUmemLocation *location, CUmemAllocationType type,
+                                         CUmemoryPool pool)
+{
+    CUdevice dev;
+    CUresult r = location_dev(location, type, &dev);
+    return r ? r : cuDeviceSetMemPool(dev, pool);
+}
+
 TFC_API CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
 {
     if (!pool || !props || props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED)

@@ -429,6 +429,9 @@ int tf__ws_h_ptr_attr(struct session *s, struct req *q)
     case CU_POINTER_ATTRIBUTE_MAPPED:
         v = 1;
         break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: /* the client's id of the pool it came from */
+        v = TF_PROTO_HANDLE_TYPE(rg->owner) == TF_PROTO_H_POOL ? rg->owner : 0;
+        break;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: {
         CUresult r = tf__ws_use_ctx(s, rg->aux, NULL);
