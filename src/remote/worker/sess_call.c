@@ -278,8 +278,10 @@ static int run_call(struct session *s, struct req *q, const struct tf_call_desc 
             n->owner = in_graph; /* nodes go with their graph */
         n->bytes = s->new_charge;
         s->new_charge = 0;
-        if (a->htype == TF_PROTO_H_POOL)
-            tf__ws_pool_added(s, n);
+        if (a->htype == TF_PROTO_H_POOL && tf__ws_pool_added(s, n) != 0) {
+            tf__ws_destroy_obj(s, n); /* a pool the worker could not account for */
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
     }
     return r;
 }

@@ -96,11 +96,12 @@ static int alloc_common(struct session *s, uint64_t ctx, uint64_t bytes, uint64_
             return CUDA_ERROR_INVALID_VALUE;
         if (bytes > INT64_MAX)
             return CUDA_ERROR_OUT_OF_MEMORY;
-        if (tf_worker_vram_reserve(s->w, c->dev, (int64_t)bytes) != 0) {
-            tf__ws_pools_settle(s, c->dev); /* what pools gave back since */
-            if (tf_worker_vram_reserve(s->w, c->dev, (int64_t)bytes) != 0)
-                return CUDA_ERROR_OUT_OF_MEMORY;
-        }
+        /* Refused: again if the pools gave memory back since they were last looked at (a
+         * refusal counts in the limit region's statistics once). */
+        if (tf_worker_vram_reserve(s->w, c->dev, (int64_t)bytes) != 0 &&
+            (tf__ws_pools_settle(s, c->dev) == 0 ||
+             tf_worker_vram_reserve(s->w, c->dev, (int64_t)bytes) != 0))
+            return CUDA_ERROR_OUT_OF_MEMORY;
         r = s->d->memAlloc(&p, bytes);
         if (r) {
             tf_worker_vram_release(s->w, c->dev, (int64_t)bytes);

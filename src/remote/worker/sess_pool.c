@@ -43,41 +43,42 @@ static CUresult pool_attr(struct session *s, CUmemoryPool p, CUmemPool_attribute
     return r;
 }
 
-/* Sets P's charge to what it reserves now. */
-static void settle(struct session *s, struct obj *p)
+/* Sets P's charge to what it reserves now; returns the bytes given back to the limit. */
+static int64_t settle(struct session *s, struct obj *p)
 {
     uint64_t cur;
     if (pool_attr(s, p->h.pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &cur) != CUDA_SUCCESS ||
         cur > INT64_MAX)
-        return;
+        return 0;
     int64_t d = (int64_t)cur - p->bytes;
     if (d < 0) {
         tf_worker_vram_release(s->w, p->dev, -d);
     } else if (d > 0 && tf_worker_vram_reserve(s->w, p->dev, d) != 0) {
         tf_log(TF_LOG_WARN, "worker", "conn %llu: a pool reserves %lld bytes past the VRAM limit",
                (unsigned long long)s->c->id, (long long)d);
-        return;
+        return 0;
     }
     p->bytes = (int64_t)cur;
+    return d < 0 ? -d : 0;
 }
 
-void tf__ws_pools_settle(struct session *s, int dev)
+int64_t tf__ws_pools_settle(struct session *s, int dev)
 {
     size_t pos = 0;
     uint64_t key;
     void *val;
+    int64_t back = 0;
     while (tf_htab_next(&s->pools, &pos, &key, &val)) {
         struct obj *p = val;
         if (dev < 0 || p->dev == dev)
-            settle(s, p);
+            back += settle(s, p);
     }
+    return back;
 }
 
-void tf__ws_pool_added(struct session *s, struct obj *p)
+int tf__ws_pool_added(struct session *s, struct obj *p)
 {
-    if (tf_htab_put(&s->pools, (uintptr_t)p->h.pool, p) != 0)
-        tf_log(TF_LOG_WARN, "worker", "conn %llu: a pool is not accounted (out of memory)",
-               (unsigned long long)s->c->id);
+    return tf_htab_put(&s->pools, (uintptr_t)p->h.pool, p);
 }
 
 void tf__ws_pool_release(struct session *s, struct obj *p)
@@ -282,8 +283,8 @@ CUresult tf__ws_hook_cuMemAllocFromPoolAsync(struct session *s, uint64_t ctx, tf
     settle(s, po);
     int64_t held = (int64_t)((n + POOL_ROUND - 1) / POOL_ROUND * POOL_ROUND);
     if (tf_worker_vram_reserve(s->w, po->dev, held) != 0) {
-        tf__ws_pools_settle(s, po->dev);
-        if (tf_worker_vram_reserve(s->w, po->dev, held) != 0) {
+        if (tf__ws_pools_settle(s, po->dev) == 0 ||
+            tf_worker_vram_reserve(s->w, po->dev, held) != 0) {
             uint64_t used = 0;
             if (pool_attr(s, po->h.pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used) != 0 ||
                 (uint64_t)po->bytes < used || (uint64_t)po->bytes - used < n)
@@ -382,11 +383,10 @@ CUresult tf__ws_hook_cuGraphInstantiateWithFlags(struct session *s, uint64_t ctx
         return r;
     if (bytes > INT64_MAX)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (bytes && tf_worker_vram_reserve(s->w, dev, (int64_t)bytes) != 0) {
-        tf__ws_pools_settle(s, dev);
-        if (tf_worker_vram_reserve(s->w, dev, (int64_t)bytes) != 0)
-            return CUDA_ERROR_OUT_OF_MEMORY;
-    }
+    if (bytes && tf_worker_vram_reserve(s->w, dev, (int64_t)bytes) != 0 &&
+        (tf__ws_pools_settle(s, dev) == 0 ||
+         tf_worker_vram_reserve(s->w, dev, (int64_t)bytes) != 0))
+        return CUDA_ERROR_OUT_OF_MEMORY;
     r = call(fn, v, o, nh);
     if (r)
         tf_worker_vram_release(s->w, dev, (int64_t)bytes);

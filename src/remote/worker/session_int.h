@@ -199,10 +199,12 @@ void tf__ws_vars_unload(struct session *s, struct obj *lib, CUresult freed);
 void tf__ws_vars_ctx_gone(struct session *s, uint64_t ctx);
 
 /* sess_pool.c: memory pools against the VRAM limit. A new pool object is registered
- * (pool_added); its charge is set to what it reserves from the driver (settle: DEV's pools,
- * -1: all), released when it is destroyed (pool_release) or with the session (pools_gone). */
-void tf__ws_pool_added(struct session *s, struct obj *p);
-void tf__ws_pools_settle(struct session *s, int dev);
+ * (pool_added: 0, or an error when it cannot be, and then the pool must go); its charge is set
+ * to what it reserves from the driver (pools_settle: DEV's pools, -1: all; returns the bytes
+ * given back to the limit), released when it is destroyed (pool_release) or with the session
+ * (pools_gone). */
+int tf__ws_pool_added(struct session *s, struct obj *p);
+int64_t tf__ws_pools_settle(struct session *s, int dev);
 void tf__ws_pool_release(struct session *s, struct obj *p);
 void tf__ws_pools_gone(struct session *s);
 
