@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <cuda.h>
@@ -238,6 +239,37 @@ static int c_all_back(void *arg)
     return 0;
 }
 
+/* Client A: 48 MiB through its default pool, freed and synchronised (release threshold 0:
+ * the pool gives it back), then it stays connected until the parent writes to its pipe. */
+static int c_hold(void *arg)
+{
+    int *fds = arg;
+    if (e2e_ctx())
+        return 1;
+    CUstream s;
+    E2E_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr a;
+    E2E_CU(cuMemAllocAsync(&a, 48 * MiB, s));
+    E2E_CU(cuMemFreeAsync(a, s));
+    E2E_CU(cuStreamSynchronize(s));
+    char c = 1;
+    E2E_CHECK(write(fds[1], &c, 1) == 1); /* synchronised */
+    E2E_CHECK(read(fds[0], &c, 1) == 1);  /* the other client is done */
+    return 0;
+}
+
+/* Client B, while A is connected: the limit has room for 60 MiB again. */
+static int c_other(void *arg)
+{
+    (void)arg;
+    if (e2e_ctx())
+        return 1;
+    CUdeviceptr b;
+    E2E_CU(cuMemAlloc(&b, 60 * MiB));
+    E2E_CU(cuMemFree(b));
+    return 0;
+}
+
 static void pools_are_reported_and_served(void **state)
 {
     (void)state;
@@ -255,6 +287,27 @@ static void pool_memory_left_by_a_client_comes_back_when_it_goes(void **state)
     (void)state;
     assert_int_equal(e2e_run(c_leave, NULL, 60), 0);
     assert_int_equal(e2e_run(c_all_back, NULL, 60), 0);
+}
+
+/* Memory a client's pool gave back at a synchronisation is another client's to use at once,
+ * while the first stays connected and idle. */
+static void pool_memory_released_at_a_sync_is_free_for_another_client(void **state)
+{
+    (void)state;
+    int up[2], down[2];
+    assert_int_equal(pipe(up), 0);
+    assert_int_equal(pipe(down), 0);
+    int fds[2] = {down[0], up[1]};
+    pid_t a = e2e_spawn(c_hold, fds);
+    char c;
+    assert_int_equal(read(up[0], &c, 1), 1);
+    assert_int_equal(e2e_run(c_other, NULL, 60), 0);
+    assert_int_equal(write(down[1], &c, 1), 1);
+    assert_int_equal(e2e_wait(a, 60), 0);
+    close(up[0]);
+    close(up[1]);
+    close(down[0]);
+    close(down[1]);
 }
 
 static int setup(void **state)
@@ -277,6 +330,7 @@ int main(void)
         cmocka_unit_test(pools_are_reported_and_served),
         cmocka_unit_test(pool_memory_counts_against_the_vram_limit),
         cmocka_unit_test(pool_memory_left_by_a_client_comes_back_when_it_goes),
+        cmocka_unit_test(pool_memory_released_at_a_sync_is_free_for_another_client),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

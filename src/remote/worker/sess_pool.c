@@ -16,10 +16,10 @@
  * sees it, unless the pool's own idle memory can serve it. After it the charge is set to what
  * the pool then reserves; growth past the limit (a driver reserving more than was asked) is
  * undone and refused too. Memory a pool gives back (at a synchronisation past its release
- * threshold, cuMemPoolTrimTo, destruction) is credited at the session's next allocation,
- * cuMemGetInfo, trim or attribute change, and at once when an allocation of the session would
- * otherwise be refused. A pool destroyed with allocations outstanding keeps its charge until
- * the session ends.
+ * threshold, cuMemPoolTrimTo, destruction) is credited at the session's synchronisations
+ * (context, stream, event), next allocation, cuMemGetInfo, trim or attribute change, and
+ * when an allocation of the session would otherwise be refused. A pool destroyed with allocations
+ * outstanding keeps its charge until the session ends.
  */
 #include "remote/worker/session_int.h"
 
@@ -105,6 +105,23 @@ void tf__ws_pools_gone(struct session *s)
         s->pool_orphans[i] = 0;
     }
 }
+
+/* A synchronisation is where the driver gives what pools hold past their release threshold
+ * back: credited to the limit at once, so another client of the worker can use it. */
+#define SYNC_HOOK(sym)                                                                             \
+    CUresult tf__ws_hook_##sym(struct session *s, uint64_t ctx, tf_ws_tramp call, void *fn,        \
+                               const uint64_t *v, uint64_t *o, void **nh)                          \
+    {                                                                                              \
+        (void)ctx;                                                                                 \
+        CUresult r = call(fn, v, o, nh);                                                           \
+        if (s->pools.count)                                                                        \
+            (void)tf__ws_pools_settle(s, -1);                                                      \
+        return r;                                                                                  \
+    }
+SYNC_HOOK(cuCtxSynchronize)
+SYNC_HOOK(cuStreamSynchronize)
+SYNC_HOOK(cuEventSynchronize)
+#undef SYNC_HOOK
 
 static struct obj *pool_obj(struct session *s, uint64_t h)
 {
