@@ -86,6 +86,7 @@
 #define TF_PROTO_H_POOL 0x08u                 /* CUmemoryPool */
 #define TF_PROTO_H_GRAPH 0x09u                /* CUgraph */
 #define TF_PROTO_H_GEXEC 0x0au                /* CUgraphExec */
+#define TF_PROTO_H_NODE 0x0bu                 /* CUgraphNode */
 #define TF_PROTO_H_WORKER (UINT64_C(1) << 48) /* id assigned by the worker */
 #define TF_PROTO_H_SERIAL_MASK ((UINT64_C(1) << 48) - 1)
 #define TF_PROTO_HANDLE(type, serial) (((uint64_t)(type) << 56) | ((uint64_t)(serial)))
@@ -152,6 +153,7 @@
     X(KERNEL_GET_FUNC,   0x0306, SYNC,  get_func_req,      func_rep,        0, 0)                \
     /* launches */                                                                               \
     X(LAUNCH,            0x0401, ASYNC, launch_req,        none,            0, MAX_LAUNCH_TAIL)  \
+    X(GRAPH_KERNEL_NODE, 0x0402, SYNC,  knode_req,         status_rep,      0, MAX_PARAM_BYTES)  \
     /* streams */                                                                                \
     X(STREAM_CREATE,     0x0501, ASYNC, stream_create_req, none,            0, 0)                \
     /* plain driver calls (src/remote/calls.def) */                                              \
@@ -384,6 +386,23 @@
     F(M, 48, 4, shmem)                                                                   \
     F(M, 52, 4, nattrs)
 
+/* A kernel node added to graph GRAPH under the id NODE the client chose, without
+ * dependencies (they follow as cuGraphAddDependencies calls). Tail: the packed parameter
+ * buffer (exactly the function's params_size bytes). */
+#define TF_PROTO_L_knode_req(F, B, R, M)                                                    \
+    F(M,  0, 8, ctx)                                                                     \
+    F(M,  8, 8, func)             /* FUNC or KERNEL id */                                \
+    F(M, 16, 8, graph)                                                                   \
+    F(M, 24, 8, node)                                                                    \
+    F(M, 32, 4, grid_x)                                                                  \
+    F(M, 36, 4, grid_y)                                                                  \
+    F(M, 40, 4, grid_z)                                                                  \
+    F(M, 44, 4, block_x)                                                                 \
+    F(M, 48, 4, block_y)                                                                 \
+    F(M, 52, 4, block_z)                                                                 \
+    F(M, 56, 4, shmem)                                                                   \
+    R(M, 60, 4, rsvd)
+
 /* One CUlaunchAttribute whose value is up to three u32 (ints, enums, cluster dims). */
 #define TF_PROTO_L_launch_attr(F, B, R, M)                                                  \
     F(M,  0, 4, id)               /* CUlaunchAttributeID */                              \
@@ -431,7 +450,8 @@
     X(module_load_rep, 16)   X(func_info, 24)        X(param_info, 8)                    \
     X(module_req, 16)        X(get_func_req, 24)     X(func_rep, 8)                      \
     X(global_rep, 24)        X(launch_req, 56)       X(launch_attr, 16)                  \
-    X(stream_create_req, 24) X(call_req, 16)         X(call_rep, 8)
+    X(stream_create_req, 24) X(call_req, 16)         X(call_rep, 8)                      \
+    X(knode_req, 64)
 /* clang-format on */
 
 enum tf_proto_op {

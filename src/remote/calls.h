@@ -81,6 +81,7 @@ struct tf_call_desc {
 #define TF_CALL_H_POOL TF_PROTO_H_POOL
 #define TF_CALL_H_GRAPH TF_PROTO_H_GRAPH
 #define TF_CALL_H_GEXEC TF_PROTO_H_GEXEC
+#define TF_CALL_H_NODE TF_PROTO_H_NODE
 #define TF_CALL_H_0 0
 
 /* Index of each call in tf_calls[]: TF_CALL_IDX_cuStreamQuery, ... */

@@ -15,7 +15,9 @@
  * from its allocation op to its free (a free node, cuMemFreeAsync or cuMemFree); the backing
  * stays reserved for the next launch until cuDeviceGraphMemTrim, or until no graph names it.
  * Relaunching while an allocation of the previous launch is unfreed is
- * CUDA_ERROR_INVALID_VALUE unless the graph was instantiated with AUTO_FREE_ON_LAUNCH.
+ * CUDA_ERROR_INVALID_VALUE unless the graph was instantiated with AUTO_FREE_ON_LAUNCH, or
+ * frees it itself: then the new launch queues behind the previous one, whose free node runs
+ * first, even if that launch has not run yet.
  */
 #include "sim/graph.h"
 
@@ -697,6 +699,15 @@ static CUresult queue_node(struct CUstream_st *s, struct xnode *x)
     }
 }
 
+/* A free node of E frees graph allocation M. */
+static int frees(CUgraphExec e, const struct sim_gmem *m)
+{
+    for (size_t i = 0; i < e->n; i++)
+        if (e->x[i].type == CU_GRAPH_NODE_TYPE_MEM_FREE && e->x[i].u.free.ptr == m->base)
+            return 1;
+    return 0;
+}
+
 static CUresult launch(CUgraphExec e, CUstream h, int per_thread)
 {
     CUcontext ctx;
@@ -709,14 +720,15 @@ static CUresult launch(CUgraphExec e, CUstream h, int per_thread)
     if ((rc = lock_exec(e)))
         return rc;
     /* Graph memory: the previous launch's allocations must be freed (or are, with
-     * AUTO_FREE_ON_LAUNCH), and every allocation must fit in the device now. */
+     * AUTO_FREE_ON_LAUNCH, or by the previous launch's own free nodes, which run before this
+     * launch), and every allocation must fit in the device now. */
     int autofree = (e->flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH) != 0;
     for (size_t i = 0; i < e->n; i++) {
         struct xnode *x = &e->x[i];
         if (x->type == CU_GRAPH_NODE_TYPE_KERNEL && x->u.kernel.ctx->dev != s->dev)
             return unlock(CUDA_ERROR_INVALID_VALUE);
         if (x->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC && (x->u.mem->live || x->u.mem->pending) &&
-            !autofree)
+            !autofree && !frees(e, x->u.mem))
             return unlock(CUDA_ERROR_INVALID_VALUE);
     }
     for (size_t i = 0; i < e->n; i++) {
@@ -737,7 +749,7 @@ static CUresult launch(CUgraphExec e, CUstream h, int per_thread)
     for (size_t i = 0; i < e->n && !rc; i++) {
         struct xnode *x = &e->x[i];
         if (autofree && x->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC &&
-            (x->u.mem->live || x->u.mem->pending)) {
+            (x->u.mem->live || x->u.mem->pending) && !frees(e, x->u.mem)) {
             struct sim_op *op;
             if (!(rc = new_op(OP_FREE, &op))) {
                 op->u.free.ptr = x->u.mem->base;

@@ -4,9 +4,10 @@
 // __device__ array of this program counts against it once the module is in use; cudaMalloc,
 // cudaMallocPitch and cudaMalloc3D past what is left fail with cudaErrorMemoryAllocation while
 // smaller ones succeed; frees give the room back. The same for stream-ordered allocation (the
-// device's pool and one of the program's own), managed memory, and a captured graph's memory
-// node (counted from instantiation: a graph whose allocation does not fit is refused there),
-// each sharing the one budget with cudaMalloc.
+// device's pool and one of the program's own), managed memory (where the device has it: not
+// through the remote client), and a captured graph's memory node (counted from instantiation:
+// a graph whose allocation does not fit is refused there), each sharing the one budget with
+// cudaMalloc. Also run through libtf_client under a tf-worker's --vram-limit.
 #include "check.h"
 
 #define BIG (32u << 20)
@@ -102,14 +103,18 @@ int main(int argc, char **argv)
     }
     CK(cudaMemPoolDestroy(own));
 
-    // Managed memory.
-    CK(cudaMallocManaged(&p, after_module - 16 * MiB));
-    EXPECT_ERR(cudaMalloc(&q, 32 * MiB), cudaErrorMemoryAllocation);
-    (void)cudaGetLastError();
-    EXPECT_ERR(cudaMallocManaged(&q, 32 * MiB), cudaErrorMemoryAllocation);
-    (void)cudaGetLastError();
-    CK(cudaFree(p));
-    all_back(after_module, "cudaMallocManaged");
+    // Managed memory, where the device has it (not through the remote client).
+    int managed = 0;
+    CK(cudaDeviceGetAttribute(&managed, cudaDevAttrManagedMemory, 0));
+    if (managed) {
+        CK(cudaMallocManaged(&p, after_module - 16 * MiB));
+        EXPECT_ERR(cudaMalloc(&q, 32 * MiB), cudaErrorMemoryAllocation);
+        (void)cudaGetLastError();
+        EXPECT_ERR(cudaMallocManaged(&q, 32 * MiB), cudaErrorMemoryAllocation);
+        (void)cudaGetLastError();
+        CK(cudaFree(p));
+        all_back(after_module, "cudaMallocManaged");
+    }
 
     // A graph's memory node: refused at instantiation while 32 MiB are taken, then counted
     // for as long as the executable graph exists.
@@ -135,8 +140,8 @@ int main(int argc, char **argv)
     all_back(after_module, "a graph's memory node");
     CK(cudaStreamDestroy(s));
     pass("limit %zu MiB reported; module variables (%u MiB) counted; cudaMalloc, "
-         "cudaMallocPitch, cudaMalloc3D, cudaMallocAsync, cudaMallocFromPoolAsync, "
-         "cudaMallocManaged and graph memory nodes refused past the limit",
-         limit / MiB, BIG / MiB);
+         "cudaMallocPitch, cudaMalloc3D, cudaMallocAsync, cudaMallocFromPoolAsync, %s"
+         "graph memory nodes refused past the limit",
+         limit / MiB, BIG / MiB, managed ? "cudaMallocManaged and " : "");
     return 0;
 }

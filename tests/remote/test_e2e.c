@@ -80,8 +80,11 @@ static int c_device_queries(void *arg)
     E2E_CHECK(major == 8);
     E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0));
     E2E_CHECK(v > 0);
-    /* features the remote path does not serve are absent, so the runtime never offers them */
+    /* features the remote path does not serve are absent, so the runtime never offers them;
+     * pools are served, exported pool memory is not */
     E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, 0));
+    E2E_CHECK(v == 1);
+    E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES, 0));
     E2E_CHECK(v == 0);
     E2E_CU(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY, 0));
     E2E_CHECK(v == 0);

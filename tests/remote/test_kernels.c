@@ -395,6 +395,112 @@ static int c_graphs(void *arg)
     return 0;
 }
 
+/* Graphs built node by node are forwarded: memsets, a device-to-device copy, an empty node
+ * and kernels (parameters packed by the cached layout) with their dependencies replay
+ * exactly, launched back to back; nodes the worker's GPU cannot run (host functions, copies
+ * from this process's memory) are refused at the call, bad dependencies too. */
+static int c_explicit_graphs(void *arg)
+{
+    (void)arg;
+    if (e2e_ctx())
+        return 1;
+    enum { N = 3000 };
+    static float h[N];
+    CUmodule m;
+    CUfunction add, saxpy;
+    E2E_CU(cuModuleLoadData(&m, vecadd_ptx));
+    E2E_CU(cuModuleGetFunction(&add, m, "vecadd"));
+    E2E_CU(cuModuleGetFunction(&saxpy, m, "saxpy"));
+    CUdeviceptr a, b, c, t;
+    E2E_CU(cuMemAlloc(&a, N * 4));
+    E2E_CU(cuMemAlloc(&b, N * 4));
+    E2E_CU(cuMemAlloc(&c, N * 4));
+    E2E_CU(cuMemAlloc(&t, N * 4));
+    CUcontext ctx;
+    E2E_CU(cuCtxGetCurrent(&ctx));
+    CUgraph g, other;
+    E2E_CU(cuGraphCreate(&g, 0));
+    E2E_CU(cuGraphCreate(&other, 0));
+    CUgraphNode ma, mb, k, cp, e, sx, stray, none;
+    CUDA_MEMSET_NODE_PARAMS ms = {
+        .dst = a, .value = 0x3f800000u, .elementSize = 4, .width = N, .height = 1}; /* 1.0f */
+    E2E_CU(cuGraphAddMemsetNode(&ma, g, NULL, 0, &ms, ctx));
+    ms.dst = b;
+    ms.value = 0x40000000u; /* 2.0f */
+    E2E_CU(cuGraphAddMemsetNode(&mb, g, NULL, 0, &ms, ctx));
+    int n = N;
+    void *kp[] = {&a, &b, &c, &n};
+    CUDA_KERNEL_NODE_PARAMS kn = {.func = add,
+                                  .gridDimX = (N + 127) / 128,
+                                  .gridDimY = 1,
+                                  .gridDimZ = 1,
+                                  .blockDimX = 128,
+                                  .blockDimY = 1,
+                                  .blockDimZ = 1,
+                                  .kernelParams = kp};
+    CUgraphNode ab[2] = {ma, mb};
+    E2E_CU(cuGraphAddKernelNode(&k, g, ab, 2, &kn));
+    CUDA_MEMCPY3D c3 = {.srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                        .srcDevice = c,
+                        .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                        .dstDevice = t,
+                        .WidthInBytes = N * 4,
+                        .Height = 1,
+                        .Depth = 1};
+    E2E_CU(cuGraphAddMemcpyNode(&cp, g, &k, 1, &c3, ctx));
+    E2E_CU(cuGraphAddEmptyNode(&e, g, &cp, 1));
+    float alpha = 3.0f;
+    void *sp[] = {&n, &alpha, &c, &t};
+    kn.func = saxpy;
+    kn.kernelParams = sp;
+    E2E_CU(cuGraphAddKernelNode(&sx, g, &e, 1, &kn)); /* t = 3c + t */
+    /* refused: host nodes, copies from host memory, dependencies of another graph, twice */
+    CUDA_HOST_NODE_PARAMS hp = {0};
+    CUresult(CUDAAPI * host_node)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                  const CUDA_HOST_NODE_PARAMS *) = NULL;
+    E2E_CU(cuGetProcAddress("cuGraphAddHostNode", (void **)&host_node, 13000, 0, NULL));
+    E2E_CHECK_CU(host_node(&none, g, NULL, 0, &hp), CUDA_ERROR_NOT_SUPPORTED, "host node");
+    c3.srcMemoryType = CU_MEMORYTYPE_HOST;
+    c3.srcHost = h;
+    E2E_CHECK_CU(cuGraphAddMemcpyNode(&none, g, NULL, 0, &c3, ctx), CUDA_ERROR_NOT_SUPPORTED,
+                 "copy from host memory");
+    E2E_CU(cuGraphAddEmptyNode(&stray, other, NULL, 0));
+    E2E_CHECK_CU(cuGraphAddEmptyNode(&none, g, &stray, 1), CUDA_ERROR_INVALID_VALUE,
+                 "dependency in another graph");
+    CUgraphNode twice[2] = {e, e};
+    E2E_CHECK_CU(cuGraphAddEmptyNode(&none, g, twice, 2), CUDA_ERROR_INVALID_VALUE,
+                 "dependency twice");
+    ms.dst = 0x1000;
+    E2E_CHECK_CU(cuGraphAddMemsetNode(&none, g, NULL, 0, &ms, ctx), CUDA_ERROR_INVALID_VALUE,
+                 "memset of memory not ours");
+    CUgraphExec ge;
+    E2E_CU(cuGraphInstantiateWithFlags(&ge, g, 0));
+    E2E_CU(cuMemsetD32(t, 0, N));
+    for (int i = 0; i < 3; i++)
+        E2E_CU(cuGraphLaunch(ge, NULL));
+    E2E_CU(cuCtxSynchronize());
+    E2E_CU(cuMemcpyDtoH(h, t, sizeof(h)));
+    for (int i = 0; i < N; i++)
+        E2E_CHECK(h[i] == 12.0f); /* t = c = 3, then 3 * 3 + 3 */
+    E2E_CU(cuGraphExecDestroy(ge));
+    E2E_CU(cuGraphDestroy(g));
+    E2E_CHECK_CU(cuGraphAddEmptyNode(&none, other, &e, 1), CUDA_ERROR_INVALID_VALUE,
+                 "a node of a destroyed graph");
+    E2E_CU(cuGraphDestroy(other));
+    E2E_CU(cuMemFree(a));
+    E2E_CU(cuMemFree(b));
+    E2E_CU(cuMemFree(c));
+    E2E_CU(cuMemFree(t));
+    E2E_CU(cuModuleUnload(m));
+    return 0;
+}
+
+static void graphs_built_node_by_node_replay_exactly(void **state)
+{
+    (void)state;
+    assert_int_equal(e2e_run(c_explicit_graphs, NULL, 60), 0);
+}
+
 static void captured_graphs_replay_and_host_copies_fail_the_capture(void **state)
 {
     (void)state;
@@ -467,6 +573,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(jit_errors_come_back_with_their_log),
         cmocka_unit_test(batched_work_leaves_within_the_flush_delay_without_a_sync),
         cmocka_unit_test(captured_graphs_replay_and_host_copies_fail_the_capture),
+        cmocka_unit_test(graphs_built_node_by_node_replay_exactly),
     };
     int rc = cmocka_run_group_tests(tests, setup, teardown);
     free(vecadd_ptx);

@@ -645,6 +645,57 @@ static void graph_memory_lives_between_its_alloc_and_free_nodes(void **state)
     CU_OK(cuMemFreeHost(host));
 }
 
+static _Atomic int gate_open;
+static void CUDA_CB gate(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&gate_open))
+        usleep(1000);
+}
+
+/* A graph whose free node frees what its allocation node allocates may be relaunched before
+ * its previous launch has run: launches of one executable graph run one after the other, so
+ * the previous launch's free comes first (the driver serialises them; only an allocation the
+ * graph leaves allocated blocks a relaunch). */
+static void
+relaunching_a_graph_that_frees_its_memory_queues_behind_the_previous_launch(void **state)
+{
+    (void)state;
+    CUstream s;
+    CU_OK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    float *host;
+    CU_OK(cuMemAllocHost((void **)&host, N * 4));
+    CUdeviceptr t, o;
+    CU_OK(cuMemAlloc(&o, N * 4));
+    CU_OK(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU_OK(cuMemAllocAsync(&t, N * 4, s));
+    CU_OK(cuMemsetD32Async(t, 0x40400000u, N, s)); /* 3 */
+    CU_OK(launch_add(s, t, o, o, N));              /* o += 3 */
+    CU_OK(cuMemFreeAsync(t, s));
+    CUgraph g;
+    CU_OK(cuStreamEndCapture(s, &g));
+    CUgraphExec e;
+    CU_OK(cuGraphInstantiate(&e, g, 0));
+    CU_OK(cuMemsetD32(o, 0, N));
+    /* Nothing on S runs until the gate opens: every launch is queued behind the first. */
+    atomic_store(&gate_open, 0);
+    CU_OK(cuLaunchHostFunc(s, gate, NULL));
+    for (int i = 0; i < 5; i++)
+        CU_OK(cuGraphLaunch(e, s));
+    atomic_store(&gate_open, 1);
+    CU_OK(cuStreamSynchronize(s));
+    CU_OK(cuMemcpyDtoH(host, o, N * 4));
+    for (int i = 0; i < N; i++)
+        assert_true(host[i] == 15.0f);
+    assert_int_equal(gmem(CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT), 0);
+    CU_OK(cuGraphExecDestroy(e));
+    CU_OK(cuGraphDestroy(g));
+    CU_OK(cuMemFree(o));
+    CU_OK(cuStreamDestroy(s));
+    CU_OK(cuMemFreeHost(host));
+    CU_OK(cuDeviceGraphMemTrim(0));
+}
+
 static void *proc(const char *name, int version, int per_thread)
 {
     void *fn = NULL;
@@ -768,6 +819,8 @@ int main(int argc, char **argv)
         cmocka_unit_test(an_explicit_graph_runs_every_node_kind),
         cmocka_unit_test(executable_graphs_take_updates),
         cmocka_unit_test(graph_memory_lives_between_its_alloc_and_free_nodes),
+        cmocka_unit_test(
+            relaunching_a_graph_that_frees_its_memory_queues_behind_the_previous_launch),
         cmocka_unit_test(older_runtimes_get_the_older_abis),
     };
     int rc = cmocka_run_group_tests(tests, setup, NULL);

@@ -465,7 +465,9 @@ static void put_attr(void *data, CUpointer_attribute attr, uint64_t v)
 {
     switch (attr) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-    case CU_POINTER_ATTRIBUTE_HOST_POINTER: {
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: {
         void *p = (void *)(uintptr_t)v;
         memcpy(data, &p, sizeof(p));
         break;
@@ -476,12 +478,15 @@ static void put_attr(void *data, CUpointer_attribute attr, uint64_t v)
         memcpy(data, &p, sizeof(p));
         break;
     }
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: {
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: {
         size_t s = (size_t)v;
         memcpy(data, &s, sizeof(s));
         break;
     }
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID: {
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: {
         unsigned long long b = v;
         memcpy(data, &b, sizeof(b));
         break;
@@ -558,11 +563,21 @@ TFC_API CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes,
                                                 CUpointer_attribute *attributes, void **data,
                                                 CUdeviceptr ptr)
 {
-    if (!attributes || !data)
+    if (!numAttributes || !attributes || !data)
         return CUDA_ERROR_INVALID_VALUE;
+    /* As the driver: an attribute that does not apply to PTR (an unknown pointer, the host
+     * pointer of device memory, one this side cannot tell) reads as zero / NULL, the device
+     * ordinal of an unknown pointer as -2. */
     for (unsigned i = 0; i < numAttributes; i++) {
+        if (!data[i])
+            return CUDA_ERROR_INVALID_VALUE;
         CUresult r = cuPointerGetAttribute(data[i], attributes[i], ptr);
-        if (r != CUDA_SUCCESS)
+        if (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_NOT_SUPPORTED)
+            put_attr(data[i], attributes[i],
+                     attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && !tfc_is_dev(ptr, 0)
+                         ? (uint64_t)(int64_t)-2
+                         : 0);
+        else if (r != CUDA_SUCCESS)
             return r;
     }
     return CUDA_SUCCESS;

@@ -57,6 +57,9 @@ struct tfc_dev {
     uint64_t primary;
     int primary_refs;
     unsigned primary_flags;
+    /* Memory pools (api_pool.c): the session's default pool on the worker (0: not yet
+     * created) and the current one (0: the default). */
+    uint64_t pool_default, pool_current;
 };
 
 /* Every client object (context, module, library, function, kernel, stream, event, pool,
@@ -121,6 +124,20 @@ struct tfc_event {
     unsigned flags;
 };
 
+struct tfc_pool {
+    uint64_t id;
+    unsigned type; /* TF_PROTO_H_POOL */
+    uint64_t ctx;  /* 0: pools are device-wide */
+    int dev;
+};
+
+struct tfc_node {
+    uint64_t id;
+    unsigned type; /* TF_PROTO_H_NODE */
+    uint64_t ctx;
+    uint64_t graph; /* the graph it belongs to */
+};
+
 /* A DtoH transfer whose DATA events are expected. */
 struct tfc_xfer {
     uint64_t tag;
@@ -177,6 +194,8 @@ TFC_OBJ_LAYOUT(tfc_func);
 TFC_OBJ_LAYOUT(tfc_module);
 TFC_OBJ_LAYOUT(tfc_stream);
 TFC_OBJ_LAYOUT(tfc_event);
+TFC_OBJ_LAYOUT(tfc_pool);
+TFC_OBJ_LAYOUT(tfc_node);
 
 struct tfc *tfc_get(void);
 
@@ -267,6 +286,13 @@ struct tfc_ctx *tfc_ctx_of(struct tfc *t, uint64_t id);
 struct tfc_func *tfc_func_add(struct tfc *t, const struct tf_proto_func *f, unsigned type,
                               uint64_t id, uint64_t owner, uint64_t ctx);
 void tfc_func_free(struct tfc_func *f);
+
+/* Graphs built node by node (api_graph.c): checks DEPS (N of them) name distinct nodes of
+ * graph G; after the node *PNODE was added (R: the result; nothing happens unless it
+ * succeeded), names it a node of G and adds its edges from DEPS. Take the lock. */
+CUresult tfc_graph_deps(CUgraph g, const CUgraphNode *deps, size_t n);
+CUresult tfc_graph_node_added(CUresult r, const CUgraphNode *pnode, CUgraph g,
+                              const CUgraphNode *deps, size_t n);
 
 /* Stream handle -> wire id (NULL -> TF_PROTO_STREAM_NULL, CU_STREAM_LEGACY, ...). Returns
  * CUDA_ERROR_INVALID_HANDLE for an unknown stream. PTDS maps the NULL stream to the

@@ -14,6 +14,8 @@ struct tfc_obj *tfc_obj_add(struct tfc *t, uint64_t id, unsigned type, uint64_t 
 {
     struct tfc_obj *o = calloc(1, type == TF_PROTO_H_STREAM  ? sizeof(struct tfc_stream)
                                   : type == TF_PROTO_H_EVENT ? sizeof(struct tfc_event)
+                                  : type == TF_PROTO_H_POOL  ? sizeof(struct tfc_pool)
+                                  : type == TF_PROTO_H_NODE  ? sizeof(struct tfc_node)
                                                              : sizeof(*o));
     if (!o)
         return NULL;
@@ -73,7 +75,7 @@ CUresult tfc_forward(const struct tf_call_desc *d, int ptsz, uint64_t *a, uint64
         case TF_CALL_A_H:
         case TF_CALL_A_DEL:
             r = arg_obj(t, ar, &a[i], ptsz, &ob);
-            if (!first)
+            if (!first || (!first->ctx && ob && ob->ctx))
                 first = ob;
             if (ar->kind == TF_CALL_A_DEL) {
                 is_del = 1;

@@ -85,6 +85,11 @@ static CUstream ptsz(CUstream s)
       (CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,         \
        unsigned int by, unsigned int bz, unsigned int sm, CUstream h, void **kp, void **ex),     \
       (f, gx, gy, gz, bx, by, bz, sm, ptsz(h), kp, ex))                                          \
+    X(cuMemAllocAsync_ptsz, cuMemAllocAsync, (CUdeviceptr *d, size_t n, CUstream h),          \
+      (d, n, ptsz(h)))                                                                           \
+    X(cuMemAllocFromPoolAsync_ptsz, cuMemAllocFromPoolAsync,                                     \
+      (CUdeviceptr *d, size_t n, CUmemoryPool p, CUstream h), (d, n, p, ptsz(h)))                \
+    X(cuMemFreeAsync_ptsz, cuMemFreeAsync, (CUdeviceptr d, CUstream h), (d, ptsz(h)))           \
     X(cuMemcpyHtoD_v2_ptds, cuMemcpyHtoD_v2, (CUdeviceptr d, const void *s, size_t n), (d, s, n))\
     X(cuMemcpyDtoH_v2_ptds, cuMemcpyDtoH_v2, (void *d, CUdeviceptr s, size_t n), (d, s, n))      \
     X(cuMemcpyDtoD_v2_ptds, cuMemcpyDtoD_v2, (CUdeviceptr d, CUdeviceptr s, size_t n), (d, s, n))\

@@ -86,6 +86,11 @@
     X(streamQuery,        "cuStreamQuery",              PFN_cuStreamQuery_v2000,           1)    \
     X(streamWaitEvent,    "cuStreamWaitEvent",          PFN_cuStreamWaitEvent_v3020,       1)    \
     X(streamIsCapturing,  "cuStreamIsCapturing",        PFN_cuStreamIsCapturing_v10000,    0)    \
+    X(graphGetNodes,      "cuGraphGetNodes",            PFN_cuGraphGetNodes_v10000,        0)    \
+    X(graphAddKernelNode, "cuGraphAddKernelNode_v2",    PFN_cuGraphAddKernelNode_v12000,   0)    \
+    X(graphNodeGetType,   "cuGraphNodeGetType",         PFN_cuGraphNodeGetType_v10000,     0)    \
+    X(graphMemAllocNodeGetParams, "cuGraphMemAllocNodeGetParams",                                \
+                                            PFN_cuGraphMemAllocNodeGetParams_v11040,       0)    \
     X(exchangeCaptureMode, "cuThreadExchangeStreamCaptureMode",                                  \
                                             PFN_cuThreadExchangeStreamCaptureMode_v10010,  0)    \
     X(eventCreate,        "cuEventCreate",              PFN_cuEventCreate_v2000,           1)    \

@@ -144,6 +144,9 @@ static CUresult resolve(struct session *s, uint64_t ctx, unsigned htype, uint64_
     case TF_PROTO_H_GEXEC:
         h = o->h.gexec;
         break;
+    case TF_PROTO_H_NODE:
+        h = o->h.node;
+        break;
     default:
         return CUDA_ERROR_INVALID_HANDLE;
     }
@@ -170,6 +173,9 @@ static void set_handle(struct obj *o, unsigned type, void *h)
     case TF_PROTO_H_GEXEC:
         o->h.gexec = h;
         break;
+    case TF_PROTO_H_NODE:
+        o->h.node = h;
+        break;
     case TF_PROTO_H_MODULE:
         o->h.mod = h;
         break;
@@ -187,6 +193,8 @@ static int run_call(struct session *s, struct req *q, const struct tf_call_desc 
 {
     void *nh[TF_CALL_MAX_ARGS] = {0};
     struct obj *del = NULL;
+    int devarg = -1;       /* the device an A_DEV argument names (worker index) */
+    uint64_t in_graph = 0; /* the graph a GRAPH handle argument names */
     size_t k = 0;
     for (uint8_t i = 0; i < d->nargs; i++) {
         const struct tf_call_arg *a = &d->args[i];
@@ -214,11 +222,15 @@ static int run_call(struct session *s, struct req *q, const struct tf_call_desc 
     for (uint8_t i = 0; !r && i < d->nargs; i++) {
         const struct tf_call_arg *a = &d->args[i];
         if (a->kind == TF_CALL_A_DEV) {
-            if (v[i] >= (uint64_t)s->w->ndev)
+            if (v[i] >= (uint64_t)s->w->ndev) {
                 r = CUDA_ERROR_INVALID_DEVICE;
-            else
+            } else {
+                devarg = (int)v[i];
                 v[i] = (uint64_t)(int64_t)s->w->devs[v[i]].dev;
+            }
         } else if (a->kind == TF_CALL_A_H) {
+            if (a->htype == TF_PROTO_H_GRAPH && !in_graph)
+                in_graph = v[i];
             r = resolve(s, ctx, a->htype, v[i], &v[i]);
         } else if (a->kind == TF_CALL_A_DEL) {
             del = tf__ws_obj_get(s, v[i], a->htype);
@@ -245,18 +257,31 @@ static int run_call(struct session *s, struct req *q, const struct tf_call_desc 
     r = whooks[idx] ? whooks[idx](s, ctx, tramps[idx], fn, v, o, nh) : tramps[idx](fn, v, o, nh);
     if (d->waits)
         tf_wconn_wait_end(s->c);
+    /* A new object belongs to the device the call named, else to its context's. */
+    int ndev = devarg >= 0 ? devarg : ctx ? tf__ws_ctx_dev(s, ctx) : 0;
     for (uint8_t i = 0; r == CUDA_SUCCESS && i < d->nargs; i++) {
         const struct tf_call_arg *a = &d->args[i];
         if (a->kind != TF_CALL_A_NEW)
             continue;
         struct obj *n = tf__ws_obj_new(s, v[i], a->htype, ctx);
         if (!n) {
-            struct obj tmp = {.id = v[i], .type = a->htype, .ctx = ctx};
+            struct obj tmp = {
+                .id = v[i], .type = a->htype, .ctx = ctx, .dev = ndev, .bytes = s->new_charge};
+            s->new_charge = 0;
             set_handle(&tmp, a->htype, nh[i]);
             tf__ws_release_handle(s, &tmp);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
         set_handle(n, a->htype, nh[i]);
+        n->dev = ndev;
+        if (a->htype == TF_PROTO_H_NODE)
+            n->owner = in_graph; /* nodes go with their graph */
+        n->bytes = s->new_charge;
+        s->new_charge = 0;
+        if (a->htype == TF_PROTO_H_POOL && tf__ws_pool_added(s, n) != 0) {
+            tf__ws_destroy_obj(s, n); /* a pool the worker could not account for */
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        }
     }
     return r;
 }

@@ -268,14 +268,21 @@ void tf__ws_vram_freed(struct session *s, uint64_t ctx, int64_t bytes, CUresult 
     tf_worker_vram_release(s->w, c ? c->dev : 0, bytes);
 }
 
+/* An allocation: made by cuMemAlloc (owner 0) or from a pool (owner: the pool's id). */
+static int is_alloc(const struct tf_range *r)
+{
+    return r->owner == 0 || TF_PROTO_HANDLE_TYPE(r->owner) == TF_PROTO_H_POOL;
+}
+
 static void free_range(struct session *s, const struct tf_range *r)
 {
-    if (r->owner != 0)
+    if (!is_alloc(r))
         return; /* module globals die with their module */
     CUresult fr = tf__ws_use_ctx(s, r->aux, NULL);
     if (fr == CUDA_SUCCESS)
         fr = s->d->memFree((CUdeviceptr)r->base);
-    tf__ws_vram_freed(s, r->aux, (int64_t)r->size, fr);
+    if (r->owner == 0) /* a pool's memory is charged to the pool */
+        tf__ws_vram_freed(s, r->aux, (int64_t)r->size, fr);
 }
 
 /* A call of calls.def on driver handle H (destroys of graph objects and pools). */
@@ -316,9 +323,14 @@ void tf__ws_release_handle(struct session *s, struct obj *o)
     }
     case TF_PROTO_H_GRAPH:
         call_destroy(s, TF_CALL_IDX_cuGraphDestroy, o->h.graph);
+        tf__ws_destroy_where(s, TF_PROTO_H_NODE, tf__ws_pred_owner, o->id);
         break;
     case TF_PROTO_H_GEXEC:
         call_destroy(s, TF_CALL_IDX_cuGraphExecDestroy, o->h.gexec);
+        tf_worker_vram_release(s->w, o->dev, o->bytes); /* its allocation nodes' memory */
+        break;
+    case TF_PROTO_H_POOL:
+        tf__ws_pool_release(s, o);
         break;
     case TF_PROTO_H_CTX:
         tf_wcompute_ctx_gone(&s->w->compute, (uintptr_t)o->h.ctx);
@@ -415,9 +427,9 @@ void tf__ws_destroy_ctx(struct session *s, struct obj *ctx)
     /* Allocations made in this context. */
     for (size_t i = 0; i < s->mem.n;) {
         struct tf_range r = s->mem.v[i];
-        if (r.aux == id && r.owner == 0) {
+        if (r.aux == id && is_alloc(&r)) {
             free_range(s, &r);
-            tf_rangeset_del(&s->mem, r.base, 0, NULL);
+            tf_rangeset_del(&s->mem, r.base, r.owner, NULL);
         } else {
             i++;
         }
@@ -456,6 +468,8 @@ void tf__ws_session_cleanup(struct session *s)
     for (size_t i = 0; i < s->mem.n; i++)
         free_range(s, &s->mem.v[i]);
     s->mem.n = 0;
+    tf__ws_destroy_where(s, TF_PROTO_H_POOL, pred_all, 0);
+    tf__ws_pools_gone(s);
     tf__ws_destroy_where(s, TF_PROTO_H_FUNC, pred_all, 0);
     tf__ws_destroy_where(s, TF_PROTO_H_KERNEL, pred_all, 0);
     tf__ws_destroy_where(s, TF_PROTO_H_MODULE, pred_all, 0);

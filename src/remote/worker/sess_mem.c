@@ -94,7 +94,13 @@ static int alloc_common(struct session *s, uint64_t ctx, uint64_t bytes, uint64_
     } else {
         if (bytes == 0)
             return CUDA_ERROR_INVALID_VALUE;
-        if (bytes > INT64_MAX || tf_worker_vram_reserve(s->w, c->dev, (int64_t)bytes) != 0)
+        if (bytes > INT64_MAX)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        /* Refused: again if the pools gave memory back since they were last looked at (a
+         * refusal counts in the limit region's statistics once). */
+        if (tf_worker_vram_reserve(s->w, c->dev, (int64_t)bytes) != 0 &&
+            (tf__ws_pools_settle(s, c->dev) == 0 ||
+             tf_worker_vram_reserve(s->w, c->dev, (int64_t)bytes) != 0))
             return CUDA_ERROR_OUT_OF_MEMORY;
         r = s->d->memAlloc(&p, bytes);
         if (r) {
@@ -133,12 +139,17 @@ int tf__ws_h_mem_free(struct session *s, struct req *q)
     struct tf_msg_mem_free_req m;
     tf_msg_mem_free_req_get(q->p, &m);
     struct tf_range r;
-    if (tf_rangeset_del(&s->mem, m.dptr, 0, &r) != 0)
+    const struct tf_range *f = tf_rangeset_find(&s->mem, m.dptr, 0);
+    /* cuMemAlloc's memory, or a pool's (charged to the pool) */
+    if (!f || f->base != m.dptr ||
+        (f->owner != 0 && TF_PROTO_HANDLE_TYPE(f->owner) != TF_PROTO_H_POOL) ||
+        tf_rangeset_del(&s->mem, m.dptr, f->owner, &r) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult cr = tf__ws_use_ctx(s, r.aux, NULL);
     if (cr == CUDA_SUCCESS)
         cr = s->d->memFree((CUdeviceptr)r.base);
-    tf__ws_vram_freed(s, r.aux, (int64_t)r.size, cr);
+    if (r.owner == 0)
+        tf__ws_vram_freed(s, r.aux, (int64_t)r.size, cr);
     return cr;
 }
 
@@ -150,6 +161,7 @@ int tf__ws_h_mem_info(struct session *s, struct req *q)
     CUresult r = tf__ws_use_ctx(s, m.ctx, &c);
     if (r)
         return r;
+    tf__ws_pools_settle(s, c->dev);
     size_t fr = 0, tot = 0;
     r = s->d->memGetInfo(&fr, &tot);
     if (r)
@@ -417,6 +429,9 @@ int tf__ws_h_ptr_attr(struct session *s, struct req *q)
         break;
     case CU_POINTER_ATTRIBUTE_MAPPED:
         v = 1;
+        break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: /* the client's id of the pool it came from */
+        v = TF_PROTO_HANDLE_TYPE(rg->owner) == TF_PROTO_H_POOL ? rg->owner : 0;
         break;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: {

@@ -612,6 +612,58 @@ int tf__ws_h_launch(struct session *s, struct req *q)
     return r;
 }
 
+/* A kernel node of an explicitly built graph: the launch's checks and parameter layout, the
+ * node registered under the client's id in the graph (its launches are charged when the graph
+ * is launched). */
+int tf__ws_h_graph_kernel_node(struct session *s, struct req *q)
+{
+    struct tf_msg_knode_req m;
+    tf_msg_knode_req_get(q->p, &m);
+    if (!tf__ws_client_id_ok(s, m.node, TF_PROTO_H_NODE))
+        PROTO_FAIL(q, "bad new graph node id");
+    struct obj *cx;
+    CUresult r = tf__ws_use_ctx(s, m.ctx, &cx);
+    if (r)
+        return r;
+    struct obj *g = tf__ws_obj_get(s, m.graph, TF_PROTO_H_GRAPH);
+    if (!g)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUfunction fn;
+    struct obj *o;
+    if ((r = func_of(s, m.func, m.ctx, &o, &fn)))
+        return r;
+    if (q->tlen != o->params_size)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!s->d->graphAddKernelNode)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    memcpy(s->pbuf, q->tail, q->tlen);
+    for (uint32_t i = 0; i < o->nparams; i++)
+        s->kparams[i] = s->pbuf + o->param_off[i];
+    CUDA_KERNEL_NODE_PARAMS p;
+    memset(&p, 0, sizeof(p));
+    p.func = fn;
+    p.gridDimX = m.grid_x;
+    p.gridDimY = m.grid_y;
+    p.gridDimZ = m.grid_z;
+    p.blockDimX = m.block_x;
+    p.blockDimY = m.block_y;
+    p.blockDimZ = m.block_z;
+    p.sharedMemBytes = m.shmem;
+    p.kernelParams = o->nparams ? s->kparams : NULL;
+    p.ctx = cx->h.ctx;
+    struct obj *n = tf__ws_obj_new(s, m.node, TF_PROTO_H_NODE, m.ctx);
+    if (!n)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    r = s->d->graphAddKernelNode(&n->h.node, g->h.graph, NULL, 0, &p);
+    if (r) {
+        tf__ws_obj_drop(s, n);
+        return r;
+    }
+    n->owner = g->id;
+    n->dev = cx->dev;
+    return CUDA_SUCCESS;
+}
+
 /* A graph launch: charged as one launch of the executable graph (the cost model learns what
  * it costs from its measured launches, as for a kernel). */
 CUresult tf__ws_hook_cuGraphLaunch(struct session *s, uint64_t ctx, tf_ws_tramp call, void *fn,

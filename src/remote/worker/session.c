@@ -96,6 +96,8 @@ static int dispatch(struct session *s, uint16_t op, struct req *q)
         return tf__ws_h_get_global(s, q);
     case TF_OP_LAUNCH:
         return tf__ws_h_launch(s, q);
+    case TF_OP_GRAPH_KERNEL_NODE:
+        return tf__ws_h_graph_kernel_node(s, q);
     case TF_OP_STREAM_CREATE:
         return h_stream_create(s, q);
     case TF_OP_CALL:
@@ -167,6 +169,7 @@ void tf_worker_serve(void *arg, struct tf_wconn *c)
     s->d = &s->w->drv;
     s->c = c;
     tf_htab_init(&s->objs, MAX_OBJECTS);
+    tf_htab_init(&s->pools, MAX_OBJECTS);
     tf_rangeset_init(&s->mem, MAX_RANGES);
     tf_buf_init(&s->blob, TF_PROTO_MAX_BLOB + 1);
     tf_buf_init(&s->reply, TF_PROTO_MAX_PAYLOAD);
@@ -236,6 +239,7 @@ void tf_worker_serve(void *arg, struct tf_wconn *c)
     }
     tf__ws_session_cleanup(s);
     tf_htab_free(&s->objs);
+    tf_htab_free(&s->pools);
     tf_rangeset_free(&s->mem);
     tf__ws_blob_drop(s);
     tf_buf_free(&s->reply);

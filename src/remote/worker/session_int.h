@@ -36,7 +36,7 @@ struct obj {
     uint64_t id;
     unsigned type;  /* TF_PROTO_H_* */
     uint64_t ctx;   /* owning client context (0 for libraries and their kernels) */
-    uint64_t owner; /* module/library of a function/kernel */
+    uint64_t owner; /* module/library of a function/kernel, graph of a node */
     union {
         CUcontext ctx;
         CUmodule mod;
@@ -48,8 +48,9 @@ struct obj {
         CUmemoryPool pool;
         CUgraph graph;
         CUgraphExec gexec;
+        CUgraphNode node;
     } h;
-    int dev;          /* contexts: worker device index */
+    int dev;          /* contexts, pools: worker device index */
     uint32_t nparams; /* functions/kernels */
     uint32_t params_size;
     uint32_t *param_off;         /* nparams offsets, then nparams sizes */
@@ -60,7 +61,8 @@ struct obj {
     int nlc;
     /* VRAM bytes reserved for this object, released when the driver really frees them:
      * modules: their variables (charged at load); contexts: bytes the driver refused to free
-     * (a free in a context broken by a fault), released once the context is destroyed. */
+     * (a free in a context broken by a fault), released once the context is destroyed;
+     * pools: what they reserve from the driver, as last looked at (sess_pool.c). */
     int64_t bytes;
 };
 
@@ -84,8 +86,11 @@ struct session {
     const struct tf_drv *d;
     struct tf_wconn *c;
     struct tf_htab objs;
-    struct tf_rangeset mem; /* owner 0: allocation, else module/library id of a global;
-                               aux: client context id */
+    struct tf_rangeset mem; /* owner 0: allocation, a pool's id: allocation from it, else
+                               module/library id of a global; aux: client context id */
+    struct tf_htab pools;   /* driver pool handle -> its object */
+    int64_t pool_orphans[TF_PROTO_MAX_DEVICES]; /* charges of pools destroyed while in use */
+    int64_t new_charge; /* VRAM a WORKER HOOK charged for the object its call creates */
     uint64_t primary[TF_PROTO_MAX_DEVICES];
     uint64_t cur_id; /* client context current on this thread */
     CUresult pending;
@@ -181,6 +186,7 @@ int tf__ws_h_module_unload(struct session *s, struct req *q);
 int tf__ws_h_get_func(struct session *s, struct req *q, int from_kernel);
 int tf__ws_h_get_global(struct session *s, struct req *q);
 int tf__ws_h_launch(struct session *s, struct req *q);
+int tf__ws_h_graph_kernel_node(struct session *s, struct req *q);
 /* The function of kernel object K in context CTX (current), resolved once per context. */
 CUresult tf__ws_kernel_func(struct session *s, struct obj *k, uint64_t ctx, CUfunction *fn);
 
@@ -191,6 +197,16 @@ void tf__ws_vars_library(struct session *s, struct obj *lib, const void *img, si
 CUresult tf__ws_vars_use(struct session *s, struct obj *lib, uint64_t ctx);
 void tf__ws_vars_unload(struct session *s, struct obj *lib, CUresult freed);
 void tf__ws_vars_ctx_gone(struct session *s, uint64_t ctx);
+
+/* sess_pool.c: memory pools against the VRAM limit. A new pool object is registered
+ * (pool_added: 0, or an error when it cannot be, and then the pool must go); its charge is set
+ * to what it reserves from the driver (pools_settle: DEV's pools, -1: all; returns the bytes
+ * given back to the limit), released when it is destroyed (pool_release) or with the session
+ * (pools_gone). */
+int tf__ws_pool_added(struct session *s, struct obj *p);
+int64_t tf__ws_pools_settle(struct session *s, int dev);
+void tf__ws_pool_release(struct session *s, struct obj *p);
+void tf__ws_pools_gone(struct session *s);
 
 /* sess_call.c: the plain driver calls of calls.def (SYNC: CALL, else CALL_ASYNC) */
 int tf__ws_h_call(struct session *s, struct req *q, int sync);

@@ -16,8 +16,9 @@
 
 /* Device features the remote path does not serve (docs/remote.md "Semantics across the
  * wire"): reported as absent, so the runtime and frameworks that look before they use them
- * (the stream-ordered allocator, managed memory, mapped or registered host memory, virtual
- * memory management) take the path for a device without them instead of failing later. */
+ * (pools in host memory or exported to other processes, managed memory, mapped or registered host
+ * memory, virtual memory management) take the path for a device without them instead of failing
+ * later. */
 static const CUdevice_attribute unserved[] = {
     CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY,
     CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
@@ -27,7 +28,9 @@ static const CUdevice_attribute unserved[] = {
     CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
     CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
     CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED,
-    CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+    CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES,
+    CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED,
+    CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED,
     CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
 };
 
