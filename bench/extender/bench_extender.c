@@ -403,8 +403,9 @@ static const char *passed_names(const char *body, size_t *len)
 }
 
 /* The best-scored host of a HostPriorityList (the first of the best, as the scheduler would
- * pick among equals at random), into NODE. */
-static int best_host(const char *body, char *node, size_t len)
+ * pick among equals at random), into NODE. A host the answer leaves out scores 0, as in
+ * kube-scheduler: when none is listed, FIRST (the first node that passed the filter, or ""). */
+static int best_host(const char *body, const char *first, char *node, size_t len)
 {
     long best = -1;
     for (const char *p = strstr(body, "{\"Host\":\""); p; p = strstr(p, "{\"Host\":\"")) {
@@ -420,6 +421,10 @@ static int best_host(const char *body, char *node, size_t len)
         }
         p = sc;
     }
+    if (best < 0 && *first) {
+        snprintf(node, len, "%s", first);
+        best = 0;
+    }
     return best < 0 ? -1 : 0;
 }
 
@@ -431,7 +436,8 @@ struct job {
 
 struct queue {
     pthread_mutex_t lock;
-    pthread_cond_t cond;
+    pthread_cond_t work; /* binders wait here for a job (or the end) */
+    pthread_cond_t idle; /* the scheduling thread waits here for the last binds */
     struct job *jobs;
     int head, tail, cap;
     bool done;
@@ -454,7 +460,7 @@ static void *binder(void *arg)
     for (;;) {
         pthread_mutex_lock(&q->lock);
         while (q->head == q->tail && !q->done)
-            pthread_cond_wait(&q->cond, &q->lock);
+            pthread_cond_wait(&q->work, &q->lock);
         if (q->head == q->tail) {
             pthread_mutex_unlock(&q->lock);
             break;
@@ -475,7 +481,7 @@ static void *binder(void *arg)
         if (!ok) /* kube-scheduler puts the pod back in its queue */
             q->retry[q->nretry++] = j;
         q->busy--;
-        pthread_cond_broadcast(&q->cond);
+        pthread_cond_signal(&q->idle);
         pthread_mutex_unlock(&q->lock);
     }
     *cp = c; /* kept open until the server threads' CPU time was read */
@@ -648,7 +654,8 @@ static void run(int nodes, int resident, int iters, int sustained)
                       .port = tf_https_port(srv),
                       .ca = tls.ca_pem};
     pthread_mutex_init(&q.lock, NULL);
-    pthread_cond_init(&q.cond, NULL);
+    pthread_cond_init(&q.work, NULL);
+    pthread_cond_init(&q.idle, NULL);
     pthread_t th[BINDERS];
     for (int i = 0; i < BINDERS; i++)
         pthread_create(&th[i], NULL, binder, &q);
@@ -660,7 +667,7 @@ static void run(int nodes, int resident, int iters, int sustained)
         struct job j;
         pthread_mutex_lock(&q.lock);
         while (next == sustained && !q.nretry && q.busy)
-            pthread_cond_wait(&q.cond, &q.lock);
+            pthread_cond_wait(&q.idle, &q.lock);
         bool retry = q.nretry > 0;
         if (retry) {
             j = q.retry[--q.nretry];
@@ -676,22 +683,25 @@ static void run(int nodes, int resident, int iters, int sustained)
         args_body(&body, pod, names.s, names.len);
         if (post(&c, "filter", body.s, body.len) || !(passed = passed_names(c.out, &plen)))
             exit(1);
+        char first[64] = "";
+        if (plen > 4 && passed[1] == '"')
+            sscanf(passed + 2, "%63[^\"]", first);
         args_body(&pbody, pod, passed, plen);
         if (post(&c, "prioritize", pbody.s, pbody.len))
             exit(1);
-        if (best_host(c.out, j.node, sizeof(j.node))) {
+        if (best_host(c.out, first, j.node, sizeof(j.node))) {
             unschedulable++;
             continue;
         }
         pthread_mutex_lock(&q.lock);
         q.jobs[q.tail++] = j;
         q.busy++;
-        pthread_cond_broadcast(&q.cond);
+        pthread_cond_signal(&q.work); /* one binder per job, as a goroutine per bind */
         pthread_mutex_unlock(&q.lock);
     }
     pthread_mutex_lock(&q.lock);
     q.done = true;
-    pthread_cond_broadcast(&q.cond);
+    pthread_cond_broadcast(&q.work);
     pthread_mutex_unlock(&q.lock);
     struct conn *bc[BINDERS];
     for (int i = 0; i < BINDERS; i++)
