@@ -23,6 +23,8 @@
  *   state_load         tf_extender_rebuild: the state from the GPU objects, pools and every
  *                      resident pod (start-up after the informers synced, leader change,
  *                      inventory change), wall and this thread's CPU time
+ *   wire_bytes         the bodies of one pod's filter and prioritize, and prioritize_listed:
+ *                      the hosts its answer lists (those scoring 0 are left out)
  *   filter / prioritize / bind p50 and p99 over the HTTPS round trip
  *   filter_plus_prioritize_p50, the per-pod cost of the serial scheduling cycle, and _cpu: the
  *                      CPU time the whole process (client, TLS both ways, extender) spent per
@@ -601,9 +603,18 @@ static void run(int nodes, int resident, int iters, int sustained)
         exit(1);
     for (size_t k = 0; k < plen; k++)
         fit += passed[k] == '"' ? 1 : 0;
+    size_t filter_answer = c.len;
     args_body(&pbody, pod, passed, plen);
     if (post(&c, "prioritize", pbody.s, pbody.len))
         exit(1);
+    int listed = 0;
+    for (const char *h = strstr(c.out, "{\"Host\""); h; h = strstr(h + 1, "{\"Host\""))
+        listed++;
+    printf("extender_%d_nodes_wire_bytes: filter %zu + %zu, prioritize %zu + %zu bytes "
+           "(request + answer)\n",
+           nodes, body.len, filter_answer, pbody.len, c.len);
+    printf("extender_%d_nodes_prioritize_listed: %d of %d nodes (hosts scoring 0 left out)\n",
+           nodes, listed, fit / 2);
     clockid_t srv_clk = atomic_load(&last_clock); /* the thread serving this connection */
     double lat_cpu0 = cpu_s(false), srv_f = 0, srv_p = 0, cli = 0;
     long long h0[3] = {handler_ns[0], handler_ns[1], handler_ns[2]};
