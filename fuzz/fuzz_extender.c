@@ -4,7 +4,7 @@
  * must decode or fail cleanly; decoded args must encode filter and priority results. The
  * strict scan must decode as the json-c tree decoder does (same result, names, Pod), and the
  * filter result's text writer must write json-c's bytes; a Pod of the bytes the decoder was
- * told to expect is recognised.
+ * told to expect is recognised, and so are NodeNames of the bytes the scan says they were.
  */
 #include "controller/extender_codec.h"
 
@@ -38,6 +38,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             struct tf_ext_args e;
             if (tf_ext_decode_args_expect((const char *)data, size, &ex, &e, err, sizeof(err)) ||
                 !e.pod_expected || e.pod || e.n_nodes != a.n_nodes)
+                abort();
+            tf_ext_args_free(&e);
+        }
+        /* Likewise its own NodeNames bytes: a span of the body from '[' to ']'. */
+        if (a.names_text) {
+            const char *d = (const char *)data;
+            if (a.names_text < d || a.names_text + a.names_text_len > d + size ||
+                a.names_text_len < 2 || a.names_text[0] != '[' ||
+                a.names_text[a.names_text_len - 1] != ']')
+                abort();
+            struct tf_ext_expect ex = {NULL, a.names_text, 0, a.names_text_len};
+            struct tf_ext_args e;
+            if (tf_ext_decode_args_expect(d, size, &ex, &e, err, sizeof(err)) ||
+                !e.names_expected || e.n_nodes || e.names_text)
                 abort();
             tf_ext_args_free(&e);
         }

@@ -23,6 +23,8 @@
  *   state_load         tf_extender_rebuild: the state from the GPU objects, pools and every
  *                      resident pod (start-up after the informers synced, leader change,
  *                      inventory change), wall and this thread's CPU time
+ *   wire_bytes         the bodies of one pod's filter and prioritize, and prioritize_listed:
+ *                      the hosts its answer lists (those scoring 0 are left out)
  *   filter / prioritize / bind p50 and p99 over the HTTPS round trip
  *   filter_plus_prioritize_p50, the per-pod cost of the serial scheduling cycle, and _cpu: the
  *                      CPU time the whole process (client, TLS both ways, extender) spent per
@@ -403,8 +405,9 @@ static const char *passed_names(const char *body, size_t *len)
 }
 
 /* The best-scored host of a HostPriorityList (the first of the best, as the scheduler would
- * pick among equals at random), into NODE. */
-static int best_host(const char *body, char *node, size_t len)
+ * pick among equals at random), into NODE. A host the answer leaves out scores 0, as in
+ * kube-scheduler: when none is listed, FIRST (the first node that passed the filter, or ""). */
+static int best_host(const char *body, const char *first, char *node, size_t len)
 {
     long best = -1;
     for (const char *p = strstr(body, "{\"Host\":\""); p; p = strstr(p, "{\"Host\":\"")) {
@@ -420,6 +423,10 @@ static int best_host(const char *body, char *node, size_t len)
         }
         p = sc;
     }
+    if (best < 0 && *first) {
+        snprintf(node, len, "%s", first);
+        best = 0;
+    }
     return best < 0 ? -1 : 0;
 }
 
@@ -431,7 +438,8 @@ struct job {
 
 struct queue {
     pthread_mutex_t lock;
-    pthread_cond_t cond;
+    pthread_cond_t work; /* binders wait here for a job (or the end) */
+    pthread_cond_t idle; /* the scheduling thread waits here for the last binds */
     struct job *jobs;
     int head, tail, cap;
     bool done;
@@ -454,7 +462,7 @@ static void *binder(void *arg)
     for (;;) {
         pthread_mutex_lock(&q->lock);
         while (q->head == q->tail && !q->done)
-            pthread_cond_wait(&q->cond, &q->lock);
+            pthread_cond_wait(&q->work, &q->lock);
         if (q->head == q->tail) {
             pthread_mutex_unlock(&q->lock);
             break;
@@ -475,7 +483,7 @@ static void *binder(void *arg)
         if (!ok) /* kube-scheduler puts the pod back in its queue */
             q->retry[q->nretry++] = j;
         q->busy--;
-        pthread_cond_broadcast(&q->cond);
+        pthread_cond_signal(&q->idle);
         pthread_mutex_unlock(&q->lock);
     }
     *cp = c; /* kept open until the server threads' CPU time was read */
@@ -595,9 +603,18 @@ static void run(int nodes, int resident, int iters, int sustained)
         exit(1);
     for (size_t k = 0; k < plen; k++)
         fit += passed[k] == '"' ? 1 : 0;
+    size_t filter_answer = c.len;
     args_body(&pbody, pod, passed, plen);
     if (post(&c, "prioritize", pbody.s, pbody.len))
         exit(1);
+    int listed = 0;
+    for (const char *h = strstr(c.out, "{\"Host\""); h; h = strstr(h + 1, "{\"Host\""))
+        listed++;
+    printf("extender_%d_nodes_wire_bytes: filter %zu + %zu, prioritize %zu + %zu bytes "
+           "(request + answer)\n",
+           nodes, body.len, filter_answer, pbody.len, c.len);
+    printf("extender_%d_nodes_prioritize_listed: %d of %d nodes (hosts scoring 0 left out)\n",
+           nodes, listed, fit / 2);
     clockid_t srv_clk = atomic_load(&last_clock); /* the thread serving this connection */
     double lat_cpu0 = cpu_s(false), srv_f = 0, srv_p = 0, cli = 0;
     long long h0[3] = {handler_ns[0], handler_ns[1], handler_ns[2]};
@@ -648,7 +665,8 @@ static void run(int nodes, int resident, int iters, int sustained)
                       .port = tf_https_port(srv),
                       .ca = tls.ca_pem};
     pthread_mutex_init(&q.lock, NULL);
-    pthread_cond_init(&q.cond, NULL);
+    pthread_cond_init(&q.work, NULL);
+    pthread_cond_init(&q.idle, NULL);
     pthread_t th[BINDERS];
     for (int i = 0; i < BINDERS; i++)
         pthread_create(&th[i], NULL, binder, &q);
@@ -660,7 +678,7 @@ static void run(int nodes, int resident, int iters, int sustained)
         struct job j;
         pthread_mutex_lock(&q.lock);
         while (next == sustained && !q.nretry && q.busy)
-            pthread_cond_wait(&q.cond, &q.lock);
+            pthread_cond_wait(&q.idle, &q.lock);
         bool retry = q.nretry > 0;
         if (retry) {
             j = q.retry[--q.nretry];
@@ -676,22 +694,25 @@ static void run(int nodes, int resident, int iters, int sustained)
         args_body(&body, pod, names.s, names.len);
         if (post(&c, "filter", body.s, body.len) || !(passed = passed_names(c.out, &plen)))
             exit(1);
+        char first[64] = "";
+        if (plen > 4 && passed[1] == '"')
+            sscanf(passed + 2, "%63[^\"]", first);
         args_body(&pbody, pod, passed, plen);
         if (post(&c, "prioritize", pbody.s, pbody.len))
             exit(1);
-        if (best_host(c.out, j.node, sizeof(j.node))) {
+        if (best_host(c.out, first, j.node, sizeof(j.node))) {
             unschedulable++;
             continue;
         }
         pthread_mutex_lock(&q.lock);
         q.jobs[q.tail++] = j;
         q.busy++;
-        pthread_cond_broadcast(&q.cond);
+        pthread_cond_signal(&q.work); /* one binder per job, as a goroutine per bind */
         pthread_mutex_unlock(&q.lock);
     }
     pthread_mutex_lock(&q.lock);
     q.done = true;
-    pthread_cond_broadcast(&q.cond);
+    pthread_cond_broadcast(&q.work);
     pthread_mutex_unlock(&q.lock);
     struct conn *bc[BINDERS];
     for (int i = 0; i < BINDERS; i++)

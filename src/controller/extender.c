@@ -80,6 +80,7 @@ void tf_extender_destroy(struct tf_extender *x)
     pthread_mutex_destroy(&x->scratch_lock);
     pthread_mutex_destroy(&x->memo_lock);
     tf__ext_memo_free(x->memo);
+    tf__ext_cands_free(x->cands);
     for (int i = 0; i < 4; i++)
         free(x->scratch[i].p);
     free(x->default_pool);

@@ -102,6 +102,9 @@ int tf_extender_allocations(struct tf_extender *x);
 /* How many /prioritize calls were answered from the /filter before them (same Pod, that
  * filter's NodeNames text: see extender_int.h's memo), without decoding either again. */
 uint64_t tf_extender_memo_hits(struct tf_extender *x);
+/* How many /filter calls took their candidates from the /filter before them (the same
+ * NodeNames text: see extender_int.h's candidate memo) instead of decoding them again. */
+uint64_t tf_extender_cands_hits(struct tf_extender *x);
 
 /* What the current state reserves on the GPU with uuid UUID: requested TFLOPS (milli) and
  * VRAM (bytes) and the number of pods on it (tests, metrics; rebuilds if dirty). 0, TF_ENOENT

@@ -334,9 +334,14 @@ static bool decode_scan(const char *body, size_t len, const struct tf_ext_expect
         } else if (kl == 9 && !memcmp(k, "NodeNames", 9)) {
             if (names)
                 goto no;
+            const char *at = s.p;
             args->names_expected = ex && scan_expected(&s, ex->names, ex->names_len);
-            if (!args->names_expected && !scan_names(&s, args))
-                goto no;
+            if (!args->names_expected) {
+                if (!scan_names(&s, args))
+                    goto no;
+                args->names_text = at;
+                args->names_text_len = (size_t)(s.p - at);
+            }
             names = true;
         } else if (kl == 5 && !memcmp(k, "Nodes", 5)) {
             if (nodes || !scan_lit(&s, "null", 4)) /* a NodeList: json-c's */
@@ -682,19 +687,24 @@ char *tf_ext_encode_filter_tree(const struct tf_ext_args *args, const char *cons
 char *tf_ext_encode_priorities(const struct tf_ext_args *args, const int *scores)
 {
     /* Written as text straight into one allocation of its size: thousands of tiny objects
-     * through json-c cost more than the scoring. */
+     * through json-c cost more than the scoring. Hosts scoring 0 are left out: kube-scheduler
+     * adds each listed host's score to that node's total (a map lookup, 0 when absent), so a
+     * missing host and a host with score 0 rank the same. */
     static const char host[] = "{\"Host\":", score[] = ",\"Score\":";
     size_t size = 3;
     for (size_t i = 0; i < args->n_nodes; i++)
-        size += str_size(args->node_names[i], name_len(args, i), args->names_plain) + sizeof(host) +
-                sizeof(score) + 2;
+        if (scores[i] > 0)
+            size += str_size(args->node_names[i], name_len(args, i), args->names_plain) +
+                    sizeof(host) + sizeof(score) + 2;
     char *out = malloc(size), *p = out;
     if (!out)
         return NULL;
     *p++ = '[';
     for (size_t i = 0; i < args->n_nodes; i++) {
-        int sc = scores[i] < 0 ? 0 : scores[i] > 10 ? 10 : scores[i];
-        if (i)
+        if (scores[i] <= 0)
+            continue;
+        int sc = scores[i] > 10 ? 10 : scores[i];
+        if (p > out + 1)
             *p++ = ',';
         memcpy(p, host, sizeof(host) - 1);
         p = put_str(p + sizeof(host) - 1, args->node_names[i], name_len(args, i),

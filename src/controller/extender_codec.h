@@ -48,6 +48,9 @@ struct tf_ext_args {
     const char *pod_text;  /* the strict scan's: the Pod's bytes in the body (borrowed from
                               it), POD_LEN of them; NULL after the tree decoder */
     size_t pod_len;
+    const char *names_text; /* the strict scan's, when it decoded NodeNames: the array's bytes
+                               in the body (borrowed), NAMES_TEXT_LEN of them */
+    size_t names_text_len;
     bool pod_expected;   /* tf_ext_decode_args_expect: the Pod was the expected bytes (POD and
                             ROOT are NULL: the caller knows what they decode to) */
     bool names_expected; /* likewise NodeNames (NODE_NAMES NULL, N_NODES 0) */
@@ -84,7 +87,8 @@ char *tf_ext_encode_filter_span(const struct tf_ext_args *args, const char *cons
 /* The same through a json-c tree (the reference of the text writer). */
 char *tf_ext_encode_filter_tree(const struct tf_ext_args *args, const char *const *reasons,
                                 const bool *unresolvable, const char *error);
-/* HostPriorityList for the N_NODES nodes of ARGS; scores are clamped to 0..10. */
+/* HostPriorityList for the N_NODES nodes of ARGS; scores are clamped to 0..10 and the nodes
+ * scoring 0 left out (kube-scheduler counts a host it was not given as 0). */
 char *tf_ext_encode_priorities(const struct tf_ext_args *args, const int *scores);
 
 struct tf_ext_binding {

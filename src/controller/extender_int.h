@@ -63,11 +63,13 @@ struct tf_extender {
         void *p;
         size_t size;
     } scratch[4];
-    json_object *loaded[3];     /* pools, templates, quotas of the last tf_extender_load: those
-                                   of rebuilds when no informer feeds them (guarded by lock) */
-    pthread_mutex_t memo_lock;  /* guards memo */
-    struct tf__ext_memo *memo;  /* the last /filter's answer (extender_memo.c), or NULL */
-    _Atomic uint64_t memo_hits; /* prioritize calls that used it whole */
+    json_object *loaded[3];      /* pools, templates, quotas of the last tf_extender_load: those
+                                    of rebuilds when no informer feeds them (guarded by lock) */
+    pthread_mutex_t memo_lock;   /* guards memo */
+    struct tf__ext_memo *memo;   /* the last /filter's answer (extender_memo.c), or NULL */
+    struct tf__ext_cands *cands; /* the last /filter's candidates (extender_memo.c), or NULL */
+    _Atomic uint64_t memo_hits;  /* prioritize calls that used it whole */
+    _Atomic uint64_t cands_hits; /* filter calls that took their candidates from CANDS */
 };
 
 /* Seconds a started preemption is left to take effect before the same pod may plan again. */
@@ -206,6 +208,36 @@ void tf__ext_memo_free(struct tf__ext_memo *m);
  * else M is kept only when none is. */
 struct tf__ext_memo *tf__ext_memo_take(struct tf_extender *x);
 void tf__ext_memo_put(struct tf_extender *x, struct tf__ext_memo *m, bool replace);
+
+/* extender_memo.c, too: the candidate list of the last /filter. kube-scheduler sends every
+ * filter the same NodeNames (the nodes that passed its own filters) until its node set
+ * changes: a filter whose NodeNames are the bytes of the previous one's takes the decoded
+ * names, their hashes and, while the verdict index is the same one (node ids are those of its
+ * cluster), their resolved ids from here instead of scanning and looking them up again. */
+struct tf__ext_cands {
+    uint64_t serial; /* tf_alloc_index_serial of the index IDS were resolved under */
+    char *text;      /* the NodeNames array's bytes in the request */
+    size_t text_len;
+    size_t n;        /* the names, in order: */
+    char *names_buf; /* NUL-terminated names, as the decoder left them */
+    size_t buf_len;
+    uint32_t *offs; /* each name's offset in NAMES_BUF */
+    size_t *lens;
+    uint32_t *hashes, *ids;
+    bool names_plain, distinct;
+};
+/* The candidates of ARGS (strict scan: NAMES_TEXT and hashes known) with their IDS resolved
+ * under index SERIAL, copied; NULL when ARGS lacks them or on ENOMEM. */
+struct tf__ext_cands *tf__ext_cands_new(const struct tf_ext_args *args, const uint32_t *ids,
+                                        uint64_t serial);
+void tf__ext_cands_free(struct tf__ext_cands *c);
+/* ARGS's name arrays (names, lengths, hashes, the names' buffer), copied from C (ARGS decoded
+ * with C's text expected: it has none). False on ENOMEM. */
+bool tf__ext_cands_apply(const struct tf__ext_cands *c, struct tf_ext_args *args);
+/* Takes the extender's candidate memo (NULL when none), and gives one back (the newer one
+ * is kept when both are there). */
+struct tf__ext_cands *tf__ext_cands_take(struct tf_extender *x);
+void tf__ext_cands_put(struct tf_extender *x, struct tf__ext_cands *c);
 
 /* extender_verbs.c: the three verbs; *STATUS is set on errors, the body is a new string. */
 char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *status);

@@ -186,12 +186,60 @@ static bool decode(const char *body, size_t len, const struct tf_ext_expect *ex,
     return false;
 }
 
+/* The candidates' node ids for a filter (see resolve): C's when ARGS's names were C's bytes
+ * and C was resolved under this index, else looked up. C is brought up to date, or a new one
+ * made when ARGS's names were not C's (*C replaced). Caller holds the read lock. */
+static uint32_t *filter_ids(const struct tf_extender *x, struct tf_ext_args *args,
+                            struct tf__ext_cands **c)
+{
+    uint64_t serial = tf_alloc_index_serial(x->index);
+    struct tf__ext_cands *m = *c;
+    if (args->names_expected && m->serial == serial) {
+        uint32_t *ids = malloc((m->n + 1) * sizeof(*ids));
+        if (ids) {
+            memcpy(ids, m->ids, m->n * sizeof(*ids));
+            args->names_distinct = m->distinct;
+        }
+        return ids;
+    }
+    uint32_t *ids = resolve(x, args);
+    if (!ids)
+        return NULL;
+    if (args->names_expected) { /* the same names, another cluster */
+        memcpy(m->ids, ids, m->n * sizeof(*ids));
+        m->serial = serial;
+        m->distinct = args->names_distinct;
+    } else {
+        struct tf__ext_cands *fresh = tf__ext_cands_new(args, ids, serial);
+        if (fresh) {
+            tf__ext_cands_free(m);
+            *c = fresh;
+        }
+    }
+    return ids;
+}
+
 char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *status)
 {
     struct tf_ext_args args;
     char err[1024], *bad;
-    if (!decode(body, len, NULL, &args, &bad, status))
+    /* The previous filter's candidates: the same NodeNames bytes are not decoded again. */
+    struct tf__ext_cands *cands = tf__ext_cands_take(x);
+    struct tf_ext_expect ex = {0};
+    if (cands)
+        ex = (struct tf_ext_expect){NULL, cands->text, 0, cands->text_len};
+    if (!decode(body, len, cands ? &ex : NULL, &args, &bad, status)) {
+        tf__ext_cands_put(x, cands);
         return bad;
+    }
+    if (args.names_expected && !tf__ext_cands_apply(cands, &args)) {
+        tf__ext_cands_put(x, cands);
+        tf_ext_args_free(&args);
+        *status = 500;
+        return tf_ext_encode_binding_result("out of memory");
+    }
+    if (args.names_expected)
+        atomic_fetch_add(&x->cands_hits, 1);
     struct req_buf b;
     /* One scratch buffer: verdicts, reason pointers, reason text (160 bytes a node). */
     size_t nv = args.n_nodes + 1, rlen = args.n_nodes * 160 + 1024, got = 0;
@@ -224,7 +272,7 @@ char *tf__ext_filter(struct tf_extender *x, const char *body, size_t len, int *s
     }
     struct tf_reasons rb;
     tf_reasons_init(&rb, rbuf, rlen);
-    ids = resolve(x, &args);
+    ids = filter_ids(x, &args, &cands);
     pthread_mutex_lock(&x->index_lock);
     uint64_t serial = tf_alloc_index_serial(x->index);
     rc = tf_alloc_index_filter(x->index, &b.req, args.node_names, ids, args.n_nodes, v, &rb, err,
@@ -258,6 +306,7 @@ out:
         out = tf_ext_encode_binding_result("out of memory");
     }
     tf__ext_memo_put(x, memo, true);
+    tf__ext_cands_put(x, cands);
     free(ids);
     tf__ext_scratch_put(x, scratch, got);
     tf_ext_args_free(&args);

@@ -95,7 +95,7 @@ static void pod_text(char *buf, size_t len, const struct pod *p)
              p->name, p->tflops, p->tflops * 2, p->vram_gib, p->vram_gib, p->gpus);
 }
 
-static json_object *call(struct tf_extender *x, const char *verb, const char *body)
+static json_object *call_on(struct tf_extender *x, const char *verb, const char *body)
 {
     char path[64];
     snprintf(path, sizeof(path), "/scheduler/%s", verb);
@@ -181,7 +181,7 @@ static void *binder(void *arg)
             n += snprintf(body + n, 8192 - (size_t)n, "%s\"node-%d\"", k ? "," : "", k);
         snprintf(body + n, 8192 - (size_t)n, "]}");
         pthread_rwlock_rdlock(&w.rig_lock);
-        json_object *f = call(w.rig.x, "filter", body);
+        json_object *f = call_on(w.rig.x, "filter", body);
         json_object *ok = tf_json_path(f, "NodeNames", NULL);
         size_t nfit = ok ? json_object_array_length(ok) : 0;
         if (nfit) {
@@ -190,7 +190,7 @@ static void *binder(void *arg)
             snprintf(body, 8192,
                      "{\"PodName\":\"%s\",\"PodNamespace\":\"ml\",\"PodUID\":\"\",\"Node\":\"%s\"}",
                      w.pods[i].name, node);
-            json_object *b = call(w.rig.x, "bind", body);
+            json_object *b = call_on(w.rig.x, "bind", body);
             const char *e = tf_json_str(b, "Error", NULL);
             atomic_fetch_add(e && !*e ? &w.bound : &w.refused, 1);
             json_object_put(b);

@@ -255,8 +255,17 @@ static void scheduler_args_with_node_names_round_trip(void **state)
     free(out);
     int scores[] = {7, 42, -1};
     out = tf_ext_encode_priorities(&a, scores);
-    assert_string_equal(out, "[{\"Host\":\"n1\",\"Score\":7},{\"Host\":\"n2\",\"Score\":10},"
-                             "{\"Host\":\"n3\",\"Score\":0}]");
+    assert_string_equal(out, "[{\"Host\":\"n1\",\"Score\":7},{\"Host\":\"n2\",\"Score\":10}]");
+    free(out);
+    /* Hosts scoring 0 are left out (kube-scheduler counts a missing host as 0): the first
+     * listed one takes no comma, and nothing to list is an empty list. */
+    int later[] = {0, 3, 0};
+    out = tf_ext_encode_priorities(&a, later);
+    assert_string_equal(out, "[{\"Host\":\"n2\",\"Score\":3}]");
+    free(out);
+    int none[] = {0, 0, -4};
+    out = tf_ext_encode_priorities(&a, none);
+    assert_string_equal(out, "[]");
     free(out);
     tf_ext_args_free(&a);
 }
