@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 struct nvmlGpuInstance_st {
     struct nvmlDevice_st *dev;
@@ -561,6 +562,20 @@ nvmlReturn_t tf__nv_mig_memory(nvmlDevice_t device, nvmlMemory_t *memory)
         return rc;
     memory->total = (unsigned long long)p.templates[in.tpl].vram_bytes;
     memory->used = 0;
-    memory->free = memory->total;
+    /* What CUDA processes on the MIG device hold: its own region (CUDA_VISIBLE_DEVICES=MIG-). */
+    char u[TF_SIM_MIG_UUID_LEN], path[600], err[256];
+    const struct nvmlDevice_st *g = device->parent;
+    size_t plen = strlen(g->mig_path) - strlen(g->cfg->uuid_str) - 4;
+    tf_sim_mig_uuid(g->cfg->uuid_str, &in, u);
+    snprintf(path, sizeof(path), "%.*s%s", (int)plen, g->mig_path, u);
+    struct tf_sim_shm *shm;
+    if (access(path, F_OK) == 0 &&
+        tf_sim_shm_open(path, u, g->cfg->model->name, 0, &shm, NULL, err, sizeof(err)) == 0) {
+        struct tf_sim_shm_mem m;
+        tf_sim_shm_mem_info(shm, &m);
+        memory->used = m.used < memory->total ? m.used : memory->total;
+        tf_sim_shm_close(shm);
+    }
+    memory->free = memory->total - memory->used;
     return NVML_SUCCESS;
 }

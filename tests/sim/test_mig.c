@@ -11,6 +11,8 @@
 #include "sim/migtab.h"
 #include "sim/nvml_abi.h"
 
+#include <cuda.h>
+
 #define MiB (1ull << 20)
 
 static nvmlDevice_t dev(unsigned i)
@@ -171,6 +173,63 @@ static void a_mig_device_has_its_own_uuid_and_memory(void **state)
     assert_int_equal(nvmlGpuInstanceDestroy(gi), NVML_SUCCESS);
 }
 
+/* Runs sim_helper ARGS with CUDA_VISIBLE_DEVICES=VISIBLE; its first output line into LINE. */
+static int helper(const char *visible, const char *arg, const char *arg2, char *line, size_t cap)
+{
+    setenv("CUDA_VISIBLE_DEVICES", visible, 1);
+    const char *args[] = {arg, arg2, NULL};
+    int out;
+    pid_t pid = simtest_spawn(&out, NULL, args);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    line[0] = 0;
+    simtest_read_line(out, line, cap);
+    char rest[256];
+    while (simtest_read_line(out, rest, sizeof(rest)) >= 0)
+        ; /* the rest of its output: it must not die writing it */
+    close(out);
+    return simtest_wait(pid);
+}
+
+static void cuda_sees_a_mig_device_with_its_memory_and_sm_share(void **state)
+{
+    nvmlDevice_t a = dev(0);
+    enable(a);
+    nvmlGpuInstance_t gi;
+    nvmlComputeInstance_t ci;
+    nvmlDevice_t mig;
+    assert_int_equal(nvmlDeviceCreateGpuInstance(a, NVML_GPU_INSTANCE_PROFILE_3_SLICE, &gi),
+                     NVML_SUCCESS);
+    assert_int_equal(
+        nvmlGpuInstanceCreateComputeInstance(gi, NVML_COMPUTE_INSTANCE_PROFILE_3_SLICE, &ci),
+        NVML_SUCCESS);
+    assert_int_equal(nvmlDeviceGetMigDeviceHandleByIndex(a, 0, &mig), NVML_SUCCESS);
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE], line[256], want[64];
+    assert_int_equal(nvmlDeviceGetUUID(mig, uuid, sizeof(uuid)), NVML_SUCCESS);
+    /* The MIG device alone, as CUDA device 0: 40 GiB and 3/7 of the A100's 108 SMs. */
+    assert_int_equal(helper(uuid, "info", NULL, line, sizeof(line)), 0);
+    unsigned long long free_b, total;
+    int sms;
+    assert_int_equal(sscanf(line, "free %llu total %llu sms %d", &free_b, &total, &sms), 3);
+    assert_int_equal(total, 40ull << 30);
+    assert_int_equal(sms, 108 * 3 / 7);
+    assert_int_equal(helper(uuid, "devices", NULL, line, sizeof(line)), 0);
+    assert_string_equal(line, "count 1");
+    /* Its memory is its own: more than 40 GiB cannot be held on it. */
+    assert_int_equal(helper(uuid, "hold", "45097156608", line, sizeof(line)), 1); /* 42 GiB */
+    assert_non_null(strstr(line, "CUDA_ERROR_OUT_OF_MEMORY"));
+    /* A prefix names it too; a MIG device that does not exist shows nothing. */
+    snprintf(want, sizeof(want), "%.16s", uuid);
+    assert_int_equal(helper(want, "info", NULL, line, sizeof(line)), 0);
+    assert_int_equal(
+        helper("MIG-00000000-0000-4000-8000-000000000000", "init", NULL, line, sizeof(line)), 0);
+    assert_int_equal(atoi(line), CUDA_ERROR_NO_DEVICE);
+    assert_int_equal(nvmlComputeInstanceDestroy(ci), NVML_SUCCESS);
+    assert_int_equal(nvmlGpuInstanceDestroy(gi), NVML_SUCCESS);
+    /* Gone with its instance. */
+    assert_int_equal(helper(uuid, "init", NULL, line, sizeof(line)), 0);
+    assert_int_equal(atoi(line), CUDA_ERROR_NO_DEVICE);
+}
+
 static void a_corrupt_table_reads_as_mig_off(void **state)
 {
     struct tf_partition_profile p;
@@ -198,6 +257,7 @@ int main(void)
         cmocka_unit_test(profiles_follow_the_models_templates),
         cmocka_unit_test(instances_need_mig_mode_and_fit_the_slices),
         cmocka_unit_test(a_mig_device_has_its_own_uuid_and_memory),
+        cmocka_unit_test(cuda_sees_a_mig_device_with_its_memory_and_sm_share),
         cmocka_unit_test(a_corrupt_table_reads_as_mig_off),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
