@@ -200,12 +200,14 @@ def main():
         cfg = os.path.join(tmp, "config.yaml")
         with open(cfg, "w") as f:
             f.write("defaultPool: train\nisolationModePolicy: static\n")
-        cl.procs.append(start([os.environ["TF_CONTROLLER_BIN"], "--kubeconfig", env.kubeconfig,
-                               "--namespace", "tensor-fusion-sys", "--bind", "127.0.0.1",
-                               "--webhook-port", str(wport), "--http-port", str(hport),
-                               "--webhook-config", "tensor-fusion-webhook", "--extra-san",
-                               "127.0.0.1", "--config", cfg, "--identity", "ctl",
-                               "--resync-ms", "300", "--lease-seconds", "3"], cl.log))
+        ctl_args = [os.environ["TF_CONTROLLER_BIN"], "--kubeconfig", env.kubeconfig,
+                    "--namespace", "tensor-fusion-sys", "--bind", "127.0.0.1",
+                    "--webhook-port", str(wport), "--http-port", str(hport),
+                    "--webhook-config", "tensor-fusion-webhook", "--extra-san",
+                    "127.0.0.1", "--config", cfg, "--identity", "ctl",
+                    "--resync-ms", "300", "--lease-seconds", "3"]
+        ctl = start(ctl_args, cl.log)
+        cl.procs.append(ctl)
         for node in NODES:
             cl.start_hypervisor(node)
 
@@ -353,6 +355,25 @@ def main():
               recorded({uid["part-2"]: "3g.40gb"}) and
               [m[1] for m in sim_migs(cl, "node-p")] == [40 << 30],
               (parts(), sim_migs(cl, "node-p")))
+        # A restarted controller restores part-2 with its template (the signed annotation),
+        # not the smallest one its request fits: one more 3g.40gb fits beside it, then no 1g.
+        ctl.send_signal(signal.SIGTERM)
+        ctl.wait(timeout=20)
+        ctl = start(ctl_args, cl.log)
+        cl.procs.append(ctl)
+        wait_for("readyz after restart", lambda: urllib.request.urlopen(
+            "http://127.0.0.1:%d/readyz" % hport, timeout=2).status == 200, 30)
+        p3 = pod("part-3", "train", "partitioned", {"tensor-fusion.ai/partition": "3g.40gb"})
+        fr = wait_for("extender back", lambda: (lambda r: r if r.get("NodeNames") else None)(
+            filt(p3)), 30)
+        check("after a controller restart a second 3g.40gb fits the partitioned GPU",
+              fr and fr["NodeNames"] == ["node-p"], fr)
+        br = fr and extender("bind", {"PodName": "part-3", "PodNamespace": NS,
+                                      "PodUID": p3["metadata"]["uid"], "Node": "node-p"})
+        check("part-3 bound", br == {"Error": ""}, br)
+        fr = filt(pod("part-4", "train", "partitioned", {"tensor-fusion.ai/partition": "1g.10gb"}))
+        check("and then no 1g.10gb: the restored partition is the 3g.40gb it holds",
+              not fr["NodeNames"] and "node-p" in fr["FailedNodes"], (fr, avail(), parts()))
 
         # 4. Overlapping selectors: a conflict, reported; the node stays in its pool.
         cl.kapply(pool("overlap", "spread", selector(gpu=["l4", "t4"]), "hard"))
