@@ -3,7 +3,8 @@
  * libFuzzer target: the node agent's reading of a Pod from the API server (watch events are
  * outside input): the input is the pod's JSON, planned against a fixed node of two GPUs. The
  * plan must never crash or leak; a region it asks for must pass the shm configuration check
- * and name only the node's GPUs. The GPU object name is derived from the input's first line.
+ * and name only the node's GPUs; partitions it asks for name only the node's GPUs with a
+ * template of their model. The GPU object name is derived from the input's first line.
  */
 #include "hypervisor/k8s_objects.h"
 
@@ -57,6 +58,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         for (int i = 0; i < plan.ngpu; i++)
             if (strcmp(plan.uuids[i], devs[0].uuid) && strcmp(plan.uuids[i], devs[1].uuid))
                 abort();
+    }
+    static struct tf_hv_k8s_part_want want;
+    rc = tf_hv_k8s_part_want(pod, "n1", devs, 2, &want, err, sizeof(err));
+    if (rc == 1) {
+        if (want.ngpu < 1 || !want.tpl[0])
+            abort();
+        for (int i = 0; i < want.ngpu; i++)
+            if (strcmp(want.gpus[i].uuid, devs[0].uuid) || want.gpus[i].slices < 1 ||
+                want.gpus[i].slices > 7 || want.gpus[i].vram <= 0 ||
+                want.gpus[i].vram > devs[0].vram_bytes)
+                abort(); /* only the A100 has partitions */
     }
     json_object_put(pod);
     return 0;

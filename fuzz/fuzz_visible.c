@@ -3,7 +3,7 @@
  * libFuzzer target: the CUDA_VISIBLE_DEVICES parser of the simulated driver. The first byte
  * picks the machine's device count (0..16, UUIDs sharing prefixes); the rest is the value.
  * The result must be a list of distinct existing devices, the same on a second parse, with a
- * printable note.
+ * printable note; with the machine's MIG devices too, at most one MIG device, on its GPU.
  */
 #include "sim/visible.h"
 
@@ -43,6 +43,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         seen |= UINT32_C(1) << a.phys[i];
     }
+    static const char *const migs[] = {"MIG-abc00000-0000-4000-8000-000000000000",
+                                       "MIG-abc00001-0000-4000-8000-000000000001"};
+    static const int parent[] = {1, 3};
+    struct tf_sim_visible m;
+    tf_sim_visible_parse_mig(s, uuids, ndev, migs, parent, 2, &m);
+    for (int i = 0; i < m.n; i++)
+        if (m.mig[i] >= 0 && (m.n != 1 || m.phys[i] != parent[m.mig[i]] || m.phys[i] >= ndev))
+            abort();
+    if (strnlen(m.note, sizeof(m.note)) == sizeof(m.note))
+        abort();
     size_t l = strnlen(a.note, sizeof(a.note));
     if (l == sizeof(a.note))
         abort();

@@ -31,6 +31,7 @@ int tf_allocsig_init(struct tf_allocsig *s, const void *key, size_t len)
 bool tf_allocsig_covers(const char *k)
 {
     return strcmp(k, TF_KEY_PREFIX "gpu-ids") == 0 || strcmp(k, TF_ANN_CONTAINER_GPUS) == 0 ||
+           strcmp(k, TF_ANN_PARTITION) == 0 ||
            strncmp(k, TF_ANN_CONTAINER_GPU_IDS_PREFIX,
                    sizeof(TF_ANN_CONTAINER_GPU_IDS_PREFIX) - 1) == 0;
 }

@@ -3,7 +3,8 @@
  * Allocation signatures: proof that a pod's GPU allocation was made by this controller.
  *
  * The scheduler extender records a placement on the pod as annotations (tensor-fusion.ai/
- * gpu-ids, container-gpus, gpu-ids-<container>) and, next to them,
+ * gpu-ids, container-gpus, gpu-ids-<container>, and partition for a partitioned pod: the
+ * template it holds, which the user may have asked for with that same key) and, next to them,
  * tensor-fusion.ai/allocation-signature: "v1:" + hex HMAC-SHA256, under a key only the
  * controller holds (the Secret tensor-fusion-allocation-key in its namespace), of
  *
@@ -42,7 +43,7 @@ struct tf_allocsig {
 int tf_allocsig_init(struct tf_allocsig *s, const void *key, size_t len);
 
 /* True when K is one of the annotations a signature covers (gpu-ids, container-gpus,
- * gpu-ids-<container>). */
+ * gpu-ids-<container>, partition). */
 bool tf_allocsig_covers(const char *k);
 
 /* Signs the allocation of pod NS/NAME (uid UID) on NODE recorded by ANNS (an object of

@@ -163,6 +163,7 @@ void tf__ext_to_alloc(struct req_buf *b)
     r->gpu_indices = p->nindices ? p->indices : NULL;
     r->n_indices = (uint16_t)p->nindices;
     r->dedicated = p->dedicated;
+    r->partition_template = p->partition[0] ? p->partition : NULL;
     for (int i = 0; i < p->ncontainers; i++) {
         b->containers[i].name = p->containers[i].name;
         b->containers[i].gpus = (uint16_t)p->containers[i].gpus;

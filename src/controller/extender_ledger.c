@@ -5,7 +5,8 @@
  * of the state without reading JSON again.
  *
  * One allocation per pod: the header below, then "namespace/name", the node name and the
- * gpu-ids annotation, each NUL-terminated, and the container split if any. The table's keys
+ * gpu-ids annotation, each NUL-terminated, the container split if any, and the partition
+ * template (tensor-fusion.ai/partition, NUL-terminated) of a partitioned pod. The table's keys
  * point into them.
  */
 #include "controller/extender_int.h"
@@ -24,6 +25,7 @@ struct lpod {
     struct tf_alloc_resources res;
     uint16_t ns_len, gpu_count;
     uint16_t node_off, ids_off; /* of the node name and the gpu-ids in TEXT */
+    uint16_t tpl_off;           /* of the partition template in TEXT, 0 = none */
     uint8_t iso, qos, nctr;
     bool dedicated;
     char text[]; /* key, node, ids (each NUL-terminated), then NCTR uint16 GPU counts of the
@@ -153,8 +155,11 @@ static void put_locked(struct tf__ledger *l, const char *key, struct req_buf *b,
     size_t kl = strlen(key), nl = strlen(node), il = strlen(ids);
     tf__ext_to_alloc(b);
     size_t nctr = b->req.ncontainers;
-    struct lpod *e =
-        kl + nl < UINT16_MAX ? calloc(1, sizeof(*e) + kl + nl + il + 3 + 2 * nctr) : NULL;
+    const char *tpl = b->req.partition_template;
+    size_t tl = tpl ? strlen(tpl) + 1 : 0;
+    struct lpod *e = kl + nl + il + 2 * nctr < UINT16_MAX - 8
+                         ? calloc(1, sizeof(*e) + kl + nl + il + 3 + 2 * nctr + tl)
+                         : NULL;
     if (!e) {
         tf_log(TF_LOG_ERROR, "extender", "ledger: out of memory, pod=%s not recorded", key);
         return;
@@ -173,6 +178,10 @@ static void put_locked(struct tf__ledger *l, const char *key, struct req_buf *b,
     e->nctr = (uint8_t)nctr;
     for (unsigned i = 0; i < nctr; i++)
         memcpy(e->text + e->ids_off + il + 1 + 2 * i, &b->req.containers[i].gpus, 2);
+    if (tpl) {
+        e->tpl_off = (uint16_t)(e->ids_off + il + 1 + 2 * nctr);
+        memcpy(e->text + e->tpl_off, tpl, tl);
+    }
     if (tf__rectab_put(&l->t, e->text, e)) {
         free(e);
         tf__rectab_del(&l->t, key, kl); /* no stale allocation either */
@@ -299,7 +308,9 @@ uint32_t tf__ledger_restore(struct tf__ledger *l, struct tf_alloc *a)
                                      .gpu_count = e->gpu_count,
                                      .isolation = (enum tf_isolation)e->iso,
                                      .qos = (enum tf_qos)e->qos,
-                                     .dedicated = e->dedicated};
+                                     .dedicated = e->dedicated,
+                                     .partition_template =
+                                         e->tpl_off ? e->text + e->tpl_off : NULL};
         for (unsigned k = 0; k < e->nctr; k++) {
             ctr[k].name = "c"; /* names play no part in a restore */
             ctr[k].gpus = lp_ctr(e, k);

@@ -425,6 +425,21 @@ static json_object *allocation_annotations(const struct tf_podreq *p,
     return anns;
 }
 
+/* The partition template pod NS/NAME holds on its GPUs (partitioned isolation: one partition
+ * of the same template on each), or NULL. */
+static const char *held_template(const struct tf_alloc *a, const char *ns, const char *name)
+{
+    uint32_t id = tf_alloc_find(a, ns, name);
+    const struct tf_alloc_record *r = id == TF_NONE ? NULL : tf_alloc_record_at(a, id);
+    if (!r || !r->ngpus)
+        return NULL;
+    const struct tf_alloc_slot *s = tf_alloc_record_slot(r, 0);
+    const struct tf_cluster *c = tf_alloc_cluster(a);
+    const struct tf_partition_profile *pp =
+        s->part < 0 ? NULL : tf_cluster_profile(c, &c->gpus[s->gpu]);
+    return pp && s->part < pp->ntemplates ? pp->templates[s->part].id : NULL;
+}
+
 /* Adds the allocation signature (allocsig.h) of POD on NODE to ANNS. 0 or TF_E* with ERR. */
 static int sign(const struct tf_extender *x, json_object *pod, const char *node, json_object *anns,
                 char *err, size_t errlen)
@@ -547,6 +562,13 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
         }
         if (rc == 0) {
             anns = allocation_annotations(&b.pr, &res, x->cluster, ids, sizeof(ids));
+            /* The template held (the hypervisor creates that partition; upstream's key), or
+             * the pod's own key as it is: the signature covers whatever the pod carries. */
+            const char *tpl = held_template(x->alloc, b.pr.ns, b.pr.name);
+            if (!tpl)
+                tpl = tf_json_str(pod, "metadata", "annotations", TF_ANN_PARTITION, NULL);
+            if (tpl)
+                json_object_object_add(anns, TF_ANN_PARTITION, json_object_new_string(tpl));
             if ((rc = sign(x, pod, ba.node, anns, err, sizeof(err))))
                 tf_alloc_release(x->alloc, b.pr.ns, b.pr.name);
         }

@@ -80,6 +80,7 @@ int tf_podreq_from_pod(json_object *pod, struct tf_podreq *out, char *err, size_
         break;
     }
     out->dedicated = s.dedicated_gpu;
+    tf_strlcpy(out->partition, s.partition ? s.partition : "", sizeof(out->partition));
     tf_strlcpy(out->model, s.gpu_model ? s.gpu_model : "", sizeof(out->model));
     tf_strlcpy(out->vendor, s.vendor ? s.vendor : "", sizeof(out->vendor));
     out->nindices = s.ngpu_indices;

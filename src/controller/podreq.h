@@ -32,6 +32,7 @@ struct tf_podreq {
     enum tf_podreq_iso iso;
     enum tf_podreq_qos qos;
     bool dedicated;
+    char partition[24]; /* partitioned: the template (tensor-fusion.ai/partition), "" = any */
     char model[64], vendor[32]; /* "" = any */
     int32_t indices[128];
     int nindices;

@@ -10,6 +10,7 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "controller/webhook.h"
+#include "core/partition.h"
 #include "core/quantity.h"
 
 #include <stdarg.h>
@@ -162,12 +163,39 @@ void tf__rc_event(struct tf_reconciler *r, json_object *obj, const char *type, c
 }
 
 /* Per-GPU request of a pod from its normalised annotations (whole GPU when shared). */
-void tf__rc_pod_share(json_object *pod, int64_t cap_t, int64_t cap_v, int64_t *t, int64_t *v)
+/* The template TPL of GPU model MODEL (status.gpuModel, with VRAM CAP_V) in its built-in
+ * profile, or NULL. */
+static bool template_of(const char *model, int64_t cap_v, const char *tpl,
+                        struct tf_partition_template *out)
+{
+    const struct tf_gpu_model *m = model ? tf_gpu_model_find(model) : NULL;
+    if (!m && model)
+        m = tf_gpu_model_from_nvml(model, cap_v);
+    struct tf_partition_profile pp;
+    if (!m || !tpl || tf_partition_builtin(m, &pp))
+        return false;
+    for (unsigned i = 0; i < pp.ntemplates; i++)
+        if (strcmp(pp.templates[i].id, tpl) == 0) {
+            *out = pp.templates[i];
+            return true;
+        }
+    return false;
+}
+
+void tf__rc_pod_share(json_object *pod, const char *model, int64_t cap_t, int64_t cap_v, int64_t *t,
+                      int64_t *v)
 {
     const char *iso = tf__rc_ann(pod, TF_ANN_ISOLATION);
     if (iso && strcmp(iso, "shared") == 0) {
         *t = cap_t;
         *v = cap_v;
+        return;
+    }
+    struct tf_partition_template pt;
+    if (iso && strcmp(iso, "partitioned") == 0 &&
+        template_of(model, cap_v, tf__rc_ann(pod, TF_ANN_PARTITION), &pt)) {
+        *t = pt.tflops_milli; /* the partition exists on the device, whatever was requested */
+        *v = pt.vram_bytes;
         return;
     }
     *t = tf__rc_q_milli(tf__rc_ann(pod, TF_ANN_TFLOPS_REQUEST));

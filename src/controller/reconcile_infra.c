@@ -186,7 +186,7 @@ static void reconcile_gpus(struct tf_reconciler *r, json_object *gpus, json_obje
                 !tf_allocsig_verify(r->sig, pod))
                 continue;
             int64_t t, v;
-            tf__rc_pod_share(pod, ct, cv, &t, &v);
+            tf__rc_pod_share(pod, tf_json_str(gpu, "status", "gpuModel", NULL), ct, cv, &t, &v);
             ut += t;
             uv += v;
             json_object *info = pod_gpu_info(pod, ct, cv, t, v);

@@ -44,8 +44,11 @@ void tf__rc_put_status(struct tf_reconciler *r, const struct tf_k8s_resource *re
 /* Records an Event on OBJ and logs it. */
 void tf__rc_event(struct tf_reconciler *r, json_object *obj, const char *type, const char *reason,
                   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-/* Per-GPU request of POD from its normalised annotations (a whole GPU when shared). */
-void tf__rc_pod_share(json_object *pod, int64_t cap_t, int64_t cap_v, int64_t *t, int64_t *v);
+/* Per-GPU request of POD from its normalised annotations on a GPU of MODEL (status.gpuModel,
+ * may be NULL): a whole GPU when shared, its template (tensor-fusion.ai/partition) when
+ * partitioned. */
+void tf__rc_pod_share(json_object *pod, const char *model, int64_t cap_t, int64_t cap_v, int64_t *t,
+                      int64_t *v);
 const char *tf__rc_pod_uid(json_object *pod);
 /* ITEM is an entry of the comma-separated LIST. */
 bool tf__rc_list_has(const char *list, const char *item);

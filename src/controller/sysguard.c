@@ -17,8 +17,9 @@
 
 bool tf_sysguard_system_annotation(const char *key)
 {
-    return tf_allocsig_covers(key) || strcmp(key, TF_ANN_ALLOCATION_SIGNATURE) == 0 ||
-           strcmp(key, TF_KEY_PREFIX "owner") == 0;
+    /* tensor-fusion.ai/partition is signed but the user's to choose (the template wanted). */
+    return (tf_allocsig_covers(key) && strcmp(key, TF_ANN_PARTITION) != 0) ||
+           strcmp(key, TF_ANN_ALLOCATION_SIGNATURE) == 0 || strcmp(key, TF_KEY_PREFIX "owner") == 0;
 }
 
 bool tf_sysguard_system_label(const char *key)

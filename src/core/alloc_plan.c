@@ -200,6 +200,7 @@ int tf_alloc_request_from_spec(const struct tf_spec *s, const char *ns, const ch
     r->vendor = s->vendor;
     r->dedicated = s->dedicated_gpu;
     r->remote = !s->is_local_gpu;
+    r->partition_template = s->partition;
     for (int i = 0; i < s->ngpu_indices && i < TF_SPEC_MAX_GPUS; i++)
         buf->indices[i] = s->gpu_indices[i];
     r->gpu_indices = buf->indices;

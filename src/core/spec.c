@@ -9,6 +9,7 @@
 
 #include "common/err.h"
 #include "common/strutil.h"
+#include "core/partition.h"
 #include "core/quantity.h"
 #include "core/spec_int.h"
 #include "core/spec_util.h"
@@ -52,6 +53,7 @@ const char *const tf__spec_akeys[NKEYS] = {
     TF_ANN_GANG_TIMEOUT,
     TF_ANN_SIDECAR_WORKER,
     TF_ANN_WORKER_POD_TEMPLATE,
+    TF_ANN_PARTITION,
 };
 
 /* Annotations the system itself writes on pods (scheduler, webhook, device plugin): known,
@@ -238,6 +240,24 @@ static int ann_name(struct ctx *c, int k, const char *what, char **out)
                              "'-' and '.')",
                              tf__spec_akeys[k], c->a[k], what);
     return (*out = strdup(c->a[k])) ? 0 : TF_ENOMEM;
+}
+
+/* tensor-fusion.ai/partition: the partition template of a partitioned pod (a template id of
+ * its GPU model's profile, checked by the scheduler against the GPU it lands on). Any other
+ * isolation has no partition: the key is ignored with a warning. */
+static int parse_partition(struct ctx *c)
+{
+    if (!c->a[A_PARTITION])
+        return 0;
+    if (c->s->isolation != TF_ISOLATION_PARTITIONED) {
+        WARN(c, "%s: ignored: only partitioned isolation uses a partition template (this pod: %s)",
+             tf__spec_akeys[A_PARTITION], tf_isolation_name(c->s->isolation));
+        return 0;
+    }
+    if (strlen(c->a[A_PARTITION]) >= TF_PART_ID_MAX)
+        return tf__spec_fail(c, TF_EINVAL, "%s: \"%.40s...\" is longer than a template id (%d)",
+                             tf__spec_akeys[A_PARTITION], c->a[A_PARTITION], TF_PART_ID_MAX - 1);
+    return ann_name(c, A_PARTITION, "partition template", &c->s->partition);
 }
 
 struct feat_ctx {
@@ -515,6 +535,9 @@ static int parse_body(struct ctx *c, json_object *meta, json_object *podspec)
         s->isolation = TF_ISOLATION_SOFT;
     }
 
+    if ((rc = parse_partition(c)))
+        return rc;
+
     /* Pool, locality, model, vendor. */
     if (c->a[A_POOL]) {
         if ((rc = ann_name(c, A_POOL, "GPUPool", &s->pool)))
@@ -694,6 +717,7 @@ void tf_spec_free(struct tf_spec *s)
     free(s->vendor);
     free(s->workload);
     free(s->workload_profile);
+    free(s->partition);
     tf__strv_free(&s->disable_feature_names, &s->ndisable_feature_names);
     tf__strv_free(&s->inject_containers, &s->ninject_containers);
     for (size_t i = 0; i < s->ncontainers; i++) {

@@ -61,6 +61,9 @@
 #define TF_ANN_GPU_MODEL TF_KEY_PREFIX "gpu-model"
 #define TF_ANN_DEDICATED_GPU TF_KEY_PREFIX "dedicated-gpu"
 #define TF_ANN_ISOLATION TF_KEY_PREFIX "isolation"
+/* partitioned isolation: the partition template (MIG profile, e.g. "3g.40gb"); the user's
+ * choice, or the one the scheduler picked (it writes the key at bind, as upstream does). */
+#define TF_ANN_PARTITION TF_KEY_PREFIX "partition"
 #define TF_ANN_GPU_INDICES TF_KEY_PREFIX "gpu-indices"
 #define TF_ANN_CONTAINER_GPU_COUNT TF_KEY_PREFIX "container-gpu-count"
 #define TF_ANN_CONTAINER_GPUS TF_KEY_PREFIX "container-gpus"
@@ -258,6 +261,7 @@ struct tf_spec {
     char *vendor; /* canonical when known (else as written): the key, the profile, the model, the
                      native resource's, the pool's default; or NULL */
     bool dedicated_gpu;
+    char *partition; /* tensor-fusion.ai/partition (partitioned isolation only), or NULL */
     /* Whole-GPU allocation (isolation shared, dedicated-gpu): the allocator takes entire
      * devices whatever the numbers below say. */
     bool whole_gpu;

@@ -45,6 +45,7 @@ enum akey {
     A_GANG_TIMEOUT,
     A_SIDECAR,
     A_WORKER_TEMPLATE,
+    A_PARTITION,
     NKEYS
 };
 

@@ -8,6 +8,7 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "core/gpu_models.h"
+#include "core/partition.h"
 #include "core/quantity.h"
 
 #include <ctype.h>
@@ -236,17 +237,25 @@ void tf_hv_k8s_pod_perms(json_object *pod, struct tf_shm_perms *out)
     out->umode = out->gid >= 0 ? 0660 : 0600;
 }
 
+/* Whether POD is a live TensorFusion client or worker bound to NODE with gpu-ids (*IDS) and
+ * its component label (*COMP). */
+static bool placed_here(json_object *pod, const char *node, const char **ids, const char **comp)
+{
+    const char *pnode = tf_json_str(pod, "spec", "nodeName", NULL);
+    const char *phase = tf_json_str(pod, "status", "phase", NULL);
+    *ids = tf_json_str(pod, "metadata", "annotations", TF_HV_ANN_GPU_IDS, NULL);
+    *comp = tf_json_str(pod, "metadata", "labels", TF_HV_LABEL_COMPONENT, NULL);
+    return pnode && strcmp(pnode, node) == 0 && *ids && *comp &&
+           (strcmp(*comp, "client") == 0 || strcmp(*comp, "worker") == 0) &&
+           !(phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0));
+}
+
 int tf_hv_k8s_pod_plan(json_object *pod, const char *node, const struct tf_hv_device *devs,
                        int ndev, struct tf_hv_k8s_pod *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof(*out));
-    const char *pnode = tf_json_str(pod, "spec", "nodeName", NULL);
-    const char *ids = tf_json_str(pod, "metadata", "annotations", TF_HV_ANN_GPU_IDS, NULL);
-    const char *comp = tf_json_str(pod, "metadata", "labels", TF_HV_LABEL_COMPONENT, NULL);
-    const char *phase = tf_json_str(pod, "status", "phase", NULL);
-    if (!pnode || strcmp(pnode, node) != 0 || !ids || !comp ||
-        (strcmp(comp, "client") != 0 && strcmp(comp, "worker") != 0) ||
-        (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)))
+    const char *ids = NULL, *comp = NULL;
+    if (!placed_here(pod, node, &ids, &comp))
         return 0;
     const char *ns = tf_json_str(pod, "metadata", "namespace", NULL);
     const char *name = tf_json_str(pod, "metadata", "name", NULL);
@@ -287,6 +296,67 @@ int tf_hv_k8s_pod_plan(json_object *pod, const char *node, const struct tf_hv_de
         if ((rc = dev_config(&s, d, &out->cfg.dev[i], err, errlen)))
             goto out;
     }
+    rc = 1;
+out:
+    tf_spec_free(&s);
+    return rc;
+}
+
+int tf_hv_k8s_part_want(json_object *pod, const char *node, const struct tf_hv_device *devs,
+                        int ndev, struct tf_hv_k8s_part_want *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
+    const char *ids = NULL, *comp = NULL;
+    if (!placed_here(pod, node, &ids, &comp) ||
+        !tf_json_str(pod, "metadata", "annotations", TF_ANN_PARTITION, NULL))
+        return 0;
+    const char *ns = tf_json_str(pod, "metadata", "namespace", NULL);
+    const char *name = tf_json_str(pod, "metadata", "name", NULL);
+    const char *uid = tf_json_str(pod, "metadata", "uid", NULL);
+    if (!ns || !name || !uid || !*uid || !tf_strlcpy(out->ns, ns, sizeof(out->ns)) ||
+        !tf_strlcpy(out->name, name, sizeof(out->name)) ||
+        !tf_strlcpy(out->uid, uid, sizeof(out->uid))) {
+        tf_errf(err, errlen, "pod %s/%s: no usable name, namespace or uid", ns ? ns : "?",
+                name ? name : "?");
+        return TF_EINVAL;
+    }
+    snprintf(out->key, sizeof(out->key), "%s/%s", ns, name);
+    struct tf_spec s;
+    int rc = tf_spec_parse(pod, NULL, NULL, &s, err, errlen);
+    if (rc)
+        return rc;
+    rc = 0;
+    if (!s.enabled || s.isolation != TF_ISOLATION_PARTITIONED || !s.partition ||
+        (!s.is_local_gpu && strcmp(comp, "client") == 0))
+        goto out; /* a remote client's partitions are its worker's */
+    tf_strlcpy(out->tpl, s.partition, sizeof(out->tpl));
+    struct tf_hv_k8s_pod ids_only;
+    memset(&ids_only, 0, sizeof(ids_only));
+    if ((rc = split_ids(ids, &ids_only, err, errlen)))
+        goto out;
+    for (int i = 0; i < ids_only.ngpu; i++) {
+        const struct tf_hv_device *d = find_dev(devs, ndev, ids_only.uuids[i]);
+        const struct tf_gpu_model *m = d ? tf_gpu_model_find(d->model) : NULL;
+        struct tf_partition_profile pp;
+        int t = -1;
+        if (m && tf_partition_builtin(m, &pp) == 0)
+            for (unsigned k = 0; k < pp.ntemplates && t < 0; k++)
+                if (strcmp(pp.templates[k].id, s.partition) == 0)
+                    t = (int)k;
+        if (!d || t < 0) {
+            tf_errf(err, errlen, "%s: %s: %s", TF_ANN_PARTITION, ids_only.uuids[i],
+                    !d   ? "not a GPU of this node"
+                    : !m ? "a GPU of unknown model has no partitions"
+                         : "not a partition template of its model");
+            rc = TF_EINVAL;
+            goto out;
+        }
+        tf_strlcpy(out->gpus[i].uuid, d->uuid, sizeof(out->gpus[i].uuid));
+        out->gpus[i].index = d->index;
+        out->gpus[i].slices = pp.templates[t].compute_slots;
+        out->gpus[i].vram = pp.templates[t].vram_bytes;
+    }
+    out->ngpu = ids_only.ngpu;
     rc = 1;
 out:
     tf_spec_free(&s);

@@ -91,4 +91,27 @@ void tf_hv_k8s_pod_perms(json_object *pod, struct tf_shm_perms *out);
 int tf_hv_k8s_pod_plan(json_object *pod, const char *node, const struct tf_hv_device *devs,
                        int ndev, struct tf_hv_k8s_pod *out, char *err, size_t errlen);
 
+/* The partitions a pod holds on this node (isolation partitioned): one of its template on
+ * each GPU of its gpu-ids. */
+struct tf_hv_k8s_part_want {
+    char ns[64], name[254], uid[64];
+    char key[TF_HV_K8S_KEY_MAX]; /* "<ns>/<name>" */
+    char tpl[24];                /* tensor-fusion.ai/partition, as the scheduler wrote it */
+    int ngpu;
+    struct {
+        char uuid[64];
+        int index;       /* NVML index */
+        unsigned slices; /* the template's compute slices and VRAM on that GPU's model */
+        int64_t vram;
+    } gpus[TF_SHM_MAX_DEVICES];
+};
+
+/* Decides the partitions POD needs on NODE with devices DEVS[0..NDEV). 1 with OUT filled; 0
+ * when it needs none (not bound here, not a partitioned TensorFusion client or worker holding
+ * GPUs, no gpu-ids or no tensor-fusion.ai/partition yet, Succeeded or Failed); TF_EINVAL /
+ * TF_ERANGE / TF_EPARSE with ERR for one that cannot have them (invalid annotations, a GPU
+ * that is not this node's, a template its GPU model does not have). Pure. */
+int tf_hv_k8s_part_want(json_object *pod, const char *node, const struct tf_hv_device *devs,
+                        int ndev, struct tf_hv_k8s_part_want *out, char *err, size_t errlen);
+
 #endif

@@ -10,6 +10,7 @@
 #include "controller/k8s/informer.h"
 #include "hypervisor/escape.h"
 #include "hypervisor/k8s_objects.h"
+#include "hypervisor/k8s_parts.h"
 #include "hypervisor/soft.h"
 
 #include <dirent.h>
@@ -36,7 +37,8 @@ struct tf_hv_k8s_pods {
     struct tf_hv *hv;
     char *node, *root;
     struct tf_informer *inf;
-    atomic_bool dirty; /* set by the informer's handlers */
+    struct tf_hv_k8s_parts *parts; /* partitioned pods' MIG devices */
+    atomic_bool dirty;             /* set by the informer's handlers */
     /* Main loop only: */
     struct slot *s;
     int n, cap;
@@ -270,6 +272,7 @@ static void reconcile(struct tf_hv_k8s_pods *p)
     for (int i = p->n - 1; i >= 0; i--)
         if (!p->s[i].seen)
             drop(p, &p->s[i], "deleted, finished or no longer limited");
+    tf_hv_k8s_parts_reconcile(p->parts, pods, devs, ndev);
     /* Forget the problems of pods that are gone. */
     json_object *stale = json_object_new_array();
     json_object_object_foreach(p->problems, k, v)
@@ -357,7 +360,7 @@ struct tf_hv_k8s_pods *tf_hv_k8s_pods_start(struct tf_hv *hv, struct tf_k8s_clie
     atomic_init(&p->dirty, true);
     snprintf(sel, sizeof(sel), "spec.nodeName=%s", node);
     struct tf_informer_handlers h = {on_change, on_update, on_change, p};
-    if (p->node && p->root && p->problems)
+    if (p->node && p->root && p->problems && (p->parts = tf_hv_k8s_parts_new(hv, c, node)))
         p->inf = tf_informer_new(c, &tf_k8s_pods, NULL, NULL, sel, &h);
     if (!p->inf || tf_informer_start(p->inf, 0)) {
         tf_hv_k8s_pods_destroy(p);
@@ -412,6 +415,7 @@ void tf_hv_k8s_pods_destroy(struct tf_hv_k8s_pods *p)
     if (!p)
         return;
     tf_informer_destroy(p->inf);
+    tf_hv_k8s_parts_free(p->parts);
     for (int i = 0; i < p->n; i++)
         tf_hv_soft_detach(p->hv->soft, p->s[i].pod.key);
     free(p->s);

@@ -5,6 +5,7 @@
  * the toolkit has no nvml.h).
  */
 #include "hypervisor/nvml.h"
+#include "hypervisor/nvml_int.h"
 
 #include "common/err.h"
 #include "common/strutil.h"
@@ -21,6 +22,7 @@ typedef nvmlDevice_t nvml_dev;
 
 struct tf_hv_nvml {
     void *lib;
+    struct tf_hv_mig_api *mig; /* nvml_mig.c, resolved on first use */
     char path[256];
     nvml_ret (*init)(void);
     nvml_ret (*shutdown)(void);
@@ -41,6 +43,27 @@ static const char *nvml_msg(struct tf_hv_nvml *n, nvml_ret r)
 {
     const char *m = n->error_string ? n->error_string(r) : NULL;
     return m ? m : "NVML error";
+}
+
+const char *tf__hv_nvml_msg(struct tf_hv_nvml *n, int r)
+{
+    return nvml_msg(n, (nvml_ret)r);
+}
+
+void *tf__hv_nvml_lib(struct tf_hv_nvml *n)
+{
+    return n->lib;
+}
+
+struct tf_hv_mig_api **tf__hv_nvml_mig(struct tf_hv_nvml *n)
+{
+    return &n->mig;
+}
+
+nvmlDevice_t tf__hv_nvml_device(struct tf_hv_nvml *n, int index)
+{
+    nvml_dev d;
+    return n->by_index((unsigned int)index, &d) == 0 ? d : NULL;
 }
 
 static void *sym(void *lib, const char *a, const char *b)
@@ -104,6 +127,7 @@ void tf_hv_nvml_close(struct tf_hv_nvml *n)
         return;
     if (n->shutdown)
         n->shutdown();
+    free(n->mig);
     dlclose(n->lib);
     free(n);
 }

@@ -16,6 +16,7 @@
 #define TF_HYPERVISOR_NVML_H
 
 #include "hypervisor/state.h"
+#include "sim/nvml_abi.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -58,5 +59,40 @@ struct tf_hv_gpu_sample {
 /* Samples device INDEX. Fields NVML cannot report are left 0. */
 int tf_hv_nvml_sample(struct tf_hv_nvml *n, int index, struct tf_hv_gpu_sample *out, char *err,
                       size_t errlen);
+
+/* ---- MIG (nvml_mig.c): the partitions of the `partitioned` isolation mode ---------------- */
+
+/* A MIG device: a GPU instance with the compute instance spanning it. */
+struct tf_hv_mig {
+    char uuid[96];        /* "MIG-..." */
+    unsigned gi_id;       /* GPU instance id on its GPU */
+    unsigned profile_id;  /* NVML GPU instance profile */
+    unsigned start, size; /* placement, memory slices */
+    unsigned slices;      /* compute slices */
+    int64_t vram;         /* bytes */
+};
+
+#define TF_HV_MAX_MIG 8
+
+/* GPU instance profile choice for a template of SLICES compute slices and VRAM bytes among
+ * the device's profiles INFOS[0..N) (entries with sliceCount 0 are absent): the profile with
+ * exactly SLICES slices whose memory is nearest VRAM, within an eighth of it (NVML reports a
+ * little less than the nominal size). Its index, or -1. Pure. */
+int tf_hv_mig_pick(const nvmlGpuInstanceProfileInfo_t *infos, int n, unsigned slices, int64_t vram);
+
+/* The MIG devices of device INDEX (none when MIG is off). 0, or TF_ENOTSUP when the library
+ * or the GPU has no MIG, TF_EIO. */
+int tf_hv_nvml_mig_list(struct tf_hv_nvml *n, int index, struct tf_hv_mig *out, int max, int *count,
+                        char *err, size_t errlen);
+/* Creates a MIG device of SLICES compute slices and about VRAM bytes on device INDEX, turning
+ * MIG mode on first when it is off: the GPU instance (tf_hv_mig_pick's profile) and a compute
+ * instance over all of it. 0 and *OUT; TF_ENOSPC (no room left on the GPU), TF_ENOTSUP (no MIG,
+ * or no such profile), TF_EIO (NVML failed: ERR says which call). */
+int tf_hv_nvml_mig_create(struct tf_hv_nvml *n, int index, unsigned slices, int64_t vram,
+                          struct tf_hv_mig *out, char *err, size_t errlen);
+/* Destroys GPU instance GI_ID of device INDEX with its compute instances. 0 (also when it was
+ * gone already), TF_EBUSY when a process still uses it, TF_EIO. */
+int tf_hv_nvml_mig_destroy(struct tf_hv_nvml *n, int index, unsigned gi_id, char *err,
+                           size_t errlen);
 
 #endif

@@ -9,7 +9,10 @@
 
 #include "common/cuerr.h"
 #include "common/log.h"
+#include "common/strutil.h"
+#include "sim/migtab.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +66,54 @@ static void child_after_fork(void)
     }
 }
 
+/* The machine's MIG devices (instances with a compute instance), read from each GPU's MIG
+ * table: their UUIDs into UUIDS (storage BUF), their GPUs into PARENT and their
+ * configuration into drv.migcfg. Returns how many. */
+static int mig_devices(char (*buf)[TF_SIM_MIG_UUID_LEN], const char **uuids, int *parent)
+{
+    int n = 0;
+    for (int g = 0; g < drv.cfg.ndev && n < TF_SIM_MAX_DEVICES; g++) {
+        const struct tf_sim_devcfg *c = &drv.cfg.dev[g];
+        struct tf_partition_profile pp;
+        struct tf_sim_mig_table t;
+        char path[520], err[600];
+        int fd, fresh;
+        snprintf(path, sizeof(path), "%s%s.mig", drv.cfg.shm_prefix, c->uuid_str);
+        if (access(path, F_OK) != 0 || tf_partition_builtin(c->model, &pp) ||
+            tf_sim_mig_lock(path, &pp, &fd, &t, &fresh, err, sizeof(err)))
+            continue;
+        tf_sim_mig_unlock(fd);
+        for (unsigned i = 0; i < TF_SIM_MIG_MAX && n < TF_SIM_MAX_DEVICES; i++) {
+            const struct tf_sim_mig_inst *in = &t.inst[i];
+            if (!in->gi_id || !in->has_ci)
+                continue;
+            struct tf_sim_devcfg *m = &drv.migcfg[n];
+            *m = *c;
+            const struct tf_partition_template *pt = &pp.templates[in->tpl];
+            m->memory = pt->vram_bytes;
+            m->sm_count = c->sm_count * pt->compute_slots / pp.compute_total;
+            if (m->sm_count < 1)
+                m->sm_count = 1;
+            tf_sim_mig_uuid(c->uuid_str, in, buf[n]);
+            tf_strlcpy(m->uuid_str, buf[n], sizeof(m->uuid_str));
+            /* The 16 bytes behind "MIG-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx". */
+            for (int k = 0, b = 0; buf[n][k] && b < 32; k++) {
+                int v = isxdigit((unsigned char)buf[n][k]) && k >= 4
+                            ? (isdigit((unsigned char)buf[n][k]) ? buf[n][k] - '0'
+                                                                 : (tolower(buf[n][k]) - 'a' + 10))
+                            : -1;
+                if (v < 0)
+                    continue;
+                m->uuid[b / 2] = (uint8_t)(b % 2 ? (m->uuid[b / 2] | v) : v << 4);
+                b++;
+            }
+            uuids[n] = buf[n];
+            parent[n++] = g;
+        }
+    }
+    return n;
+}
+
 static void init_driver(void)
 {
     char err[512] = "";
@@ -82,8 +133,14 @@ static void init_driver(void)
     const char *uuids[TF_SIM_MAX_DEVICES];
     for (int i = 0; i < drv.cfg.ndev; i++)
         uuids[i] = drv.cfg.dev[i].uuid_str;
+    /* MIG devices only when the list names one (the tables are not read otherwise). */
+    const char *spec = getenv("CUDA_VISIBLE_DEVICES"), *migs[TF_SIM_MAX_DEVICES];
+    char migbuf[TF_SIM_MAX_DEVICES][TF_SIM_MIG_UUID_LEN];
+    int parent[TF_SIM_MAX_DEVICES], nmig = 0;
+    if (spec && strncmp(spec + strspn(spec, " \t\n\v\f\r"), "MIG-", 4) == 0)
+        nmig = mig_devices(migbuf, migs, parent);
     struct tf_sim_visible vis;
-    tf_sim_visible_parse(getenv("CUDA_VISIBLE_DEVICES"), uuids, drv.cfg.ndev, &vis);
+    tf_sim_visible_parse_mig(spec, uuids, drv.cfg.ndev, migs, parent, nmig, &vis);
     if (vis.note[0])
         tf_log(TF_LOG_DEBUG, "sim", "CUDA_VISIBLE_DEVICES: %s (%d of %d devices visible)", vis.note,
                vis.n, drv.cfg.ndev);
@@ -95,7 +152,7 @@ static void init_driver(void)
         struct sim_device *d = &drv.dev[i];
         d->index = i;
         d->phys = vis.phys[i];
-        d->cfg = &drv.cfg.dev[d->phys];
+        d->cfg = vis.mig[i] >= 0 ? &drv.migcfg[vis.mig[i]] : &drv.cfg.dev[d->phys];
         atomic_store(&d->slot, -1);
         pthread_mutex_init(&d->mu, NULL);
         pthread_mutex_init(&d->attach_mu, NULL);

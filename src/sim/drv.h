@@ -78,7 +78,7 @@ struct sim_exec {
 struct sim_device {
     int index;                       /* CUDA ordinal (after CUDA_VISIBLE_DEVICES) */
     int phys;                        /* index in the machine's list: cfg.dev, NVML, PCI bus */
-    const struct tf_sim_devcfg *cfg; /* &drv.cfg.dev[phys] */
+    const struct tf_sim_devcfg *cfg; /* &drv.cfg.dev[phys], or a MIG device's &drv.migcfg[] */
     int64_t total_mem;               /* budget in force (the shared region's) */
     struct tf_sim_shm *shm;          /* shared state, opened at cuInit */
     _Atomic int slot;          /* this process's slot in shm while it has contexts here, or -1 */
@@ -95,7 +95,10 @@ struct sim_driver {
     pthread_mutex_t mu; /* guards ctx_list and zombie contexts */
     CUresult init_result;
     struct tf_sim_config cfg; /* every device of the machine */
-    int ndev;                 /* devices visible to CUDA (CUDA_VISIBLE_DEVICES) */
+    /* MIG devices made visible by CUDA_VISIBLE_DEVICES=MIG-...: their configuration, derived
+     * from the GPU's and the instance's template (memory, SM share, UUID). */
+    struct tf_sim_devcfg migcfg[TF_SIM_MAX_DEVICES];
+    int ndev; /* devices visible to CUDA (CUDA_VISIBLE_DEVICES) */
     struct sim_device dev[TF_SIM_MAX_DEVICES];
     struct CUctx_st *ctx_list; /* all contexts ever created (destroyed ones stay as zombies) */
     _Atomic unsigned long long next_id;

@@ -18,6 +18,7 @@
 #pragma GCC visibility pop
 
 #include "sim/devshm.h"
+#include "sim/nvml_int.h"
 #include "sim/simcfg.h"
 
 #include "common/log.h"
@@ -34,17 +35,13 @@
 #define DEFAULT_WINDOW_MS 1000
 #define MAX_SAMPLE_SPAN_NS (TF_SIM_BUCKET_NS * TF_SIM_PROC_BUCKETS)
 
-struct nvmlDevice_st {
-    int index;
-    const struct tf_sim_devcfg *cfg;
-    struct tf_sim_shm *shm;
-};
-
 static pthread_mutex_t nv_mu = PTHREAD_MUTEX_INITIALIZER;
 static int nv_refs;                 /* guarded by nv_mu */
 static struct tf_sim_config nv_cfg; /* valid while nv_refs > 0 */
-static struct nvmlDevice_st nv_dev[TF_SIM_MAX_DEVICES];
-static int nv_ndev;
+struct nvmlDevice_st tf__nv_dev[TF_SIM_MAX_DEVICES];
+int tf__nv_ndev;
+#define nv_dev tf__nv_dev
+#define nv_ndev tf__nv_ndev
 static uint64_t nv_window_ns;
 
 static void close_all(void)
@@ -71,6 +68,7 @@ static nvmlReturn_t init_locked(unsigned flags)
         d->cfg = &nv_cfg.dev[i];
         char path[512];
         snprintf(path, sizeof(path), "%s%s", nv_cfg.shm_prefix, d->cfg->uuid_str);
+        snprintf(d->mig_path, sizeof(d->mig_path), "%s.mig", path);
         if (tf_sim_shm_open(path, d->cfg->uuid_str, d->cfg->model->name, d->cfg->memory, &d->shm,
                             NULL, err, sizeof(err)) != 0) {
             tf_log(TF_LOG_ERROR, "sim-nvml", "nvmlInit: device %d: %s", i, err);
@@ -124,7 +122,7 @@ nvmlReturn_t nvmlShutdown(void)
     return rc;
 }
 
-static int initialized(void)
+int tf__nv_initialized(void)
 {
     pthread_mutex_lock(&nv_mu);
     int ok = nv_refs > 0;
@@ -206,7 +204,7 @@ const char *nvmlErrorString(nvmlReturn_t result)
 
 /* ---- System ---------------------------------------------------------------------------- */
 
-static nvmlReturn_t put_string(char *buf, unsigned int length, const char *s)
+nvmlReturn_t tf__nv_put_string(char *buf, unsigned int length, const char *s)
 {
     if (!buf)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -218,14 +216,14 @@ static nvmlReturn_t put_string(char *buf, unsigned int length, const char *s)
 
 nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
 {
-    if (!initialized())
+    if (!tf__nv_initialized())
         return NVML_ERROR_UNINITIALIZED;
-    return put_string(version, length, DRIVER_VERSION);
+    return tf__nv_put_string(version, length, DRIVER_VERSION);
 }
 
 nvmlReturn_t nvmlSystemGetNVMLVersion(char *version, unsigned int length)
 {
-    return put_string(version, length, NVML_VERSION);
+    return tf__nv_put_string(version, length, NVML_VERSION);
 }
 
 nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *cudaDriverVersion)
@@ -244,9 +242,9 @@ nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *cudaDriverVersion)
 /* ---- Device handles -------------------------------------------------------------------- */
 
 /* Validates DEVICE: UNINITIALIZED, INVALID_ARGUMENT or SUCCESS. */
-static nvmlReturn_t dev_check(nvmlDevice_t device)
+nvmlReturn_t tf__nv_dev_check(nvmlDevice_t device)
 {
-    if (!initialized())
+    if (!tf__nv_initialized())
         return NVML_ERROR_UNINITIALIZED;
     if (!device || device < nv_dev || device >= nv_dev + nv_ndev)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -255,7 +253,7 @@ static nvmlReturn_t dev_check(nvmlDevice_t device)
 
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount)
 {
-    if (!initialized())
+    if (!tf__nv_initialized())
         return NVML_ERROR_UNINITIALIZED;
     if (!deviceCount)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -270,7 +268,7 @@ nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount)
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
 {
-    if (!initialized())
+    if (!tf__nv_initialized())
         return NVML_ERROR_UNINITIALIZED;
     if (!device || index >= (unsigned)nv_ndev)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -285,7 +283,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device
 
 nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 {
-    if (!initialized())
+    if (!tf__nv_initialized())
         return NVML_ERROR_UNINITIALIZED;
     if (!uuid || !device)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -302,7 +300,7 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 
 nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device)
 {
-    if (!initialized())
+    if (!tf__nv_initialized())
         return NVML_ERROR_UNINITIALIZED;
     if (!pciBusId || !device)
         return NVML_ERROR_INVALID_ARGUMENT;
@@ -322,7 +320,7 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t
 
 nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!index)
@@ -333,7 +331,7 @@ nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 
 nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNumber)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!minorNumber)
@@ -344,19 +342,21 @@ nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int *minorNu
 
 nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *name, unsigned int length)
 {
-    nvmlReturn_t rc = dev_check(device);
-    return rc ? rc : put_string(name, length, device->cfg->model->nvml_name);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
+    return rc ? rc : tf__nv_put_string(name, length, device->cfg->model->nvml_name);
 }
 
 nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
 {
-    nvmlReturn_t rc = dev_check(device);
-    return rc ? rc : put_string(uuid, length, device->cfg->uuid_str);
+    if (tf__nv_is_mig(device))
+        return tf__nv_mig_uuid(device, uuid, length);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
+    return rc ? rc : tf__nv_put_string(uuid, length, device->cfg->uuid_str);
 }
 
 nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!type)
@@ -367,7 +367,7 @@ nvmlReturn_t nvmlDeviceGetBrand(nvmlDevice_t device, nvmlBrandType_t *type)
 
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!pci)
@@ -387,7 +387,7 @@ nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
 
 nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!major || !minor)
@@ -401,7 +401,9 @@ nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major,
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 {
-    nvmlReturn_t rc = dev_check(device);
+    if (tf__nv_is_mig(device))
+        return tf__nv_mig_memory(device, memory);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!memory)
@@ -416,7 +418,7 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *memory)
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *memory)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!memory)
@@ -439,7 +441,7 @@ static void utilization(nvmlDevice_t device, unsigned *gpu, unsigned *mem)
 
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *u)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!u)
@@ -453,7 +455,7 @@ static nvmlReturn_t processes(nvmlDevice_t device, unsigned int *infoCount, void
                               void (*fill)(void *infos, int i,
                                            const struct tf_sim_shm_proc_info *p))
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!infoCount)
@@ -512,7 +514,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                              unsigned int *processSamplesCount,
                                              unsigned long long lastSeenTimeStamp)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!processSamplesCount)
@@ -557,7 +559,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
 
 static nvmlReturn_t clock_of(nvmlDevice_t device, nvmlClockType_t type, unsigned int *clock)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!clock)
@@ -594,7 +596,7 @@ nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t type
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
                                       unsigned int *temp)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!temp || sensorType != NVML_TEMPERATURE_GPU)
@@ -607,7 +609,7 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensor
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!power)
@@ -621,7 +623,7 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)
 
 nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int *limit)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!limit)
@@ -637,7 +639,7 @@ nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int *
 
 nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mode)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!mode)
@@ -648,7 +650,7 @@ nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, nvmlComputeMode_t *mo
 
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, nvmlEnableState_t *mode)
 {
-    nvmlReturn_t rc = dev_check(device);
+    nvmlReturn_t rc = tf__nv_dev_check(device);
     if (rc)
         return rc;
     if (!mode)

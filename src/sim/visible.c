@@ -70,7 +70,18 @@ static void note(struct tf_sim_visible *out, int k, const char *s, size_t n, con
 void tf_sim_visible_parse(const char *spec, const char *const *uuids, int ndev,
                           struct tf_sim_visible *out)
 {
+    tf_sim_visible_parse_mig(spec, uuids, ndev, NULL, NULL, 0, out);
+}
+
+void tf_sim_visible_parse_mig(const char *spec, const char *const *uuids, int ndev,
+                              const char *const *migs, const int *parent, int nmig,
+                              struct tf_sim_visible *out)
+{
     memset(out, 0, sizeof(*out));
+    for (int i = 0; i < TF_SIM_MAX_DEVICES; i++)
+        out->mig[i] = -1;
+    if (nmig < 0 || !migs || !parent)
+        nmig = 0;
     if (ndev < 0)
         ndev = 0;
     if (ndev > TF_SIM_MAX_DEVICES)
@@ -104,9 +115,20 @@ void tf_sim_visible_parse(const char *spec, const char *const *uuids, int ndev,
             dev = starts_with(p, n, "GPU-") ? find_uuid(p, n, uuids, ndev) : -1;
             why = "names no single device";
             break;
-        case K_MIG:
-            why = "names a MIG instance (the simulated GPUs have none)";
+        case K_MIG: {
+            int m = starts_with(p, n, "MIG-") ? find_uuid(p, n, migs, nmig) : -1;
+            if (m >= 0 && parent[m] >= 0 && parent[m] < ndev) {
+                out->phys[0] = parent[m];
+                out->mig[0] = m;
+                out->n = 1;
+                if (end)
+                    note(out, k + 1, end + 1, strlen(end + 1),
+                         "follows a MIG device: a process sees one at most, the rest are ignored");
+                return;
+            }
+            why = "names no single MIG device";
             break;
+        }
         }
         if (dev < 0) {
             char w[112];

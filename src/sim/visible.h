@@ -12,7 +12,9 @@
  *   - UUIDs ("GPU-..."): an entry names the one device whose UUID starts with it (the full
  *     UUID or any unique prefix, "GPU-8932f937"); an entry that is not "GPU-...", matches no
  *     device or matches several is invalid;
- *   - MIG instances ("MIG-..."): the simulated GPUs have none, so nothing is visible.
+ *   - MIG devices ("MIG-..."): an entry names the one MIG device (of the list the caller
+ *     gives: tf_sim_visible_parse_mig) whose UUID starts with it; as with the real driver, a
+ *     process sees one MIG device at most: entries after the first are ignored.
  * Parsing stops at the first invalid entry: the devices named before it are visible, the
  * rest of the list is ignored ("0,2,-1,1" shows devices 0 and 2). A device named twice
  * before that point makes the whole list name no device. Unset means every device in
@@ -31,6 +33,7 @@
 struct tf_sim_visible {
     int n;                        /* visible devices: CUDA ordinals 0..n-1 */
     int phys[TF_SIM_MAX_DEVICES]; /* ordinal -> index in the machine's device list */
+    int mig[TF_SIM_MAX_DEVICES];  /* ordinal -> index in the MIG list, -1 for a whole GPU */
     /* Why devices were left out: "" when the whole list was used, else e.g.
      * "entry 3 (\"-1\") is not the index of a device; it and the rest are ignored". */
     char note[160];
@@ -41,5 +44,10 @@ struct tf_sim_visible {
  * filling *OUT. Never fails. */
 void tf_sim_visible_parse(const char *spec, const char *const *uuids, int ndev,
                           struct tf_sim_visible *out);
+/* The same with the machine's MIG devices: MIGS[0..NMIG) their UUIDs ("MIG-..."), PARENT[i]
+ * the index of the GPU holding MIG device i (its phys). */
+void tf_sim_visible_parse_mig(const char *spec, const char *const *uuids, int ndev,
+                              const char *const *migs, const int *parent, int nmig,
+                              struct tf_sim_visible *out);
 
 #endif

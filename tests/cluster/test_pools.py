@@ -15,6 +15,11 @@ static. Everything a user writes goes through the real kubectl.
     pool's node;
   * a third pool whose selector overlaps infer's is a conflict: the GPUNode gets the
     PoolConflict condition and a Warning Event, the node stays where it is;
+  * partitioned pods get their partition: the extender records the template
+    (tensor-fusion.ai/partition), the node's hypervisor creates a MIG device of it on the
+    simulated GPU through NVML and records it in the GPU's status.allocatedPartitions, GPU
+    availability is the templates'; the partition goes with its pod and a restarted hypervisor
+    keeps the live ones;
   * a node whose hypervisor stops renewing its heartbeat goes Unknown, with its GPUs: no new
     pod is placed there until the hypervisor is back.
 
@@ -105,6 +110,54 @@ class Cluster:
             key=lambda g: g["status"].get("index", 0))
 
 
+def qmilli(q):
+    """A TFLOPS quantity in milli-units."""
+    q = str(q or "0")
+    return int(q[:-1]) if q.endswith("m") else int(round(float(q) * 1000))
+
+
+def qbytes(q):
+    """A VRAM quantity in bytes (binary or decimal suffixes)."""
+    q = str(q or "0")
+    for suf, mul in (("Ki", 1 << 10), ("Mi", 1 << 20), ("Gi", 1 << 30), ("Ti", 1 << 40),
+                     ("k", 10 ** 3), ("M", 10 ** 6), ("G", 10 ** 9)):
+        if q.endswith(suf):
+            return int(float(q[:-len(suf)]) * mul)
+    return int(q)
+
+
+SIM_MIGS = r"""
+import ctypes, sys
+nv = ctypes.CDLL(sys.argv[1])
+class Mem(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]
+assert nv.nvmlInit_v2() == 0
+d, m = ctypes.c_void_p(), ctypes.c_void_p()
+assert nv.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(d)) == 0
+i = 0
+while nv.nvmlDeviceGetMigDeviceHandleByIndex(d, i, ctypes.byref(m)) == 0:
+    u, mem = ctypes.create_string_buffer(96), Mem()
+    assert nv.nvmlDeviceGetUUID(m, u, 96) == 0 and nv.nvmlDeviceGetMemoryInfo(m, ctypes.byref(mem)) == 0
+    print(u.value.decode(), mem.total)
+    i += 1
+nv.nvmlShutdown()
+"""
+
+
+def sim_migs(cl, node):
+    """(uuid, memory) of the MIG devices on NODE's first simulated GPU, read through NVML."""
+    d = os.path.join(cl.tmp, node)
+    lib = os.path.join(os.environ["TF_SIM_LIBDIR"], "libnvidia-ml.so.1")
+    env = dict(os.environ, TF_SIM_DEVICES=NODES[node][1], TF_SIM_SEED=node,
+               TF_SIM_SHM_PREFIX=os.path.join(d, "sim-"),
+               ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=0")
+    out = subprocess.run([sys.executable, "-c", SIM_MIGS, lib], env=env, capture_output=True,
+                         text=True, timeout=20)
+    return sorted((ln.split()[0], int(ln.split()[1])) for ln in out.stdout.splitlines()
+                  if ln.startswith("MIG-"))
+
+
 def main():
     missing = [e for e in NEED_ENV if not os.environ.get(e)]
     if missing or not shutil.which("kubectl"):
@@ -147,12 +200,14 @@ def main():
         cfg = os.path.join(tmp, "config.yaml")
         with open(cfg, "w") as f:
             f.write("defaultPool: train\nisolationModePolicy: static\n")
-        cl.procs.append(start([os.environ["TF_CONTROLLER_BIN"], "--kubeconfig", env.kubeconfig,
-                               "--namespace", "tensor-fusion-sys", "--bind", "127.0.0.1",
-                               "--webhook-port", str(wport), "--http-port", str(hport),
-                               "--webhook-config", "tensor-fusion-webhook", "--extra-san",
-                               "127.0.0.1", "--config", cfg, "--identity", "ctl",
-                               "--resync-ms", "300", "--lease-seconds", "3"], cl.log))
+        ctl_args = [os.environ["TF_CONTROLLER_BIN"], "--kubeconfig", env.kubeconfig,
+                    "--namespace", "tensor-fusion-sys", "--bind", "127.0.0.1",
+                    "--webhook-port", str(wport), "--http-port", str(hport),
+                    "--webhook-config", "tensor-fusion-webhook", "--extra-san",
+                    "127.0.0.1", "--config", cfg, "--identity", "ctl",
+                    "--resync-ms", "300", "--lease-seconds", "3"]
+        ctl = start(ctl_args, cl.log)
+        cl.procs.append(ctl)
         for node in NODES:
             cl.start_hypervisor(node)
 
@@ -248,7 +303,79 @@ def main():
         check("a soft pod cannot use the hard pool's node", not fr["NodeNames"] and
               "node-l" in fr["FailedNodes"], fr)
 
-        # 3. Overlapping selectors: a conflict, reported; the node stays in its pool.
+        # 3. Partitioned pods get their partition: the template the scheduler chose
+        #    (tensor-fusion.ai/partition), a MIG device of it on the simulated GPU created by
+        #    the hypervisor through NVML, recorded on the GPU object; availability is the
+        #    templates'; the partition goes with its pod and survives a hypervisor restart.
+        fr, p1 = place("part-1", "train", "partitioned")
+        check("a partitioned pod lands on the partitioned node", fr["NodeNames"] == ["node-p"],
+              fr)
+        fr, p2 = place("part-2", "train", "partitioned", {"tensor-fusion.ai/partition": "3g.40gb"})
+        tpl = {n: env.get("pod", n, "-n", NS)["metadata"]["annotations"].get(
+            "tensor-fusion.ai/partition") for n in ("part-1", "part-2")}
+        check("the scheduler records the template: the smallest that fits, or the one asked for",
+              tpl == {"part-1": "1g.10gb", "part-2": "3g.40gb"}, tpl)
+        gp = cl.gpus_of("node-p")[0]
+        uid = {n: env.get("pod", n, "-n", NS)["metadata"]["uid"] for n in ("part-1", "part-2")}
+
+        def parts():
+            g = env.get("gpu", gp["metadata"]["name"]) or {}
+            return g.get("status", {}).get("allocatedPartitions") or {}
+
+        def recorded(want):
+            got = parts()
+            return got if {k: v.get("templateId") for k, v in got.items()} == want else None
+        got = wait_for("partitions recorded", lambda: recorded(
+            {uid["part-1"]: "1g.10gb", uid["part-2"]: "3g.40gb"}), 30)
+        check("the hypervisor records each partition on the GPU object (upstream's shape)", got and
+              all(v["podName"] in ("part-1", "part-2") and v["namespace"] == NS and
+                  v["allocatedSlotEnd"] - v["allocatedSlotStart"] ==
+                  (1 if v["templateId"] == "1g.10gb" else 4) for v in got.values()), got)
+        migs = sim_migs(cl, "node-p")
+        check("the simulated GPU holds the two MIG devices, each with its template's memory",
+              sorted(m[1] for m in migs) == [10 << 30, 40 << 30], migs)
+
+        def avail():
+            g = env.get("gpu", gp["metadata"]["name"]) or {}
+            return g.get("status", {}).get("available", {})
+        want_avail = (312000 - 312000 * 1 // 7 - 312000 * 3 // 7, (80 - 10 - 40) << 30)
+        a = wait_for("availability of the templates", lambda: avail() if (
+            qmilli(avail().get("tflops")), qbytes(avail().get("vram"))) == want_avail else None, 20)
+        check("GPU availability is capacity less the templates, not the requests", a,
+              (avail(), want_avail))
+        env.kubectl("delete", "pod", "part-1", "-n", NS)
+        check("a deleted pod's partition is destroyed and its record removed", wait_for(
+            "part-1 partition gone", lambda: recorded({uid["part-2"]: "3g.40gb"}), 30) and
+            [m[1] for m in sim_migs(cl, "node-p")] == [40 << 30], (parts(), sim_migs(cl, "node-p")))
+        cl.hv["node-p"].send_signal(signal.SIGKILL)
+        cl.hv["node-p"].wait()
+        cl.start_hypervisor("node-p")
+        time.sleep(3)
+        check("a restarted hypervisor keeps the live pod's partition (no second one)",
+              recorded({uid["part-2"]: "3g.40gb"}) and
+              [m[1] for m in sim_migs(cl, "node-p")] == [40 << 30],
+              (parts(), sim_migs(cl, "node-p")))
+        # A restarted controller restores part-2 with its template (the signed annotation),
+        # not the smallest one its request fits: one more 3g.40gb fits beside it, then no 1g.
+        ctl.send_signal(signal.SIGTERM)
+        ctl.wait(timeout=20)
+        ctl = start(ctl_args, cl.log)
+        cl.procs.append(ctl)
+        wait_for("readyz after restart", lambda: urllib.request.urlopen(
+            "http://127.0.0.1:%d/readyz" % hport, timeout=2).status == 200, 30)
+        p3 = pod("part-3", "train", "partitioned", {"tensor-fusion.ai/partition": "3g.40gb"})
+        fr = wait_for("extender back", lambda: (lambda r: r if r.get("NodeNames") else None)(
+            filt(p3)), 30)
+        check("after a controller restart a second 3g.40gb fits the partitioned GPU",
+              fr and fr["NodeNames"] == ["node-p"], fr)
+        br = fr and extender("bind", {"PodName": "part-3", "PodNamespace": NS,
+                                      "PodUID": p3["metadata"]["uid"], "Node": "node-p"})
+        check("part-3 bound", br == {"Error": ""}, br)
+        fr = filt(pod("part-4", "train", "partitioned", {"tensor-fusion.ai/partition": "1g.10gb"}))
+        check("and then no 1g.10gb: the restored partition is the 3g.40gb it holds",
+              not fr["NodeNames"] and "node-p" in fr["FailedNodes"], (fr, avail(), parts()))
+
+        # 4. Overlapping selectors: a conflict, reported; the node stays in its pool.
         cl.kapply(pool("overlap", "spread", selector(gpu=["l4", "t4"]), "hard"))
 
         def conflict():
@@ -270,7 +397,7 @@ def main():
         check("the conflict clears when the selectors no longer overlap",
               wait_for("conflict cleared", lambda: conflict() is None, 20))
 
-        # 4. A node whose hypervisor stops renewing its heartbeat takes no new pods.
+        # 5. A node whose hypervisor stops renewing its heartbeat takes no new pods.
         cl.hv["node-l"].send_signal(signal.SIGKILL)
         cl.hv["node-l"].wait()
         env.kubectl("patch", "lease", "tf-hypervisor-node-l", "-n", "tensor-fusion-sys",

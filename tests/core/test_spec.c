@@ -284,6 +284,28 @@ static void isolation_defaults_to_soft_and_takes_the_four_modes(void **state)
              "shared, soft, hard, partitioned");
 }
 
+static void partition_template_is_read_for_partitioned_pods_only(void **state)
+{
+    struct tf_spec s;
+    spec_ok(tf_pod("tflops-request: '50'\nisolation: partitioned\npartition: 3g.40gb"), NULL, NULL,
+            &s);
+    assert_string_equal(s.partition, "3g.40gb");
+    assert_int_equal(s.nwarnings, 0);
+    tf_spec_free(&s);
+    spec_ok(tf_pod("tflops-request: '50'\nisolation: partitioned"), NULL, NULL, &s);
+    assert_null(s.partition); /* the scheduler picks the smallest template that fits */
+    tf_spec_free(&s);
+    spec_ok(tf_pod("tflops-request: '50'\nisolation: soft\npartition: 3g.40gb"), NULL, NULL, &s);
+    assert_null(s.partition);
+    assert_warning(&s, "tensor-fusion.ai/partition", "only partitioned", "soft", NULL);
+    tf_spec_free(&s);
+    ERR_CASE("tflops-request: '5'\nisolation: partitioned\npartition: 3G_40GB",
+             "tensor-fusion.ai/partition", "\"3G_40GB\"", "partition template");
+    ERR_CASE("tflops-request: '5'\nisolation: partitioned\npartition: "
+             "a-template-id-longer-than-any",
+             "tensor-fusion.ai/partition", "longer than a template id");
+}
+
 static void shared_isolation_takes_whole_gpus(void **state)
 {
     struct tf_spec s;
@@ -849,6 +871,7 @@ int main(void)
         cmocka_unit_test(gpu_count_defaults_to_one_and_takes_1_to_128),
         cmocka_unit_test(gpu_count_out_of_range_or_not_a_number_is_rejected),
         cmocka_unit_test(isolation_defaults_to_soft_and_takes_the_four_modes),
+        cmocka_unit_test(partition_template_is_read_for_partitioned_pods_only),
         cmocka_unit_test(shared_isolation_takes_whole_gpus),
         cmocka_unit_test(qos_defaults_follow_the_rule),
         cmocka_unit_test(qos_annotation_wins_and_takes_the_four_levels),

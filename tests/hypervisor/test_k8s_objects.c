@@ -15,6 +15,7 @@
 
 #include "common/err.h"
 #include "hypervisor/k8s_objects.h"
+#include "hypervisor/nvml.h"
 
 #define GiB (INT64_C(1) << 30)
 #define A100 "GPU-aaaaaaaa-1111-2222-3333-444444444444"
@@ -375,6 +376,81 @@ static void pods_that_cannot_have_a_region_say_why(void **state)
     assert_int_equal(plan(bad, &p, err, sizeof(err)), TF_EINVAL);
 }
 
+static int want(json_object *p, struct tf_hv_k8s_part_want *out, char *err, size_t errlen)
+{
+    int rc = tf_hv_k8s_part_want(p, "n1", devs, NDEV, out, err, errlen);
+    json_object_put(p);
+    return rc;
+}
+
+#define PART                                                                                       \
+    "\"tensor-fusion.ai/isolation\":\"partitioned\",\"tensor-fusion.ai/tflops-request\":\"10\","
+
+static void a_partitioned_pod_wants_its_template_on_each_gpu(void **state)
+{
+    struct tf_hv_k8s_part_want w;
+    char err[256];
+    assert_int_equal(want(pod("n1", A100, PART "\"tensor-fusion.ai/partition\":\"3g.40gb\""), &w,
+                          err, sizeof(err)),
+                     1);
+    assert_string_equal(w.key, "ml/train");
+    assert_string_equal(w.uid, "u-1");
+    assert_string_equal(w.tpl, "3g.40gb");
+    assert_int_equal(w.ngpu, 1);
+    assert_string_equal(w.gpus[0].uuid, A100);
+    assert_int_equal(w.gpus[0].index, 0);
+    assert_int_equal(w.gpus[0].slices, 3);
+    assert_int_equal(w.gpus[0].vram, 40 * GiB);
+}
+
+static void pods_without_a_partition_want_none_and_bad_ones_say_why(void **state)
+{
+    struct tf_hv_k8s_part_want w;
+    char err[256];
+    /* Not yet scheduled with a template, bound elsewhere, soft, or finished: none. */
+    assert_int_equal(want(pod("n1", A100, PART "\"x\":\"y\""), &w, err, sizeof(err)), 0);
+    assert_int_equal(want(pod("n2", A100, PART "\"tensor-fusion.ai/partition\":\"3g.40gb\""), &w,
+                          err, sizeof(err)),
+                     0);
+    assert_int_equal(want(pod("n1", A100,
+                              "\"tensor-fusion.ai/tflops-request\":\"10\","
+                              "\"tensor-fusion.ai/partition\":\"3g.40gb\""),
+                          &w, err, sizeof(err)),
+                     0);
+    /* A template the GPU's model does not have, a GPU of another node or model. */
+    assert_int_equal(want(pod("n1", A100, PART "\"tensor-fusion.ai/partition\":\"3g.20gb\""), &w,
+                          err, sizeof(err)),
+                     TF_EINVAL);
+    assert_non_null(strstr(err, "not a partition template of its model"));
+    assert_int_equal(want(pod("n1", L4, PART "\"tensor-fusion.ai/partition\":\"1g.10gb\""), &w, err,
+                          sizeof(err)),
+                     TF_EINVAL);
+    assert_non_null(strstr(err, L4));
+    assert_int_equal(want(pod("n1", "GPU-nope", PART "\"tensor-fusion.ai/partition\":\"1g.10gb\""),
+                          &w, err, sizeof(err)),
+                     TF_EINVAL);
+    assert_non_null(strstr(err, "not a GPU of this node"));
+}
+
+static void the_gpu_instance_profile_matches_slices_and_memory(void **state)
+{
+    nvmlGpuInstanceProfileInfo_t p[NVML_GPU_INSTANCE_PROFILE_COUNT];
+    memset(p, 0, sizeof(p));
+    /* An H100 80GB as NVML reports it: memory a little under the nominal size. */
+    p[NVML_GPU_INSTANCE_PROFILE_1_SLICE] =
+        (nvmlGpuInstanceProfileInfo_t){.id = 0, .sliceCount = 1, .memorySizeMB = 9856};
+    p[NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2] =
+        (nvmlGpuInstanceProfileInfo_t){.id = 9, .sliceCount = 1, .memorySizeMB = 19968};
+    p[NVML_GPU_INSTANCE_PROFILE_3_SLICE] =
+        (nvmlGpuInstanceProfileInfo_t){.id = 2, .sliceCount = 3, .memorySizeMB = 40192};
+    int n = NVML_GPU_INSTANCE_PROFILE_COUNT;
+    assert_int_equal(tf_hv_mig_pick(p, n, 1, 10 * GiB), NVML_GPU_INSTANCE_PROFILE_1_SLICE);
+    assert_int_equal(tf_hv_mig_pick(p, n, 1, 20 * GiB), NVML_GPU_INSTANCE_PROFILE_1_SLICE_REV2);
+    assert_int_equal(tf_hv_mig_pick(p, n, 3, 40 * GiB), NVML_GPU_INSTANCE_PROFILE_3_SLICE);
+    assert_int_equal(tf_hv_mig_pick(p, n, 2, 20 * GiB), -1); /* no such profile */
+    assert_int_equal(tf_hv_mig_pick(p, n, 3, 80 * GiB), -1); /* memory too far off */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -387,6 +463,9 @@ int main(void)
         cmocka_unit_test(pods_that_need_no_region_get_none),
         cmocka_unit_test(hard_pods_and_remote_workers_get_a_region_for_their_tf_worker),
         cmocka_unit_test(pods_that_cannot_have_a_region_say_why),
+        cmocka_unit_test(a_partitioned_pod_wants_its_template_on_each_gpu),
+        cmocka_unit_test(pods_without_a_partition_want_none_and_bad_ones_say_why),
+        cmocka_unit_test(the_gpu_instance_profile_matches_slices_and_memory),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,7 @@
  * environment):
  *   sim_helper hold BYTES   cuMemAlloc BYTES on device 0, print "ready <pid>", sleep until
  *                           killed (or until stdin closes, then exit normally)
- *   sim_helper info         print "free <bytes> total <bytes>" of device 0
+ *   sim_helper info         print "free <bytes> total <bytes> sms <count>" of device 0
  *   sim_helper init         print cuInit's result code
  *   sim_helper devices      print "count N", then per CUDA ordinal "dev I NAME UUID BUSID"
  *                           (cuInit's failure: "error cuInit CUDA_ERROR_...")
@@ -73,9 +73,12 @@ int main(int argc, char **argv)
         CUresult r;
         if (setup())
             return 1;
+        int sms = 0;
         if ((r = cuMemGetInfo(&free_b, &total)))
             return fail("cuMemGetInfo", r);
-        printf("free %zu total %zu\n", free_b, total);
+        if ((r = cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 0)))
+            return fail("cuDeviceGetAttribute", r);
+        printf("free %zu total %zu sms %d\n", free_b, total, sms);
         return 0;
     }
     if (argc >= 3 && strcmp(argv[1], "hold") == 0) {

@@ -109,10 +109,31 @@ static void a_repeated_device_hides_every_device(void **state)
     expect_n("0,5,0", 4, 1, 0);            /* the list ended before the repeat */
 }
 
-static void mig_instances_are_not_simulated(void **state)
+static void a_mig_entry_names_one_mig_device_on_its_gpu(void **state)
 {
+    /* No MIG device of that name (and the old "MIG-GPU-.../gi/ci" form names none). */
     struct tf_sim_visible v = expect_n("MIG-GPU-8932f937-d72c-4106-c12f-20bd9faed9f6/1/0", 4, 0);
     assert_non_null(strstr(v.note, "MIG"));
+    static const char *const migs[] = {"MIG-11111111-2222-4333-8444-555555555555",
+                                       "MIG-11112222-2222-4333-8444-555555555555"};
+    static const int parent[] = {2, 3};
+    tf_sim_visible_parse_mig("MIG-11112222", uuids, 4, migs, parent, 2, &v);
+    assert_int_equal(v.n, 1);
+    assert_int_equal(v.phys[0], 3);
+    assert_int_equal(v.mig[0], 1);
+    /* One MIG device per process: the rest of the list is ignored, with a note. */
+    tf_sim_visible_parse_mig(" MIG-11111111-2222-4333-8444-555555555555,MIG-11112222", uuids, 4,
+                             migs, parent, 2, &v);
+    assert_int_equal(v.n, 1);
+    assert_int_equal(v.mig[0], 0);
+    assert_non_null(strstr(v.note, "one at most"));
+    /* An ambiguous prefix names none. */
+    tf_sim_visible_parse_mig("MIG-1111", uuids, 4, migs, parent, 2, &v);
+    assert_int_equal(v.n, 0);
+    /* Whole GPUs keep mig -1. */
+    tf_sim_visible_parse_mig("1", uuids, 4, migs, parent, 2, &v);
+    assert_int_equal(v.n, 1);
+    assert_int_equal(v.mig[0], -1);
 }
 
 static void hostile_values_stay_bounded(void **state)
@@ -259,7 +280,7 @@ int main(void)
         cmocka_unit_test(the_first_invalid_entry_ends_the_list),
         cmocka_unit_test(uuids_and_unique_prefixes_name_devices),
         cmocka_unit_test(a_repeated_device_hides_every_device),
-        cmocka_unit_test(mig_instances_are_not_simulated),
+        cmocka_unit_test(a_mig_entry_names_one_mig_device_on_its_gpu),
         cmocka_unit_test(hostile_values_stay_bounded),
         cmocka_unit_test(the_driver_renumbers_devices_and_keeps_their_identity),
         cmocka_unit_test(nvml_ignores_it_and_sees_the_memory_of_the_visible_device),
