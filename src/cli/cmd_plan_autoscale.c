@@ -27,6 +27,7 @@
 #include "cli/cmds.h"
 #include "cli/planio.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "core/autoscale.h"
 #include "core/efficiency.h"
@@ -226,16 +227,12 @@ static int on_usage(void *arg, sqlite3_stmt *st, int64_t row)
 {
     (void)row;
     struct rows *r = arg;
-    if (r->n == r->cap) {
-        size_t nc = r->cap ? r->cap * 2 : 1024;
-        struct tf_usage_sample *nv = realloc(r->v, nc * sizeof(*nv));
-        if (!nv) {
-            r->nomem = true;
-            return TF_ENOMEM;
-        }
-        r->v = nv;
-        r->cap = nc;
+    struct tf_usage_sample *nv = tf_grow(r->v, &r->cap, r->n + 1, sizeof(*nv), 1024);
+    if (!nv) {
+        r->nomem = true;
+        return TF_ENOMEM;
     }
+    r->v = nv;
     struct tf_usage_sample *s = &r->v[r->n++];
     s->ts_ms = sqlite3_column_int64(st, 0);
     s->tflops_milli = sqlite3_column_type(st, 1) == SQLITE_NULL

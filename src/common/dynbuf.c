@@ -253,3 +253,21 @@ const char *tf_dynbuf_str(const struct tf_dynbuf *b)
 {
     return b->data ? b->data : "";
 }
+
+void *tf_grow(void *arr, size_t *cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= *cap && arr)
+        return arr;
+    size_t nc = *cap ? *cap : (first ? first : 1);
+    while (nc < need) {
+        if (nc > SIZE_MAX / 2)
+            return NULL;
+        nc *= 2;
+    }
+    if (!elem || nc > SIZE_MAX / elem)
+        return NULL;
+    void *p = realloc(arr, nc * elem);
+    if (p)
+        *cap = nc;
+    return p;
+}

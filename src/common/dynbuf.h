@@ -43,6 +43,15 @@ size_t tf_json_plain_len(const char *s, size_t n);
  * counted), and the escaped bytes written at DST (that many; no NUL); returns their end. */
 size_t tf_json_escaped_len(const char *s, size_t n);
 char *tf_json_escape(char *dst, const char *s, size_t n);
+/* Growing arrays: returns ARR (entries of ELEM bytes, *CAP of them) reallocated to hold at
+ * least NEED entries, the capacity doubled from FIRST (at least 1), or ARR itself when it
+ * already does; NULL (ARR and *CAP unchanged) when out of memory or the size would overflow.
+ *     struct x *p = tf_grow(s->v, &s->cap, s->n + 1, sizeof(*p), 16);
+ *     if (!p)
+ *         return TF_ENOMEM;
+ *     s->v = p; */
+void *tf_grow(void *arr, size_t *cap, size_t need, size_t elem, size_t first);
+
 /* Drops the first N bytes (N > len empties it). */
 void tf_dynbuf_consume(struct tf_dynbuf *b, size_t n);
 /* Shrinks len to N (N <= len). */

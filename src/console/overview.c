@@ -8,6 +8,7 @@
  */
 #include "console/conint.h"
 
+#include "common/dynbuf.h"
 #include "common/strutil.h"
 
 #include <math.h>
@@ -38,14 +39,10 @@ static struct agg *agg_get(struct aggs *s, const char *name)
     for (size_t i = 0; i < s->n; i++)
         if (!strcmp(s->a[i].name, name))
             return &s->a[i];
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        struct agg *p = realloc(s->a, cap * sizeof(*p));
-        if (!p)
-            return NULL;
-        s->a = p;
-        s->cap = cap;
-    }
+    struct agg *p = tf_grow(s->a, &s->cap, s->n + 1, sizeof(*p), 16);
+    if (!p)
+        return NULL;
+    s->a = p;
     struct agg *g = &s->a[s->n++];
     memset(g, 0, sizeof(*g));
     tf_strlcpy(g->name, name, sizeof(g->name));

@@ -4,6 +4,7 @@
  */
 #include "controller/ctlmetrics.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
@@ -121,14 +122,10 @@ static struct agg *agg_get(struct aggs *s, const char *key)
     json_object *pos;
     if (json_object_object_get_ex(s->index, key, &pos))
         return &s->a[json_object_get_int(pos)];
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        struct agg *a = realloc(s->a, cap * sizeof(*a));
-        if (!a)
-            return NULL;
-        s->a = a;
-        s->cap = cap;
-    }
+    struct agg *a = tf_grow(s->a, &s->cap, s->n + 1, sizeof(*a), 16);
+    if (!a)
+        return NULL;
+    s->a = a;
     memset(&s->a[s->n], 0, sizeof(s->a[0]));
     json_object_object_add(s->index, key, json_object_new_int((int)s->n));
     return &s->a[s->n++];
@@ -172,14 +169,10 @@ struct out {
 
 static struct tf_lp_point *point(struct out *o, const char *meas, int64_t ts)
 {
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? o->cap * 2 : 64;
-        struct tf_lp_point *p = realloc(o->p, cap * sizeof(*p));
-        if (!p)
-            return NULL;
-        o->p = p;
-        o->cap = cap;
-    }
+    struct tf_lp_point *p = tf_grow(o->p, &o->cap, o->n + 1, sizeof(*p), 64);
+    if (!p)
+        return NULL;
+    o->p = p;
     tf_lp_point_init(&o->p[o->n], meas, ts);
     return &o->p[o->n++];
 }

@@ -5,6 +5,7 @@
  */
 #include "controller/efficiency_int.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
@@ -152,14 +153,10 @@ struct tf__eff_pool *tf__eff_pool(struct tf_efficiency *e, const char *name, int
             return &e->pools[i];
     if (strlen(name) >= TF_EFF_NAME_MAX)
         return NULL;
-    if (e->npools == e->pcap) {
-        size_t nc = e->pcap ? e->pcap * 2 : 8;
-        struct tf__eff_pool *np = realloc(e->pools, nc * sizeof(*np));
-        if (!np)
-            return NULL;
-        e->pools = np;
-        e->pcap = nc;
-    }
+    struct tf__eff_pool *np = tf_grow(e->pools, &e->pcap, e->npools + 1, sizeof(*np), 8);
+    if (!np)
+        return NULL;
+    e->pools = np;
     struct tf__eff_pool *p = &e->pools[e->npools++];
     memset(p, 0, sizeof(*p));
     tf_strlcpy(p->name, name, sizeof(p->name));

@@ -5,6 +5,7 @@
  */
 #include "core/defaults.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/strutil.h"
 #include "core/quantity.h"
@@ -87,14 +88,10 @@ static int push(struct tf_native_resource **out, size_t *n, size_t *cap, const c
     }
     if (!len)
         return 0;
-    if (*n == *cap) {
-        size_t nc = *cap ? *cap * 2 : 8;
-        struct tf_native_resource *g = realloc(*out, nc * sizeof(*g));
-        if (!g)
-            return TF_ENOMEM;
-        *out = g;
-        *cap = nc;
-    }
+    struct tf_native_resource *g = tf_grow(*out, cap, *n + 1, sizeof(*g), 8);
+    if (!g)
+        return TF_ENOMEM;
+    *out = g;
     char *nm = strndup(name, len), *vd = strdup(vendor);
     if (!nm || !vd) {
         free(nm);

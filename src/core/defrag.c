@@ -4,6 +4,7 @@
  */
 #include "core/defrag.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/strutil.h"
 #include "core/alloc_copy.h"
@@ -62,23 +63,6 @@ void tf_defrag_plan_free(struct tf_defrag_plan *p)
     memset(p, 0, sizeof(*p));
 }
 
-/* ---- growing arrays ---- */
-
-static bool grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return true;
-    size_t nc = *cap ? *cap * 2 : 16;
-    while (nc < need)
-        nc *= 2;
-    void *p = realloc(*arr, nc * elem);
-    if (!p)
-        return false;
-    *arr = p;
-    *cap = nc;
-    return true;
-}
-
 struct builder {
     struct tf_defrag_plan *p;
     size_t ecap, vcap, ncap;
@@ -94,11 +78,13 @@ static struct tf_defrag_event *add_event(struct builder *b, enum tf_defrag_event
 {
     static const char *const reasons[] = {"DefragStarted", "DefragPodEvicted", "DefragFinished",
                                           "DefragSkipMissingPDB"};
-    if (!grow((void **)&b->p->events, &b->ecap, b->p->nevents + 1,
-              sizeof(struct tf_defrag_event))) {
+    struct tf_defrag_event *grown =
+        tf_grow(b->p->events, &b->ecap, b->p->nevents + 1, sizeof(*grown), 16);
+    if (!grown) {
         b->nomem = true;
         return NULL;
     }
+    b->p->events = grown;
     struct tf_defrag_event *e = &b->p->events[b->p->nevents++];
     e->kind = kind;
     e->reason = reasons[kind];
@@ -114,11 +100,13 @@ static struct tf_defrag_event *add_event(struct builder *b, enum tf_defrag_event
 static struct tf_defrag_node_result *add_node(struct builder *b, const char *name, uint32_t used,
                                               uint32_t gpus)
 {
-    if (!grow((void **)&b->p->nodes, &b->ncap, b->p->nnodes + 1,
-              sizeof(struct tf_defrag_node_result))) {
+    struct tf_defrag_node_result *grown =
+        tf_grow(b->p->nodes, &b->ncap, b->p->nnodes + 1, sizeof(*grown), 16);
+    if (!grown) {
         b->nomem = true;
         return NULL;
     }
+    b->p->nodes = grown;
     struct tf_defrag_node_result *r = &b->p->nodes[b->p->nnodes++];
     memset(r, 0, sizeof(*r));
     tf_strlcpy(r->node, name, sizeof(r->node));
@@ -378,11 +366,13 @@ static void evict_node(struct ctx *x, struct builder *b, uint32_t nid, uint32_t 
     x->drained[nid] = true;
     for (size_t i = 0; i < nw; i++) {
         x->received[targets[i]] = true;
-        if (!grow((void **)&b->p->evictions, &b->vcap, b->p->nevictions + 1,
-                  sizeof(struct tf_defrag_eviction))) {
+        struct tf_defrag_eviction *grown =
+            tf_grow(b->p->evictions, &b->vcap, b->p->nevictions + 1, sizeof(*grown), 16);
+        if (!grown) {
             b->nomem = true;
             return;
         }
+        b->p->evictions = grown;
         struct tf_defrag_eviction *e = &b->p->evictions[b->p->nevictions];
         memset(e, 0, sizeof(*e));
         const char *key = w[i].key;

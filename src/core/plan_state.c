@@ -4,6 +4,7 @@
  */
 #include "core/plan_state.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/strutil.h"
 #include "core/selector.h"
@@ -93,14 +94,10 @@ static void warn(struct tf_plan_state *s, const char *fmt, ...)
 
 static void warn(struct tf_plan_state *s, const char *fmt, ...)
 {
-    if (s->nwarn == s->wcap) {
-        size_t nc = s->wcap ? s->wcap * 2 : 8;
-        char **w = realloc(s->warnings, nc * sizeof(*w));
-        if (!w)
-            return; /* a lost warning is not worth failing the plan */
-        s->warnings = w;
-        s->wcap = nc;
-    }
+    char **w = tf_grow(s->warnings, &s->wcap, s->nwarn + 1, sizeof(*w), 8);
+    if (!w)
+        return; /* a lost warning is not worth failing the plan */
+    s->warnings = w;
     va_list ap;
     va_start(ap, fmt);
     char *m = NULL;
@@ -225,14 +222,10 @@ static int add_annotations(struct tf_plan_state *s, json_object *doc)
     {
         if (!v || !json_object_is_type(v, json_type_string) || strncmp(k, TF_KEY_PREFIX, 17))
             continue;
-        if (s->nannots == s->acap) {
-            size_t nc = s->acap ? s->acap * 2 : 8;
-            struct annot *na = realloc(s->annots, nc * sizeof(*na));
-            if (!na)
-                return TF_ENOMEM;
-            s->annots = na;
-            s->acap = nc;
-        }
+        struct annot *na = tf_grow(s->annots, &s->acap, s->nannots + 1, sizeof(*na), 8);
+        if (!na)
+            return TF_ENOMEM;
+        s->annots = na;
         struct annot *a = &s->annots[s->nannots];
         a->pool = strdup(name);
         a->key = strdup(k);
@@ -341,16 +334,12 @@ static int pod_object(struct tf_plan_state *s, json_object *doc, const struct pd
         }
         return 0;
     }
-    if (s->npods == s->cap) {
-        size_t nc = s->cap ? s->cap * 2 : 16;
-        struct pod *np = realloc(s->pods, nc * sizeof(*np));
-        if (!np) {
-            tf_spec_free(&spec);
-            return TF_ENOMEM;
-        }
-        s->pods = np;
-        s->cap = nc;
+    struct pod *np = tf_grow(s->pods, &s->cap, s->npods + 1, sizeof(*np), 16);
+    if (!np) {
+        tf_spec_free(&spec);
+        return TF_ENOMEM;
     }
+    s->pods = np;
     struct pod *p = &s->pods[s->npods];
     memset(p, 0, sizeof(*p));
     p->spec = spec;

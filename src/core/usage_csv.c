@@ -4,6 +4,7 @@
  */
 #include "core/usage_csv.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/strutil.h"
 #include "core/quantity.h"
@@ -233,17 +234,13 @@ int tf_usage_csv_parse(const char *buf, size_t len, struct tf_usage_sample **out
             rc = TF_EINVAL;
             goto fail;
         }
-        if (cnt == cap) {
-            size_t nc = cap ? cap * 2 : 256;
-            struct tf_usage_sample *nv = realloc(v, nc * sizeof(*nv));
-            if (!nv) {
-                tf_errf(err, errlen, "usage CSV: out of memory");
-                rc = TF_ENOMEM;
-                goto fail;
-            }
-            v = nv;
-            cap = nc;
+        struct tf_usage_sample *nv = tf_grow(v, &cap, cnt + 1, sizeof(*nv), 256);
+        if (!nv) {
+            tf_errf(err, errlen, "usage CSV: out of memory");
+            rc = TF_ENOMEM;
+            goto fail;
         }
+        v = nv;
         v[cnt++] = s;
     }
     *out = v;

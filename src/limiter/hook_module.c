@@ -17,6 +17,7 @@
  */
 #include "limiter/pass.h"
 
+#include "common/dynbuf.h"
 #include "common/log.h"
 #include "fatbin/image.h"
 
@@ -45,20 +46,6 @@ static size_t ncharges, cap_charges;
 static struct libsize *libs; /* guarded by mu */
 static size_t nlibs, cap_libs;
 static _Atomic(int) size_logged;
-
-/* Grows *V (elements of SZ bytes, *CAP of them) to hold one more; false on ENOMEM. */
-static bool grow(void **v, size_t *cap, size_t n, size_t sz)
-{
-    if (n < *cap)
-        return true;
-    size_t ncap = *cap ? *cap * 2 : 16;
-    void *p = realloc(*v, ncap * sz);
-    if (!p)
-        return false;
-    *v = p;
-    *cap = ncap;
-    return true;
-}
 
 /* Module-variable bytes of IMAGE (LEN: 0 = by pointer); 0 when it cannot be sized. */
 static uint64_t image_bytes(const void *image, size_t len)
@@ -116,9 +103,12 @@ static uint64_t cur_ctx(void)
 static void record(uint64_t handle, uint64_t ctx, int idx, uint64_t bytes)
 {
     pthread_mutex_lock(&mu);
-    bool ok = grow((void **)&charges, &cap_charges, ncharges, sizeof(*charges));
-    if (ok)
+    struct charge *c = tf_grow(charges, &cap_charges, ncharges + 1, sizeof(*c), 16);
+    bool ok = c != NULL;
+    if (ok) {
+        charges = c;
         charges[ncharges++] = (struct charge){handle, ctx, idx, bytes};
+    }
     pthread_mutex_unlock(&mu);
     if (!ok)
         tf__unreserve(idx, bytes);
@@ -217,8 +207,11 @@ static void library_loaded(CUresult rc, CUlibrary *library, uint64_t bytes)
     if (rc != CUDA_SUCCESS || !library || !bytes)
         return;
     pthread_mutex_lock(&mu);
-    if (grow((void **)&libs, &cap_libs, nlibs, sizeof(*libs)))
+    struct libsize *l = tf_grow(libs, &cap_libs, nlibs + 1, sizeof(*l), 16);
+    if (l) {
+        libs = l;
         libs[nlibs++] = (struct libsize){(uint64_t)(uintptr_t)*library, bytes};
+    }
     pthread_mutex_unlock(&mu);
 }
 

@@ -4,6 +4,7 @@
  */
 #include "remote/rangeset.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 #include <stdlib.h>
@@ -56,14 +57,10 @@ int tf_rangeset_add(struct tf_rangeset *rs, uint64_t base, uint64_t size, uint64
         return TF_EEXIST;
     if (rs->n >= rs->max)
         return TF_ENOSPC;
-    if (rs->n == rs->cap) {
-        size_t cap = rs->cap ? rs->cap * 2 : 16;
-        struct tf_range *v = realloc(rs->v, cap * sizeof(*v));
-        if (!v)
-            return TF_ENOMEM;
-        rs->v = v;
-        rs->cap = cap;
-    }
+    struct tf_range *v = tf_grow(rs->v, &rs->cap, rs->n + 1, sizeof(*v), 16);
+    if (!v)
+        return TF_ENOMEM;
+    rs->v = v;
     memmove(&rs->v[i + 1], &rs->v[i], (rs->n - i) * sizeof(*rs->v));
     rs->v[i] = (struct tf_range){.base = base, .size = size, .owner = owner, .aux = aux};
     rs->n++;

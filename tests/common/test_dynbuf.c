@@ -13,6 +13,7 @@
 #include "common/dynbuf.h"
 #include "common/err.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void grows_past_the_first_allocation_and_stays_terminated(void **state)
@@ -91,6 +92,31 @@ static void plain_runs_end_at_the_first_byte_to_escape(void **state)
     }
 }
 
+static void arrays_grow_by_doubling_and_refuse_overflow(void **state)
+{
+    (void)state;
+    size_t cap = 0;
+    int *v = tf_grow(NULL, &cap, 1, sizeof(*v), 4);
+    assert_non_null(v);
+    assert_int_equal(cap, 4);
+    for (int i = 0; i < 4; i++)
+        v[i] = i;
+    assert_ptr_equal(tf_grow(v, &cap, 4, sizeof(*v), 4), v); /* room enough: unchanged */
+    int *w = tf_grow(v, &cap, 5, sizeof(*w), 4);
+    assert_non_null(w);
+    assert_int_equal(cap, 8);
+    w = tf_grow(w, &cap, 100, sizeof(*w), 4);
+    assert_non_null(w);
+    assert_int_equal(cap, 128);
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(w[i], i); /* kept across reallocations */
+    size_t before = cap;
+    assert_null(tf_grow(w, &cap, SIZE_MAX / 2 + 2, sizeof(*w), 4));
+    assert_null(tf_grow(w, &cap, SIZE_MAX / 4, sizeof(*w), 4)); /* bytes overflow */
+    assert_int_equal(cap, before);
+    free(w);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -99,6 +125,7 @@ int main(void)
         cmocka_unit_test(an_unlimited_buffer_grows_like_any_other),
         cmocka_unit_test(json_strings_are_escaped_and_quoted),
         cmocka_unit_test(plain_runs_end_at_the_first_byte_to_escape),
+        cmocka_unit_test(arrays_grow_by_doubling_and_refuse_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
