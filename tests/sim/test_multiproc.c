@@ -22,11 +22,44 @@ static void sleep_ms(int ms)
     nanosleep(&ts, NULL);
 }
 
+/* The spinners alive, so that a failed assertion does not leave them running (they hold the
+ * test's output pipe open). */
+static struct {
+    pid_t pid;
+    int out;
+} live[8];
+static int nlive;
+
+/* kill -9 of spinner PID (even mid-kernel), reaped and forgotten. */
+static void stop_spinner(pid_t pid)
+{
+    for (int i = 0; i < nlive; i++) {
+        if (live[i].pid != pid)
+            continue;
+        kill(pid, SIGKILL);
+        simtest_wait(pid);
+        close(live[i].out);
+        live[i] = live[--nlive];
+        return;
+    }
+}
+
+static int stop_all(void **state)
+{
+    (void)state;
+    while (nlive)
+        stop_spinner(live[0].pid);
+    return 0;
+}
+
 /* Starts a spin process running 10 ms kernels back to back; waits until it runs. */
 static pid_t start_spinner(int *out)
 {
     const char *args[] = {timer_ptx, "10000000", "0", NULL};
+    assert_true(nlive < (int)(sizeof(live) / sizeof(live[0])));
     pid_t pid = simtest_spawn_prog(spin_prog, out, NULL, args);
+    live[nlive].pid = pid;
+    live[nlive++].out = *out;
     char line[128];
     if (simtest_read_line(*out, line, sizeof(line)) <= 0 || strcmp(line, "spin: running") != 0)
         fail_msg("spinner did not start: \"%s\"", line);
@@ -80,21 +113,20 @@ static void two_processes_time_slice_one_device(void **state)
     assert_true(pi[0].usedGpuMemory > 0 && pi[1].usedGpuMemory > 0);
 
     /* kill -9 one of them, most likely in the middle of a kernel (holding the device). */
-    kill(a, SIGKILL);
-    simtest_wait(a);
-    close(oa);
+    stop_spinner(a);
     unsigned long long t1 = now_us();
     sleep_ms(1000);
     ub = sm_util_of(d, b, t1 + 100000);
     print_message("after kill -9: pid %d %u%%\n", (int)b, ub);
-    assert_true(ub >= 80); /* the survivor has the device to itself */
+    /* The survivor has the device to itself: on a quiet machine it gets ~90 %; a machine
+     * busy with other work slows the simulated GPU's host threads (69 % seen at load 5), a
+     * device wedged by the killed holder gives it nothing. */
+    assert_true(ub >= 50);
     n = 8;
     assert_int_equal(nvmlDeviceGetComputeRunningProcesses(d, &n, pi), NVML_SUCCESS);
     assert_int_equal(n, 1);
     assert_int_equal(pi[0].pid, (unsigned)b);
-    kill(b, SIGKILL);
-    simtest_wait(b);
-    close(ob);
+    stop_spinner(b);
     n = 8;
     assert_int_equal(nvmlDeviceGetComputeRunningProcesses(d, &n, pi), NVML_SUCCESS);
     assert_int_equal(n, 0);
@@ -110,17 +142,13 @@ static void repeated_kills_mid_kernel_never_wedge_the_device(void **state)
         int oa;
         pid_t a = start_spinner(&oa);
         sleep_ms(25 + 13 * round);
-        kill(a, SIGKILL);
-        simtest_wait(a);
-        close(oa);
+        stop_spinner(a);
     }
     unsigned long long t = now_us();
     sleep_ms(500);
     unsigned ub = sm_util_of(d, b, t + 50000);
-    assert_true(ub >= 80);
-    kill(b, SIGKILL);
-    simtest_wait(b);
-    close(ob);
+    assert_true(ub >= 50); /* as above: load slows it, a wedge stops it */
+    stop_spinner(b);
 }
 
 int main(int argc, char **argv)
@@ -135,8 +163,8 @@ int main(int argc, char **argv)
     if (nvmlInit() != NVML_SUCCESS)
         return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(two_processes_time_slice_one_device),
-        cmocka_unit_test(repeated_kills_mid_kernel_never_wedge_the_device),
+        cmocka_unit_test_teardown(two_processes_time_slice_one_device, stop_all),
+        cmocka_unit_test_teardown(repeated_kills_mid_kernel_never_wedge_the_device, stop_all),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     nvmlShutdown();
