@@ -140,8 +140,8 @@ static void oversized_bodies_get_413_without_reaching_the_handler(void **state)
     tf_tls_bundle_free(&b);
 }
 
-/* A body is read into a buffer sized from its Content-Length; without one (chunked) the buffer
- * grows; either way the handler sees the whole body, and the size limit holds. */
+/* A body is read into its connection's buffer, grown as it arrives, with a Content-Length or
+ * without one (chunked); either way the handler sees the whole body, and the size limit holds. */
 static void bodies_arrive_whole_with_or_without_content_length(void **state)
 {
     struct tf_tls_bundle b;
