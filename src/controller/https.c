@@ -28,11 +28,33 @@ struct tf_https {
     uint16_t port;
 };
 
+/* A connection's request body buffer, kept across its keep-alive requests: kube-scheduler
+ * and kube-apiserver reuse their connections, so each extender call's body (~60 KB at 5,000
+ * nodes) lands in the buffer the previous one grew instead of a fresh one grown by doubling
+ * and copying. A buffer grown past KEEP_BODY_CAP is freed when its request ends. */
 struct conn_ctx {
     char *buf;
     size_t n, cap;
     bool too_big;
 };
+
+#define KEEP_BODY_CAP (256u << 10)
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    (void)cls;
+    (void)conn;
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        *socket_context = calloc(1, sizeof(struct conn_ctx)); /* NULL: its requests fail */
+    } else if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+        struct conn_ctx *ctx = *socket_context;
+        if (ctx)
+            free(ctx->buf);
+        free(ctx);
+        *socket_context = NULL;
+    }
+}
 
 const char *tf_http_query(const struct tf_http_req *req, const char *key)
 {
@@ -63,9 +85,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
     struct tf_https *s = cls;
     struct conn_ctx *ctx = *con_cls;
     if (!ctx) {
-        ctx = calloc(1, sizeof(*ctx));
-        if (!ctx)
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+        if (!ci || !(ctx = ci->socket_context))
             return MHD_NO;
+        ctx->n = 0;
+        ctx->too_big = false;
         *con_cls = ctx;
         return MHD_YES;
     }
@@ -95,7 +120,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         return send_simple(conn, MHD_HTTP_CONTENT_TOO_LARGE, "request body too large\n");
     struct tf_http_req req = {.method = method,
                               .path = url,
-                              .body = ctx->buf ? ctx->buf : "",
+                              .body = ctx->n ? ctx->buf : "",
                               .body_len = ctx->n,
                               .conn = conn};
     struct tf_http_resp resp = {.status = 200, .body = NULL, .content_type = NULL};
@@ -123,12 +148,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
                          enum MHD_RequestTerminationCode toe)
 {
-    struct conn_ctx *ctx = *con_cls;
-    if (ctx) {
+    struct conn_ctx *ctx = *con_cls; /* the connection's: freed when it closes */
+    if (ctx && ctx->cap > KEEP_BODY_CAP) {
         free(ctx->buf);
-        free(ctx);
-        *con_cls = NULL;
+        ctx->buf = NULL;
+        ctx->cap = 0;
     }
+    if (ctx)
+        ctx->n = 0;
+    *con_cls = NULL;
 }
 
 static struct MHD_Daemon *start_daemon(struct tf_https *s, int listen_fd, char *err, size_t errlen)
@@ -160,6 +188,7 @@ static struct MHD_Daemon *start_daemon(struct tf_https *s, int listen_fd, char *
     else
         flags |= MHD_USE_THREAD_PER_CONNECTION;
     ops[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, NULL};
+    ops[n++] = (struct MHD_OptionItem){MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL};
     ops[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_TIMEOUT, 60, NULL};
     ops[n++] = (struct MHD_OptionItem){MHD_OPTION_CONNECTION_LIMIT, 1024, NULL};
     if (listen_fd >= 0)

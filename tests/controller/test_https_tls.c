@@ -6,6 +6,7 @@
  * refused.
  */
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -139,8 +140,8 @@ static void oversized_bodies_get_413_without_reaching_the_handler(void **state)
     tf_tls_bundle_free(&b);
 }
 
-/* A body is read into a buffer sized from its Content-Length; without one (chunked) the buffer
- * grows; either way the handler sees the whole body, and the size limit holds. */
+/* A body is read into its connection's buffer, grown as it arrives, with a Content-Length or
+ * without one (chunked); either way the handler sees the whole body, and the size limit holds. */
 static void bodies_arrive_whole_with_or_without_content_length(void **state)
 {
     struct tf_tls_bundle b;
@@ -234,6 +235,96 @@ static void mounted_certificate_files_load_and_mismatched_keys_fail(void **state
     tf_tls_bundle_free(&b);
 }
 
+/* Answers with the body itself, read as the NUL-terminated string handlers may take it for
+ * (500 when its length is not BODY_LEN). */
+static void echo_body(const struct tf_http_req *req, struct tf_http_resp *resp, void *arg)
+{
+    (void)arg;
+    resp->body = strdup(req->body);
+    resp->content_type = "text/plain";
+    if (strlen(req->body) != req->body_len)
+        resp->status = 500;
+}
+
+/* POSTs LEN bytes of BODY on the keep-alive handle H; the answer into G. Returns the status
+ * (or -curl error); *REUSED: whether the connection was the previous request's. */
+static long post_on(CURL *h, const char *url, const char *body, size_t len, struct got *g,
+                    bool *reused)
+{
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
+    g->n = 0;
+    g->buf[0] = '\0';
+    CURLcode cc = curl_easy_perform(h);
+    long st = 0, connects = -1;
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+    *reused = connects == 0;
+    return cc == CURLE_OK ? st : -(long)cc;
+}
+
+/* kube-scheduler sends every extender call on a kept-alive connection, whose body buffer the
+ * server keeps from request to request: each request sees exactly its own body (never the
+ * tail of a longer one before it, never the previous body when it has none), also after one
+ * was refused as too large and after one that grew the buffer past what is kept. */
+static void keep_alive_requests_each_see_only_their_own_body(void **state)
+{
+    struct tf_tls_bundle b;
+    char err[256];
+    const char *extra[] = {"127.0.0.1"};
+    assert_int_equal(tf_tls_generate(NULL, NULL, extra, 1, 1, &b, err, sizeof(err)), 0);
+    struct tf_https_opts o = {.bind_addr = "127.0.0.1",
+                              .cert_pem = b.cert_pem,
+                              .key_pem = b.key_pem,
+                              .max_body = 600u << 10};
+    struct tf_https *s = tf_https_start(&o, echo_body, NULL, err, sizeof(err));
+    assert_non_null(s);
+    char url[128];
+    snprintf(url, sizeof(url), "https://127.0.0.1:%u/scheduler/filter", tf_https_port(s));
+    CURL *h = curl_easy_init();
+    struct curl_blob blob = {(void *)b.ca_pem, strlen(b.ca_pem), CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect);
+    struct curl_slist *hd = curl_slist_append(NULL, "Expect:");
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+    struct got *g = malloc(sizeof(*g));
+    assert_non_null(g);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, g);
+    size_t big_len = 700u << 10, grown_len = 300u << 10; /* over the limit; over what is kept */
+    char *big = malloc(big_len);
+    assert_non_null(big);
+    memset(big, 'z', big_len);
+    bool reused;
+    assert_int_equal(post_on(h, url, "0123456789abcdefghij", 20, g, &reused), 200);
+    assert_string_equal(g->buf, "0123456789abcdefghij");
+    assert_int_equal(post_on(h, url, "xyz", 3, g, &reused), 200);
+    assert_true(reused);
+    assert_string_equal(g->buf, "xyz");
+    assert_int_equal(post_on(h, url, "", 0, g, &reused), 200);
+    assert_true(reused);
+    assert_string_equal(g->buf, "");
+    assert_int_equal(post_on(h, url, big, big_len, g, &reused), 413);
+    /* The body buffer grows past what a connection keeps (the answer is longer than G holds:
+     * only its size is seen), then smaller bodies follow. */
+    assert_int_equal(post_on(h, url, big, grown_len, g, &reused), 200);
+    curl_off_t got_len = 0;
+    curl_easy_getinfo(h, CURLINFO_SIZE_DOWNLOAD_T, &got_len);
+    assert_int_equal(got_len, grown_len);
+    assert_int_equal(post_on(h, url, "ab", 2, g, &reused), 200);
+    assert_true(reused);
+    assert_string_equal(g->buf, "ab");
+    assert_int_equal(post_on(h, url, "", 0, g, &reused), 200);
+    assert_string_equal(g->buf, "");
+    curl_easy_cleanup(h);
+    curl_slist_free_all(hd);
+    free(big);
+    free(g);
+    tf_https_destroy(s);
+    tf_tls_bundle_free(&b);
+}
+
 static void plain_http_mode_serves_health_checks(void **state)
 {
     char err[256];
@@ -267,6 +358,7 @@ int main(void)
         cmocka_unit_test(rotated_certificate_is_served_without_restart),
         cmocka_unit_test(mounted_certificate_files_load_and_mismatched_keys_fail),
         cmocka_unit_test(plain_http_mode_serves_health_checks),
+        cmocka_unit_test(keep_alive_requests_each_see_only_their_own_body),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
