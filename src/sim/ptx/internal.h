@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * Private header of the PTX engine (src/sim/ptx/ only; nothing outside includes it). It holds
- * the decoded form of a module, shared by the load side (lex.c, parse.c, decode.c, cfg.c and
+ * the decoded form of a module, shared by the load side (lex.c, parse.c, decode*.c, cfg.c and
  * the decoders in ops_*.c) and the run side (exec.c and the handlers in ops_*.c).
  *
  * Decoded code. Every function of a module is decoded once into fixed-size struct tf__insn
@@ -614,7 +614,7 @@ static inline int tf__set_finish(struct tf__warp *w, const struct tf__insn *in, 
     return TF__GO;
 }
 
-/* ---- decoder context (decode.c) used by the family decoders in ops_*.c ---- */
+/* ---- decoder context (decode*.c) used by the family decoders in ops_*.c ---- */
 struct tf__dctx;
 /* Sets the load error "line N: ..." and returns -1. */
 int tf__derr(struct tf__dctx *dc, uint32_t line, const char *fmt, ...)
