@@ -94,6 +94,17 @@ static int push(struct tfc_capture *c, const struct tfc_step *st)
     return 0;
 }
 
+/* A segment after the first that captured nothing (host steps in a row) is destroyed rather
+ * than launched at every replay. */
+static int seg_dropped(CUgraph g)
+{
+    size_t k = 1;
+    if (tfc_fwd_cuGraphGetNodes(g, &k) != CUDA_SUCCESS || k != 0)
+        return 0;
+    (void)tfc_fwd_cuGraphDestroy(g);
+    return 1;
+}
+
 int tfc_capture_step(struct tfc *t, uint64_t sid, const struct tfc_step *st, CUresult *r)
 {
     struct tfc_capture *c = stream_cap(t, sid);
@@ -105,19 +116,21 @@ int tfc_capture_step(struct tfc *t, uint64_t sid, const struct tfc_step *st, CUr
     struct tfc_capref ref = {c->origin, c->serial};
     CUstream origin = (CUstream)(uintptr_t)c->origin;
     CUstreamCaptureMode mode = c->mode;
+    int first = c->n == 0;
     /* The segment so far ends here and the next one begins (the lock is not held across the
      * forwards, which take it). */
     pthread_mutex_unlock(&t->lock);
     CUgraph g = NULL;
     CUresult e = tfc_fwd_cuStreamEndCapture(origin, &g);
+    int keep = !e && (first || !seg_dropped(g));
     CUresult b = tfc_fwd_cuStreamBeginCapture_v2(origin, mode);
     pthread_mutex_lock(&t->lock);
     c = cap_of(t, ref);
     struct tfc_step seg = {.kind = TFC_STEP_SEG, .id = (uint64_t)(uintptr_t)g};
-    if (!c || (!e && push(c, &seg) != 0)) {
+    if (!c || (keep && push(c, &seg) != 0)) {
         if (c)
             c->err = CUDA_ERROR_OUT_OF_MEMORY;
-        if (!e) {
+        if (keep) {
             pthread_mutex_unlock(&t->lock);
             (void)tfc_fwd_cuGraphDestroy(g);
             pthread_mutex_lock(&t->lock);
@@ -251,7 +264,8 @@ TFC_API CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
         return r;
     }
     struct tfc_step seg = {.kind = TFC_STEP_SEG, .id = (uint64_t)(uintptr_t)g};
-    if (!r && push(c, &seg) != 0) {
+    int dropped = !r && !c->err && seg_dropped(g); /* it ends with a host step */
+    if (!r && !dropped && push(c, &seg) != 0) {
         (void)tfc_fwd_cuGraphDestroy(g);
         r = CUDA_ERROR_OUT_OF_MEMORY;
     }
