@@ -6,8 +6,9 @@
  * launch. Checked: a capture invalidated by a synchronisation fails at its end (with and
  * without host steps) and leaves the stream usable; a host function runs after the device
  * work and the copy out before it and before the copy in after it; every launch reads the
- * host inputs anew (graph memory included, whose address holds across launches); a program
- * whose graph is destroyed still launches through its executable graph; a worker's compute
+ * host inputs anew (graph memory included, whose address holds across launches, charged to
+ * the worker's VRAM limit while the executable graph lives); a program whose graph is
+ * destroyed still launches through its executable graph; a worker's compute
  * limit charges every segment's launch (a kernel after a host step is throttled).
  */
 #include <setjmp.h>
@@ -27,6 +28,12 @@ enum { N = 8192 };
 
 static char *timer_ptx;
 static struct e2e_worker W;
+
+static size_t free_now(void)
+{
+    size_t fr = 0, tot = 0;
+    return cuMemGetInfo(&fr, &tot) == CUDA_SUCCESS ? fr : 0;
+}
 
 /* ---- a synchronisation invalidates the capture ---------------------------------------------- */
 
@@ -67,11 +74,48 @@ static int c_sync_invalidates(void *arg)
     return 0;
 }
 
+/* Ending the capture on a stream that only joined it is refused and invalidates it. */
+static int c_unmatched_end(void *arg)
+{
+    (void)arg;
+    if (e2e_ctx())
+        return 1;
+    static uint32_t h[16];
+    CUstream st, other;
+    CUevent fork;
+    CUdeviceptr d;
+    E2E_CU(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    E2E_CU(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    E2E_CU(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    E2E_CU(cuMemAlloc(&d, sizeof(h)));
+    E2E_CU(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    E2E_CU(cuMemcpyHtoDAsync(d, h, sizeof(h), st));
+    E2E_CU(cuEventRecord(fork, st));
+    E2E_CU(cuStreamWaitEvent(other, fork, 0));
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    E2E_CU(cuStreamIsCapturing(other, &cs)); /* it joined */
+    E2E_CHECK(cs == CU_STREAM_CAPTURE_STATUS_ACTIVE);
+    CUgraph g = NULL;
+    E2E_CHECK_CU(cuStreamEndCapture(other, &g), CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+                 "end on a joined stream");
+    E2E_CHECK_CU(cuStreamEndCapture(st, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                 "end after an unmatched end");
+    E2E_CHECK(g == NULL);
+    E2E_CU(cuStreamIsCapturing(other, &cs));
+    E2E_CHECK(cs == CU_STREAM_CAPTURE_STATUS_NONE);
+    E2E_CU(cuMemFree(d));
+    E2E_CU(cuEventDestroy(fork));
+    E2E_CU(cuStreamDestroy(st));
+    E2E_CU(cuStreamDestroy(other));
+    return 0;
+}
+
 static void a_sync_in_a_capture_invalidates_it(void **state)
 {
     (void)state;
     assert_int_equal(e2e_run(c_sync_invalidates, NULL, 60), 0);
     assert_int_equal(e2e_run(c_sync_invalidates, (void *)1, 60), 0);
+    assert_int_equal(e2e_run(c_unmatched_end, NULL, 60), 0);
 }
 
 /* ---- a host function between device work and copies ----------------------------------------- */
@@ -179,13 +223,18 @@ static int c_relaunch(void *arg)
     E2E_CU(cuMemcpyDtoHAsync(out, d, sizeof(out), st));
     E2E_CU(cuMemFreeAsync(scratch, st));
     E2E_CU(cuStreamEndCapture(st, &g));
+    /* the graph memory is charged from instantiation to the executable graph's end */
+    size_t f0 = free_now();
     CUgraphExec ge;
     E2E_CU(cuGraphInstantiateWithFlags(&ge, g, 0));
+    E2E_CHECK(f0 - free_now() >= N * 4);
     E2E_CU(cuGraphDestroy(g)); /* the executable graph keeps what it needs */
     for (uint32_t r = 0; r < 6; r++) {
         for (int i = 0; i < N; i++)
             in[i] = (uint32_t)i * 7u + r * 1000003u;
         E2E_CU(cuGraphLaunch(ge, st));
+        if (r % 2) /* launched again before the previous launch has run */
+            E2E_CU(cuGraphLaunch(ge, st));
         E2E_CU(cuStreamSynchronize(st));
         for (int i = 0; i < N; i++) {
             E2E_CHECK(back[i] == in[i]);
@@ -193,6 +242,7 @@ static int c_relaunch(void *arg)
         }
     }
     E2E_CU(cuGraphExecDestroy(ge));
+    E2E_CHECK(free_now() == f0);
     /* the graph memory is gone with its executable graph: the address is not ours */
     E2E_CHECK_CU(cuMemcpyHtoD(scratch, in, 4), CUDA_ERROR_INVALID_VALUE, "freed graph memory");
     E2E_CU(cuMemFree(d));
@@ -265,7 +315,7 @@ static void a_compute_limit_charges_every_segment_launch(void **state)
 static int setup(void **state)
 {
     (void)state;
-    e2e_start(&W, 0, NULL);
+    e2e_start(&W, 0, (const char *[]){"--vram-limit", "64Mi", NULL});
     return 0;
 }
 

@@ -28,6 +28,7 @@ struct tfc_capture {
     uint64_t origin; /* stream id */
     CUstreamCaptureMode mode;
     CUresult err; /* set: the capture is invalidated, its end fails with it */
+    int mem;      /* it has graph memory nodes */
     size_t n, cap;
     struct tfc_step *v; /* segments ended so far and host steps */
 };
@@ -36,6 +37,8 @@ struct tfc_capture {
  * (segments: worker executable graphs). */
 struct tfc_prog {
     size_t n;
+    int mem;      /* it has graph memory nodes */
+    int launched; /* an executable graph that was launched */
     struct tfc_step v[];
 };
 
@@ -149,6 +152,13 @@ int tfc_capture_step(struct tfc *t, uint64_t sid, const struct tfc_step *st, CUr
     return 1;
 }
 
+void tfc_capture_note_alloc(struct tfc *t, uint64_t sid)
+{
+    struct tfc_capture *c = stream_cap(t, sid);
+    if (c)
+        c->mem = 1;
+}
+
 void tfc_capture_gone(struct tfc *t, struct tfc_stream *s)
 {
     (void)t;
@@ -161,13 +171,15 @@ void tfc_capture_gone(struct tfc *t, struct tfc_stream *s)
 /* ---- captured programs ---------------------------------------------------------------------- */
 
 /* A copy of the program registered under ID (NULL: none, or out of memory: *OOM). TAKE: it is
- * unregistered. Takes the lock. */
-static struct tfc_prog *prog_get(uint64_t id, int take, int *oom)
+ * unregistered; LAUNCH: it is marked launched (the copy says whether it was before). Takes
+ * the lock. */
+enum { PROG_COPY, PROG_TAKE, PROG_LAUNCH };
+static struct tfc_prog *prog_get(uint64_t id, int how, int *oom)
 {
     struct tfc *t = tfc_get();
     pthread_mutex_lock(&t->lock);
     struct tfc_prog *p = tf_htab_get(&t->progs, id), *q = p;
-    if (p && take) {
+    if (p && how == PROG_TAKE) {
         tf_htab_del(&t->progs, id);
     } else if (p) {
         size_t sz = sizeof(*p) + p->n * sizeof(p->v[0]);
@@ -176,6 +188,8 @@ static struct tfc_prog *prog_get(uint64_t id, int take, int *oom)
             memcpy(q, p, sz);
         else
             *oom = 1;
+        if (q && how == PROG_LAUNCH)
+            p->launched = 1;
     }
     pthread_mutex_unlock(&t->lock);
     return q;
@@ -190,11 +204,13 @@ static CUresult prog_put(uint64_t id, struct tfc_prog *p)
     return e ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
 }
 
-static struct tfc_prog *prog_new(const struct tfc_step *v, size_t n)
+static struct tfc_prog *prog_new(const struct tfc_step *v, size_t n, int mem)
 {
     struct tfc_prog *p = malloc(sizeof(*p) + n * sizeof(p->v[0]));
     if (p) {
         p->n = n;
+        p->mem = mem;
+        p->launched = 0;
         memcpy(p->v, v, n * sizeof(p->v[0]));
     }
     return p;
@@ -270,7 +286,7 @@ TFC_API CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     }
     r = c->err ? c->err : r;
-    struct tfc_prog *p = r ? NULL : prog_new(c->v, c->n);
+    struct tfc_prog *p = r ? NULL : prog_new(c->v, c->n, c->mem);
     if (!r && (!p || prog_put(c->v[0].id, p) != 0)) {
         free(p);
         r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -291,7 +307,7 @@ TFC_API CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
 CUresult tfc_capture_graph_gone(CUgraph g)
 {
     int oom = 0;
-    struct tfc_prog *p = prog_get((uintptr_t)g, 1, &oom);
+    struct tfc_prog *p = prog_get((uintptr_t)g, PROG_TAKE, &oom);
     if (!p)
         return CUDA_SUCCESS;
     CUresult r = destroy_segs(p->v, 1, p->n, 0); /* the first is G itself */
@@ -305,7 +321,7 @@ TFC_API CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, C
     if (!phGraphExec)
         return CUDA_ERROR_INVALID_VALUE;
     int oom = 0;
-    struct tfc_prog *p = prog_get((uintptr_t)hGraph, 0, &oom);
+    struct tfc_prog *p = prog_get((uintptr_t)hGraph, PROG_COPY, &oom);
     if (!p)
         return oom ? CUDA_ERROR_OUT_OF_MEMORY
                    : tfc_fwd_cuGraphInstantiateWithFlags(phGraphExec, hGraph, flags);
@@ -335,7 +351,7 @@ TFC_API CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, C
 TFC_API CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec hGraphExec)
 {
     int oom = 0;
-    struct tfc_prog *p = prog_get((uintptr_t)hGraphExec, 1, &oom);
+    struct tfc_prog *p = prog_get((uintptr_t)hGraphExec, PROG_TAKE, &oom);
     if (!p)
         return tfc_fwd_cuGraphExecDestroy(hGraphExec);
     CUresult r = destroy_segs(p->v, 0, p->n, 1);
@@ -358,11 +374,14 @@ static CUresult gmem_wait(const struct tfc_step *s, CUstream hs)
 TFC_API CUresult CUDAAPI cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
     int oom = 0;
-    struct tfc_prog *p = prog_get((uintptr_t)hGraphExec, 0, &oom);
+    struct tfc_prog *p = prog_get((uintptr_t)hGraphExec, PROG_LAUNCH, &oom);
     if (!p)
         return oom ? CUDA_ERROR_OUT_OF_MEMORY : tfc_fwd_cuGraphLaunch(hGraphExec, hStream);
     struct tfc *t = tfc_get();
-    CUresult r = CUDA_SUCCESS;
+    /* Graph memory a later segment frees must be freed before the first segment allocates
+     * it again: the previous launch must have run (the driver may refuse the relaunch
+     * before; the simulated GPU does). */
+    CUresult r = p->mem && p->launched ? cuCtxSynchronize() : CUDA_SUCCESS;
     for (size_t i = 0; !r && i < p->n; i++) {
         const struct tfc_step *s = &p->v[i];
         switch (s->kind) {
@@ -401,7 +420,7 @@ TFC_API CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, siz
     if (nodes && *numNodes)
         return CUDA_ERROR_NOT_SUPPORTED;
     int oom = 0;
-    struct tfc_prog *p = prog_get((uintptr_t)hGraph, 0, &oom);
+    struct tfc_prog *p = prog_get((uintptr_t)hGraph, PROG_COPY, &oom);
     if (!p)
         return oom ? CUDA_ERROR_OUT_OF_MEMORY : tfc_fwd_cuGraphGetNodes(hGraph, numNodes);
     CUresult r = CUDA_SUCCESS;
@@ -428,8 +447,8 @@ TFC_API CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hG
         return CUDA_ERROR_INVALID_VALUE;
     memset(resultInfo, 0, sizeof(*resultInfo));
     int oom = 0;
-    struct tfc_prog *pe = prog_get((uintptr_t)hGraphExec, 0, &oom);
-    struct tfc_prog *pg = prog_get((uintptr_t)hGraph, 0, &oom);
+    struct tfc_prog *pe = prog_get((uintptr_t)hGraphExec, PROG_COPY, &oom);
+    struct tfc_prog *pg = prog_get((uintptr_t)hGraph, PROG_COPY, &oom);
     CUresult r = CUDA_SUCCESS;
     CUgraphExecUpdateResult res = CU_GRAPH_EXEC_UPDATE_SUCCESS;
     if (oom) {

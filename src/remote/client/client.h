@@ -332,6 +332,8 @@ uint64_t tfc_capture_route(struct tfc *t, uint64_t sid);
 int tfc_capture_call(struct tfc *t, const struct tf_call_desc *d, uint64_t *a, CUresult *r);
 int tfc_capture_step(struct tfc *t, uint64_t sid, const struct tfc_step *st, CUresult *r);
 void tfc_capture_gone(struct tfc *t, struct tfc_stream *s);
+/* An allocation on stream SID succeeded: in a capture, a graph memory node. Lock held. */
+void tfc_capture_note_alloc(struct tfc *t, uint64_t sid);
 /* Destroys the other segments of captured graph G, if it is a program. Takes the lock. */
 CUresult tfc_capture_graph_gone(CUgraph g);
 
