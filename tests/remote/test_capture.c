@@ -37,9 +37,16 @@ static size_t free_now(void)
 
 /* ---- a synchronisation invalidates the capture ---------------------------------------------- */
 
+static void CUDA_CB never(CUstream st, CUresult status, void *arg)
+{
+    (void)st, (void)status;
+    (*(int *)arg)++;
+}
+
+/* ARG 0: a synchronise, 1: the same after a host step, 2: a stream callback. */
 static int c_sync_invalidates(void *arg)
 {
-    int with_host_step = arg != NULL;
+    int with_host_step = arg == (void *)1, callback = arg == (void *)2, calls = 0;
     if (e2e_ctx())
         return 1;
     static uint32_t h[N];
@@ -51,8 +58,14 @@ static int c_sync_invalidates(void *arg)
     E2E_CU(cuMemsetD32Async(d, 1, N, st));
     if (with_host_step)
         E2E_CU(cuMemcpyDtoHAsync(h, d, sizeof(h), st));
-    E2E_CHECK_CU(cuStreamSynchronize(st), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
-                 "synchronize a capturing stream");
+    if (callback) {
+        E2E_CHECK_CU(cuStreamAddCallback(st, never, &calls, 0),
+                     CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "a stream callback in a capture");
+        E2E_CHECK(calls == 0);
+    } else {
+        E2E_CHECK_CU(cuStreamSynchronize(st), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                     "synchronize a capturing stream");
+    }
     if (with_host_step) /* the next segment cannot begin: the capture is invalid */
         E2E_CHECK_CU(cuMemcpyHtoDAsync(d, h, sizeof(h), st), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
                      "a host step after the sync");
@@ -115,6 +128,7 @@ static void a_sync_in_a_capture_invalidates_it(void **state)
     (void)state;
     assert_int_equal(e2e_run(c_sync_invalidates, NULL, 60), 0);
     assert_int_equal(e2e_run(c_sync_invalidates, (void *)1, 60), 0);
+    assert_int_equal(e2e_run(c_sync_invalidates, (void *)2, 60), 0);
     assert_int_equal(e2e_run(c_unmatched_end, NULL, 60), 0);
 }
 

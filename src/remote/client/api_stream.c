@@ -171,7 +171,9 @@ TFC_API CUresult CUDAAPI cuStreamAddCallback(CUstream hStream, CUstreamCallback 
     if (!callback || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = cuStreamSynchronize(hStream);
-    callback(hStream, r, userData);
+    /* Not in a capture (as locally: the capture is invalidated, the callback never runs). */
+    if (r != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+        callback(hStream, r, userData);
     return r;
 }
 
