@@ -116,9 +116,15 @@ static int c_unmatched_end(void *arg)
     E2E_CHECK(g == NULL);
     E2E_CU(cuStreamIsCapturing(other, &cs));
     E2E_CHECK(cs == CU_STREAM_CAPTURE_STATUS_NONE);
+    /* a stream destroyed while it captures, after a host step: the capture goes with it */
+    E2E_CU(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    E2E_CU(cuMemsetD32Async(d, 1, 4, st));
+    E2E_CU(cuMemcpyHtoDAsync(d, h, sizeof(h), st));
+    E2E_CU(cuStreamDestroy(st));
+    E2E_CHECK_CU(cuStreamEndCapture(st, &g), CUDA_ERROR_INVALID_HANDLE, "a destroyed stream");
+    E2E_CU(cuStreamSynchronize(other));
     E2E_CU(cuMemFree(d));
     E2E_CU(cuEventDestroy(fork));
-    E2E_CU(cuStreamDestroy(st));
     E2E_CU(cuStreamDestroy(other));
     return 0;
 }

@@ -302,6 +302,25 @@ TFC_API CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
     return r;
 }
 
+/* A stream destroyed while it captures: the segments its capture ended go too. */
+TFC_API CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
+{
+    struct tfc *t = tfc_get();
+    pthread_mutex_lock(&t->lock);
+    struct tfc_stream *s = tfc_obj(t, (uintptr_t)hStream, TF_PROTO_H_STREAM);
+    struct tfc_capture *c = s ? s->capture : NULL;
+    if (c)
+        s->capture = NULL;
+    pthread_mutex_unlock(&t->lock);
+    CUresult r = tfc_fwd_cuStreamDestroy_v2(hStream);
+    if (c) {
+        (void)destroy_segs(c->v, 0, c->n, 0);
+        free(c->v);
+        free(c);
+    }
+    return r;
+}
+
 /* ---- graphs of captured programs ------------------------------------------------------------ */
 
 CUresult tfc_capture_graph_gone(CUgraph g)
