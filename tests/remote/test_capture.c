@@ -129,6 +129,42 @@ static int c_unmatched_end(void *arg)
     return 0;
 }
 
+/* Unsafe calls during a capture: prohibited on the capturing thread in global mode (the call
+ * fails and invalidates the capture), allowed once the thread's mode is relaxed
+ * (cuThreadExchangeStreamCaptureMode, as PyTorch's allocator does around cudaMalloc). */
+static int c_capture_modes(void *arg)
+{
+    (void)arg;
+    if (e2e_ctx())
+        return 1;
+    CUstream st;
+    CUdeviceptr d, x;
+    E2E_CU(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    E2E_CU(cuMemAlloc(&d, 64));
+    CUgraph g = NULL;
+    E2E_CU(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    E2E_CU(cuMemsetD32Async(d, 1, 16, st));
+    CUstreamCaptureMode m = CU_STREAM_CAPTURE_MODE_RELAXED;
+    E2E_CU(cuThreadExchangeStreamCaptureMode(&m));
+    E2E_CHECK(m == CU_STREAM_CAPTURE_MODE_GLOBAL);
+    E2E_CU(cuMemAlloc(&x, 64)); /* relaxed: allowed */
+    E2E_CU(cuThreadExchangeStreamCaptureMode(&m));
+    E2E_CHECK(m == CU_STREAM_CAPTURE_MODE_RELAXED);
+    E2E_CU(cuStreamEndCapture(st, &g));
+    E2E_CU(cuGraphDestroy(g));
+    E2E_CU(cuMemFree(x));
+    E2E_CU(cuStreamBeginCapture(st, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    E2E_CHECK_CU(cuMemAlloc(&x, 64), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+                 "an allocation during a global capture");
+    E2E_CHECK_CU(cuStreamEndCapture(st, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+                 "end after a prohibited call");
+    m = 42;
+    E2E_CHECK_CU(cuThreadExchangeStreamCaptureMode(&m), CUDA_ERROR_INVALID_VALUE, "bad mode");
+    E2E_CU(cuMemFree(d));
+    E2E_CU(cuStreamDestroy(st));
+    return 0;
+}
+
 static void a_sync_in_a_capture_invalidates_it(void **state)
 {
     (void)state;
@@ -136,6 +172,7 @@ static void a_sync_in_a_capture_invalidates_it(void **state)
     assert_int_equal(e2e_run(c_sync_invalidates, (void *)1, 60), 0);
     assert_int_equal(e2e_run(c_sync_invalidates, (void *)2, 60), 0);
     assert_int_equal(e2e_run(c_unmatched_end, NULL, 60), 0);
+    assert_int_equal(e2e_run(c_capture_modes, NULL, 60), 0);
 }
 
 /* ---- a host function between device work and copies ----------------------------------------- */

@@ -302,6 +302,27 @@ TFC_API CUresult CUDAAPI cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
     return r;
 }
 
+/* The calling thread's capture mode: kept per thread here and set on the worker's thread for
+ * this client (in order with the calls around it), whose capture rules then apply to the
+ * calls that follow, whichever thread of this process makes them. */
+static _Thread_local CUstreamCaptureMode thread_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+TFC_API CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    if (!mode)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode m = *mode;
+    if (m != CU_STREAM_CAPTURE_MODE_GLOBAL && m != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
+        m != CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = tfc_fwd_cuThreadExchangeStreamCaptureMode(m);
+    if (r == CUDA_SUCCESS) {
+        *mode = thread_mode;
+        thread_mode = m;
+    }
+    return r;
+}
+
 /* A stream destroyed while it captures: the segments its capture ended go too. */
 TFC_API CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
 {

@@ -131,3 +131,14 @@ CUresult tf__ws_hook_cuStreamBeginCapture_v2(struct session *s, uint64_t ctx, tf
                                : v[1]};
     return call(fn, w, o, nh);
 }
+
+CUresult tf__ws_hook_cuThreadExchangeStreamCaptureMode(struct session *s, uint64_t ctx,
+                                                       tf_ws_tramp call, void *fn,
+                                                       const uint64_t *v, uint64_t *o, void **nh)
+{
+    (void)s, (void)ctx, (void)call, (void)o, (void)nh;
+    CUresult(CUDAAPI * exchange)(CUstreamCaptureMode *);
+    memcpy(&exchange, &fn, sizeof(exchange));
+    CUstreamCaptureMode m = (CUstreamCaptureMode)v[0];
+    return exchange(&m);
+}
