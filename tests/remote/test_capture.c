@@ -217,6 +217,15 @@ static int c_host_fn_order(void *arg)
     E2E_CU(cuEventRecord(fork, st));
     E2E_CU(cuStreamWaitEvent(other, fork, 0));
     E2E_CU(cuMemsetD32Async(d + 4, 0, N - 1, other));
+    /* one capture, one id, across the fork and the host step before it */
+    CUstreamCaptureStatus cs = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id1 = 0, id2 = 0;
+    E2E_CU(cuStreamGetCaptureInfo(st, &cs, &id1, NULL, NULL, NULL, NULL));
+    E2E_CU(cuStreamGetCaptureInfo(other, &cs, &id2, NULL, NULL, NULL, NULL));
+    E2E_CHECK(cs == CU_STREAM_CAPTURE_STATUS_ACTIVE && id1 == id2 && id1 != 0);
+    CUgraph cg;
+    E2E_CHECK_CU(cuStreamGetCaptureInfo(st, &cs, NULL, &cg, NULL, NULL, NULL),
+                 CUDA_ERROR_NOT_SUPPORTED, "the capture's graph");
     E2E_CU(cuEventRecord(join, other));
     E2E_CU(cuStreamWaitEvent(st, join, 0));
     E2E_CU(cuMemcpyDtoHAsync(seen, d, sizeof(seen), st));
@@ -225,6 +234,8 @@ static int c_host_fn_order(void *arg)
     E2E_CU(cuMemcpyDtoHAsync(out, d, sizeof(out), st));
     E2E_CU(cuStreamEndCapture(st, &g));
     E2E_CHECK(o.calls == 0); /* captured, not run */
+    E2E_CU(cuStreamGetCaptureInfo(other, &cs, NULL, NULL, NULL, NULL, NULL));
+    E2E_CHECK(cs == CU_STREAM_CAPTURE_STATUS_NONE);
     size_t nodes = 0;
     E2E_CU(cuGraphGetNodes(g, NULL, &nodes));
     E2E_CHECK(nodes == 6); /* the memset, 4 copies, the host node (no event nodes) */

@@ -323,6 +323,71 @@ TFC_API CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *
     return r;
 }
 
+/* A stream's capture status, and its id: the client's for a capture it keeps (the same for
+ * all its segments), else the worker's. The capture's graph and dependencies stay on the
+ * worker: asking for them while the stream captures is CUDA_ERROR_NOT_SUPPORTED. */
+static CUresult capture_info(CUstream hs, CUstreamCaptureStatus *status, cuuint64_t *id,
+                             CUgraph *graph, const CUgraphNode **deps,
+                             const CUgraphEdgeData **edges, size_t *ndeps)
+{
+    if (!status)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t wid = 0;
+    CUresult r = tfc_fwd_cuStreamGetCaptureInfo_v3(hs, &st, &wid);
+    if (r)
+        return r;
+    if (st == CU_STREAM_CAPTURE_STATUS_ACTIVE && (graph || deps || edges || ndeps))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    struct tfc *t = tfc_get();
+    pthread_mutex_lock(&t->lock);
+    struct tfc_capture *c = stream_cap(t, (uintptr_t)hs);
+    if (c)
+        wid = c->serial;
+    pthread_mutex_unlock(&t->lock);
+    *status = st;
+    if (id)
+        *id = wid;
+    return CUDA_SUCCESS;
+}
+
+TFC_API CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream hStream,
+                                                   CUstreamCaptureStatus *captureStatus_out,
+                                                   cuuint64_t *id_out, CUgraph *graph_out,
+                                                   const CUgraphNode **dependencies_out,
+                                                   const CUgraphEdgeData **edgeData_out,
+                                                   size_t *numDependencies_out)
+{
+    return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out,
+                        edgeData_out, numDependencies_out);
+}
+
+TFC_API CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream,
+                                                   CUstreamCaptureStatus *captureStatus_out,
+                                                   cuuint64_t *id_out, CUgraph *graph_out,
+                                                   const CUgraphNode **dependencies_out,
+                                                   size_t *numDependencies_out);
+TFC_API CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream hStream,
+                                                   CUstreamCaptureStatus *captureStatus_out,
+                                                   cuuint64_t *id_out, CUgraph *graph_out,
+                                                   const CUgraphNode **dependencies_out,
+                                                   size_t *numDependencies_out)
+{
+    return capture_info(hStream, captureStatus_out, id_out, graph_out, dependencies_out, NULL,
+                        numDependencies_out);
+}
+
+#undef cuStreamGetCaptureInfo
+TFC_API CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream,
+                                                CUstreamCaptureStatus *captureStatus_out,
+                                                cuuint64_t *id_out);
+TFC_API CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream hStream,
+                                                CUstreamCaptureStatus *captureStatus_out,
+                                                cuuint64_t *id_out)
+{
+    return capture_info(hStream, captureStatus_out, id_out, NULL, NULL, NULL, NULL);
+}
+
 /* A stream destroyed while it captures: the segments its capture ended go too. */
 TFC_API CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
 {

@@ -142,3 +142,18 @@ CUresult tf__ws_hook_cuThreadExchangeStreamCaptureMode(struct session *s, uint64
     CUstreamCaptureMode m = (CUstreamCaptureMode)v[0];
     return exchange(&m);
 }
+
+CUresult tf__ws_hook_cuStreamGetCaptureInfo_v3(struct session *s, uint64_t ctx, tf_ws_tramp call,
+                                               void *fn, const uint64_t *v, uint64_t *o, void **nh)
+{
+    (void)s, (void)ctx, (void)call, (void)nh;
+    CUresult(CUDAAPI * info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                             const CUgraphNode **, const CUgraphEdgeData **, size_t *);
+    memcpy(&info, &fn, sizeof(info));
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    CUresult r = info((CUstream)(uintptr_t)v[0], &st, &id, NULL, NULL, NULL, NULL);
+    o[1] = (uint64_t)st;
+    o[2] = id;
+    return r;
+}
