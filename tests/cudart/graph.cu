@@ -48,6 +48,13 @@ static cudaGraph_t capture(cudaStream_t s1, cudaStream_t s2, cudaEvent_t fork, c
     CK(cudaMemcpyAsync(m.da, m.a, bytes, cudaMemcpyHostToDevice, s1));
     CK(cudaEventRecord(fork, s1));
     CK(cudaStreamWaitEvent(s2, fork, 0));
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    unsigned long long id1 = 0, id2 = 0;
+    CK(cudaStreamGetCaptureInfo(s1, &cs, &id1));
+    CK(cudaStreamGetCaptureInfo(s2, &cs, &id2));
+    if (cs != cudaStreamCaptureStatusActive || id1 != id2)
+        mismatch("the forked stream is not in the capture (status %d, ids %llu, %llu)", (int)cs,
+                 id1, id2);
     CK(cudaMemcpyAsync(dy, m.y, bytes, cudaMemcpyHostToDevice, s2));
     axpy<<<grid, 256, 0, s2>>>(alpha, m.da, dy, n);
     CK(cudaEventRecord(join, s2));

@@ -131,7 +131,9 @@ TFC_API CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraph
 /* Nodes go with their graph. */
 TFC_API CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph)
 {
+    CUresult rp = tfc_capture_graph_gone(hGraph);
     CUresult r = tfc_fwd_cuGraphDestroy(hGraph);
+    r = r ? r : rp;
     if (r == CUDA_ERROR_INVALID_HANDLE)
         return r;
     struct tfc *t = tfc_get();

@@ -290,6 +290,7 @@ static CUresult launch(CUfunction f, const unsigned grid[3], const unsigned bloc
                                kernelParams, extra, &fn, &xbuf);
     if (!r)
         r = tfc_stream_id(t, hs, &sid);
+    sid = tfc_capture_route(t, sid);
     if (!r && nattrs > TF_PROTO_MAX_LAUNCH_ATTRS)
         r = CUDA_ERROR_INVALID_VALUE;
     if (r)

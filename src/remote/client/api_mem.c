@@ -248,17 +248,24 @@ CUresult tfc_htod(CUdeviceptr dst, const void *src, size_t n, CUstream hs, int s
         return leave(t, r);
     if (n == 0)
         return leave(t, CUDA_SUCCESS);
-    if (!src || !dev_range(t, dst, n))
+    if (!src || (sync != TFC_COPY_REPLAY && !dev_range(t, dst, n)))
         return leave(t, CUDA_ERROR_INVALID_VALUE);
+    /* In a capture: a host step of the captured program (api_capture.c). */
+    struct tfc_step st = {
+        .kind = TFC_STEP_HTOD, .dev = dst, .host = (void *)(uintptr_t)src, .n = n};
+    if (!sync && tfc_capture_step(t, sid, &st, &r))
+        return leave(t, r);
+    sid = tfc_capture_route(t, sid);
+    int wait = sync == 1;
     for (size_t off = 0; off < n && !r;) {
         size_t k = n - off < TF_PROTO_CHUNK ? n - off : TF_PROTO_CHUNK;
         uint8_t p[TF_PROTO_SIZE_htod_req];
-        struct tf_msg_htod_req m = {.ctx = ctx, .stream = sync ? 0 : sid, .dst = dst + off};
+        struct tf_msg_htod_req m = {.ctx = ctx, .stream = wait ? 0 : sid, .dst = dst + off};
         tf_msg_htod_req_put(p, &m);
         r = tfc_async(t, TF_OP_MEMCPY_HTOD, p, sizeof(p), (const uint8_t *)src + off, k);
         off += k;
     }
-    if (!r && sync)
+    if (!r && wait)
         r = tfc_call(t, TF_OP_FLUSH, NULL, 0, NULL, 0);
     return leave(t, r);
 }
@@ -275,8 +282,13 @@ CUresult tfc_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream hs, int sync)
         return leave(t, r);
     if (n == 0)
         return leave(t, CUDA_SUCCESS);
-    if (!dst || !dev_range(t, src, n))
+    if (!dst || (sync != TFC_COPY_REPLAY && !dev_range(t, src, n)))
         return leave(t, CUDA_ERROR_INVALID_VALUE);
+    struct tfc_step st = {.kind = TFC_STEP_DTOH, .dev = src, .host = dst, .n = n};
+    if (!sync && tfc_capture_step(t, sid, &st, &r))
+        return leave(t, r);
+    sid = tfc_capture_route(t, sid);
+    int wait = sync == 1;
     struct tfc_xfer *x = calloc(1, sizeof(*x));
     if (!x)
         return leave(t, CUDA_ERROR_OUT_OF_MEMORY);
@@ -290,11 +302,11 @@ CUresult tfc_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream hs, int sync)
     atomic_fetch_add(&t->nxfers, 1);
     uint8_t p[TF_PROTO_SIZE_dtoh_req];
     struct tf_msg_dtoh_req m = {
-        .ctx = ctx, .stream = sync ? 0 : sid, .src = src, .len = n, .tag = x->tag};
+        .ctx = ctx, .stream = wait ? 0 : sid, .src = src, .len = n, .tag = x->tag};
     tf_msg_dtoh_req_put(p, &m);
     r = tfc_async(t, TF_OP_MEMCPY_DTOH, p, sizeof(p), NULL, 0);
     /* The data and the transfer's end arrive before the reply: DST is filled on return. */
-    if (!r && sync)
+    if (!r && wait)
         r = tfc_call(t, TF_OP_FLUSH, NULL, 0, NULL, 0);
     return leave(t, r);
 }
@@ -309,6 +321,7 @@ CUresult tfc_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hs)
     r = tfc_stream_id(t, hs, &sid);
     if (r)
         return leave(t, r);
+    sid = tfc_capture_route(t, sid);
     if (n == 0)
         return leave(t, CUDA_SUCCESS);
     if (!dev_range(t, dst, n) || !dev_range(t, src, n))
@@ -415,6 +428,7 @@ CUresult tfc_memset(CUdeviceptr dst, uint32_t value, size_t count, uint32_t elem
     r = tfc_stream_id(t, hs, &sid);
     if (r)
         return leave(t, r);
+    sid = tfc_capture_route(t, sid);
     if (count == 0)
         return leave(t, CUDA_SUCCESS);
     if (count > SIZE_MAX / elem || !dev_range(t, dst, count * elem) || dst % elem)

@@ -260,6 +260,7 @@ static CUresult from_pool(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
         r = CUDA_ERROR_LAUNCH_FAILED;
     } else {
         *dptr = p;
+        tfc_capture_note_alloc(t, (uintptr_t)hs);
     }
     pthread_mutex_unlock(&t->lock);
     return r;

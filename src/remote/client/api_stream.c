@@ -142,14 +142,24 @@ TFC_API CUresult CUDAAPI cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
  * before the work queued after it. The client waits for the stream (one round trip) and runs
  * it on the calling thread: every ordering CUDA promises holds, but the call returns only
  * once the stream has reached the function and it has run (a local driver runs it later on a
- * thread of its own). Not in a stream being captured: a graph's host node would run on the
- * worker's side of the connection. */
+ * thread of its own). In a stream being captured it is a host step of the captured program
+ * (api_capture.c), run the same way by each launch. */
 
 TFC_API CUresult CUDAAPI cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 {
     if (!fn)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = cuStreamSynchronize(hStream);
+    struct tfc *t = tfc_get();
+    pthread_mutex_lock(&t->lock);
+    uint64_t sid = 0;
+    CUresult r = tfc_ready(t);
+    if (!r)
+        r = tfc_stream_id(t, hStream, &sid);
+    struct tfc_step st = {.kind = TFC_STEP_HOST, .host = userData, .fn = fn};
+    if (r || tfc_capture_step(t, sid, &st, &r))
+        return leave(t, r);
+    pthread_mutex_unlock(&t->lock);
+    r = cuStreamSynchronize(hStream);
     if (r == CUDA_SUCCESS)
         fn(userData);
     return r;
@@ -161,7 +171,9 @@ TFC_API CUresult CUDAAPI cuStreamAddCallback(CUstream hStream, CUstreamCallback 
     if (!callback || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = cuStreamSynchronize(hStream);
-    callback(hStream, r, userData);
+    /* Not in a capture (as locally: the capture is invalidated, the callback never runs). */
+    if (r != CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED && r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+        callback(hStream, r, userData);
     return r;
 }
 

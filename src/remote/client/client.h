@@ -109,12 +109,23 @@ struct tfc_module {
     uint64_t alias;         /* cuLibraryGetModule: the library it is the module of in CTX */
 };
 
+/* Stream capture (api_capture.c). A capture is owned by its origin stream; the streams that
+ * joined it and the events recorded in it name it by (origin stream, capture serial), so
+ * nothing dangles once it ends. */
+struct tfc_capture;
+struct tfc_capref {
+    uint64_t origin;
+    uint64_t serial;
+};
+
 struct tfc_stream {
     uint64_t id;
     unsigned type; /* TF_PROTO_H_STREAM */
     uint64_t ctx;
     unsigned flags;
     int priority;
+    struct tfc_capref cap;       /* the capture it takes part in, if any */
+    struct tfc_capture *capture; /* the capture it began (origin) */
 };
 
 struct tfc_event {
@@ -122,6 +133,7 @@ struct tfc_event {
     unsigned type; /* TF_PROTO_H_EVENT */
     uint64_t ctx;
     unsigned flags;
+    struct tfc_capref cap; /* the capture it was last recorded in, if any */
 };
 
 struct tfc_pool {
@@ -168,6 +180,7 @@ struct tfc {
     /* Tables. objs: every client object by id; mem: device allocations + globals;
      * host: cuMemAllocHost blocks (key: address, value: size as pointer-sized integer). */
     struct tf_htab objs;
+    struct tf_htab progs; /* captured programs (api_capture.c) by graph / executable id */
     struct tf_rangeset mem;
     struct tf_rangeset host;
     struct tf_htab xfers;
@@ -243,6 +256,10 @@ void tfc_drain(struct tfc *t);
  * one of this process's allocations or globals. */
 CUresult tfc_htod(CUdeviceptr dst, const void *src, size_t n, CUstream hs, int sync);
 CUresult tfc_dtoh(void *dst, CUdeviceptr src, size_t n, CUstream hs, int sync);
+/* SYNC of tfc_htod / tfc_dtoh for a captured program's host step replayed by a graph launch:
+ * asynchronous, neither captured nor checked here (the memory may be graph memory the
+ * program frees; the worker checks it against its executable graphs). */
+#define TFC_COPY_REPLAY 2
 CUresult tfc_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream hs);
 CUresult tfc_memset(CUdeviceptr dst, uint32_t value, size_t count, uint32_t elem, CUstream hs);
 CUresult tfc_copies_done(void);
@@ -293,6 +310,32 @@ void tfc_func_free(struct tfc_func *f);
 CUresult tfc_graph_deps(CUgraph g, const CUgraphNode *deps, size_t n);
 CUresult tfc_graph_node_added(CUresult r, const CUgraphNode *pnode, CUgraph g,
                               const CUgraphNode *deps, size_t n);
+
+/* Stream capture with host steps (api_capture.c). Lock held. tfc_capture_route: the stream
+ * the worker runs work of stream SID on (while SID takes part in a capture, the capture's
+ * origin: a capture's work is serialised in issue order on one worker stream).
+ * tfc_capture_call: the capture's view of a plain forward D with arguments A: routes its
+ * streams, notes event records in a capture, answers waits on captured events (joining the
+ * capture) itself; returns 1 (with *R) when nothing is to be sent. tfc_capture_step: records
+ * a host step (TFC_STEP_*) in SID's capture, or returns 0 when SID is not capturing; the
+ * lock is released and taken again. tfc_capture_gone: frees what stream S's capture kept. */
+enum { TFC_STEP_SEG, TFC_STEP_HTOD, TFC_STEP_DTOH, TFC_STEP_HOST };
+struct tfc_step {
+    int kind;
+    uint64_t id;     /* SEG: the worker graph, or executable graph */
+    CUdeviceptr dev; /* HTOD destination, DTOH source */
+    void *host;      /* HTOD source, DTOH destination, HOST argument */
+    size_t n;
+    CUhostFn fn;
+};
+uint64_t tfc_capture_route(struct tfc *t, uint64_t sid);
+int tfc_capture_call(struct tfc *t, const struct tf_call_desc *d, uint64_t *a, CUresult *r);
+int tfc_capture_step(struct tfc *t, uint64_t sid, const struct tfc_step *st, CUresult *r);
+void tfc_capture_gone(struct tfc *t, struct tfc_stream *s);
+/* An allocation on stream SID succeeded: in a capture, a graph memory node. Lock held. */
+void tfc_capture_note_alloc(struct tfc *t, uint64_t sid);
+/* Destroys the other segments of captured graph G, if it is a program. Takes the lock. */
+CUresult tfc_capture_graph_gone(CUgraph g);
 
 /* Stream handle -> wire id (NULL -> TF_PROTO_STREAM_NULL, CU_STREAM_LEGACY, ...). Returns
  * CUDA_ERROR_INVALID_HANDLE for an unknown stream. PTDS maps the NULL stream to the

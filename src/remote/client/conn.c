@@ -607,10 +607,16 @@ static void tables_reset(struct tfc *t)
         unsigned ty = TF_PROTO_HANDLE_TYPE(key);
         if (ty == TF_PROTO_H_FUNC || ty == TF_PROTO_H_KERNEL)
             tfc_func_free(val);
-        else
+        else if (ty == TF_PROTO_H_STREAM)
+            tfc_capture_gone(t, val);
+        if (ty != TF_PROTO_H_FUNC && ty != TF_PROTO_H_KERNEL)
             free(val);
     }
     tf_htab_free(&t->objs);
+    pos = 0;
+    while (tf_htab_next(&t->progs, &pos, &key, &val))
+        free(val);
+    tf_htab_free(&t->progs);
     pos = 0;
     while (tf_htab_next(&t->xfers, &pos, &key, &val))
         free(val);
@@ -806,6 +812,7 @@ CUresult tfc_connect(struct tfc *t)
     t->fd = fd;
     tables_reset(t);
     tf_htab_init(&t->objs, SIZE_MAX);
+    tf_htab_init(&t->progs, SIZE_MAX);
     tf_htab_init(&t->xfers, SIZE_MAX);
     tf_rangeset_init(&t->mem, SIZE_MAX);
     tf_rangeset_init(&t->host, SIZE_MAX);

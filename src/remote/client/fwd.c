@@ -32,6 +32,8 @@ struct tfc_obj *tfc_obj_add(struct tfc *t, uint64_t id, unsigned type, uint64_t 
 void tfc_obj_drop(struct tfc *t, struct tfc_obj *o)
 {
     tf_htab_del(&t->objs, o->id);
+    if (o->type == TF_PROTO_H_STREAM)
+        tfc_capture_gone(t, (struct tfc_stream *)o);
     if (o->type == TF_PROTO_H_FUNC || o->type == TF_PROTO_H_KERNEL)
         tfc_func_free((struct tfc_func *)o);
     else
@@ -96,6 +98,10 @@ CUresult tfc_forward(const struct tf_call_desc *d, int ptsz, uint64_t *a, uint64
             r = CUDA_ERROR_INVALID_CONTEXT;
         else if (!is_del)
             r = tfc_sticky(t, ctx);
+    }
+    if (!r && tfc_capture_call(t, d, a, &r)) {
+        pthread_mutex_unlock(&t->lock);
+        return r;
     }
     if (r) {
         pthread_mutex_unlock(&t->lock);

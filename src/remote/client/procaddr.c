@@ -77,6 +77,14 @@ static CUstream ptsz(CUstream s)
       (CUdeviceptr d, size_t p, unsigned short v, size_t w, size_t hh), (d, p, v, w, hh))        \
     X(cuMemsetD2D32_v2_ptds, cuMemsetD2D32_v2,                                                   \
       (CUdeviceptr d, size_t p, unsigned int v, size_t w, size_t hh), (d, p, v, w, hh))          \
+    X(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture_v2, (CUstream h, CUstreamCaptureMode m), \
+      (ptsz(h), m))                                                                              \
+    X(cuStreamEndCapture_ptsz, cuStreamEndCapture, (CUstream h, CUgraph *g), (ptsz(h), g))      \
+    X(cuStreamGetCaptureInfo_v3_ptsz, cuStreamGetCaptureInfo_v3,                                 \
+      (CUstream h, CUstreamCaptureStatus *s, cuuint64_t *i, CUgraph *g, const CUgraphNode **d,    \
+       const CUgraphEdgeData **e, size_t *n),                                                    \
+      (ptsz(h), s, i, g, d, e, n))                                                               \
+    X(cuGraphLaunch_ptsz, cuGraphLaunch, (CUgraphExec e, CUstream h), (e, ptsz(h)))             \
     X(cuLaunchHostFunc_ptsz, cuLaunchHostFunc, (CUstream h, CUhostFn fn, void *u),              \
       (ptsz(h), fn, u))                                                                          \
     X(cuStreamAddCallback_ptsz, cuStreamAddCallback,                                             \

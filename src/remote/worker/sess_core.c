@@ -238,7 +238,8 @@ static void stage_release_all(struct session *s)
 /* [PTR, PTR+LEN) must lie inside one of this client's allocations or globals. */
 int tf__ws_mem_ok(struct session *s, uint64_t ptr, uint64_t len)
 {
-    return tf_rangeset_find(&s->mem, ptr, len) != NULL;
+    return tf_rangeset_find(&s->mem, ptr, len) != NULL ||
+           tf_rangeset_find(&s->gmem, ptr, len) != NULL;
 }
 
 int tf__ws_ctx_dev(struct session *s, uint64_t ctx)
@@ -327,6 +328,7 @@ void tf__ws_release_handle(struct session *s, struct obj *o)
         break;
     case TF_PROTO_H_GEXEC:
         call_destroy(s, TF_CALL_IDX_cuGraphExecDestroy, o->h.gexec);
+        tf_rangeset_del_owner(&s->gmem, o->id);
         tf_worker_vram_release(s->w, o->dev, o->bytes); /* its allocation nodes' memory */
         break;
     case TF_PROTO_H_POOL:

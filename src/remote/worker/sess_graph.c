@@ -91,3 +91,69 @@ CUresult tf__ws_hook_cuGraphAddMemcpyNode(struct session *s, uint64_t ctx, tf_ws
     nh[0] = node;
     return r;
 }
+
+/* ---- queries and updates of captured graphs ------------------------------------------------- */
+
+CUresult tf__ws_hook_cuGraphGetNodes(struct session *s, uint64_t ctx, tf_ws_tramp call, void *fn,
+                                     const uint64_t *v, uint64_t *o, void **nh)
+{
+    (void)s, (void)ctx, (void)call, (void)nh;
+    CUresult(CUDAAPI * get)(CUgraph, CUgraphNode *, size_t *);
+    memcpy(&get, &fn, sizeof(get));
+    size_t n = 0;
+    CUresult r = get((CUgraph)(uintptr_t)v[0], NULL, &n);
+    o[1] = n;
+    return r;
+}
+
+CUresult tf__ws_hook_cuGraphExecUpdate_v2(struct session *s, uint64_t ctx, tf_ws_tramp call,
+                                          void *fn, const uint64_t *v, uint64_t *o, void **nh)
+{
+    (void)s, (void)ctx, (void)call, (void)nh;
+    CUresult(CUDAAPI * update)(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo *);
+    memcpy(&update, &fn, sizeof(update));
+    CUgraphExecUpdateResultInfo info;
+    memset(&info, 0, sizeof(info));
+    CUresult r = update((CUgraphExec)(uintptr_t)v[0], (CUgraph)(uintptr_t)v[1], &info);
+    o[2] = (uint64_t)info.result;
+    return r;
+}
+
+/* A capture in global mode would prohibit the unsafe calls of every thread of the worker,
+ * other clients' included: it is begun thread-local, which prohibits them on this client's
+ * connection thread, the only one its calls run on. */
+CUresult tf__ws_hook_cuStreamBeginCapture_v2(struct session *s, uint64_t ctx, tf_ws_tramp call,
+                                             void *fn, const uint64_t *v, uint64_t *o, void **nh)
+{
+    (void)s, (void)ctx;
+    uint64_t w[2] = {v[0], v[1] == CU_STREAM_CAPTURE_MODE_GLOBAL
+                               ? (uint64_t)CU_STREAM_CAPTURE_MODE_THREAD_LOCAL
+                               : v[1]};
+    return call(fn, w, o, nh);
+}
+
+CUresult tf__ws_hook_cuThreadExchangeStreamCaptureMode(struct session *s, uint64_t ctx,
+                                                       tf_ws_tramp call, void *fn,
+                                                       const uint64_t *v, uint64_t *o, void **nh)
+{
+    (void)s, (void)ctx, (void)call, (void)o, (void)nh;
+    CUresult(CUDAAPI * exchange)(CUstreamCaptureMode *);
+    memcpy(&exchange, &fn, sizeof(exchange));
+    CUstreamCaptureMode m = (CUstreamCaptureMode)v[0];
+    return exchange(&m);
+}
+
+CUresult tf__ws_hook_cuStreamGetCaptureInfo_v3(struct session *s, uint64_t ctx, tf_ws_tramp call,
+                                               void *fn, const uint64_t *v, uint64_t *o, void **nh)
+{
+    (void)s, (void)ctx, (void)call, (void)nh;
+    CUresult(CUDAAPI * info)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *,
+                             const CUgraphNode **, const CUgraphEdgeData **, size_t *);
+    memcpy(&info, &fn, sizeof(info));
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    cuuint64_t id = 0;
+    CUresult r = info((CUstream)(uintptr_t)v[0], &st, &id, NULL, NULL, NULL, NULL);
+    o[1] = (uint64_t)st;
+    o[2] = id;
+    return r;
+}

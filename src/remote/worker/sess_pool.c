@@ -23,6 +23,7 @@
  */
 #include "remote/worker/session_int.h"
 
+#include "common/err.h"
 #include "common/log.h"
 
 #include <stdlib.h>
@@ -357,8 +358,9 @@ CUresult tf__ws_hook_cuMemFreeAsync(struct session *s, uint64_t ctx, tf_ws_tramp
 /* ---- graph memory nodes --------------------------------------------------------------------- */
 
 /* The bytes graph G's allocation nodes allocate (0 when the driver cannot tell: a driver
- * without graph memory has none). */
-static CUresult graph_alloc_bytes(struct session *s, CUgraph g, uint64_t *total)
+ * without graph memory has none). With OWNER, their ranges are added to the session's graph
+ * memory under OWNER instead. */
+static CUresult graph_alloc_bytes(struct session *s, CUgraph g, uint64_t *total, uint64_t owner)
 {
     const struct tf_drv *d = s->d;
     *total = 0;
@@ -377,6 +379,13 @@ static CUresult graph_alloc_bytes(struct session *s, CUgraph g, uint64_t *total)
         CUDA_MEM_ALLOC_NODE_PARAMS p;
         memset(&p, 0, sizeof(p));
         r = d->graphMemAllocNodeGetParams(v[i], &p);
+        if (r == CUDA_SUCCESS && owner) {
+            /* the same range twice: an earlier executable graph of G that still lives */
+            int e = tf_rangeset_add(&s->gmem, p.dptr, p.bytesize, owner, 0);
+            if (e != 0 && e != TF_EEXIST)
+                r = CUDA_ERROR_OUT_OF_MEMORY;
+            continue;
+        }
         if (r == CUDA_SUCCESS && p.bytesize > UINT64_MAX - *total)
             r = CUDA_ERROR_OUT_OF_MEMORY;
         if (r == CUDA_SUCCESS)
@@ -395,7 +404,7 @@ CUresult tf__ws_hook_cuGraphInstantiateWithFlags(struct session *s, uint64_t ctx
 {
     int dev = tf__ws_ctx_dev(s, ctx);
     uint64_t bytes;
-    CUresult r = graph_alloc_bytes(s, (CUgraph)(uintptr_t)v[1], &bytes);
+    CUresult r = graph_alloc_bytes(s, (CUgraph)(uintptr_t)v[1], &bytes, 0);
     if (r)
         return r;
     if (bytes > INT64_MAX)
@@ -405,6 +414,19 @@ CUresult tf__ws_hook_cuGraphInstantiateWithFlags(struct session *s, uint64_t ctx
          tf_worker_vram_reserve(s->w, dev, (int64_t)bytes) != 0))
         return CUDA_ERROR_OUT_OF_MEMORY;
     r = call(fn, v, o, nh);
+    /* Its memory stays this client's for host copies between the launches of a captured
+     * program (api_capture.c) while the executable graph lives: the driver keeps the
+     * addresses of an executable graph's allocation nodes for as long as it exists. */
+    uint64_t unused;
+    if (!r && bytes && graph_alloc_bytes(s, (CUgraph)(uintptr_t)v[1], &unused, v[0]) != 0) {
+        tf_rangeset_del_owner(&s->gmem, v[0]);
+        CUresult(CUDAAPI * destroy)(CUgraphExec);
+        void *dfn = s->d->call[TF_CALL_IDX_cuGraphExecDestroy];
+        memcpy(&destroy, &dfn, sizeof(destroy));
+        if (destroy)
+            (void)destroy((CUgraphExec)nh[0]);
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    }
     if (r)
         tf_worker_vram_release(s->w, dev, (int64_t)bytes);
     else

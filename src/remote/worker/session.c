@@ -171,6 +171,7 @@ void tf_worker_serve(void *arg, struct tf_wconn *c)
     tf_htab_init(&s->objs, MAX_OBJECTS);
     tf_htab_init(&s->pools, MAX_OBJECTS);
     tf_rangeset_init(&s->mem, MAX_RANGES);
+    tf_rangeset_init(&s->gmem, MAX_RANGES);
     tf_buf_init(&s->blob, TF_PROTO_MAX_BLOB + 1);
     tf_buf_init(&s->reply, TF_PROTO_MAX_PAYLOAD);
     /* This thread starts with no current context. */
@@ -241,6 +242,7 @@ void tf_worker_serve(void *arg, struct tf_wconn *c)
     tf_htab_free(&s->objs);
     tf_htab_free(&s->pools);
     tf_rangeset_free(&s->mem);
+    tf_rangeset_free(&s->gmem);
     tf__ws_blob_drop(s);
     tf_buf_free(&s->reply);
     free(s->staging);

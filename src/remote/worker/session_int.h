@@ -86,9 +86,11 @@ struct session {
     const struct tf_drv *d;
     struct tf_wconn *c;
     struct tf_htab objs;
-    struct tf_rangeset mem; /* owner 0: allocation, a pool's id: allocation from it, else
-                               module/library id of a global; aux: client context id */
-    struct tf_htab pools;   /* driver pool handle -> its object */
+    struct tf_rangeset mem;  /* owner 0: allocation, a pool's id: allocation from it, else
+                                module/library id of a global; aux: client context id */
+    struct tf_rangeset gmem; /* graph memory: the allocation nodes' ranges of each live
+                                executable graph (owner: its id), valid while it lives */
+    struct tf_htab pools;    /* driver pool handle -> its object */
     int64_t pool_orphans[TF_PROTO_MAX_DEVICES]; /* charges of pools destroyed while in use */
     int64_t new_charge; /* VRAM a WORKER HOOK charged for the object its call creates */
     uint64_t primary[TF_PROTO_MAX_DEVICES];
