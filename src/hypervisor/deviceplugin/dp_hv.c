@@ -38,7 +38,7 @@ static int inventory(void *arg, struct tf_dp_gpu *out, char (*uuids)[64], int ma
 }
 
 /* How long Allocate waits for a partitioned pod's MIG devices (the kubelet is waiting). */
-#define RESOLVE_WAIT_MS 8000
+#define RESOLVE_WAIT_MS 15000
 
 static int resolve(void *arg, int index, struct tf_dp_env *env, int *nenv, char *err, size_t errlen)
 {

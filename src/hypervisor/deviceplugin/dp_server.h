@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * The kubelet device plugin (API v1beta1) on gRPC C-core: serves v1beta1.DevicePlugin on the
- * unix socket <dir>/<endpoint> and registers the resource tensor-fusion.ai/vgpu with the
+ * unix socket <dir>/<endpoint> and registers its resource (tensor-fusion.ai/vgpu, or a
+ * pod-index resource tensor-fusion.ai/index_<k>: tf_dp_start_index, dp_index.h) with the
  * kubelet through v1beta1.Registration/Register on <dir>/kubelet.sock.
  *
  * One thread owns everything gRPC (one completion queue for the server and the Register
