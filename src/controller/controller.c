@@ -897,6 +897,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
                               x.wh.cfg.shm_host_dir);
     if (x.rec) {
         tf_reconciler_set_allocsig(x.rec, &x.sig);
+        tf_reconciler_set_podidx(x.rec, &x.podidx);
         tf_reconciler_set_static_policy(x.rec, strcasecmp(x.policy, "static") == 0);
     }
     /* Serve only once the caches are warm, so the first reviews see profiles and pools. */

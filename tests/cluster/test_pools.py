@@ -274,7 +274,14 @@ def main():
         cfg = os.path.join(tmp, "config.yaml")
         with open(cfg, "w") as f:
             f.write("defaultPool: train\nisolationModePolicy: static\n")
-        ctl_args = [os.environ["TF_CONTROLLER_BIN"], "--kubeconfig", env.kubeconfig,
+        # The controller authenticates as its service account (the webhook lets only that
+        # identity create pods such as remote workers); kubectl is a tenant (fake-admin).
+        ctl_kubeconfig = env.write_kubeconfig(cl.api, NS, "kubeconfig-controller", "ctl-token")
+        urllib.request.urlopen(urllib.request.Request(
+            cl.api + "/_fake/users", method="POST", data=json.dumps({
+                "ctl-token": "system:serviceaccount:tensor-fusion-sys:tensor-fusion"}).encode(),
+            headers={"Content-Type": "application/json"}), timeout=10).read()
+        ctl_args = [os.environ["TF_CONTROLLER_BIN"], "--kubeconfig", ctl_kubeconfig,
                     "--namespace", "tensor-fusion-sys", "--bind", "127.0.0.1",
                     "--webhook-port", str(wport), "--http-port", str(hport),
                     "--webhook-config", "tensor-fusion-webhook", "--extra-san",
@@ -452,6 +459,28 @@ def main():
             _, err = allocate(cl, stubs, free, timeout=20)
             check("Allocate for an index no pod of the node holds is refused, saying so",
                   err and "no partitioned pod" in err, err)
+        # A remote partitioned client's worker pod (made by the controller) holds its GPUs, so
+        # it is the one that gets a pod index (and no NVIDIA_VISIBLE_DEVICES from gpu-ids).
+        pod("remote-p", "train", "partitioned", {"tensor-fusion.ai/is-local-gpu": "false"})
+
+        def worker_of_remote():
+            ws = [w for w in (env.get("pods", "-n", NS, "-l",
+                                      "tensor-fusion.ai/component=worker") or {}).get("items", [])
+                  if w["metadata"]["name"].startswith("remote-p")]
+            return ws[0] if ws else None
+        wk = wait_for("remote-p's worker pod", worker_of_remote, 30)
+        live = {int(env.get("pod", n, "-n", NS)["metadata"]["annotations"]["tensor-fusion.ai/index"])
+                for n in ("part-1", "part-2")}
+        widx = int(((wk or {}).get("metadata", {}).get("annotations") or {}).get(
+            "tensor-fusion.ai/index", "0"))
+        wc = (wk or {}).get("spec", {}).get("containers", [{}])[0]
+        check("a remote partitioned workload's worker pod gets its own pod index",
+              1 <= widx <= 128 and widx not in live and
+              wc.get("resources", {}).get("limits", {}).get(
+                  "tensor-fusion.ai/index_%x" % ((widx - 1) // 8)) == str((widx - 1) % 8 + 1) and
+              not any(e["name"] == "NVIDIA_VISIBLE_DEVICES" for e in wc.get("env", [])),
+              (widx, live, wc))
+        env.kubectl("delete", "pod", "remote-p", "-n", NS)
 
         def avail():
             g = env.get("gpu", gp["metadata"]["name"]) or {}
