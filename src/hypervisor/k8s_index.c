@@ -106,6 +106,7 @@ struct tf_hv_idx {
     struct tf_hv_idx_entry *e; /* [mu] */
     int n;                     /* [mu] */
     atomic_bool kick;
+    atomic_bool closed;
 };
 
 struct tf_hv_idx *tf_hv_idx_new(void)
@@ -144,10 +145,20 @@ bool tf_hv_idx_kicked(struct tf_hv_idx *t)
     return t && atomic_exchange(&t->kick, false);
 }
 
+void tf_hv_idx_close(struct tf_hv_idx *t)
+{
+    if (t)
+        atomic_store(&t->closed, true);
+}
+
 int tf_hv_idx_wait(struct tf_hv_idx *t, int index, int timeout_ms, struct tf_dp_env *env, int *nenv,
                    char *err, size_t errlen)
 {
     for (int waited = 0;; waited += 100) {
+        if (atomic_load(&t->closed)) {
+            tf_errf(err, errlen, "the hypervisor is stopping");
+            return TF_ESTATE;
+        }
         pthread_mutex_lock(&t->mu);
         int rc = tf_hv_idx_resolve(t->e, t->n, index, env, nenv, err, errlen);
         pthread_mutex_unlock(&t->mu);

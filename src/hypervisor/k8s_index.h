@@ -48,6 +48,8 @@ void tf_hv_idx_free(struct tf_hv_idx *t);
 void tf_hv_idx_publish(struct tf_hv_idx *t, const struct tf_hv_idx_entry *e, int n);
 /* Whether a plugin asked for a reconcile since the last call (clears the request). */
 bool tf_hv_idx_kicked(struct tf_hv_idx *t);
+/* Ends every wait at once (TF_ESTATE), now and later: the hypervisor is stopping. */
+void tf_hv_idx_close(struct tf_hv_idx *t);
 /* tf_hv_idx_resolve over the published entries, retried every 100 ms while TF_ENOENT or
  * TF_EBUSY for up to TIMEOUT_MS (then TF_ETIMEDOUT with the last reason). */
 int tf_hv_idx_wait(struct tf_hv_idx *t, int index, int timeout_ms, struct tf_dp_env *env, int *nenv,

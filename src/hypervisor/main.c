@@ -418,6 +418,7 @@ int main(int argc, char **argv)
     }
     tf_log(TF_LOG_INFO, "hypervisor", "stopping (signal %d); workloads stay recorded",
            (int)stop_requested);
+    tf_hv_idx_close(hv.idx); /* an Allocate waiting for a partition ends now */
     tf_hv_dp_stop(&dp);
     tf_hv_k8s_stop(k8s);
     tf_hv_idx_free(hv.idx);

@@ -144,6 +144,11 @@ static void waiting_is_bounded_and_asks_for_a_reconcile(void **state)
     assert_int_equal(tf_hv_idx_wait(t, 2, 10000, env, &n, err, sizeof(err)), TF_ECONFLICT);
     tf_hv_idx_publish(t, NULL, 0);
     assert_int_equal(tf_hv_idx_wait(t, 2, 0, env, &n, err, sizeof(err)), TF_ETIMEDOUT);
+    /* a stopping hypervisor answers at once */
+    tf_hv_idx_close(t);
+    t0 = mono_ms();
+    assert_int_equal(tf_hv_idx_wait(t, 2, 10000, env, &n, err, sizeof(err)), TF_ESTATE);
+    assert_true(mono_ms() - t0 < 5000);
     tf_hv_idx_free(t);
 }
 
