@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * libFuzzer target: the device plugin's decoding of what the kubelet sends (dp_codec.h). The
- * first byte picks the method (Allocate, GetPreferredAllocation, PreStartContainer, or the
- * Empty of GetDevicePluginOptions / ListAndWatch), the rest is its request message, handled
- * against a fixed node (3 GPUs x 4 slots, one GPU gone). Every answer must decode again and
- * agree with the request: one response per container, preferred sets no larger than asked,
- * made of advertised IDs, without repeats.
+ * libFuzzer target: the device plugin's decoding of what the kubelet sends (dp_codec.h,
+ * dp_index.h). The first byte picks the method (% 6: Allocate, GetPreferredAllocation,
+ * PreStartContainer, the Empty of GetDevicePluginOptions / ListAndWatch, or a pod-index
+ * plugin's Allocate and PreStartContainer, on plugin (byte / 6) % 16), the rest is its request
+ * message, handled against a fixed node (3 GPUs x 4 slots, one GPU gone; pod indexes held by
+ * even-numbered pods only). Every answer must decode again and agree with the request: one
+ * response per container, preferred sets no larger than asked, made of advertised IDs,
+ * without repeats; a pod-index container gets the env of the index its devices encode.
  */
 #include "dp_api.pb-c.h"
 #include "hypervisor/deviceplugin/dp_codec.h"
+#include "hypervisor/deviceplugin/dp_index.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,7 +46,24 @@ static void check_preferred(const uint8_t *in, size_t inlen, const uint8_t *out,
     v1beta1__preferred_allocation_response__free_unpacked(r, NULL);
 }
 
-static void check_allocate(const uint8_t *in, size_t inlen, const uint8_t *out, size_t outlen)
+/* The pod of index I: even ones exist (one MIG device each), odd ones do not. */
+static int resolve(void *arg, int i, struct tf_dp_env *env, int *nenv, char *err, size_t errlen)
+{
+    (void)arg;
+    if (i % 2) {
+        snprintf(err, errlen, "no pod holds %d", i);
+        return -5;
+    }
+    snprintf(env[0].key, sizeof(env[0].key), "NVIDIA_VISIBLE_DEVICES");
+    snprintf(env[0].value, sizeof(env[0].value), "MIG-%d", i);
+    *nenv = 1;
+    return 0;
+}
+
+/* Allocate's answer to IN: one response per container, no mounts or device nodes; K < 0 (the
+ * vgpu plugin): its slot IDs in TF_VGPU_IDS; else the pod-index plugin K's resolved env. */
+static void check_allocate(int k, const uint8_t *in, size_t inlen, const uint8_t *out,
+                           size_t outlen)
 {
     V1beta1__AllocateRequest *q = v1beta1__allocate_request__unpack(NULL, inlen, in);
     V1beta1__AllocateResponse *r = v1beta1__allocate_response__unpack(NULL, outlen, out);
@@ -50,7 +71,12 @@ static void check_allocate(const uint8_t *in, size_t inlen, const uint8_t *out, 
         abort();
     for (size_t c = 0; c < r->n_container_responses; c++) {
         const V1beta1__ContainerAllocateResponse *a = r->container_responses[c];
-        if (a->n_envs != 1 || strcmp(a->envs[0]->key, TF_DP_ENV_IDS) || a->n_mounts || a->n_devices)
+        char want[32];
+        snprintf(want, sizeof(want), "MIG-%d",
+                 tf_podidx_decode(k, (int)q->container_requests[c]->n_devices_ids));
+        if (a->n_envs != 1 || a->n_mounts || a->n_devices ||
+            (k < 0 ? strcmp(a->envs[0]->key, TF_DP_ENV_IDS) != 0
+                   : strcmp(a->envs[0]->value, want) != 0))
             abort();
     }
     v1beta1__allocate_request__free_unpacked(q, NULL);
@@ -76,11 +102,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t outlen = 0;
     char err[512];
     int rc;
-    switch (data[0] % 4) {
+    int k = (data[0] / 6) % TF_PODIDX_KEYS;
+    switch (data[0] % 6) {
     case 0:
         rc = tf_dp_handle_allocate(&node, in, inlen, &out, &outlen, err, sizeof(err));
         if (rc == 0)
-            check_allocate(in, inlen, out, outlen);
+            check_allocate(-1, in, inlen, out, outlen);
         break;
     case 1:
         rc = tf_dp_handle_preferred(&node, in, inlen, &out, &outlen, err, sizeof(err));
@@ -89,6 +116,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         break;
     case 2:
         rc = tf_dp_handle_prestart(&node, in, inlen, &out, &outlen, err, sizeof(err));
+        break;
+    case 4:
+        rc = tf_dp_handle_index_allocate(k, resolve, NULL, in, inlen, &out, &outlen, err,
+                                         sizeof(err));
+        if (rc == 0)
+            check_allocate(k, in, inlen, out, outlen);
+        break;
+    case 5:
+        rc = tf_dp_handle_index_prestart(k, in, inlen, &out, &outlen, err, sizeof(err));
         break;
     default:
         rc = tf_dp_decode_empty(in, inlen, err, sizeof(err));

@@ -161,8 +161,9 @@ int main(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     struct tf_webhook_config cfg;
     tf_webhook_config_init(&cfg);
-    struct tf_webhook_env env = {env_profile, env_ns, env_pool, env_owner, env_count, env_ensure,
-                                 NULL,        NULL,   NULL,     NULL,      NULL,      NULL};
+    struct tf_webhook_env env = {env_profile, env_ns, env_pool, env_owner, env_count,
+                                 env_ensure,  NULL,   NULL,     NULL,      NULL,
+                                 NULL,        NULL,   NULL};
     tf_webhook_init(&wh, &cfg, &env);
     struct tf_tls_bundle b;
     char err[256];

@@ -12,6 +12,7 @@
 #include "common/yamljson.h"
 #include "controller/alerts.h"
 #include "controller/console.h"
+#include "controller/podidx.h"
 #include "controller/allocsig.h"
 #include "controller/base64.h"
 #include "controller/ctlmetrics.h"
@@ -53,6 +54,7 @@ struct ctl {
     struct tf_informer_handlers ext_inventory; /* chained behind the pool informer's handlers */
     char policy[32];
     struct tf_webhook wh;
+    struct tf_ctl_podidx podidx; /* partitioned pods' indexes (podidx.h) */
     bool wh_ready;
     struct tf_https *https, *http;
     struct tf_leader *leader;
@@ -179,6 +181,11 @@ static int env_count(void *arg, const char *ns, const char *owner)
     struct owner_count oc = {ns, owner, 0};
     tf_informer_foreach(((struct ctl *)arg)->pods, count_owner, &oc);
     return oc.n;
+}
+
+static int env_take_index(void *arg, char *err, size_t errlen)
+{
+    return tf_ctl_podidx_take(&((struct ctl *)arg)->podidx, err, errlen);
 }
 
 static int env_ensure_workload(void *arg, const char *ns, const char *name, json_object *w,
@@ -877,7 +884,9 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
                                  env_priority_class,
                                  env_list_pools,
                                  env_list_quotas,
-                                 env_list_providers};
+                                 env_list_providers,
+                                 env_take_index};
+    tf_ctl_podidx_init(&x.podidx, x.pods);
     if ((rc = tf_webhook_init(&x.wh, &wc, &env)))
         goto out;
     x.wh_ready = true;
@@ -888,6 +897,7 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
                               x.wh.cfg.shm_host_dir);
     if (x.rec) {
         tf_reconciler_set_allocsig(x.rec, &x.sig);
+        tf_reconciler_set_podidx(x.rec, &x.podidx);
         tf_reconciler_set_static_policy(x.rec, strcasecmp(x.policy, "static") == 0);
     }
     /* Serve only once the caches are warm, so the first reviews see profiles and pools. */
@@ -985,8 +995,10 @@ out:
     tf_efficiency_destroy(x.eff);
     tf_ctlmetrics_destroy(x.metrics);
     tf_extender_destroy(x.ext);
-    if (x.wh_ready)
+    if (x.wh_ready) {
         tf_webhook_free(&x.wh);
+        tf_ctl_podidx_destroy(&x.podidx);
+    }
     tf_tls_bundle_free(&x.tls);
 out_cfg:
     if (!x.wh_ready)

@@ -23,6 +23,11 @@ void tf_reconciler_set_allocsig(struct tf_reconciler *r, const struct tf_allocsi
     r->sig = sig;
 }
 
+void tf_reconciler_set_podidx(struct tf_reconciler *r, struct tf_ctl_podidx *podidx)
+{
+    r->podidx = podidx;
+}
+
 void tf_reconciler_set_static_policy(struct tf_reconciler *r, bool is_static)
 {
     r->static_policy = is_static;

@@ -65,6 +65,10 @@ void tf_reconciler_set_allocsig(struct tf_reconciler *r, const struct tf_allocsi
 /* STATIC: isolationModePolicy static, so every GPU's status.isolationMode is its node's mode
  * under its pool's isolationModeRules (default: dynamic, no node modes). */
 void tf_reconciler_set_static_policy(struct tf_reconciler *r, bool is_static);
+/* Remote partitioned workloads' worker pods get a pod index from PODIDX (borrowed; podidx.h)
+ * instead of NVIDIA_VISIBLE_DEVICES from gpu-ids, as the webhook gives local ones. */
+struct tf_ctl_podidx;
+void tf_reconciler_set_podidx(struct tf_reconciler *r, struct tf_ctl_podidx *podidx);
 /* One full pass. Returns the number of objects written (>= 0) or a TF_E* code when the
  * caches are not synced yet. Individual write failures are logged and retried next pass. */
 int tf_reconcile_once(struct tf_reconciler *r);

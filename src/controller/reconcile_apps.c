@@ -11,6 +11,7 @@
 #include "common/yamljson.h"
 #include "controller/base64.h"
 #include "controller/webhook.h"
+#include "controller/podidx.h"
 #include "core/quantity.h"
 
 #include <stdio.h>
@@ -113,7 +114,10 @@ static unsigned disabled_features(json_object *pod)
     return off;
 }
 
-static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_object *client)
+/* The worker pod of workload WL for CLIENT; PIDX > 0: a partitioned worker's pod index
+ * (core/podindex.h), its MIG devices then come from the device plugin's Allocate. */
+static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_object *client,
+                               int pidx)
 {
     const char *ns = tf_json_str(wl, "metadata", "namespace", NULL);
     const char *name = tf_json_str(wl, "metadata", "name", NULL);
@@ -138,13 +142,17 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
         if (strncmp(k, TF_KEY_PREFIX, strlen(TF_KEY_PREFIX)) == 0 &&
             strcmp(k, TF_ANN_IS_LOCAL_GPU) != 0 && strcmp(k, TF_ANN_GPU_IDS) != 0 &&
             strcmp(k, TF_ANN_CONTAINER_GPUS) != 0 && strcmp(k, TF_ANN_INJECT_CONTAINER) != 0 &&
-            strcmp(k, TF_ANN_CONTAINER_GPU_COUNT) != 0 &&
+            strcmp(k, TF_ANN_CONTAINER_GPU_COUNT) != 0 && strcmp(k, TF_PODIDX_ANNOTATION) != 0 &&
             strncmp(k, TF_ANN_CONTAINER_GPU_IDS_PREFIX,
                     sizeof(TF_ANN_CONTAINER_GPU_IDS_PREFIX) - 1) != 0)
             json_object_object_add(anns, k, json_object_get(v));
     }
     json_object_object_add(anns, TF_ANN_IS_LOCAL_GPU, json_object_new_string("true"));
     json_object_object_add(anns, TF_ANN_INJECT_CONTAINER, json_object_new_string("tf-worker"));
+    if (pidx > 0) {
+        snprintf(buf, sizeof(buf), "%d", pidx);
+        json_object_object_add(anns, TF_PODIDX_ANNOTATION, json_object_new_string(buf));
+    }
     json_object_object_add(meta, "annotations", anns);
     json_object_object_add(pod, "metadata", meta);
     json_object_object_add(spec, "schedulerName", json_object_new_string(TF_SCHEDULER_NAME));
@@ -164,7 +172,8 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     /* The NVIDIA container runtime exposes exactly the GPUs the extender bound the worker to
      * (it writes gpu-ids before the Binding; the kubelet resolves this at container start). */
     json_object *env = json_object_new_array();
-    env_ref(env, "NVIDIA_VISIBLE_DEVICES", "metadata.annotations['" TF_ANN_GPU_IDS "']");
+    if (pidx <= 0)
+        env_ref(env, "NVIDIA_VISIBLE_DEVICES", "metadata.annotations['" TF_ANN_GPU_IDS "']");
     env_ref(env, "POD_NAME", "metadata.name");
     env_ref(env, "POD_NAMESPACE", "metadata.namespace");
     json_object_object_add(c, "env", env);
@@ -204,6 +213,13 @@ static json_object *worker_pod(struct tf_reconciler *r, json_object *wl, json_ob
     json_object_object_add(spec, "volumes", vols);
     json_object *res = json_object_new_object(), *lim = json_object_new_object();
     json_object_object_add(lim, TF_RESOURCE_VGPU, json_object_new_string(gc ? gc : "1"));
+    int bucket, count;
+    char ires[40];
+    if (pidx > 0 && tf_podidx_encode(pidx, &bucket, &count) == 0 &&
+        tf_podidx_resource(bucket, ires, sizeof(ires)) == 0) {
+        snprintf(buf, sizeof(buf), "%d", count);
+        json_object_object_add(lim, ires, json_object_new_string(buf));
+    }
     json_object_object_add(res, "limits", lim);
     json_object_object_add(c, "resources", res);
     json_object *cs = json_object_new_array();
@@ -319,8 +335,16 @@ void tf__rc_workloads(struct tf_reconciler *r, json_object *pods)
         char err[256];
         int want = desired_workers(wl, clients);
         if (remote && want > workers && first_client && ensure_token_secret(r, wl)) {
+            const char *iso = tf__rc_ann(first_client, TF_ANN_ISOLATION);
+            bool indexed = r->podidx && iso && strcmp(iso, "partitioned") == 0;
             for (int k = workers; k < want; k++) {
-                json_object *wp = worker_pod(r, wl, first_client);
+                int pidx = indexed ? tf_ctl_podidx_take(r->podidx, err, sizeof(err)) : 0;
+                if (pidx < 0) {
+                    tf__rc_event(r, wl, "Warning", "NoPodIndex",
+                                 "no worker pod for partitioned workload %s/%s: %s", ns, name, err);
+                    break;
+                }
+                json_object *wp = worker_pod(r, wl, first_client, pidx);
                 if (tf_k8s_create(r->c, &tf_k8s_pods, ns, wp, NULL, err, sizeof(err)) == 0) {
                     r->writes++;
                     tf__rc_event(r, wl, "Normal", "WorkerCreated",

@@ -24,6 +24,7 @@ struct tf_reconciler {
     json_object *prov_notes;       /* pool -> last provisioning Warning (owned), not repeated */
     const struct tf_allocsig *sig; /* checks recorded allocations (borrowed), or NULL */
     bool static_policy;            /* isolationModePolicy static (node modes from pool rules) */
+    struct tf_ctl_podidx *podidx;  /* partitioned workers' pod indexes (borrowed), or NULL */
 };
 
 /* Metadata annotation / label KEY of O (borrowed from O), or NULL. */

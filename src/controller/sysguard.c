@@ -8,6 +8,7 @@
 #include "common/strutil.h"
 #include "common/yamljson.h"
 #include "controller/allocsig.h"
+#include "core/podindex.h"
 #include "core/spec.h"
 
 #include <stdio.h>
@@ -19,7 +20,13 @@ bool tf_sysguard_system_annotation(const char *key)
 {
     /* tensor-fusion.ai/partition is signed but the user's to choose (the template wanted). */
     return (tf_allocsig_covers(key) && strcmp(key, TF_ANN_PARTITION) != 0) ||
-           strcmp(key, TF_ANN_ALLOCATION_SIGNATURE) == 0 || strcmp(key, TF_KEY_PREFIX "owner") == 0;
+           strcmp(key, TF_ANN_ALLOCATION_SIGNATURE) == 0 ||
+           strcmp(key, TF_KEY_PREFIX "owner") == 0 || strcmp(key, TF_PODIDX_ANNOTATION) == 0;
+}
+
+static bool index_resource(const char *key)
+{
+    return strncmp(key, TF_PODIDX_RESOURCE_PREFIX, sizeof(TF_PODIDX_RESOURCE_PREFIX) - 1) == 0;
 }
 
 bool tf_sysguard_system_label(const char *key)
@@ -73,12 +80,32 @@ static size_t strip_map(json_object *map, bool (*is_system)(const char *), const
     return total;
 }
 
+/* The pod-index resources (core/podindex.h) of every container's limits and requests. */
+static size_t strip_index_resources(json_object *pod, json_object *warnings)
+{
+    static const char *const lists[] = {"initContainers", "containers"};
+    static const char *const kinds[] = {"limits", "requests"};
+    size_t total = 0;
+    for (size_t l = 0; l < 2; l++) {
+        json_object *cs = tf_json_path(pod, "spec", lists[l], NULL);
+        size_t nc =
+            cs && json_object_is_type(cs, json_type_array) ? json_object_array_length(cs) : 0;
+        for (size_t i = 0; i < nc; i++)
+            for (size_t k = 0; k < 2; k++)
+                total += strip_map(
+                    tf_json_path(json_object_array_get_idx(cs, i), "resources", kinds[k], NULL),
+                    index_resource, "resource", warnings);
+    }
+    return total;
+}
+
 size_t tf_sysguard_strip(json_object *pod, json_object *warnings)
 {
     return strip_map(tf_json_path(pod, "metadata", "annotations", NULL),
                      tf_sysguard_system_annotation, "annotation", warnings) +
            strip_map(tf_json_path(pod, "metadata", "labels", NULL), tf_sysguard_system_label,
-                     "label", warnings);
+                     "label", warnings) +
+           strip_index_resources(pod, warnings);
 }
 
 static const char *str_of(json_object *map, const char *k)

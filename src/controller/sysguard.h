@@ -5,7 +5,10 @@
  * System keys (written by the controller alone):
  *   annotations  tensor-fusion.ai/gpu-ids, gpu-ids-<container>, container-gpus (the
  *                extender's placement), allocation-signature (its proof, allocsig.h), owner
- *                (the webhook's enabled-replicas bookkeeping)
+ *                (the webhook's enabled-replicas bookkeeping), index (a partitioned pod's pod
+ *                index, core/podindex.h)
+ *   resources    tensor-fusion.ai/index_<k> in any container's limits or requests (with the
+ *                index annotation, how the node's device plugin finds a pod)
  *   labels       tensor-fusion.ai/component (client: taken over by the webhook; worker: a
  *                remote worker pod the reconciler made, paired with clients), and
  *                tensor-fusion.ai/workload (which workload a worker pod serves)

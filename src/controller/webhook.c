@@ -16,6 +16,7 @@
 #include "controller/sysguard.h"
 #include "core/selector.h"
 #include "core/quantity.h"
+#include "core/podindex.h"
 #include "core/selector.h"
 #include "tf/shm.h"
 
@@ -424,6 +425,15 @@ static void set_limit(json_object *c, const char *res, int n)
     snprintf(v, sizeof(v), "%d", n);
     set_str(child_obj(r, "limits"), res, v);
     set_str(child_obj(r, "requests"), res, v);
+}
+
+/* Pod index I as the resource tensor-fusion.ai/index_<k>: <n> (core/podindex.h). */
+static void index_limit(json_object *c, int i)
+{
+    int k, n;
+    char res[40];
+    if (tf_podidx_encode(i, &k, &n) == 0 && tf_podidx_resource(k, res, sizeof(res)) == 0)
+        set_limit(c, res, n);
 }
 
 /* Removes the native GPU resources (nvidia.com/gpu, ...) container CT takes over. */
@@ -1048,9 +1058,22 @@ static void review_create(struct tf_webhook *wh, const struct tf_admission_req *
     set_str(spec, "schedulerName", TF_SCHEDULER_NAME);
     qos_priority(wh, s.qos, spec, out);
 
-    /* Migrated containers drop nvidia.com/gpu; local modes request vGPU slots on the app. */
+    /* Migrated containers drop nvidia.com/gpu; local modes request vGPU slots on the app;
+     * partitioned ones also their pod index, which names their MIG device in Allocate. */
     bool remote = !s.is_local_gpu;
     bool hard_local = s.is_local_gpu && s.isolation == TF_ISOLATION_HARD;
+    bool indexed = !remote && s.isolation == TF_ISOLATION_PARTITIONED && wh->env.take_index;
+    int pidx = 0;
+    if (indexed && !req->dry_run) {
+        char ierr[256] = "";
+        pidx = wh->env.take_index(wh->env.arg, ierr, sizeof(ierr));
+        if (pidx < 0) {
+            deny(out, 503, "no pod index for a partitioned pod: %s", ierr);
+            goto done;
+        }
+        snprintf(buf, sizeof(buf), "%d", pidx);
+        set_str(ann, TF_PODIDX_ANNOTATION, buf);
+    }
     for (size_t i = 0; i < s.ncontainers; i++) {
         json_object *c = container_named(spec, s.containers[i].name);
         if (!c)
@@ -1059,7 +1082,9 @@ static void review_create(struct tf_webhook *wh, const struct tf_admission_req *
             drop_native_gpu(c, &s.containers[i]);
         if (!remote && !hard_local)
             set_limit(c, TF_RESOURCE_VGPU, s.containers[i].gpu_count);
-        if (!remote && !hard_local)
+        if (pidx > 0)
+            index_limit(c, pidx);
+        else if (!remote && !hard_local && !indexed)
             visible_devices(c, split ? s.containers[i].name : NULL);
     }
     if (remote)

@@ -38,7 +38,10 @@
  * Local modes: GPU containers (hard: the tf-worker sidecar) get NVIDIA_VISIBLE_DEVICES from the
  * tensor-fusion.ai/gpu-ids annotation (downward API); in a pod that splits its GPUs per
  * container, each from its own tensor-fusion.ai/gpu-ids-<container>. A container's own value
- * is kept.
+ * is kept. Partitioned pods instead get a pod index (annotation tensor-fusion.ai/index and, on
+ * each GPU container, the resource tensor-fusion.ai/index_<k>: <n>; core/podindex.h): their
+ * MIG device only exists after the Binding, so the node's device plugin names it in
+ * Allocate, which an env entry in the spec would override.
  *
  * Threads: tf_webhook_handle is thread-safe when the env callbacks are; the struct itself is
  * read-only after init except the owner-admission memo, which has its own lock.
@@ -100,6 +103,11 @@ struct tf_webhook_env {
     /* Optional: every ProviderConfig (a JSON array): the native GPU resources taken over and
      * their vendors; without it (or none) NVIDIA's nvidia.com/gpu and nvidia.com/mig-*. */
     json_object *(*list_providers)(void *arg);
+    /* Optional: a fresh pod index (core/podindex.h) for a partitioned pod, unique among the
+     * cluster's live pods: 1..TF_PODIDX_MAX, or TF_ENOSPC with ERR when all are taken (the
+     * pod is then refused). Without it partitioned pods are treated like shared ones
+     * (NVIDIA_VISIBLE_DEVICES from gpu-ids). Not called on dry runs. */
+    int (*take_index)(void *arg, char *err, size_t errlen);
 };
 
 struct tf_automigration {

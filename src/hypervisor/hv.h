@@ -73,6 +73,9 @@ struct tf_hv {
     /* Wall-clock ms the API last turned a connection away for want of room (api.c); 0:
      * never. Leases are not expired while this is recent. */
     _Atomic int64_t api_busy_ms;
+    /* Partitioned pods of this node by pod index (k8s_index.h): published by the node agent,
+     * read by the pod-index device plugins. */
+    struct tf_hv_idx *idx;
 };
 
 /* Creates a workload from the JSON request body: normalise, place, record, set up the

@@ -23,7 +23,8 @@ struct rec {
     unsigned gi_id;       /* 0 until matched with NVML's instances */
     unsigned start, size; /* placement, memory slices */
     char uid[64], ns[64], name[254], tpl[24], at[32];
-    bool live; /* its instance was seen this round */
+    char mig[96]; /* the MIG device's uuid, "" until matched with NVML's instances */
+    bool live;    /* its instance was seen this round */
 };
 
 struct tf_hv_k8s_parts {
@@ -271,6 +272,7 @@ static bool sweep_gpu(struct tf_hv_k8s_parts *p, const struct tf_hv_device *d, s
         if (r && (w || json_object_object_get_ex(ws->keep, r->uid, NULL))) {
             r->live = true;
             r->gi_id = m[k].gi_id;
+            tf_strlcpy(r->mig, m[k].uuid, sizeof(r->mig));
             if (w)
                 sat[w - ws->w][g] = true;
             continue;
@@ -321,6 +323,7 @@ static void create(struct tf_hv_k8s_parts *p, const struct tf_hv_k8s_part_want *
     tf_strlcpy(r->tpl, w->tpl, sizeof(r->tpl));
     tf_k8s_time_now(r->at, sizeof(r->at), false);
     r->gi_id = m.gi_id;
+    tf_strlcpy(r->mig, m.uuid, sizeof(r->mig));
     r->start = m.start;
     r->size = m.size;
     r->live = true;
@@ -380,4 +383,21 @@ out:
     json_object_put(ws.keep);
     free(ws.w);
     free(sat);
+}
+
+const char *tf_hv_k8s_parts_mig(const struct tf_hv_k8s_parts *p, const char *uid, const char *gpu)
+{
+    for (int i = 0; p && i < p->n; i++)
+        if (p->r[i].live && p->r[i].mig[0] && strcmp(p->r[i].uid, uid) == 0 &&
+            strcmp(p->r[i].gpu, gpu) == 0)
+            return p->r[i].mig;
+    return NULL;
+}
+
+const char *tf_hv_k8s_parts_problem(const struct tf_hv_k8s_parts *p, const char *uid,
+                                    const char *gpu)
+{
+    char key[160];
+    snprintf(key, sizeof(key), "%s %s", uid, gpu);
+    return p ? tf_json_str(p->reported, key, NULL) : NULL;
 }

@@ -37,6 +37,11 @@ struct tf_hv_k8s_parts *tf_hv_k8s_parts_new(struct tf_hv *hv, struct tf_k8s_clie
  * list) on devices DEVS[0..NDEV), and records them on the GPU objects. */
 void tf_hv_k8s_parts_reconcile(struct tf_hv_k8s_parts *p, json_object *pods,
                                const struct tf_hv_device *devs, int ndev);
+/* The uuid of the MIG device pod UID holds on GPU (as of the last reconcile), or NULL. */
+const char *tf_hv_k8s_parts_mig(const struct tf_hv_k8s_parts *p, const char *uid, const char *gpu);
+/* The last failure creating pod UID's partition on GPU (an Event was sent), or NULL. */
+const char *tf_hv_k8s_parts_problem(const struct tf_hv_k8s_parts *p, const char *uid,
+                                    const char *gpu);
 /* Frees P (the MIG devices stay: running apps keep them). Accepts NULL. */
 void tf_hv_k8s_parts_free(struct tf_hv_k8s_parts *p);
 

@@ -7,9 +7,11 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
+#include "common/yamljson.h"
 #include "controller/k8s/informer.h"
 #include "hypervisor/escape.h"
 #include "hypervisor/k8s_objects.h"
+#include "hypervisor/k8s_index.h"
 #include "hypervisor/k8s_parts.h"
 #include "hypervisor/soft.h"
 
@@ -235,6 +237,61 @@ static int copy_into(json_object *o, void *arg)
     return 0;
 }
 
+/* The entry of pod POD holding pod index INDEX, from its partitions' state. */
+static void index_entry(struct tf_hv_k8s_pods *p, json_object *pod, int index,
+                        const struct tf_hv_device *devs, int ndev, struct tf_hv_idx_entry *e,
+                        struct tf_hv_k8s_part_want *w)
+{
+    char err[512];
+    memset(e, 0, sizeof(*e));
+    e->index = index;
+    int rc = tf_hv_k8s_part_want(pod, p->node, devs, ndev, w, err, sizeof(err));
+    const char *ns = tf_json_str(pod, "metadata", "namespace", NULL),
+               *name = tf_json_str(pod, "metadata", "name", NULL);
+    snprintf(e->key, sizeof(e->key), "%s/%s", ns ? ns : "?", name ? name : "?");
+    if (rc < 0) {
+        tf_strlcpy(e->problem, err, sizeof(e->problem));
+        return;
+    }
+    if (rc == 0)
+        return; /* no GPUs or template yet: Allocate waits */
+    e->ngpu = w->ngpu;
+    for (int g = 0; g < w->ngpu; g++) {
+        const char *mig = tf_hv_k8s_parts_mig(p->parts, w->uid, w->gpus[g].uuid);
+        const char *why = tf_hv_k8s_parts_problem(p->parts, w->uid, w->gpus[g].uuid);
+        tf_strlcpy(e->gpus[g], w->gpus[g].uuid, sizeof(e->gpus[g]));
+        tf_strlcpy(e->migs[g], mig ? mig : "", sizeof(e->migs[g]));
+        if (!mig && why)
+            tf_strlcpy(e->problem, why, sizeof(e->problem));
+    }
+}
+
+/* Publishes the partitioned pods of this node that hold a pod index (k8s_index.h). */
+static void publish_indexes(struct tf_hv_k8s_pods *p, json_object *pods,
+                            const struct tf_hv_device *devs, int ndev)
+{
+    size_t np = json_object_array_length(pods);
+    struct tf_hv_idx_entry *e = calloc(np + 1, sizeof(*e));
+    struct tf_hv_k8s_part_want *w = malloc(sizeof(*w));
+    int n = 0;
+    if (!e || !w || !p->hv->idx)
+        goto out;
+    for (size_t i = 0; i < np; i++) {
+        json_object *pod = json_object_array_get_idx(pods, i);
+        const char *node = tf_json_str(pod, "spec", "nodeName", NULL);
+        const char *phase = tf_json_str(pod, "status", "phase", NULL);
+        int index = tf_hv_k8s_pod_index(pod);
+        if (index < 0 || !node || strcmp(node, p->node) != 0 ||
+            (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))))
+            continue;
+        index_entry(p, pod, index, devs, ndev, &e[n++], w);
+    }
+    tf_hv_idx_publish(p->hv->idx, e, n);
+out:
+    free(w);
+    free(e);
+}
+
 static void reconcile(struct tf_hv_k8s_pods *p)
 {
     json_object *pods = json_object_new_array();
@@ -273,6 +330,7 @@ static void reconcile(struct tf_hv_k8s_pods *p)
         if (!p->s[i].seen)
             drop(p, &p->s[i], "deleted, finished or no longer limited");
     tf_hv_k8s_parts_reconcile(p->parts, pods, devs, ndev);
+    publish_indexes(p, pods, devs, ndev);
     /* Forget the problems of pods that are gone. */
     json_object *stale = json_object_new_array();
     json_object_object_foreach(p->problems, k, v)
@@ -373,7 +431,8 @@ void tf_hv_k8s_pods_step(struct tf_hv_k8s_pods *p, int64_t now_ms)
 {
     if (!tf_informer_synced(p->inf))
         return;
-    if (atomic_exchange(&p->dirty, false) || now_ms >= p->next_resync) {
+    bool kicked = tf_hv_idx_kicked(p->hv->idx); /* an Allocate waits for a partition */
+    if (atomic_exchange(&p->dirty, false) || kicked || now_ms >= p->next_resync) {
         reconcile(p);
         p->next_resync = now_ms + RESYNC_MS;
     }

@@ -21,6 +21,7 @@
 #include "hypervisor/escape.h"
 #include "hypervisor/hv.h"
 #include "hypervisor/k8s_agent.h"
+#include "hypervisor/k8s_index.h"
 #include "hypervisor/paths.h"
 #include "hypervisor/runtime.h"
 #include "hypervisor/soft.h"
@@ -349,6 +350,10 @@ int main(int argc, char **argv)
     }
     tf_hv_reap(&hv);
 
+    if (k8s_opts.enabled && !(hv.idx = tf_hv_idx_new())) {
+        tf_log(TF_LOG_ERROR, "hypervisor", "out of memory");
+        return 1;
+    }
     if (k8s_opts.enabled && tf_hv_k8s_start(&hv, &k8s_opts, &k8s, err, sizeof(err))) {
         tf_log(TF_LOG_ERROR, "hypervisor", "kubernetes: %s", err);
         return 1;
@@ -366,7 +371,7 @@ int main(int argc, char **argv)
     }
     tf_log(TF_LOG_INFO, "hypervisor", "listening on %s (port %d) state=%s", hv.cfg.listen, hv.port,
            hv.cfg.state_dir);
-    struct tf_dp *dp;
+    struct tf_hv_dp dp;
     if (tf_hv_dp_start(&hv, &dp, err, sizeof(err))) {
         tf_log(TF_LOG_ERROR, "hypervisor", "%s", err);
         return 1;
@@ -413,8 +418,10 @@ int main(int argc, char **argv)
     }
     tf_log(TF_LOG_INFO, "hypervisor", "stopping (signal %d); workloads stay recorded",
            (int)stop_requested);
-    tf_dp_stop(dp);
+    tf_hv_idx_close(hv.idx); /* an Allocate waiting for a partition ends now */
+    tf_hv_dp_stop(&dp);
     tf_hv_k8s_stop(k8s);
+    tf_hv_idx_free(hv.idx);
     tf_hv_http_stop(http);
     snprintf(path, sizeof(path), "%s/hypervisor.addr", hv.cfg.state_dir);
     unlink(path);

@@ -20,10 +20,17 @@ static. Everything a user writes goes through the real kubectl.
     simulated GPU through NVML and records it in the GPU's status.allocatedPartitions, GPU
     availability is the templates'; the partition goes with its pod and a restarted hypervisor
     keeps the live ones;
+  * a partitioned pod's containers get their partition: the webhook gave it a pod index
+    (tensor-fusion.ai/index, resource tensor-fusion.ai/index_<k>: <n>), and Allocate on the
+    node's pod-index device plugin (called as the kubelet does, over its unix socket) answers
+    NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES = its MIG device, waiting for the partition
+    when the kubelet asks before it exists; a CUDA program started with that env on the
+    simulated GPU sees one device with the partition's memory only;
   * a node whose hypervisor stops renewing its heartbeat goes Unknown, with its GPUs: no new
     pod is placed there until the hypervisor is back.
 
-Exit 77 (skip) without kubectl or the simulated GPU.
+Exit 77 (skip) without kubectl or the simulated GPU (the Allocate checks need python3-grpcio
+and python3-grpc-tools, like deviceplugin_kubelet).
 """
 import base64
 import json
@@ -34,6 +41,7 @@ import ssl
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -89,8 +97,9 @@ class Cluster:
         return self.env.kubectl("apply", strict, "-f", "-", stdin=json.dumps(obj)) and kind
 
     def start_hypervisor(self, node):
+        """node-p also serves the kubelet device plugins in <tmp>/node-p/kubelet."""
         d = os.path.join(self.tmp, node)
-        os.makedirs(d, exist_ok=True)
+        os.makedirs(os.path.join(d, "kubelet"), exist_ok=True)
         simenv = dict(TF_SIM_DEVICES=NODES[node][1], TF_SIM_SEED=node,
                       TF_SIM_SHM_PREFIX=os.path.join(d, "sim-"),
                       LD_LIBRARY_PATH=os.environ["TF_SIM_LIBDIR"])
@@ -98,7 +107,9 @@ class Cluster:
             os.environ["TF_SIM_LIBDIR"], "libnvidia-ml.so.1"))
         p = start([os.environ["TF_HYPERVISOR_BIN"], "--state-dir", d, "--kubernetes",
                    "--node-name", node, "--server", self.api, "--shm-root",
-                   os.path.join(d, "shm"), "--metrics-sink", "none"], self.log, hvenv)
+                   os.path.join(d, "shm"), "--metrics-sink", "none"] +
+                  (["--device-plugin", "on", "--kubelet-dir", os.path.join(d, "kubelet")]
+                   if node == "node-p" else []), self.log, hvenv)
         self.procs.append(p)
         self.hv[node] = p
         return p
@@ -158,6 +169,69 @@ def sim_migs(cl, node):
                   if ln.startswith("MIG-"))
 
 
+SIM_CUDA = r"""
+import ctypes, sys
+cu = ctypes.CDLL(sys.argv[1])
+assert cu.cuInit(0) == 0
+n, d, mem = ctypes.c_int(), ctypes.c_int(), ctypes.c_size_t()
+assert cu.cuDeviceGetCount(ctypes.byref(n)) == 0
+assert cu.cuDeviceGet(ctypes.byref(d), 0) == 0
+assert cu.cuDeviceTotalMem_v2(ctypes.byref(mem), d) == 0
+print(n.value, mem.value)
+"""
+
+
+def sim_cuda(cl, node, env):
+    """(device count, device 0's memory) a CUDA program on NODE's simulated GPU sees with ENV."""
+    d = os.path.join(cl.tmp, node)
+    e = dict(os.environ, TF_SIM_DEVICES=NODES[node][1], TF_SIM_SEED=node,
+             TF_SIM_SHM_PREFIX=os.path.join(d, "sim-"),
+             ASAN_OPTIONS="verify_asan_link_order=0:detect_leaks=0", **env)
+    out = subprocess.run([sys.executable, "-c", SIM_CUDA,
+                          os.path.join(os.environ["TF_SIM_LIBDIR"], "libcuda.so.1")], env=e,
+                         capture_output=True, text=True, timeout=30)
+    parts = out.stdout.split()
+    return (int(parts[0]), int(parts[1])) if len(parts) == 2 else (None, out.stderr[-500:])
+
+
+def dp_stubs(tmp):
+    """The device plugin API's Python stubs (grpc_tools.protoc over the vendored api.proto),
+    or None without python3-grpcio / python3-grpc-tools."""
+    try:
+        import grpc  # noqa: F401
+        from grpc_tools import protoc
+    except ImportError:
+        return None
+    gen = os.path.join(tmp, "gen")
+    os.makedirs(gen, exist_ok=True)
+    proto = os.path.join(SRC, "src", "hypervisor", "deviceplugin")
+    if protoc.main(["protoc", "-I" + proto, "--python_out=" + gen, "--grpc_python_out=" + gen,
+                    os.path.join(proto, "api.proto")]) != 0:
+        return None
+    sys.path.insert(0, gen)
+    import api_pb2
+    import api_pb2_grpc
+    return api_pb2, api_pb2_grpc
+
+
+def allocate(cl, stubs, index, timeout=30):
+    """Allocate on node-p's plugin for pod index INDEX as the kubelet asks it: n devices of
+    tensor-fusion.ai/index_<k>. (env dict, error)."""
+    import grpc
+    api_pb2, api_pb2_grpc = stubs
+    k, n = (index - 1) // 8, (index - 1) % 8 + 1
+    sock = os.path.join(cl.tmp, "node-p", "kubelet", "tensor-fusion-index-%d.sock" % k)
+    with grpc.insecure_channel("unix:" + sock) as ch:
+        try:
+            r = api_pb2_grpc.DevicePluginStub(ch).Allocate(api_pb2.AllocateRequest(
+                container_requests=[api_pb2.ContainerAllocateRequest(
+                    devices_ids=["%d-%d" % (k, j) for j in range(1, n + 1)])]),
+                timeout=timeout)
+        except grpc.RpcError as e:
+            return None, "%s %s" % (e.code(), e.details())
+    return dict(r.container_responses[0].envs), None
+
+
 def main():
     missing = [e for e in NEED_ENV if not os.environ.get(e)]
     if missing or not shutil.which("kubectl"):
@@ -200,7 +274,14 @@ def main():
         cfg = os.path.join(tmp, "config.yaml")
         with open(cfg, "w") as f:
             f.write("defaultPool: train\nisolationModePolicy: static\n")
-        ctl_args = [os.environ["TF_CONTROLLER_BIN"], "--kubeconfig", env.kubeconfig,
+        # The controller authenticates as its service account (the webhook lets only that
+        # identity create pods such as remote workers); kubectl is a tenant (fake-admin).
+        ctl_kubeconfig = env.write_kubeconfig(cl.api, NS, "kubeconfig-controller", "ctl-token")
+        urllib.request.urlopen(urllib.request.Request(
+            cl.api + "/_fake/users", method="POST", data=json.dumps({
+                "ctl-token": "system:serviceaccount:tensor-fusion-sys:tensor-fusion"}).encode(),
+            headers={"Content-Type": "application/json"}), timeout=10).read()
+        ctl_args = [os.environ["TF_CONTROLLER_BIN"], "--kubeconfig", ctl_kubeconfig,
                     "--namespace", "tensor-fusion-sys", "--bind", "127.0.0.1",
                     "--webhook-port", str(wport), "--http-port", str(hport),
                     "--webhook-config", "tensor-fusion-webhook", "--extra-san",
@@ -307,9 +388,34 @@ def main():
         #    (tensor-fusion.ai/partition), a MIG device of it on the simulated GPU created by
         #    the hypervisor through NVML, recorded on the GPU object; availability is the
         #    templates'; the partition goes with its pod and survives a hypervisor restart.
-        fr, p1 = place("part-1", "train", "partitioned")
+        stubs = dp_stubs(tmp)
+        # part-1 is admitted first; the kubelet's Allocate for its index starts before the
+        # extender even binds it (so before its partition exists) and must wait for it.
+        pod1 = pod("part-1", "train", "partitioned")
+        ann1 = pod1["metadata"]["annotations"]
+        idx1 = int(ann1.get("tensor-fusion.ai/index", "0"))
+        k1, n1 = (idx1 - 1) // 8, (idx1 - 1) % 8 + 1
+        res1 = pod1["spec"]["containers"][0]["resources"]["limits"]
+        check("the webhook gave the partitioned pod a pod index as upstream encodes it",
+              1 <= idx1 <= 128 and res1.get("tensor-fusion.ai/index_%x" % k1) == str(n1) and
+              not any(e["name"] == "NVIDIA_VISIBLE_DEVICES"
+                      for e in pod1["spec"]["containers"][0].get("env", [])),
+              (idx1, res1))
+        early = {}
+        waiter = threading.Thread(target=lambda: early.update(
+            r=allocate(cl, stubs, idx1))) if stubs else None
+        if waiter:
+            waiter.start()
+            time.sleep(1)
+        fr = filt(pod1)
         check("a partitioned pod lands on the partitioned node", fr["NodeNames"] == ["node-p"],
               fr)
+        br = extender("bind", {"PodName": "part-1", "PodNamespace": NS,
+                               "PodUID": pod1["metadata"]["uid"], "Node": "node-p"})
+        check("part-1 bound", br == {"Error": ""}, br)
+        if waiter:
+            waiter.join(40)
+            env1, err1 = early.get("r", (None, "no answer"))
         fr, p2 = place("part-2", "train", "partitioned", {"tensor-fusion.ai/partition": "3g.40gb"})
         tpl = {n: env.get("pod", n, "-n", NS)["metadata"]["annotations"].get(
             "tensor-fusion.ai/partition") for n in ("part-1", "part-2")}
@@ -334,6 +440,47 @@ def main():
         migs = sim_migs(cl, "node-p")
         check("the simulated GPU holds the two MIG devices, each with its template's memory",
               sorted(m[1] for m in migs) == [10 << 30, 40 << 30], migs)
+        if stubs:
+            mig = {m[1]: m[0] for m in migs}
+            check("Allocate for part-1's index names its MIG device (1g.10gb), for the "
+                  "NVIDIA runtime and CUDA", env1 == {"NVIDIA_VISIBLE_DEVICES": mig.get(10 << 30),
+                                                      "CUDA_VISIBLE_DEVICES": mig.get(10 << 30)},
+                  (env1, err1, migs))
+            p2 = env.get("pod", "part-2", "-n", NS)
+            idx2 = int(p2["metadata"]["annotations"].get("tensor-fusion.ai/index", "0"))
+            env2, err2 = allocate(cl, stubs, idx2)
+            check("part-2 has its own index and Allocate names its 3g.40gb device",
+                  idx2 != idx1 and env2 and env2.get("NVIDIA_VISIBLE_DEVICES") ==
+                  mig.get(40 << 30), (idx1, idx2, env2, err2))
+            seen = sim_cuda(cl, "node-p", env2 or {})
+            check("a CUDA program with that env sees one device with the partition's 40 GiB",
+                  seen == (1, 40 << 30), seen)
+            free = next(i for i in range(1, 129) if i not in (idx1, idx2))
+            _, err = allocate(cl, stubs, free, timeout=20)
+            check("Allocate for an index no pod of the node holds is refused, saying so",
+                  err and "no partitioned pod" in err, err)
+        # A remote partitioned client's worker pod (made by the controller) holds its GPUs, so
+        # it is the one that gets a pod index (and no NVIDIA_VISIBLE_DEVICES from gpu-ids).
+        pod("remote-p", "train", "partitioned", {"tensor-fusion.ai/is-local-gpu": "false"})
+
+        def worker_of_remote():
+            ws = [w for w in (env.get("pods", "-n", NS, "-l",
+                                      "tensor-fusion.ai/component=worker") or {}).get("items", [])
+                  if w["metadata"]["name"].startswith("remote-p")]
+            return ws[0] if ws else None
+        wk = wait_for("remote-p's worker pod", worker_of_remote, 30)
+        live = {int(env.get("pod", n, "-n", NS)["metadata"]["annotations"]["tensor-fusion.ai/index"])
+                for n in ("part-1", "part-2")}
+        widx = int(((wk or {}).get("metadata", {}).get("annotations") or {}).get(
+            "tensor-fusion.ai/index", "0"))
+        wc = (wk or {}).get("spec", {}).get("containers", [{}])[0]
+        check("a remote partitioned workload's worker pod gets its own pod index",
+              1 <= widx <= 128 and widx not in live and
+              wc.get("resources", {}).get("limits", {}).get(
+                  "tensor-fusion.ai/index_%x" % ((widx - 1) // 8)) == str((widx - 1) % 8 + 1) and
+              not any(e["name"] == "NVIDIA_VISIBLE_DEVICES" for e in wc.get("env", [])),
+              (widx, live, wc))
+        env.kubectl("delete", "pod", "remote-p", "-n", NS)
 
         def avail():
             g = env.get("gpu", gp["metadata"]["name"]) or {}

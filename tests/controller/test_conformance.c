@@ -355,7 +355,8 @@ static void every_fixture_is_admitted_or_denied_as_upstream_through_the_webhook(
     assert_int_equal(tf_webhook_config_init(&cfg), 0);
     struct tf_webhook_env env = {
         env_profile, env_namespace, env_pool, env_owner,      env_count,       env_ensure,
-        NULL,        NULL,          NULL,     env_list_pools, env_list_quotas, env_list_providers};
+        NULL,        NULL,          NULL,     env_list_pools, env_list_quotas, env_list_providers,
+        NULL};
     struct tf_webhook wh;
     assert_int_equal(tf_webhook_init(&wh, &cfg, &env), 0);
     DIR *d = opendir(src_path("tests/conformance/pods"));

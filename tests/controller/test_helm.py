@@ -262,8 +262,11 @@ def test_chart():
     check("extender verbs", (ext["filterVerb"], ext["prioritizeVerb"], ext["bindVerb"]) ==
           ("filter", "prioritize", "bind"))
     check("extender nodeCacheCapable", ext["nodeCacheCapable"] is True)
-    check("extender managed resource", ext["managedResources"] ==
-          [{"name": "tensor-fusion.ai/vgpu", "ignoredByScheduler": True}])
+    check("extender managed resources: vgpu and the 16 pod-index resources, all ignored by the "
+          "scheduler", ext["managedResources"] ==
+          [{"name": "tensor-fusion.ai/vgpu", "ignoredByScheduler": True}] +
+          [{"name": "tensor-fusion.ai/index_%x" % k, "ignoredByScheduler": True}
+           for k in range(16)], ext["managedResources"])
     check("extender url", ext["urlPrefix"] ==
           "https://tensor-fusion.tensor-fusion-sys.svc:9443/scheduler")
     cfg = yaml.safe_load(find(render("dynamicConfig.autoMigration.enable=true"), "ConfigMap",

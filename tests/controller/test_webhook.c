@@ -32,6 +32,8 @@ struct fixture {
     bool last_join;
     json_object *ns_labels;
     char last_event[600];
+    int next_index; /* what take_index hands out next; 0: exhausted */
+    int indexes_taken;
 };
 
 static json_object *load_doc(const char *rel, size_t idx)
@@ -106,6 +108,17 @@ static int fx_count(void *arg, const char *ns, const char *owner)
     return ((struct fixture *)arg)->owner_count;
 }
 
+static int fx_take_index(void *arg, char *err, size_t errlen)
+{
+    struct fixture *f = arg;
+    if (!f->next_index) {
+        snprintf(err, errlen, "all 128 pod indexes are held");
+        return TF_ENOSPC;
+    }
+    f->indexes_taken++;
+    return f->next_index++;
+}
+
 static int fx_ensure(void *arg, const char *ns, const char *name, json_object *w, bool join,
                      char *err, size_t errlen)
 {
@@ -153,9 +166,9 @@ static int setup(void **state)
     memset(&fx, 0, sizeof(fx));
     struct tf_webhook_config cfg;
     assert_int_equal(tf_webhook_config_init(&cfg), 0);
-    struct tf_webhook_env env = {fx_profile,  fx_namespace, fx_pool, fx_owner,
-                                 fx_count,    fx_ensure,    &fx,     fx_event,
-                                 fx_priority, NULL,         NULL,    NULL};
+    struct tf_webhook_env env = {fx_profile, fx_namespace, fx_pool,      fx_owner,    fx_count,
+                                 fx_ensure,  &fx,          fx_event,     fx_priority, NULL,
+                                 NULL,       NULL,         fx_take_index};
     json_object *am = jparse("{\"enable\":true,\"scope\":{\"includes\":{\"namespaceNames\":"
                              "[\"ml-team-a\"]},\"excludes\":{\"podSelector\":{\"matchLabels\":"
                              "{\"gpu-migration\":\"skip\"}}}}}");
@@ -640,6 +653,65 @@ static void remote_pod_gets_only_the_client_and_hard_local_gets_a_worker(void **
     json_object_put(pod);
 }
 
+static json_object *admit_app(const char *name, const char *ann);
+
+/* Partitioned pods get a pod index (annotation and upstream's index_<k>: <n> resource on each
+ * GPU container) and no NVIDIA_VISIBLE_DEVICES in the spec: it would override the MIG device
+ * the device plugin's Allocate names. Other modes keep gpu-ids; exhaustion is a clear 503. */
+static void partitioned_pods_get_a_pod_index_instead_of_gpu_ids_env(void **state)
+{
+    fx.next_index = 60; /* -> index_7: 4 */
+    json_object *pod = limited_pod("p", "\"tensor-fusion.ai/isolation\":\"partitioned\",",
+                                   "\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]");
+    json_object *out = admit(pod, "default", NULL);
+    assert_non_null(out);
+    assert_string_equal(ann(out, "tensor-fusion.ai/index"), "60");
+    json_object *app = container(out, "app");
+    assert_string_equal(tf_json_str(app, "resources", "limits", "tensor-fusion.ai/index_7", NULL),
+                        "4");
+    assert_string_equal(tf_json_str(app, "resources", "requests", "tensor-fusion.ai/index_7", NULL),
+                        "4");
+    assert_string_equal(tf_json_str(app, "resources", "limits", "tensor-fusion.ai/vgpu", NULL),
+                        "1");
+    assert_null(env_of(app, "NVIDIA_VISIBLE_DEVICES"));
+    json_object_put(out);
+    /* A pod cannot bring its own index: the annotation and resources are stripped first. */
+    json_object_put(pod);
+    pod = limited_pod("q",
+                      "\"tensor-fusion.ai/isolation\":\"partitioned\",\"tensor-fusion.ai/"
+                      "index\":\"5\",",
+                      "\"containers\":[{\"name\":\"app\",\"image\":\"x\",\"resources\":"
+                      "{\"limits\":{\"tensor-fusion.ai/index_0\":\"5\"}}}]");
+    out = admit(pod, "default", NULL);
+    assert_string_equal(ann(out, "tensor-fusion.ai/index"), "61");
+    assert_null(tf_json_path(container(out, "app"), "resources", "limits",
+                             "tensor-fusion.ai/index_0", NULL));
+    assert_string_equal(
+        tf_json_str(container(out, "app"), "resources", "limits", "tensor-fusion.ai/index_7", NULL),
+        "5");
+    json_object_put(out);
+    json_object_put(pod);
+    /* Soft pods take no index and keep NVIDIA_VISIBLE_DEVICES from gpu-ids. */
+    int taken = fx.indexes_taken;
+    out = admit_app("s", "");
+    assert_null(ann(out, "tensor-fusion.ai/index"));
+    assert_string_equal(env_field_of(container(out, "app"), "NVIDIA_VISIBLE_DEVICES"),
+                        GPU_IDS_PATH);
+    assert_int_equal(fx.indexes_taken, taken);
+    json_object_put(out);
+    /* All indexes taken: refused, saying why. */
+    fx.next_index = 0;
+    pod = limited_pod("r", "\"tensor-fusion.ai/isolation\":\"partitioned\",",
+                      "\"containers\":[{\"name\":\"app\",\"image\":\"x\"}]");
+    json_object *resp = NULL;
+    out = admit(pod, "default", &resp);
+    assert_null(out);
+    assert_int_equal(json_object_get_int(tf_json_path(resp, "status", "code", NULL)), 503);
+    assert_non_null(strstr(tf_json_str(resp, "status", "message", NULL), "pod index"));
+    json_object_put(resp);
+    json_object_put(pod);
+}
+
 /* Admits a one-container pod named NAME with limits and the annotation JSON members ANN. */
 static json_object *admit_app(const char *name, const char *ann)
 {
@@ -856,6 +928,7 @@ int main(void)
         cmocka_unit_test(kubectl_dry_run_pod_is_mutated),
         cmocka_unit_test(workload_compute_percent_is_written_in_upstreams_field),
         cmocka_unit_test(dry_run_does_not_create_workloads_and_garbage_is_400),
+        cmocka_unit_test(partitioned_pods_get_a_pod_index_instead_of_gpu_ids_env),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,6 +9,10 @@ ListAndWatch streams slots x GPUs devices with IDs "<uuid>::<k>", resent when a 
 their refusals (unknown ID, unhealthy slot, malformed protobuf, unknown method); the kubelet
 restarting (its socket recreated, with and without the plugin sockets wiped, as kubelet does)
 brings a new Register and a working server; a refused Register is retried; SIGTERM exits cleanly and removes the socket.
+The pod-index plugins (tensor-fusion.ai/index_0..f, upstream's names) register beside it, each
+with 36 devices "<k>-<j>" and no preferred allocation; their Allocate decodes the pod index from
+the resource and the device count and refuses what no pod can hold (here, without the node
+agent, every index: the cluster test cluster_pools covers the partitioned pod's answer).
 Exit 77 (skip) without python3-grpcio / python3-grpc-tools.
 """
 import os
@@ -97,17 +101,18 @@ class FakeKubelet(api_pb2_grpc.RegistrationServicer):
     GetDevicePluginOptions before answering, as kubelet's device manager does."""
 
     def __init__(self, reject=0):
-        self.reject = reject  # refuse this many Register calls first
-        self.attempts = 0
-        self.registrations = queue.Queue()
+        self.reject = reject  # refuse this many Register calls first, per resource
+        self.attempts = {}    # resource -> Register calls
+        self.registrations = queue.Queue()  # tensor-fusion.ai/vgpu
+        self.index_regs = {}  # pod-index resources -> (request, options)
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         api_pb2_grpc.add_RegistrationServicer_to_server(self, self.server)
         self.server.add_insecure_port("unix:" + ksock)
         self.server.start()
 
     def Register(self, request, context):
-        self.attempts += 1
-        if self.attempts <= self.reject:
+        n = self.attempts[request.resource_name] = self.attempts.get(request.resource_name, 0) + 1
+        if n <= self.reject:
             context.abort(grpc.StatusCode.UNAVAILABLE, "not ready yet")
         if request.version != "v1beta1":
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, "version %s" % request.version)
@@ -118,7 +123,10 @@ class FakeKubelet(api_pb2_grpc.RegistrationServicer):
             except grpc.RpcError as e:
                 self.registrations.put(("dial-back failed", e))
                 context.abort(grpc.StatusCode.UNAVAILABLE, "cannot reach the plugin")
-        self.registrations.put((request, opts))
+        if request.resource_name == "tensor-fusion.ai/vgpu":
+            self.registrations.put((request, opts))
+        else:
+            self.index_regs[request.resource_name] = (request, opts)
         return api_pb2.Empty()
 
     def stop(self):
@@ -130,8 +138,8 @@ class FakeKubelet(api_pb2_grpc.RegistrationServicer):
 class Watch:
     """A ListAndWatch stream read on its own thread; lists arrive in self.lists."""
 
-    def __init__(self):
-        self.channel = grpc.insecure_channel("unix:" + psock)
+    def __init__(self, sock=None):
+        self.channel = grpc.insecure_channel("unix:" + (sock or psock))
         self.lists = queue.Queue()
         self.topology = {}  # device ID -> NUMA node IDs, as of the latest list
         self.ended = threading.Event()
@@ -165,8 +173,8 @@ class Watch:
         self.channel.close()
 
 
-def stub():
-    ch = grpc.insecure_channel("unix:" + psock)
+def stub(sock=None):
+    ch = grpc.insecure_channel("unix:" + (sock or psock))
     return ch, api_pb2_grpc.DevicePluginStub(ch)
 
 
@@ -216,6 +224,50 @@ try:
           not reg.options.pre_start_required, str(reg.options))
     check("GetDevicePluginOptions", opts.get_preferred_allocation_available and
           not opts.pre_start_required, str(opts))
+
+    # The pod-index plugins: index_0..f on tensor-fusion-index-<k>.sock, 36 devices each.
+    deadline = time.monotonic() + WAIT
+    while len(kubelet.index_regs) < 16 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    want = {"tensor-fusion.ai/index_%x" % k: "tensor-fusion-index-%d.sock" % k
+            for k in range(16)}
+    check("16 pod-index plugins registered (upstream's resource names and endpoints)",
+          {r: q.endpoint for r, (q, _) in kubelet.index_regs.items()} == want,
+          str(sorted(kubelet.index_regs)))
+    check("pod-index plugins offer no preferred allocation",
+          all(not q.options.get_preferred_allocation_available and
+              not o.get_preferred_allocation_available for q, o in kubelet.index_regs.values()))
+    isock = os.path.join(kdir, "tensor-fusion-index-10.sock")
+    iw = Watch(isock)
+    ilist = iw.wait_for(lambda l: len(l) == 36, "index_a lists 36 devices")
+    check("index devices are <k>-<j>, healthy", sorted(ilist or {}) == sorted(
+        "10-%d" % j for j in range(1, 37)) and set((ilist or {}).values()) == {"Healthy"},
+        str(sorted(ilist or {})))
+    iw.close()
+    ich, idp = stub(isock)
+
+    def ialloc(*devs):
+        return rpc_code(lambda: idp.Allocate(api_pb2.AllocateRequest(container_requests=[
+            api_pb2.ContainerAllocateRequest(devices_ids=list(devs))]), timeout=20))
+    code, details = ialloc("10-1", "10-2", "10-3")
+    check("index Allocate without the node agent: FAILED_PRECONDITION, naming it",
+          code == grpc.StatusCode.FAILED_PRECONDITION and "--kubernetes" in details,
+          "%s %s" % (code, details))
+    code, details = ialloc(*["10-%d" % j for j in range(1, 10)])
+    check("index Allocate of 9 devices (an index asks for 1..8): INVALID_ARGUMENT",
+          code == grpc.StatusCode.INVALID_ARGUMENT and "1..8" in details, "%s %s" % (code, details))
+    code, details = ialloc("10-1", "3-1")
+    check("index Allocate of another bucket's device: NOT_FOUND",
+          code == grpc.StatusCode.NOT_FOUND and "3-1" in details, "%s %s" % (code, details))
+    code, details = ialloc("10-1", "10-1")
+    check("index Allocate of a repeated device: INVALID_ARGUMENT",
+          code == grpc.StatusCode.INVALID_ARGUMENT, "%s %s" % (code, details))
+    code, _ = rpc_code(lambda: idp.GetPreferredAllocation(api_pb2.PreferredAllocationRequest(
+        container_requests=[api_pb2.ContainerPreferredAllocationRequest(
+            available_deviceIDs=["10-1"], allocation_size=1)]), timeout=10))
+    check("index GetPreferredAllocation: UNIMPLEMENTED", code == grpc.StatusCode.UNIMPLEMENTED,
+          str(code))
+    ich.close()
 
     # ListAndWatch: SLOTS devices per GPU, healthy.
     w = Watch()
@@ -304,7 +356,8 @@ try:
     kubelet.stop()
     kubelet = FakeKubelet(reject=1)
     reg, _ = wait_registration(kubelet, "re-registration on a recreated kubelet.sock")
-    check("refused Register retried", kubelet.attempts == 2, str(kubelet.attempts))
+    check("refused Register retried", kubelet.attempts.get("tensor-fusion.ai/vgpu") == 2,
+          str(kubelet.attempts))
 
     # Clean stop: exit 0 (sanitizers included), socket removed.
     hv.send_signal(signal.SIGTERM)

@@ -4,11 +4,13 @@
  * (dp_codec.h).
  */
 #include "hypervisor/deviceplugin/dp_codec.h"
+#include "hypervisor/deviceplugin/dp_index.h"
 
 #include "common/err.h"
 #include "common/strutil.h"
 #include "dp_api.pb-c.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,24 +25,35 @@ static int pack(const ProtobufCMessage *m, uint8_t **out, size_t *outlen)
     return 0;
 }
 
-int tf_dp_encode_options(uint8_t **out, size_t *outlen)
+static int options(bool preferred, uint8_t **out, size_t *outlen)
 {
     V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
     o.pre_start_required = 0;
-    o.get_preferred_allocation_available = 1;
+    o.get_preferred_allocation_available = preferred;
     return pack(&o.base, out, outlen);
+}
+
+int tf_dp_encode_options(uint8_t **out, size_t *outlen)
+{
+    return options(true, out, outlen);
+}
+
+static int reg(const char *resource, bool preferred, const char *endpoint, uint8_t **out,
+               size_t *outlen)
+{
+    V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
+    o.get_preferred_allocation_available = preferred;
+    V1beta1__RegisterRequest r = V1BETA1__REGISTER_REQUEST__INIT;
+    r.version = (char *)TF_DP_API_VERSION;
+    r.endpoint = (char *)endpoint;
+    r.resource_name = (char *)resource;
+    r.options = &o;
+    return pack(&r.base, out, outlen);
 }
 
 int tf_dp_encode_register(const char *endpoint, uint8_t **out, size_t *outlen)
 {
-    V1beta1__DevicePluginOptions o = V1BETA1__DEVICE_PLUGIN_OPTIONS__INIT;
-    o.get_preferred_allocation_available = 1;
-    V1beta1__RegisterRequest r = V1BETA1__REGISTER_REQUEST__INIT;
-    r.version = (char *)TF_DP_API_VERSION;
-    r.endpoint = (char *)endpoint;
-    r.resource_name = (char *)TF_DP_RESOURCE;
-    r.options = &o;
-    return pack(&r.base, out, outlen);
+    return reg(TF_DP_RESOURCE, true, endpoint, out, outlen);
 }
 
 int tf_dp_encode_list(const struct tf_dp_list *l, uint8_t **out, size_t *outlen)
@@ -263,6 +276,153 @@ int tf_dp_handle_prestart(const struct tf_dp_list *l, const uint8_t *in, size_t 
     int rc = check_ids(l, req->n_devices_ids, "device IDs", err, errlen);
     for (size_t i = 0; !rc && i < req->n_devices_ids; i++) {
         if (tf_dp_list_find(l, req->devices_ids[i]) < 0) {
+            tf_errf(err, errlen, "unknown device ID \"%.80s\"", req->devices_ids[i]);
+            rc = TF_ENOENT;
+        }
+    }
+    if (!rc) {
+        V1beta1__PreStartContainerResponse resp = V1BETA1__PRE_START_CONTAINER_RESPONSE__INIT;
+        rc = pack(&resp.base, out, outlen);
+    }
+    v1beta1__pre_start_container_request__free_unpacked(req, NULL);
+    return rc;
+}
+
+/* ---- pod-index plugins (dp_index.h) -------------------------------------------------------- */
+
+int tf_dp_encode_index_options(uint8_t **out, size_t *outlen)
+{
+    return options(false, out, outlen);
+}
+
+int tf_dp_encode_index_register(int k, const char *endpoint, uint8_t **out, size_t *outlen)
+{
+    char res[40];
+    if (tf_podidx_resource(k, res, sizeof(res)))
+        return TF_ERANGE;
+    return reg(res, false, endpoint, out, outlen);
+}
+
+int tf_dp_encode_index_list(int k, uint8_t **out, size_t *outlen)
+{
+    V1beta1__Device devs[TF_PODIDX_DEVICES], *ptrs[TF_PODIDX_DEVICES];
+    char ids[TF_PODIDX_DEVICES][16];
+    for (int j = 0; j < TF_PODIDX_DEVICES; j++) {
+        if (tf_podidx_device_id(k, j + 1, ids[j], sizeof(ids[j])))
+            return TF_ERANGE;
+        v1beta1__device__init(&devs[j]);
+        devs[j].id = ids[j];
+        devs[j].health = (char *)TF_DP_HEALTHY;
+        ptrs[j] = &devs[j];
+    }
+    V1beta1__ListAndWatchResponse r = V1BETA1__LIST_AND_WATCH_RESPONSE__INIT;
+    r.n_devices = TF_PODIDX_DEVICES;
+    r.devices = ptrs;
+    return pack(&r.base, out, outlen);
+}
+
+/* The pod index container request Q names on plugin K, or a negative code with ERR. */
+static int index_of(int k, const V1beta1__ContainerAllocateRequest *q, char *err, size_t errlen)
+{
+    size_t n = q->n_devices_ids;
+    if (n < 1 || n > TF_PODIDX_MOD) {
+        tf_errf(err, errlen,
+                "%zu devices of tensor-fusion.ai/index_%x (a pod index asks for 1..%d)", n,
+                (unsigned)k, TF_PODIDX_MOD);
+        return TF_EINVAL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (!tf_podidx_is_device(k, q->devices_ids[i])) {
+            tf_errf(err, errlen, "unknown device ID \"%.80s\"", q->devices_ids[i]);
+            return TF_ENOENT;
+        }
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(q->devices_ids[i], q->devices_ids[j]) == 0) {
+                tf_errf(err, errlen, "device ID \"%.80s\" repeated", q->devices_ids[i]);
+                return TF_EINVAL;
+            }
+    }
+    return tf_podidx_decode(k, (int)n);
+}
+
+int tf_dp_handle_index_allocate(int k, tf_dp_resolve_fn resolve, void *arg, const uint8_t *in,
+                                size_t inlen, uint8_t **out, size_t *outlen, char *err,
+                                size_t errlen)
+{
+    V1beta1__AllocateRequest *req = v1beta1__allocate_request__unpack(NULL, inlen, in);
+    if (!req) {
+        tf_errf(err, errlen, "not a v1beta1.AllocateRequest message (%zu bytes)", inlen);
+        return TF_EPROTO;
+    }
+    size_t nc = req->n_container_requests;
+    V1beta1__ContainerAllocateResponse *cr = NULL, **crp = NULL;
+    V1beta1__ContainerAllocateResponse__EnvsEntry *env = NULL, **envp = NULL;
+    struct tf_dp_env *vals = NULL;
+    int rc = check_containers(nc, err, errlen);
+    if (rc)
+        goto out;
+    if (nc == 0) {
+        tf_errf(err, errlen, "no container requests");
+        rc = TF_EINVAL;
+        goto out;
+    }
+    rc = TF_ENOMEM;
+    cr = calloc(nc, sizeof(*cr));
+    crp = calloc(nc, sizeof(*crp));
+    env = calloc(nc * TF_DP_MAX_ENV, sizeof(*env));
+    envp = calloc(nc * TF_DP_MAX_ENV, sizeof(*envp));
+    vals = calloc(nc * TF_DP_MAX_ENV, sizeof(*vals));
+    if (!cr || !crp || !env || !envp || !vals)
+        goto out;
+    for (size_t c = 0; c < nc; c++) {
+        char why[512];
+        int idx = index_of(k, req->container_requests[c], why, sizeof(why)), ne = 0;
+        struct tf_dp_env *v = &vals[c * TF_DP_MAX_ENV];
+        rc = idx < 0 ? idx : resolve(arg, idx, v, &ne, why, sizeof(why));
+        if (!rc && (ne < 0 || ne > TF_DP_MAX_ENV))
+            rc = TF_ERANGE;
+        if (rc) {
+            tf_errf(err, errlen, "container request %zu: %s", c, why);
+            goto out;
+        }
+        v1beta1__container_allocate_response__init(&cr[c]);
+        for (int e = 0; e < ne; e++) {
+            size_t at = c * TF_DP_MAX_ENV + (size_t)e;
+            v1beta1__container_allocate_response__envs_entry__init(&env[at]);
+            env[at].key = v[e].key;
+            env[at].value = v[e].value;
+            envp[at] = &env[at];
+        }
+        cr[c].n_envs = (size_t)ne;
+        cr[c].envs = &envp[c * TF_DP_MAX_ENV];
+        crp[c] = &cr[c];
+    }
+    V1beta1__AllocateResponse resp = V1BETA1__ALLOCATE_RESPONSE__INIT;
+    resp.n_container_responses = nc;
+    resp.container_responses = crp;
+    rc = pack(&resp.base, out, outlen);
+out:
+    free(vals);
+    free(envp);
+    free(env);
+    free(crp);
+    free(cr);
+    v1beta1__allocate_request__free_unpacked(req, NULL);
+    return rc;
+}
+
+int tf_dp_handle_index_prestart(int k, const uint8_t *in, size_t inlen, uint8_t **out,
+                                size_t *outlen, char *err, size_t errlen)
+{
+    V1beta1__PreStartContainerRequest *req =
+        v1beta1__pre_start_container_request__unpack(NULL, inlen, in);
+    if (!req) {
+        tf_errf(err, errlen, "not a v1beta1.PreStartContainerRequest message (%zu bytes)", inlen);
+        return TF_EPROTO;
+    }
+    int rc = 0;
+    for (size_t i = 0; !rc && i < req->n_devices_ids; i++) {
+        if (!tf_podidx_is_device(k, req->devices_ids[i])) {
             tf_errf(err, errlen, "unknown device ID \"%.80s\"", req->devices_ids[i]);
             rc = TF_ENOENT;
         }

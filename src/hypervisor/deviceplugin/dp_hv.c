@@ -7,8 +7,10 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
+#include "hypervisor/k8s_index.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static int inventory(void *arg, struct tf_dp_gpu *out, char (*uuids)[64], int max)
 {
@@ -35,10 +37,39 @@ static int inventory(void *arg, struct tf_dp_gpu *out, char (*uuids)[64], int ma
     return n;
 }
 
-int tf_hv_dp_start(struct tf_hv *hv, struct tf_dp **out, char *err, size_t errlen)
+/* How long Allocate waits for a partitioned pod's MIG devices (the kubelet is waiting). */
+#define RESOLVE_WAIT_MS 15000
+
+static int resolve(void *arg, int index, struct tf_dp_env *env, int *nenv, char *err, size_t errlen)
 {
-    *out = NULL;
+    struct tf_hv *hv = arg;
+    if (!hv->idx) {
+        tf_errf(err, errlen, "pod indexes need the node agent (--kubernetes)");
+        return TF_ESTATE;
+    }
+    int rc = tf_hv_idx_wait(hv->idx, index, RESOLVE_WAIT_MS, env, nenv, err, errlen);
+    if (!rc)
+        tf_log(TF_LOG_INFO, "deviceplugin", "pod index %d: %s=%s", index, env[0].key, env[0].value);
+    return rc;
+}
+
+int tf_hv_dp_start(struct tf_hv *hv, struct tf_hv_dp *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof(*out));
     if (!hv->cfg.dp.enabled)
         return 0;
-    return tf_dp_start(&hv->cfg.dp, inventory, hv, out, err, errlen);
+    int rc = tf_dp_start(&hv->cfg.dp, inventory, hv, &out->vgpu, err, errlen);
+    for (int k = 0; !rc && k < TF_PODIDX_KEYS; k++)
+        rc = tf_dp_start_index(&hv->cfg.dp, k, resolve, hv, &out->index[k], err, errlen);
+    if (rc)
+        tf_hv_dp_stop(out);
+    return rc;
+}
+
+void tf_hv_dp_stop(struct tf_hv_dp *d)
+{
+    tf_dp_stop(d->vgpu);
+    for (int k = 0; k < TF_PODIDX_KEYS; k++)
+        tf_dp_stop(d->index[k]);
+    memset(d, 0, sizeof(*d));
 }

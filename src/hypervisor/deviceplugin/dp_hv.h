@@ -12,8 +12,17 @@
 #include "hypervisor/deviceplugin/dp_server.h"
 #include "hypervisor/hv.h"
 
-/* Starts the plugin when HV->cfg.dp.enabled (else *OUT = NULL and 0). Stop with
- * tf_dp_stop before closing the state store. */
-int tf_hv_dp_start(struct tf_hv *hv, struct tf_dp **out, char *err, size_t errlen);
+/* The plugins: tensor-fusion.ai/vgpu and the pod-index ones (tensor-fusion.ai/index_0..f,
+ * answered from HV->idx: a partitioned pod's containers get their MIG devices). */
+struct tf_hv_dp {
+    struct tf_dp *vgpu;
+    struct tf_dp *index[TF_PODIDX_KEYS];
+};
+
+/* Starts the plugins when HV->cfg.dp.enabled (else nothing, and 0). Stop with
+ * tf_hv_dp_stop before closing the state store. */
+int tf_hv_dp_start(struct tf_hv *hv, struct tf_hv_dp *out, char *err, size_t errlen);
+/* Stops what tf_hv_dp_start started (a zeroed D is fine). */
+void tf_hv_dp_stop(struct tf_hv_dp *d);
 
 #endif

@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "hypervisor/deviceplugin/dp_codec.h"
+#include "hypervisor/deviceplugin/dp_index.h"
 
 #include <grpc/byte_buffer.h>
 #include <grpc/byte_buffer_reader.h>
@@ -100,6 +101,10 @@ struct reg {
 
 struct tf_dp {
     struct tf_dp_config cfg;
+    int key;                  /* pod-index plugin tensor-fusion.ai/index_<key>, -1: vgpu */
+    char resource[48];        /* the resource it registers */
+    tf_dp_resolve_fn resolve; /* pod-index plugins: the pod of an index */
+    void *rarg;
     char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
     char kubelet_sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
     tf_dp_inventory_fn inventory;
@@ -179,6 +184,11 @@ static int grpc_status_for(int rc)
         return GRPC_STATUS_FAILED_PRECONDITION;
     case TF_ENOMEM:
         return GRPC_STATUS_RESOURCE_EXHAUSTED;
+    case TF_ECONFLICT:
+    case TF_ETIMEDOUT:
+        return GRPC_STATUS_UNAVAILABLE;
+    case TF_ENOTSUP:
+        return GRPC_STATUS_UNIMPLEMENTED;
     default:
         return GRPC_STATUS_INTERNAL;
     }
@@ -235,6 +245,11 @@ static void watch_send(struct call *c);
 
 static void refresh_inventory(struct tf_dp *dp)
 {
+    if (dp->key >= 0) { /* a pod-index plugin's devices never change */
+        if (!dp->gen && tf_dp_encode_index_list(dp->key, &dp->list_msg, &dp->list_len) == 0)
+            dp->gen = 1;
+        return;
+    }
     struct tf_dp_gpu gpus[TF_DP_MAX_GPUS];
     char uuids[TF_DP_MAX_GPUS][64];
     int n = dp->inventory(dp->arg, gpus, uuids, TF_DP_MAX_GPUS);
@@ -427,26 +442,36 @@ static void call_received(struct call *c, bool ok)
     size_t outlen = 0;
     char err[512] = "";
     int rc = 0;
+    int k = dp->key;
     switch (c->method) {
     case M_OPTIONS:
         if (!(rc = tf_dp_decode_empty(p, len, err, sizeof(err))))
-            rc = tf_dp_encode_options(&out, &outlen);
+            rc = k < 0 ? tf_dp_encode_options(&out, &outlen)
+                       : tf_dp_encode_index_options(&out, &outlen);
         break;
     case M_WATCH:
         rc = tf_dp_decode_empty(p, len, err, sizeof(err));
         break;
     case M_PREFERRED:
-        rc = tf_dp_handle_preferred(&dp->list, p, len, &out, &outlen, err, sizeof(err));
+        if (k >= 0) {
+            snprintf(err, sizeof(err), "%s offers no preferred allocation", dp->resource);
+            rc = TF_ENOTSUP;
+        } else {
+            rc = tf_dp_handle_preferred(&dp->list, p, len, &out, &outlen, err, sizeof(err));
+        }
         break;
     case M_ALLOCATE:
-        rc = tf_dp_handle_allocate(&dp->list, p, len, &out, &outlen, err, sizeof(err));
+        rc = k < 0 ? tf_dp_handle_allocate(&dp->list, p, len, &out, &outlen, err, sizeof(err))
+                   : tf_dp_handle_index_allocate(k, dp->resolve, dp->rarg, p, len, &out, &outlen,
+                                                 err, sizeof(err));
         if (rc)
-            tf_log(TF_LOG_WARN, SUBSYS, "Allocate refused: %s", err);
+            tf_log(TF_LOG_WARN, SUBSYS, "%s: Allocate refused: %s", dp->resource, err);
         else
-            tf_log(TF_LOG_INFO, SUBSYS, "Allocate: %zu byte response", outlen);
+            tf_log(TF_LOG_INFO, SUBSYS, "%s: Allocate: %zu byte response", dp->resource, outlen);
         break;
     case M_PRESTART:
-        rc = tf_dp_handle_prestart(&dp->list, p, len, &out, &outlen, err, sizeof(err));
+        rc = k < 0 ? tf_dp_handle_prestart(&dp->list, p, len, &out, &outlen, err, sizeof(err))
+                   : tf_dp_handle_index_prestart(k, p, len, &out, &outlen, err, sizeof(err));
         break;
     case M_UNKNOWN:
         break;
@@ -590,7 +615,8 @@ static void start_register(struct tf_dp *dp)
     uint8_t *msg;
     size_t len;
     struct reg *r = calloc(1, sizeof(*r));
-    if (!r || tf_dp_encode_register(dp->cfg.endpoint, &msg, &len)) {
+    if (!r || (dp->key < 0 ? tf_dp_encode_register(dp->cfg.endpoint, &msg, &len)
+                           : tf_dp_encode_index_register(dp->key, dp->cfg.endpoint, &msg, &len))) {
         free(r);
         return;
     }
@@ -632,7 +658,7 @@ static void start_register(struct tf_dp *dp)
         return;
     }
     dp->reg = r;
-    tf_log(TF_LOG_DEBUG, SUBSYS, "registering %s with the kubelet on %s", TF_DP_RESOURCE,
+    tf_log(TF_LOG_DEBUG, SUBSYS, "registering %s with the kubelet on %s", dp->resource,
            dp->kubelet_sock);
 }
 
@@ -652,7 +678,7 @@ static void register_done(struct tf_dp *dp, bool ok)
         dp->registered = true;
         dp->backoff_ms = BACKOFF_MIN_MS;
         tf_log(TF_LOG_INFO, SUBSYS, "registered %s (endpoint %s) with the kubelet on %s",
-               TF_DP_RESOURCE, dp->cfg.endpoint, dp->kubelet_sock);
+               dp->resource, dp->cfg.endpoint, dp->kubelet_sock);
     } else {
         char *details = grpc_slice_to_c_string(r->details);
         tf_log(TF_LOG_WARN, SUBSYS,
@@ -775,11 +801,10 @@ static void *run(void *arg)
     return NULL;
 }
 
-int tf_dp_start(const struct tf_dp_config *cfg, tf_dp_inventory_fn inventory, void *arg,
-                struct tf_dp **out, char *err, size_t errlen)
+static int start(struct tf_dp *dp, const struct tf_dp_config *cfg, struct tf_dp **out, char *err,
+                 size_t errlen)
 {
     *out = NULL;
-    struct tf_dp *dp = calloc(1, sizeof(*dp));
     if (!dp)
         return TF_ENOMEM;
     dp->cfg = *cfg;
@@ -791,8 +816,6 @@ int tf_dp_start(const struct tf_dp_config *cfg, tf_dp_inventory_fn inventory, vo
         free(dp);
         return TF_ERANGE;
     }
-    dp->inventory = inventory;
-    dp->arg = arg;
     dp->backoff_ms = BACKOFF_MIN_MS;
     dp->t_shutdown = (struct tag){T_SHUTDOWN, dp};
     dp->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
@@ -811,6 +834,39 @@ int tf_dp_start(const struct tf_dp_config *cfg, tf_dp_inventory_fn inventory, vo
     }
     *out = dp;
     return 0;
+}
+
+int tf_dp_start(const struct tf_dp_config *cfg, tf_dp_inventory_fn inventory, void *arg,
+                struct tf_dp **out, char *err, size_t errlen)
+{
+    struct tf_dp *dp = calloc(1, sizeof(*dp));
+    if (dp) {
+        dp->key = -1;
+        tf_strlcpy(dp->resource, TF_DP_RESOURCE, sizeof(dp->resource));
+        dp->inventory = inventory;
+        dp->arg = arg;
+    }
+    return start(dp, cfg, out, err, errlen);
+}
+
+int tf_dp_start_index(const struct tf_dp_config *cfg, int k, tf_dp_resolve_fn resolve, void *arg,
+                      struct tf_dp **out, char *err, size_t errlen)
+{
+    struct tf_dp *dp = calloc(1, sizeof(*dp));
+    struct tf_dp_config c = *cfg;
+    snprintf(c.endpoint, sizeof(c.endpoint), TF_DP_INDEX_ENDPOINT_FMT, k);
+    if (dp && tf_podidx_resource(k, dp->resource, sizeof(dp->resource))) {
+        free(dp);
+        *out = NULL;
+        tf_errf(err, errlen, "device plugin: no pod-index resource %d", k);
+        return TF_ERANGE;
+    }
+    if (dp) {
+        dp->key = k;
+        dp->resolve = resolve;
+        dp->rarg = arg;
+    }
+    return start(dp, &c, out, err, errlen);
 }
 
 void tf_dp_stop(struct tf_dp *dp)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
  * The kubelet device plugin (API v1beta1) on gRPC C-core: serves v1beta1.DevicePlugin on the
- * unix socket <dir>/<endpoint> and registers the resource tensor-fusion.ai/vgpu with the
+ * unix socket <dir>/<endpoint> and registers its resource (tensor-fusion.ai/vgpu, or a
+ * pod-index resource tensor-fusion.ai/index_<k>: tf_dp_start_index, dp_index.h) with the
  * kubelet through v1beta1.Registration/Register on <dir>/kubelet.sock.
  *
  * One thread owns everything gRPC (one completion queue for the server and the Register
@@ -21,6 +22,7 @@
 #ifndef TF_HYPERVISOR_DP_SERVER_H
 #define TF_HYPERVISOR_DP_SERVER_H
 
+#include "hypervisor/deviceplugin/dp_index.h"
 #include "hypervisor/deviceplugin/dp_slots.h"
 
 #include <stdbool.h>
@@ -56,6 +58,11 @@ struct tf_dp;
  * address, TF_ENOMEM, TF_EIO (thread). The caller owns *OUT: tf_dp_stop. */
 int tf_dp_start(const struct tf_dp_config *cfg, tf_dp_inventory_fn inventory, void *arg,
                 struct tf_dp **out, char *err, size_t errlen);
+/* Starts pod-index plugin K (dp_index.h): resource tensor-fusion.ai/index_<k> on endpoint
+ * tensor-fusion-index-<k>.sock in CFG->dir, Allocate answered through RESOLVE (on this
+ * plugin's thread). Same errors as tf_dp_start. */
+int tf_dp_start_index(const struct tf_dp_config *cfg, int k, tf_dp_resolve_fn resolve, void *arg,
+                      struct tf_dp **out, char *err, size_t errlen);
 /* Stops serving (open streams are cancelled), removes the socket, joins the thread, frees.
  * Accepts NULL. */
 void tf_dp_stop(struct tf_dp *dp);
