@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Pod mutating webhook (see webhook.h): scope checks, spec resolution, per-mode injection,
- * JSONPatch answer.
+ * Pod mutating webhook (see webhook.h): scope checks, spec resolution and the review with its
+ * JSONPatch answer. The configuration is in webhook_config.c, the pod-spec edits of each
+ * isolation mode in webhook_inject.c, defaults in webhook_defaults.c.
  */
 #include "controller/webhook.h"
 
@@ -27,427 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#define LIB_DIR "/tensor-fusion"
-#define LIB_VOLUME "tf-lib"
-#define SHM_VOLUME "tf-shm"
-/* Where a soft pod sees its own directory <shm host dir>/<namespace>/<pod>. */
-#define SHM_POD_DIR "/run/tensor-fusion/pod"
 #define MEMO_WINDOW_S 30
-
-/* ---- configuration ------------------------------------------------------------------------ */
-
-int tf_webhook_config_init(struct tf_webhook_config *cfg)
-{
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->own_namespace = strdup("tensor-fusion-sys");
-    cfg->default_pool = strdup("default-pool");
-    cfg->controller_url = strdup("http://tensor-fusion.tensor-fusion-sys.svc:8080");
-    cfg->limiter_image = strdup("tensorfusion/tf-limiter:latest");
-    cfg->client_image = strdup("tensorfusion/tf-client:latest");
-    cfg->worker_image = strdup("tensorfusion/tf-worker:latest");
-    cfg->shm_host_dir = strdup("/run/tensor-fusion/shm");
-    cfg->priority_class_high = strdup(TF_PRIORITY_CLASS_HIGH);
-    cfg->priority_class_critical = strdup(TF_PRIORITY_CLASS_CRITICAL);
-    if (!cfg->own_namespace || !cfg->default_pool || !cfg->controller_url || !cfg->limiter_image ||
-        !cfg->client_image || !cfg->worker_image || !cfg->shm_host_dir ||
-        !cfg->priority_class_high || !cfg->priority_class_critical) {
-        tf_webhook_config_free(cfg);
-        return TF_ENOMEM;
-    }
-    return 0;
-}
-
-static void strv_free(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        free(v[i]);
-    free(v);
-}
-
-void tf_webhook_config_free(struct tf_webhook_config *cfg)
-{
-    if (!cfg)
-        return;
-    free(cfg->own_namespace);
-    free(cfg->default_pool);
-    free(cfg->controller_url);
-    free(cfg->limiter_image);
-    free(cfg->client_image);
-    free(cfg->worker_image);
-    free(cfg->shm_host_dir);
-    free(cfg->priority_class_high);
-    free(cfg->priority_class_critical);
-    free(cfg->system_user);
-    struct tf_automigration *am = &cfg->auto_migration;
-    strv_free(am->include_ns, am->ninclude_ns);
-    strv_free(am->exclude_ns, am->nexclude_ns);
-    json_object_put(am->include_ns_selector);
-    json_object_put(am->include_pod_selector);
-    json_object_put(am->exclude_ns_selector);
-    json_object_put(am->exclude_pod_selector);
-    memset(cfg, 0, sizeof(*cfg));
-}
-
-static int read_scope(json_object *side, const char *which, char ***names, size_t *n,
-                      json_object **ns_sel, json_object **pod_sel, char *err, size_t errlen)
-{
-    if (!side)
-        return 0;
-    if (!json_object_is_type(side, json_type_object)) {
-        tf_errf(err, errlen, "autoMigration.scope.%s must be an object", which);
-        return TF_EINVAL;
-    }
-    json_object *arr = tf_json_path(side, "namespaceNames", NULL);
-    if (arr) {
-        if (!json_object_is_type(arr, json_type_array)) {
-            tf_errf(err, errlen, "autoMigration.scope.%s.namespaceNames must be a list", which);
-            return TF_EINVAL;
-        }
-        size_t len = json_object_array_length(arr);
-        *names = calloc(len ? len : 1, sizeof(char *));
-        if (!*names)
-            return TF_ENOMEM;
-        for (size_t i = 0; i < len; i++) {
-            json_object *e = json_object_array_get_idx(arr, i);
-            if (!json_object_is_type(e, json_type_string)) {
-                tf_errf(err, errlen, "autoMigration.scope.%s.namespaceNames[%zu] must be a string",
-                        which, i);
-                return TF_EINVAL;
-            }
-            (*names)[(*n)++] = strdup(json_object_get_string(e));
-        }
-    }
-    json_object *s = tf_json_path(side, "namespaceSelector", NULL);
-    if (s)
-        *ns_sel = json_object_get(s);
-    s = tf_json_path(side, "podSelector", NULL);
-    if (s)
-        *pod_sel = json_object_get(s);
-    return 0;
-}
-
-int tf_webhook_config_automigration(struct tf_webhook_config *cfg, json_object *am, char *err,
-                                    size_t errlen)
-{
-    struct tf_automigration *a = &cfg->auto_migration;
-    if (!am)
-        return 0;
-    json_object *en = tf_json_path(am, "enable", NULL);
-    a->enable = en && json_object_get_boolean(en);
-    json_object *scope = tf_json_path(am, "scope", NULL);
-    int rc =
-        read_scope(tf_json_path(scope, "includes", NULL), "includes", &a->include_ns,
-                   &a->ninclude_ns, &a->include_ns_selector, &a->include_pod_selector, err, errlen);
-    if (!rc)
-        rc = read_scope(tf_json_path(scope, "excludes", NULL), "excludes", &a->exclude_ns,
-                        &a->nexclude_ns, &a->exclude_ns_selector, &a->exclude_pod_selector, err,
-                        errlen);
-    return rc;
-}
-
-static bool name_in(char *const *v, size_t n, const char *s)
-{
-    for (size_t i = 0; i < n; i++)
-        if (s && strcmp(v[i], s) == 0)
-            return true;
-    return false;
-}
-
-bool tf_automigration_in_scope(const struct tf_automigration *am, const char *ns,
-                               json_object *ns_obj, json_object *pod)
-{
-    if (!am->enable)
-        return false;
-    json_object *ns_labels = tf_json_path(ns_obj, "metadata", "labels", NULL);
-    json_object *pod_labels = tf_json_path(pod, "metadata", "labels", NULL);
-    if (name_in(am->exclude_ns, am->nexclude_ns, ns) ||
-        (am->exclude_ns_selector && tf_selector_match(am->exclude_ns_selector, ns_labels)) ||
-        (am->exclude_pod_selector && tf_selector_match(am->exclude_pod_selector, pod_labels)))
-        return false;
-    if (!am->ninclude_ns && !am->include_ns_selector && !am->include_pod_selector)
-        return true;
-    return name_in(am->include_ns, am->ninclude_ns, ns) ||
-           (am->include_ns_selector && tf_selector_match(am->include_ns_selector, ns_labels)) ||
-           (am->include_pod_selector && tf_selector_match(am->include_pod_selector, pod_labels));
-}
-
-int tf_webhook_init(struct tf_webhook *wh, struct tf_webhook_config *cfg,
-                    const struct tf_webhook_env *env)
-{
-    memset(wh, 0, sizeof(*wh));
-    wh->cfg = *cfg;
-    memset(cfg, 0, sizeof(*cfg));
-    wh->env = *env;
-    wh->memo = json_object_new_object();
-    pthread_mutex_init(&wh->memo_lock, NULL);
-    return wh->memo ? 0 : TF_ENOMEM;
-}
-
-void tf_webhook_free(struct tf_webhook *wh)
-{
-    if (!wh)
-        return;
-    tf_webhook_config_free(&wh->cfg);
-    json_object_put(wh->memo);
-    pthread_mutex_destroy(&wh->memo_lock);
-    memset(wh, 0, sizeof(*wh));
-}
-
-void tf_webhook_result_free(struct tf_webhook_result *r)
-{
-    if (!r)
-        return;
-    free(r->patch);
-    json_object_put(r->mutated);
-    json_object_put(r->warnings);
-    memset(r, 0, sizeof(*r));
-}
-
-/* ---- JSON editing helpers ----------------------------------------------------------------- */
-
-static json_object *child_obj(json_object *parent, const char *key)
-{
-    json_object *c = NULL;
-    if (json_object_object_get_ex(parent, key, &c) && json_object_is_type(c, json_type_object))
-        return c;
-    c = json_object_new_object();
-    json_object_object_add(parent, key, c);
-    return c;
-}
-
-static json_object *child_arr(json_object *parent, const char *key)
-{
-    json_object *c = NULL;
-    if (json_object_object_get_ex(parent, key, &c) && json_object_is_type(c, json_type_array))
-        return c;
-    c = json_object_new_array();
-    json_object_object_add(parent, key, c);
-    return c;
-}
-
-static void set_str(json_object *o, const char *key, const char *val)
-{
-    json_object_object_add(o, key, json_object_new_string(val));
-}
-
-static json_object *find_named(json_object *arr, const char *name)
-{
-    for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
-        json_object *e = json_object_array_get_idx(arr, i);
-        const char *n = tf_json_str(e, "name", NULL);
-        if (n && strcmp(n, name) == 0)
-            return e;
-    }
-    return NULL;
-}
-
-/* Sets env NAME=VALUE on container C (replacing an existing entry of that name). */
-static void env_set(json_object *c, const char *name, const char *value)
-{
-    json_object *env = child_arr(c, "env");
-    json_object *e = find_named(env, name);
-    if (!e) {
-        e = json_object_new_object();
-        set_str(e, "name", name);
-        json_object_array_add(env, e);
-    }
-    json_object_object_del(e, "valueFrom");
-    set_str(e, "value", value);
-}
-
-/* The GPUs the extender bound the pod to (it writes the annotation before the Binding, so the
- * kubelet resolves this when it creates the containers). As NVIDIA_VISIBLE_DEVICES the NVIDIA
- * container runtime exposes exactly those GPUs; the device plugin's Allocate cannot, since its
- * request names slots, not the pod. */
-#define GPU_IDS_FIELD "metadata.annotations['" TF_ANN_GPU_IDS "']"
-
-static void env_field(json_object *c, const char *name, const char *field_path)
-{
-    json_object *env = child_arr(c, "env");
-    if (find_named(env, name))
-        return;
-    json_object *e = json_object_new_object();
-    set_str(e, "name", name);
-    json_object *vf = json_object_new_object(), *fr = json_object_new_object();
-    set_str(fr, "fieldPath", field_path);
-    json_object_object_add(vf, "fieldRef", fr);
-    json_object_object_add(e, "valueFrom", vf);
-    json_object_array_add(env, e);
-}
-
-/* NVIDIA_VISIBLE_DEVICES of container C from the pod's gpu-ids or, when the pod splits its
- * GPUs per container, from SPLIT_NAME's tensor-fusion.ai/gpu-ids-<container> (the extender
- * writes both before the Binding). A value the container sets itself is kept. */
-static void visible_devices(json_object *c, const char *split_name)
-{
-    if (!split_name) {
-        env_field(c, "NVIDIA_VISIBLE_DEVICES", GPU_IDS_FIELD);
-        return;
-    }
-    char key[TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX], path[TF_SPEC_CONTAINER_GPU_IDS_KEY_MAX + 32];
-    tf_spec_container_gpu_ids_key(split_name, key);
-    snprintf(path, sizeof(path), "metadata.annotations['%s']", key);
-    env_field(c, "NVIDIA_VISIBLE_DEVICES", path);
-}
-
-/* Prepends PATH to the colon list in env NAME (keeping what the container already had). */
-static void env_prepend(json_object *c, const char *name, const char *path)
-{
-    json_object *e = find_named(tf_json_path(c, "env", NULL), name);
-    const char *old = e ? tf_json_str(e, "value", NULL) : NULL;
-    char buf[2048];
-    if (old && *old && !strstr(old, path))
-        snprintf(buf, sizeof(buf), "%s:%s", path, old);
-    else
-        snprintf(buf, sizeof(buf), "%s", old && strstr(old, path) ? old : path);
-    env_set(c, name, buf);
-}
-
-/* SUB_KEY: "subPath" or "subPathExpr" (expanded by the kubelet from the container's env). */
-static void add_mount_sub(json_object *c, const char *vol, const char *path, const char *sub_key,
-                          const char *sub, bool ro)
-{
-    json_object *mounts = child_arr(c, "volumeMounts");
-    for (size_t i = 0; i < json_object_array_length(mounts); i++) {
-        const char *mp = tf_json_str(json_object_array_get_idx(mounts, i), "mountPath", NULL);
-        if (mp && strcmp(mp, path) == 0)
-            return;
-    }
-    json_object *m = json_object_new_object();
-    set_str(m, "name", vol);
-    set_str(m, "mountPath", path);
-    if (sub)
-        set_str(m, sub_key, sub);
-    if (ro)
-        json_object_object_add(m, "readOnly", json_object_new_boolean(true));
-    json_object_array_add(mounts, m);
-}
-
-static void add_mount(json_object *c, const char *vol, const char *path, const char *sub, bool ro)
-{
-    add_mount_sub(c, vol, path, "subPath", sub, ro);
-}
-
-void tf_webhook_region_mounts(json_object *mounts)
-{
-    static const struct {
-        const char *path, *sub;
-        bool ro;
-    } m[] = {{SHM_POD_DIR, "$(POD_NAMESPACE)/$(POD_NAME)", true},
-             {SHM_POD_DIR "/" TF_SHM_USAGE_DIR, "$(POD_NAMESPACE)/$(POD_NAME)/" TF_SHM_USAGE_DIR,
-              false}};
-    for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
-        bool have = false;
-        for (size_t k = 0; k < json_object_array_length(mounts); k++) {
-            const char *mp = tf_json_str(json_object_array_get_idx(mounts, k), "mountPath", NULL);
-            have |= mp && strcmp(mp, m[i].path) == 0;
-        }
-        if (have)
-            continue;
-        json_object *o = json_object_new_object();
-        set_str(o, "name", SHM_VOLUME);
-        set_str(o, "mountPath", m[i].path);
-        set_str(o, "subPathExpr", m[i].sub);
-        if (m[i].ro)
-            json_object_object_add(o, "readOnly", json_object_new_boolean(true));
-        json_object_array_add(mounts, o);
-    }
-}
-
-/* Gives every container of pod SPEC the region group TF_SHM_POD_GROUP as a supplementary group
- * (once), so that the node agent can make the pod's usage part 0660 instead of world-writable. */
-static void add_region_group(json_object *spec)
-{
-    json_object *g = child_arr(child_obj(spec, "securityContext"), "supplementalGroups");
-    for (size_t i = 0; i < json_object_array_length(g); i++) {
-        json_object *v = json_object_array_get_idx(g, i);
-        if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) == TF_SHM_POD_GROUP)
-            return;
-    }
-    json_object_array_add(g, json_object_new_int64(TF_SHM_POD_GROUP));
-}
-
-static void add_volume(json_object *spec, json_object *vol)
-{
-    json_object *vols = child_arr(spec, "volumes");
-    if (find_named(vols, tf_json_str(vol, "name", NULL))) {
-        json_object_put(vol);
-        return;
-    }
-    json_object_array_add(vols, vol);
-}
-
-static json_object *empty_dir_volume(const char *name)
-{
-    json_object *v = json_object_new_object();
-    set_str(v, "name", name);
-    json_object_object_add(v, "emptyDir", json_object_new_object());
-    return v;
-}
-
-static json_object *host_path_volume(const char *name, const char *path)
-{
-    json_object *v = json_object_new_object(), *hp = json_object_new_object();
-    set_str(v, "name", name);
-    set_str(hp, "path", path);
-    set_str(hp, "type", "DirectoryOrCreate");
-    json_object_object_add(v, "hostPath", hp);
-    return v;
-}
-
-static json_object *container_named(json_object *spec, const char *name)
-{
-    return find_named(tf_json_path(spec, "containers", NULL), name);
-}
-
-static void init_container(json_object *spec, const char *name, const char *image,
-                           const char *script)
-{
-    json_object *inits = child_arr(spec, "initContainers");
-    if (find_named(inits, name))
-        return;
-    json_object *c = json_object_new_object();
-    set_str(c, "name", name);
-    set_str(c, "image", image);
-    json_object *cmd = json_object_new_array();
-    json_object_array_add(cmd, json_object_new_string("/bin/sh"));
-    json_object_array_add(cmd, json_object_new_string("-c"));
-    json_object_array_add(cmd, json_object_new_string(script));
-    json_object_object_add(c, "command", cmd);
-    add_mount(c, LIB_VOLUME, LIB_DIR, NULL, false);
-    json_object_array_add(inits, c);
-}
-
-static void set_limit(json_object *c, const char *res, int n)
-{
-    json_object *r = child_obj(c, "resources");
-    char v[16];
-    snprintf(v, sizeof(v), "%d", n);
-    set_str(child_obj(r, "limits"), res, v);
-    set_str(child_obj(r, "requests"), res, v);
-}
-
-/* Pod index I as the resource tensor-fusion.ai/index_<k>: <n> (core/podindex.h). */
-static void index_limit(json_object *c, int i)
-{
-    int k, n;
-    char res[40];
-    if (tf_podidx_encode(i, &k, &n) == 0 && tf_podidx_resource(k, res, sizeof(res)) == 0)
-        set_limit(c, res, n);
-}
-
-/* Removes the native GPU resources (nvidia.com/gpu, ...) container CT takes over. */
-static void drop_native_gpu(json_object *c, const struct tf_spec_container *ct)
-{
-    json_object *r = tf_json_path(c, "resources", NULL);
-    json_object *lim = tf_json_path(r, "limits", NULL), *req = tf_json_path(r, "requests", NULL);
-    for (size_t i = 0; i < ct->nnative_names; i++) {
-        if (lim)
-            json_object_object_del(lim, ct->native_names[i]);
-        if (req)
-            json_object_object_del(req, ct->native_names[i]);
-    }
-}
 
 /* ---- spec resolution ---------------------------------------------------------------------- */
 
@@ -467,16 +48,16 @@ static void res_annotations(json_object *ann, const struct tf_spec_res *r, const
     char buf[64];
     if (r->tflops_set) {
         tf_quantity_format_milli(r->tflops_milli, buf, sizeof(buf));
-        set_str(ann, tfl, buf);
+        tf__wh_set_str(ann, tfl, buf);
         json_object_object_del(ann, pct);
     } else if (r->percent_set) {
         percent_text(r->percent_bp, buf, sizeof(buf));
-        set_str(ann, pct, buf);
+        tf__wh_set_str(ann, pct, buf);
         json_object_object_del(ann, tfl);
     }
     if (r->vram_set) {
         tf_quantity_format_bytes(r->vram_bytes, buf, sizeof(buf));
-        set_str(ann, vram, buf);
+        tf__wh_set_str(ann, vram, buf);
     }
 }
 
@@ -550,10 +131,10 @@ static void owner_event(struct tf_webhook *wh, const char *ns, const char *owner
     const char *slash = strchr(owner, '/');
     snprintf(kind, sizeof(kind), "%.*s", (int)(slash ? slash - owner : 0), owner);
     json_object *inv = json_object_new_object(), *m = json_object_new_object();
-    set_str(inv, "kind", kind);
-    set_str(inv, "apiVersion", strcmp(kind, "Job") == 0 ? "batch/v1" : "apps/v1");
-    set_str(m, "name", slash ? slash + 1 : owner);
-    set_str(m, "namespace", ns);
+    tf__wh_set_str(inv, "kind", kind);
+    tf__wh_set_str(inv, "apiVersion", strcmp(kind, "Job") == 0 ? "batch/v1" : "apps/v1");
+    tf__wh_set_str(m, "name", slash ? slash + 1 : owner);
+    tf__wh_set_str(m, "namespace", ns);
     json_object_object_add(inv, "metadata", m);
     snprintf(msg, sizeof(msg),
              "%d pod(s) already use TensorFusion (%s: %d): new pod admitted unmodified", have,
@@ -626,11 +207,11 @@ static void qos_priority(struct tf_webhook *wh, enum tf_qos qos, json_object *sp
              tf_qos_name(qos), cls);
         return;
     }
-    set_str(spec, "priorityClassName", cls);
+    tf__wh_set_str(spec, "priorityClassName", cls);
     json_object_object_add(spec, "priority", json_object_new_int(value));
     const char *policy = tf_json_str(pc, "preemptionPolicy", NULL);
     if (policy)
-        set_str(spec, "preemptionPolicy", policy);
+        tf__wh_set_str(spec, "preemptionPolicy", policy);
     json_object_put(pc);
 }
 
@@ -653,41 +234,41 @@ static json_object *workload_object(const struct tf_spec *s, const char *ns, con
     char buf[64];
     json_object *w = json_object_new_object(), *meta = json_object_new_object(),
                 *spec = json_object_new_object(), *res = json_object_new_object();
-    set_str(w, "apiVersion", "tensor-fusion.ai/v1");
-    set_str(w, "kind", "TensorFusionWorkload");
-    set_str(meta, "name", name);
-    set_str(meta, "namespace", ns);
+    tf__wh_set_str(w, "apiVersion", "tensor-fusion.ai/v1");
+    tf__wh_set_str(w, "kind", "TensorFusionWorkload");
+    tf__wh_set_str(meta, "name", name);
+    tf__wh_set_str(meta, "namespace", ns);
     json_object_object_add(w, "metadata", meta);
-    set_str(spec, "poolName", pool);
+    tf__wh_set_str(spec, "poolName", pool);
     const struct tf_spec_res *sides[2] = {&s->requests, &s->limits};
     const char *names[2] = {"requests", "limits"};
     for (int i = 0; i < 2; i++) {
         json_object *side = json_object_new_object();
         if (sides[i]->tflops_set) {
             tf_quantity_format_milli(sides[i]->tflops_milli, buf, sizeof(buf));
-            set_str(side, "tflops", buf);
+            tf__wh_set_str(side, "tflops", buf);
         }
         if (sides[i]->percent_set) {
             percent_text(sides[i]->percent_bp, buf, sizeof(buf));
-            set_str(side, "compute", buf); /* upstream's field (readers also take ours) */
+            tf__wh_set_str(side, "compute", buf); /* upstream's field (readers also take ours) */
         }
         if (sides[i]->vram_set) {
             tf_quantity_format_bytes(sides[i]->vram_bytes, buf, sizeof(buf));
-            set_str(side, "vram", buf);
+            tf__wh_set_str(side, "vram", buf);
         }
         json_object_object_add(res, names[i], side);
     }
     json_object_object_add(spec, "resources", res);
-    set_str(spec, "qos", tf_qos_name(s->qos));
-    set_str(spec, "isolation", tf_isolation_name(s->isolation));
+    tf__wh_set_str(spec, "qos", tf_qos_name(s->qos));
+    tf__wh_set_str(spec, "isolation", tf_isolation_name(s->isolation));
     json_object_object_add(spec, "gpuCount", json_object_new_int(s->gpu_count));
     json_object_object_add(spec, "isLocalGPU", json_object_new_boolean(s->is_local_gpu));
     if (s->has_worker_replicas && !s->is_local_gpu)
         json_object_object_add(spec, "replicas", json_object_new_int(s->worker_replicas));
     if (s->gpu_model)
-        set_str(spec, "gpuModel", s->gpu_model);
+        tf__wh_set_str(spec, "gpuModel", s->gpu_model);
     if (s->vendor)
-        set_str(spec, "vendor", s->vendor);
+        tf__wh_set_str(spec, "vendor", s->vendor);
     json_object_object_add(w, "spec", spec);
     return w;
 }
@@ -712,171 +293,6 @@ static void workload_name(const struct tf_spec *s, json_object *pod, const char 
     size_t l = strlen(buf);
     while (l && (buf[l - 1] == '-' || buf[l - 1] == '.'))
         buf[--l] = '\0';
-}
-
-/* ---- injection ---------------------------------------------------------------------------- */
-
-static void inject_common_env(json_object *c, const char *cname)
-{
-    env_field(c, "POD_NAME", "metadata.name");
-    env_field(c, "POD_NAMESPACE", "metadata.namespace");
-    env_set(c, "CONTAINER_NAME", cname);
-}
-
-static void inject_soft(struct tf_webhook *wh, json_object *spec, const struct tf_spec *s)
-{
-    add_volume(spec, empty_dir_volume(LIB_VOLUME));
-    add_volume(spec, host_path_volume(SHM_VOLUME, wh->cfg.shm_host_dir));
-    add_region_group(spec);
-    init_container(spec, "tf-limiter-copy", wh->cfg.limiter_image,
-                   "cp /opt/tensor-fusion/lib/libtf_limiter.so " LIB_DIR "/libtf_limiter.so");
-    for (size_t i = 0; i < s->ninject_containers; i++) {
-        json_object *c = container_named(spec, s->inject_containers[i]);
-        if (!c)
-            continue;
-        /* The merge runs in the app's own image so its /etc/ld.so.preload entries survive. */
-        char name[80], script[512];
-        snprintf(name, sizeof(name), "tf-preload-%.60s", s->inject_containers[i]);
-        snprintf(script, sizeof(script),
-                 "{ echo " LIB_DIR "/libtf_limiter.so; grep -v libtf_limiter "
-                 "/etc/ld.so.preload 2>/dev/null || true; } > " LIB_DIR "/ld.so.preload.%.60s",
-                 s->inject_containers[i]);
-        const char *image = tf_json_str(c, "image", NULL);
-        init_container(spec, name, image ? image : wh->cfg.limiter_image, script);
-        char sub[80];
-        snprintf(sub, sizeof(sub), "ld.so.preload.%.60s", s->inject_containers[i]);
-        inject_common_env(c, s->inject_containers[i]);
-        env_prepend(c, "LD_PRELOAD", LIB_DIR "/libtf_limiter.so");
-        env_set(c, "TF_SHM_PATH", SHM_POD_DIR "/shm");
-        /* The app may reach cuInit before the node agent has written the pod's region: wait
-         * for it, and never run unlimited (a region that never comes refuses CUDA). */
-        env_set(c, "TF_LIMITER_WAIT_MS", "60000");
-        env_set(c, "TF_LIMITER_STRICT", "1");
-        add_mount(c, LIB_VOLUME, LIB_DIR, NULL, true);
-        add_mount(c, LIB_VOLUME, "/etc/ld.so.preload", sub, true);
-        /* Only the pod's own directory of the host shm tree (the node agent creates the region
-         * in it), so no pod can open another's: read-only, but for the region's usage part. */
-        tf_webhook_region_mounts(child_arr(c, "volumeMounts"));
-    }
-}
-
-void tf_webhook_token_secret(const char *workload, char *out, size_t outlen)
-{
-    tf_name_fit("tf-token-", workload, 253, out, outlen);
-}
-
-void tf_webhook_worker_debug(json_object *cmd, unsigned disabled)
-{
-    if (!(disabled & TF_FEATURE_START_WORKER))
-        return;
-    while (json_object_array_length(cmd))
-        json_object_array_del_idx(cmd, 0, 1);
-    json_object_array_add(cmd, json_object_new_string("sleep"));
-    json_object_array_add(cmd, json_object_new_string("infinity"));
-}
-
-void tf_webhook_worker_args(json_object *cmd, int ngpus, const char *token_file, bool limits)
-{
-    json_object_array_add(cmd, json_object_new_string("--token-file"));
-    json_object_array_add(cmd, json_object_new_string(token_file));
-    /* The pod's limits, live: the node agent writes the pod's region (as for soft pods) and
-     * the worker enforces it; it waits for the region and never runs unlimited. */
-    if (limits) {
-        json_object_array_add(cmd, json_object_new_string("--limits-region"));
-        json_object_array_add(cmd, json_object_new_string(SHM_POD_DIR "/shm"));
-    }
-    if (ngpus > 1) {
-        char list[4 * TF_SPEC_MAX_GPUS] = "";
-        for (int i = 0; i < ngpus && i < TF_SPEC_MAX_GPUS; i++) {
-            size_t n = strlen(list);
-            snprintf(list + n, sizeof(list) - n, "%s%d", i ? "," : "", i);
-        }
-        json_object_array_add(cmd, json_object_new_string("--device"));
-        json_object_array_add(cmd, json_object_new_string(list));
-    }
-    /* Every client of this worker is the pod's (or the client pod's) own: one tenant, so
-     * page-locked staging (reachable from all its contexts' kernels) is safe. */
-    json_object_array_add(cmd, json_object_new_string("--pinned-staging"));
-}
-
-/* Hard, local: the app and its tf-worker sidecar share a token made for this pod alone by
- * the init container, in the pod's emptyDir (nothing outside the pod can read it). */
-#define POD_TOKEN LIB_DIR "/run/token"
-
-static void env_secret(json_object *c, const char *name, const char *secret, const char *key)
-{
-    json_object *env = child_arr(c, "env");
-    if (find_named(env, name))
-        return;
-    json_object *e = json_object_new_object(), *vf = json_object_new_object(),
-                *ref = json_object_new_object();
-    set_str(e, "name", name);
-    set_str(ref, "name", secret);
-    set_str(ref, "key", key);
-    json_object_object_add(vf, "secretKeyRef", ref);
-    json_object_object_add(e, "valueFrom", vf);
-    json_object_array_add(env, e);
-}
-
-static void inject_client(struct tf_webhook *wh, json_object *spec, const struct tf_spec *s,
-                          const char *workload, bool local)
-{
-    add_volume(spec, empty_dir_volume(LIB_VOLUME));
-#define CLIENT_COPY                                                                                \
-    "mkdir -p " LIB_DIR "/client " LIB_DIR                                                         \
-    "/run && cp /opt/tensor-fusion/lib/libtf_client.so " LIB_DIR "/client/libcuda.so.1"
-    init_container(spec, "tf-client-copy", wh->cfg.client_image,
-                   local ? CLIENT_COPY
-                       " && head -c 32 /dev/urandom | od -An -vtx1 | tr -d ' \\n' > " POD_TOKEN
-                         : CLIENT_COPY);
-#undef CLIENT_COPY
-    for (size_t i = 0; i < s->ninject_containers; i++) {
-        json_object *c = container_named(spec, s->inject_containers[i]);
-        if (!c)
-            continue;
-        inject_common_env(c, s->inject_containers[i]);
-        env_prepend(c, "LD_LIBRARY_PATH", LIB_DIR "/client");
-        add_mount(c, LIB_VOLUME, LIB_DIR, NULL, false);
-        if (local) {
-            env_set(c, "TF_REMOTE", "unix://" LIB_DIR "/run/worker.sock");
-            env_set(c, "TF_TOKEN_FILE", POD_TOKEN);
-            /* The sidecar may still be waiting for the pod's region when the app starts. */
-            env_set(c, "TF_CONNECT_WAIT_MS", "120000");
-        } else {
-            char url[600], secret[254];
-            tf_webhook_token_secret(workload, secret, sizeof(secret));
-            env_secret(c, "TF_TOKEN", secret, TF_TOKEN_SECRET_KEY);
-            env_field(c, "TF_CONNECTION_NAME", "metadata.name");
-            env_field(c, "TF_CONNECTION_NAMESPACE", "metadata.namespace");
-            snprintf(url, sizeof(url), "%s/api/connection", wh->cfg.controller_url);
-            env_set(c, "TF_CONTROLLER_URL", url);
-        }
-    }
-    if (local) {
-        json_object *cs = child_arr(spec, "containers");
-        if (!find_named(cs, "tf-worker")) {
-            json_object *w = json_object_new_object();
-            set_str(w, "name", "tf-worker");
-            set_str(w, "image", wh->cfg.worker_image);
-            json_object *cmd = json_object_new_array();
-            json_object_array_add(cmd, json_object_new_string("tf-worker"));
-            json_object_array_add(cmd, json_object_new_string("--listen"));
-            json_object_array_add(cmd,
-                                  json_object_new_string("unix://" LIB_DIR "/run/worker.sock"));
-            tf_webhook_worker_args(cmd, s->gpu_count, POD_TOKEN,
-                                   !(s->disable_features & TF_FEATURE_GPU_LIMITER));
-            tf_webhook_worker_debug(cmd, s->disable_features);
-            json_object_object_add(w, "command", cmd);
-            inject_common_env(w, "tf-worker");
-            add_mount(w, LIB_VOLUME, LIB_DIR, NULL, false);
-            tf_webhook_region_mounts(child_arr(w, "volumeMounts"));
-            add_volume(spec, host_path_volume(SHM_VOLUME, wh->cfg.shm_host_dir));
-            add_region_group(spec);
-            set_limit(w, TF_RESOURCE_VGPU, s->gpu_count);
-            env_field(w, "NVIDIA_VISIBLE_DEVICES", GPU_IDS_FIELD);
-            json_object_array_add(cs, w);
-        }
-    }
 }
 
 /* ---- review ------------------------------------------------------------------------------- */
@@ -1008,28 +424,28 @@ static void review_create(struct tf_webhook *wh, const struct tf_admission_req *
         deny(out, 500, "out of memory");
         goto done;
     }
-    json_object *meta = child_obj(mut, "metadata");
-    json_object *labels = child_obj(meta, "labels");
-    json_object *ann = child_obj(meta, "annotations");
-    json_object *spec = child_obj(mut, "spec");
-    set_str(labels, TF_LABEL_ENABLED, "true");
-    set_str(labels, TF_LABEL_COMPONENT, "client");
+    json_object *meta = tf__wh_child_obj(mut, "metadata");
+    json_object *labels = tf__wh_child_obj(meta, "labels");
+    json_object *ann = tf__wh_child_obj(meta, "annotations");
+    json_object *spec = tf__wh_child_obj(mut, "spec");
+    tf__wh_set_str(labels, TF_LABEL_ENABLED, "true");
+    tf__wh_set_str(labels, TF_LABEL_COMPONENT, "client");
     const char *final_pool = s.pool ? s.pool : pool;
     char wname[300], buf[64];
     workload_name(&s, pod, has_owner ? owner : NULL, wname, sizeof(wname));
-    set_str(ann, TF_ANN_GPUPOOL, final_pool);
-    set_str(ann, TF_ANN_ISOLATION, tf_isolation_name(s.isolation));
-    set_str(ann, TF_ANN_QOS, tf_qos_name(s.qos));
+    tf__wh_set_str(ann, TF_ANN_GPUPOOL, final_pool);
+    tf__wh_set_str(ann, TF_ANN_ISOLATION, tf_isolation_name(s.isolation));
+    tf__wh_set_str(ann, TF_ANN_QOS, tf_qos_name(s.qos));
     snprintf(buf, sizeof(buf), "%d", s.gpu_count);
-    set_str(ann, TF_ANN_GPU_COUNT, buf);
-    set_str(ann, TF_ANN_IS_LOCAL_GPU, s.is_local_gpu ? "true" : "false");
-    set_str(ann, TF_ANN_WORKLOAD, wname);
+    tf__wh_set_str(ann, TF_ANN_GPU_COUNT, buf);
+    tf__wh_set_str(ann, TF_ANN_IS_LOCAL_GPU, s.is_local_gpu ? "true" : "false");
+    tf__wh_set_str(ann, TF_ANN_WORKLOAD, wname);
     if (has_owner)
-        set_str(ann, TF_ANN_OWNER, owner);
+        tf__wh_set_str(ann, TF_ANN_OWNER, owner);
     if (s.gpu_model)
-        set_str(ann, TF_ANN_GPU_MODEL, s.gpu_model);
+        tf__wh_set_str(ann, TF_ANN_GPU_MODEL, s.gpu_model);
     if (s.vendor)
-        set_str(ann, TF_ANN_VENDOR, s.vendor);
+        tf__wh_set_str(ann, TF_ANN_VENDOR, s.vendor);
     res_annotations(ann, &s.requests, TF_ANN_TFLOPS_REQUEST, TF_ANN_PERCENT_REQUEST,
                     TF_ANN_VRAM_REQUEST);
     res_annotations(ann, &s.limits, TF_ANN_TFLOPS_LIMIT, TF_ANN_PERCENT_LIMIT, TF_ANN_VRAM_LIMIT);
@@ -1040,7 +456,7 @@ static void review_create(struct tf_webhook *wh, const struct tf_admission_req *
                 strncat(list, ",", sizeof(list) - strlen(list) - 1);
             strncat(list, s.inject_containers[i], sizeof(list) - strlen(list) - 1);
         }
-        set_str(ann, TF_ANN_INJECT_CONTAINER, list);
+        tf__wh_set_str(ann, TF_ANN_INJECT_CONTAINER, list);
     }
     bool split = tf_spec_split(&s);
     if (split) {
@@ -1048,14 +464,14 @@ static void review_create(struct tf_webhook *wh, const struct tf_admission_req *
         for (size_t i = 0; i < s.ncontainers; i++)
             json_object_object_add(m, s.containers[i].name,
                                    json_object_new_int(s.containers[i].gpu_count));
-        set_str(ann, TF_ANN_CONTAINER_GPU_COUNT,
-                json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN));
+        tf__wh_set_str(ann, TF_ANN_CONTAINER_GPU_COUNT,
+                       json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN));
         json_object_put(m);
     }
     if (s.gang &&
         !tf__wh_gang_annotations(wh, &s, have_prof ? &prof : NULL, pod, ns, wname, ann, out))
         goto done;
-    set_str(spec, "schedulerName", TF_SCHEDULER_NAME);
+    tf__wh_set_str(spec, "schedulerName", TF_SCHEDULER_NAME);
     qos_priority(wh, s.qos, spec, out);
 
     /* Migrated containers drop nvidia.com/gpu; local modes request vGPU slots on the app;
@@ -1072,27 +488,27 @@ static void review_create(struct tf_webhook *wh, const struct tf_admission_req *
             goto done;
         }
         snprintf(buf, sizeof(buf), "%d", pidx);
-        set_str(ann, TF_PODIDX_ANNOTATION, buf);
+        tf__wh_set_str(ann, TF_PODIDX_ANNOTATION, buf);
     }
     for (size_t i = 0; i < s.ncontainers; i++) {
-        json_object *c = container_named(spec, s.containers[i].name);
+        json_object *c = tf__wh_container_named(spec, s.containers[i].name);
         if (!c)
             continue;
         if (s.containers[i].migrated)
-            drop_native_gpu(c, &s.containers[i]);
+            tf__wh_drop_native_gpu(c, &s.containers[i]);
         if (!remote && !hard_local)
-            set_limit(c, TF_RESOURCE_VGPU, s.containers[i].gpu_count);
+            tf__wh_set_limit(c, TF_RESOURCE_VGPU, s.containers[i].gpu_count);
         if (pidx > 0)
-            index_limit(c, pidx);
+            tf__wh_index_limit(c, pidx);
         else if (!remote && !hard_local && !indexed)
-            visible_devices(c, split ? s.containers[i].name : NULL);
+            tf__wh_visible_devices(c, split ? s.containers[i].name : NULL);
     }
     if (remote)
-        inject_client(wh, spec, &s, wname, false);
+        tf__wh_inject_client(wh, spec, &s, wname, false);
     else if (s.isolation == TF_ISOLATION_SOFT && !(s.disable_features & TF_FEATURE_GPU_LIMITER))
-        inject_soft(wh, spec, &s);
+        tf__wh_inject_soft(wh, spec, &s);
     else if (hard_local)
-        inject_client(wh, spec, &s, wname, true);
+        tf__wh_inject_client(wh, spec, &s, wname, true);
 
     if (!req->dry_run && wh->env.ensure_workload) {
         json_object *w = workload_object(&s, ns, wname, final_pool);
