@@ -11,8 +11,8 @@
  * "NAME kernels=N seconds=S share_pct=P", or "NAME vram_refused mib=N error=CUDA_ERROR_..."
  * with exit status 3 when the VRAM allocation is refused. With GPU_BURN_SPAWN set, once its
  * VRAM is allocated it runs that shell command (its child, e.g. one that drops the limiter)
- * and prints "NAME spawned exit=N signal=N" when it ends, then burns. Runs on whichever
- * libcuda.so.1 the library path selects (the real driver or the simulated one).
+ * (without GPU_BURN_SPAWN) and prints "NAME spawned exit=N signal=N" when it ends, then burns. Runs
+ * on whichever libcuda.so.1 the library path selects (the real driver or the simulated one).
  */
 #include <cuda.h>
 #include <stdio.h>
@@ -90,9 +90,14 @@ int main(int argc, char **argv)
     }
     printf("%s vram_total_mib=%zu vram_alloc_mib=%zu\n", name, total >> 20, mib);
     fflush(stdout);
-    const char *spawn = getenv("GPU_BURN_SPAWN");
-    if (spawn && *spawn) {
-        int st = system(spawn);
+    const char *env = getenv("GPU_BURN_SPAWN");
+    if (env && *env) {
+        /* The command runs once: its own gpu_burn must not inherit it and spawn again (a
+         * chain of burners that outlived the test). */
+        char *spawn = strdup(env);
+        unsetenv("GPU_BURN_SPAWN");
+        int st = spawn ? system(spawn) : -1;
+        free(spawn);
         printf("%s spawned exit=%d signal=%d\n", name, WIFEXITED(st) ? WEXITSTATUS(st) : -1,
                WIFSIGNALED(st) ? WTERMSIG(st) : 0);
         fflush(stdout);
