@@ -31,7 +31,8 @@
  * _settling (seconds until every later window of the case is within +-3 points; "never"),
  * all against the cap, or for a lone workload whose uncapped run got less than its cap (the
  * simulated GPU runs on the CPU: a loaded machine slows it), against what that run got
- * (_target),
+ * (_target; for the four tenants, whose caps add up to the whole device, their part of what
+ * four uncapped processes got together, _four_uncapped_total_share),
  * _work_share (kernels completed per second against the uncapped run of the same load).
  * Per below-cap workload: _uncapped_rate and _rate (launches/s), _rate_ratio and
  * _first_second_rate_ratio (%), _share (its mean share, %) and, soft, _throttled_time (the
@@ -326,29 +327,36 @@ static int reference(const char *name, const struct load *ld, enum mode mode, in
 
 /* What workload I of N should get: its cap, or for a lone workload whose uncapped run of the
  * same load (REF) got less than that (a simulated GPU slowed by a loaded machine cannot
- * deliver more), what that run got. */
-static double target_of(const struct wl *w, int n, int i, const struct wl *ref)
+ * deliver more), what that run got; for tenants whose caps add up to more than the device
+ * delivered to as many uncapped processes together (TOGETHER %, 0: not measured), their
+ * caps' part of it. */
+static double target_of(const struct wl *w, int n, int i, const struct wl *ref, double together)
 {
-    double cap = w[i].bp / 100.0;
+    double cap = w[i].bp / 100.0, caps = 0;
+    for (int k = 0; k < n; k++)
+        caps += w[k].bp / 100.0;
+    if (n > 1 && together > 0 && caps > together)
+        return cap * together / caps;
     return n == 1 && ref && ref[i].mean < cap ? ref[i].mean : cap;
 }
 
 /* Prints the held figures of the N capped workloads of case NAME (REF: their uncapped
- * runs). */
-static void report_held(const char *name, struct wl *w, int n, int secs, const struct wl *ref)
+ * runs; TOGETHER: target_of). */
+static void report_held(const char *name, struct wl *w, int n, int secs, const struct wl *ref,
+                        double together)
 {
     int settle = secs;
     for (int s = secs - 1; s >= 0; s--) {
         int ok = 1;
         for (int i = 0; i < n; i++)
-            if (fabs(w[i].share[s] - target_of(w, n, i, ref)) > TOL)
+            if (fabs(w[i].share[s] - target_of(w, n, i, ref, together)) > TOL)
                 ok = 0;
         if (!ok)
             break;
         settle = s;
     }
     for (int i = 0; i < n; i++) {
-        double cap = w[i].bp / 100.0, target = target_of(w, n, i, ref), maxerr = 0;
+        double cap = w[i].bp / 100.0, target = target_of(w, n, i, ref, together), maxerr = 0;
         for (int s = 0; s < secs; s++) {
             printf("limiter_accuracy_%s_%s_w%02d: %.1f %%\n", name, w[i].name, s + 1,
                    w[i].share[s]);
@@ -358,7 +366,7 @@ static void report_held(const char *name, struct wl *w, int n, int secs, const s
         double over = w[i].share[0] - cap > 0 ? w[i].share[0] - cap : 0;
         printf("limiter_accuracy_%s_%s_cap: %.1f %%\n", name, w[i].name, cap);
         if (target < cap)
-            printf("limiter_accuracy_%s_%s_target: %.1f %% (the uncapped run got no more)\n", name,
+            printf("limiter_accuracy_%s_%s_target: %.1f %% (what uncapped runs got)\n", name,
                    w[i].name, target);
         printf("limiter_accuracy_%s_%s_mean: %.1f %%\n", name, w[i].name, w[i].mean);
         printf("limiter_accuracy_%s_%s_max_error: %.1f pp\n", name, w[i].name, maxerr);
@@ -411,17 +419,18 @@ static uint32_t roomy_cap(double share)
 }
 
 /* The load LD under cap BP (bp; 0: a cap well above the uncapped run's share), cold and
- * after a warm-up, between two uncapped runs as long as the capped ones (the machine's speed
- * drifts: the reference is their mean; and a load of few long bursts launches a whole
- * number of them, so runs of other lengths would differ by a burst). */
+ * after a warm-up, each between two uncapped runs as long as the capped ones: the machine's
+ * speed drifts, so a capped run's reference is the mean of the uncapped runs just before and
+ * just after it (and a load of few long bursts launches a whole number of them, so runs of
+ * other lengths would differ by a burst). */
 #define BELOW_SECS 3
 static int below(const char *tag, const struct load *ld, enum mode mode, uint32_t bp)
 {
     char nm[96];
     int rc = 0;
-    struct wl ref[2], w;
-    snprintf(nm, sizeof(nm), "%s_uncapped", tag);
+    struct wl ref[3], w;
     enum mode bare = mode == HARD_REGION ? HARD : BARE;
+    snprintf(nm, sizeof(nm), "%s_uncapped", tag);
     rc |= reference(nm, ld, bare, BELOW_SECS, &ref[0]);
     if (!bp)
         bp = roomy_cap(ref[0].mean);
@@ -431,15 +440,12 @@ static int below(const char *tag, const struct load *ld, enum mode mode, uint32_
         w = (struct wl){.name = "a", .bp = bp, .mode = mode, .ld = l};
         snprintf(nm, sizeof(nm), "%s_below_%s", tag, warm ? "warm" : "cold");
         rc |= run(nm, &w, 1, BELOW_SECS);
-        if (warm == 0) {
-            snprintf(nm, sizeof(nm), "%s_uncapped_again", tag);
-            rc |= reference(nm, ld, bare, BELOW_SECS, &ref[1]);
-            ref[0].rate = (ref[0].rate + ref[1].rate) / 2;
-            snprintf(nm, sizeof(nm), "%s_below_cold", tag);
-            report_below(nm, &w, &ref[0]);
-            continue;
-        }
-        report_below(nm, &w, &ref[0]);
+        snprintf(nm, sizeof(nm), warm ? "%s_uncapped_last" : "%s_uncapped_again", tag);
+        rc |= reference(nm, ld, bare, BELOW_SECS, &ref[warm + 1]);
+        struct wl mean = ref[warm];
+        mean.rate = (ref[warm].rate + ref[warm + 1].rate) / 2;
+        snprintf(nm, sizeof(nm), "%s_below_%s", tag, warm ? "warm" : "cold");
+        report_below(nm, &w, &mean);
     }
     return rc;
 }
@@ -465,7 +471,7 @@ static int kernel_length(const struct len *k)
     held = (struct wl){.name = "a", .bp = binding_cap(ref.mean), .mode = SOFT, .ld = cont};
     snprintf(nm, sizeof(nm), "%s_held", k->tag);
     rc |= run(nm, &held, 1, 4);
-    report_held(nm, &held, 1, 4, &ref);
+    report_held(nm, &held, 1, 4, &ref, 0);
 
     /* Under a cap above its natural share: never throttled, cold or warm. */
     if (ref.mean < 60) {
@@ -497,20 +503,29 @@ static int tenants(const struct load *ms, const struct wl *ref_ms)
                          {.name = "b", .bp = 6000, .mode = SOFT, .ld = *ms}};
     struct wl pref[2] = {*ref_ms, *ref_ms};
     rc |= run("pair_30_60", pair, 2, 5);
-    report_held("pair_30_60", pair, 2, 5, pref);
+    report_held("pair_30_60", pair, 2, 5, pref, 0);
     struct wl mixed[2] = {{.name = "a", .bp = 3000, .mode = SOFT, .ld = *ms},
                           {.name = "b", .bp = 6000, .mode = SOFT, .ld = ms20}};
     struct wl mref[2] = {*ref_ms, ref_ms20};
     rc |= run("pair_30_60_long", mixed, 2, 5);
-    report_held("pair_30_60_long", mixed, 2, 5, mref);
-    struct wl four[4], fref[4];
+    report_held("pair_30_60_long", mixed, 2, 5, mref, 0);
+    /* Four processes sharing the simulated GPU lose some of it to handing it over: what four
+     * uncapped ones get together is what four caps of 25 % can share. */
+    struct wl four[4], fref[4], free4[4];
     static const char *names[4] = {"a", "b", "c", "d"};
     for (int i = 0; i < 4; i++) {
+        free4[i] = (struct wl){.name = names[i], .bp = 0, .mode = BARE, .ld = *ms};
         four[i] = (struct wl){.name = names[i], .bp = 2500, .mode = SOFT, .ld = *ms};
         fref[i] = *ref_ms;
     }
+    rc |= run("four_uncapped", free4, 4, 3);
+    double together = 0;
+    for (int i = 0; i < 4; i++)
+        for (int s = 0; s < 3; s++)
+            together += free4[i].share[s] / 3;
+    printf("limiter_accuracy_four_uncapped_total_share: %.1f %%\n", together);
     rc |= run("four_25", four, 4, 5);
-    report_held("four_25", four, 4, 5, fref);
+    report_held("four_25", four, 4, 5, fref, together);
     return rc;
 }
 
@@ -527,7 +542,7 @@ static int hard(const struct load *ms)
         struct wl w = {.name = "a", .bp = hcaps[i], .mode = HARD, .ld = *ms};
         snprintf(nm, sizeof(nm), "hard_%u", hcaps[i] / 100);
         rc |= run(nm, &w, 1, 4);
-        report_held(nm, &w, 1, 4, &href);
+        report_held(nm, &w, 1, 4, &href, 0);
     }
     struct load us = {.kernel_ns = 1000, .depth = 4};
     rc |= below("hard_k1us", &us, HARD_REGION, 0);
@@ -569,7 +584,7 @@ int main(int argc, char **argv)
         struct wl w = {.name = "a", .bp = sweep[i], .mode = SOFT, .ld = ms};
         snprintf(nm, sizeof(nm), "sweep_%u", sweep[i] / 100);
         rc |= run(nm, &w, 1, 4);
-        report_held(nm, &w, 1, 4, &ref_ms);
+        report_held(nm, &w, 1, 4, &ref_ms, 0);
     }
     if (want("tenants"))
         rc |= tenants(&ms, &ref_ms);
