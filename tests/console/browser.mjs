@@ -14,7 +14,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
-import { chartsDrawn, harness, loadChromium, watchProblems } from './lib.mjs';
+import { chartsDrawn, chartsWhen, harness, loadChromium, watchProblems } from './lib.mjs';
 
 const env = (k) => {
   if (!process.env[k]) { console.error(`browser.mjs: ${k} is not set`); process.exit(2); }
@@ -130,16 +130,18 @@ if (process.env.TF_CONSOLE_SCREENSHOT) {
 
 await page.click('a[href^="#/gpu/"]');
 await page.waitForFunction(() => window.tfCharts.length >= 2 && /GPU/.test(document.querySelector('#main h1').textContent));
-let charts = await chartsDrawn(page);
-check(charts.length === 2 && charts.every((c) => c.pts > 0 && c.ink > 50),
+const gpuDrawn = (cs) => cs.length === 2 && cs.every((c) => c.pts > 0 && c.ink > 50);
+let charts = await chartsWhen(page, gpuDrawn);
+check(gpuDrawn(charts),
   'the GPU page draws utilisation and VRAM with points: ' + JSON.stringify(charts));
 const gpuText = await page.textContent('#main');
 check(/default\/burn-30/.test(gpuText) && /default\/burn-60/.test(gpuText), 'the GPU page lists its workloads');
 
 await page.goto(base + '/console/#/workload/default/burn-60');
 await page.waitForFunction(() => window.tfCharts.length === 3 && /burn-60/.test(document.querySelector('#main h1').textContent));
-charts = await chartsDrawn(page);
-check(charts.every((c) => c.ink > 50) && charts[0].pts > 0 && charts[1].pts > 0,
+const wlDrawn = (cs) => cs.length === 3 && cs.every((c) => c.ink > 50) && cs[0].pts > 0 && cs[1].pts > 0;
+charts = await chartsWhen(page, wlDrawn);
+check(wlDrawn(charts),
   'the workload page draws request, limit and use: ' + JSON.stringify(charts));
 const wlText = await page.textContent('#main');
 check(/187\.2 \/ 187\.2 TFLOPS/.test(wlText) && /limit 60 % of the GPU/.test(wlText),

@@ -46,6 +46,18 @@ export async function chartsDrawn(page) {
   }));
 }
 
+// The charts once OK(charts) holds, or as they are after MS milliseconds: a page redraws with
+// the newest samples every 10 s, and a chart of a few seconds' samples is short on ink.
+export async function chartsWhen(page, ok, ms = 25000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    let charts = [];
+    try { charts = await chartsDrawn(page); } catch { /* mid-redraw */ }
+    if (ok(charts) || Date.now() > end) return charts;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
 // The test's outcome: CHECK prints "ok - MSG" or fails; FAIL prints MSG and the tail of the
 // server's LOG, closes the browser, runs CLEANUP and exits 1, as it does after 150 s in all.
 export function harness(cleanup, log) {
