@@ -35,6 +35,12 @@
  *                      per pod bound (scheduler side, extender, stub API server together)
  *   *_handler_cpu      CPU time inside the extender's handler per call or per pod bound (its
  *                      own work, without TLS, HTTP and the scheduler side)
+ *   the latency rounds and the sustained loop twice: with every node a candidate
+ *                      (percentageOfNodesToScore 100, the worst case: extender_N_nodes_*),
+ *                      then as kube-scheduler sends them by default (it stops looking once it
+ *                      found 50 % less a point per 125 nodes, at least 5 %: 420 of 1,000, 500
+ *                      of 5,000 nodes; each pod's search starts where the last stopped:
+ *                      extender_N_nodes_default_pct_*)
  *   rss, and the heap the extender's state holds (bytes malloc'd by the loading thread and
  *   still in use once the inputs are freed, mmap'd blocks included) per GPU
  * and the 1-minute load average before and after (the machine may be shared).
@@ -498,6 +504,214 @@ static void *binder(void *arg)
 
 /* ---- one size --------------------------------------------------------------------------- */
 
+/* The filter's candidates into T: every node when WINDOW is 0, as kube-scheduler sends them
+ * with percentageOfNodesToScore 100 when all nodes passed its own filters; else WINDOW nodes
+ * from *START on (wrapping), *START then moved past them, as kube-scheduler's default
+ * percentageOfNodesToScore does (it stops looking once it found that many feasible nodes and
+ * starts the next pod's search where this one stopped). */
+static void node_names(struct text *t, int nodes, int *start, int window)
+{
+    char buf[32];
+    int count = window ? window : nodes;
+    t->len = 0;
+    puts_(t, "[");
+    for (int k = 0; k < count; k++) {
+        snprintf(buf, sizeof(buf), "%s\"node-%d\"", k ? "," : "", (*start + k) % nodes);
+        puts_(t, buf);
+    }
+    puts_(t, "]");
+    if (window)
+        *start = (*start + window) % nodes;
+}
+
+/* kube-scheduler's default number of feasible nodes to find among NODES (its
+ * numFeasibleNodesToFind with percentageOfNodesToScore unset): 50 % less one point per 125
+ * nodes, at least 5 %, at least 100 nodes. */
+static int default_window(int nodes)
+{
+    if (nodes < 100)
+        return nodes;
+    int pct = 50 - nodes / 125;
+    pct = pct < 5 ? 5 : pct;
+    int n = nodes * pct / 100;
+    return n < 100 ? 100 : n;
+}
+
+/* One pass of the latency rounds and the sustained loop over the extender X at PORT (CA: its
+ * certificate), the filter's candidates as node_names() with WINDOW; figures printed as
+ * extender_NODES_nodes<SFX>_*, the sustained loop's pods named PODPFX-<i>. */
+static void measure(struct tf_extender *x, int port, const char *ca, int nodes, int window,
+                    const char *sfx, const char *podpfx, int iters, int sustained)
+{
+    struct text names = {0}, body = {0}, pbody = {0};
+    int start = 0;
+    node_names(&names, nodes, &start, window);
+    struct conn c;
+    conn_init(&c, port, ca);
+    char pod[4096];
+    pod_text(pod, sizeof(pod), "probe", "10Gi", NULL, NULL);
+    args_body(&body, pod, names.s, names.len);
+    double *fl = calloc((size_t)iters, sizeof(double)), *pl = calloc((size_t)iters, sizeof(double));
+    double *fp = calloc((size_t)iters, sizeof(double));
+    int fit = 0;
+    /* One round first: the connection (TLS handshake) and the request shape's first verdicts. */
+    size_t plen = 0;
+    const char *passed;
+    if (post(&c, "filter", body.s, body.len) || !(passed = passed_names(c.out, &plen)))
+        exit(1);
+    for (size_t k = 0; k < plen; k++)
+        fit += passed[k] == '"' ? 1 : 0;
+    size_t filter_answer = c.len;
+    args_body(&pbody, pod, passed, plen);
+    if (post(&c, "prioritize", pbody.s, pbody.len))
+        exit(1);
+    int listed = 0;
+    for (const char *h = strstr(c.out, "{\"Host\""); h; h = strstr(h + 1, "{\"Host\""))
+        listed++;
+    printf("extender_%d_nodes%s_wire_bytes: filter %zu + %zu, prioritize %zu + %zu bytes "
+           "(request + answer)\n",
+           nodes, sfx, body.len, filter_answer, pbody.len, c.len);
+    printf("extender_%d_nodes%s_prioritize_listed: %d of %d nodes (hosts scoring 0 left out)\n",
+           nodes, sfx, listed, fit / 2);
+    clockid_t srv_clk = atomic_load(&last_clock); /* the thread serving this connection */
+    double lat_cpu0 = cpu_s(false), srv_f = 0, srv_p = 0, cli = 0;
+    long long h0[3] = {handler_ns[0], handler_ns[1], handler_ns[2]};
+    for (int i = 0; i < iters; i++) {
+        double s0 = clock_s(srv_clk), cc0 = cpu_s(true);
+        if (window) {
+            node_names(&names, nodes, &start, window);
+            args_body(&body, pod, names.s, names.len);
+        }
+        double a = now_s();
+        if (post(&c, "filter", body.s, body.len))
+            exit(1);
+        double b = now_s(), s1 = clock_s(srv_clk);
+        if (!(passed = passed_names(c.out, &plen)))
+            exit(1);
+        args_body(&pbody, pod, passed, plen);
+        double b2 = now_s();
+        if (post(&c, "prioritize", pbody.s, pbody.len))
+            exit(1);
+        double e = now_s(), s2 = clock_s(srv_clk);
+        fl[i] = b - a;
+        pl[i] = e - b2;
+        fp[i] = (b - a) + (e - b2);
+        srv_f += s1 - s0;
+        srv_p += s2 - s1;
+        cli += cpu_s(true) - cc0;
+    }
+    double lat_cpu = (cpu_s(false) - lat_cpu0) / iters;
+    double hf = (double)(handler_ns[0] - h0[0]) / iters / 1e6,
+           hp = (double)(handler_ns[1] - h0[1]) / iters / 1e6;
+    printf("extender_%d_nodes%s_filter_fit: %d of %d nodes\n", nodes, sfx, fit / 2, nodes);
+    printf("extender_%d_nodes%s_filter_p50: %.3f ms\n", nodes, sfx, pct(fl, iters, 0.5));
+    printf("extender_%d_nodes%s_filter_p99: %.3f ms\n", nodes, sfx, pct(fl, iters, 0.99));
+    printf("extender_%d_nodes%s_prioritize_p50: %.3f ms\n", nodes, sfx, pct(pl, iters, 0.5));
+    printf("extender_%d_nodes%s_prioritize_p99: %.3f ms\n", nodes, sfx, pct(pl, iters, 0.99));
+    printf("extender_%d_nodes%s_filter_plus_prioritize_p50: %.3f ms\n", nodes, sfx,
+           pct(fp, iters, 0.5));
+    printf("extender_%d_nodes%s_filter_plus_prioritize_cpu: %.3f ms\n", nodes, sfx, lat_cpu * 1e3);
+    printf("extender_%d_nodes%s_filter_handler_cpu: %.3f ms\n", nodes, sfx, hf);
+    printf("extender_%d_nodes%s_prioritize_handler_cpu: %.3f ms\n", nodes, sfx, hp);
+    printf("extender_%d_nodes%s_filter_server_cpu: %.3f ms\n", nodes, sfx, srv_f * 1e3 / iters);
+    printf("extender_%d_nodes%s_prioritize_server_cpu: %.3f ms\n", nodes, sfx, srv_p * 1e3 / iters);
+    printf("extender_%d_nodes%s_filter_plus_prioritize_client_cpu: %.3f ms\n", nodes, sfx,
+           cli * 1e3 / iters);
+
+    /* Sustained: the serial scheduling cycle, binds handed to BINDERS threads. */
+    struct queue q = {.jobs = calloc((size_t)sustained * 2, sizeof(struct job)),
+                      .lat = calloc((size_t)sustained * 2, sizeof(double)),
+                      .retry = calloc((size_t)sustained, sizeof(struct job)),
+                      .port = port,
+                      .ca = ca};
+    pthread_mutex_init(&q.lock, NULL);
+    pthread_cond_init(&q.work, NULL);
+    pthread_cond_init(&q.idle, NULL);
+    pthread_t th[BINDERS];
+    for (int i = 0; i < BINDERS; i++)
+        pthread_create(&th[i], NULL, binder, &q);
+    int unschedulable = 0, next = 0;
+    server_window();
+    double s0 = now_s(), sc0 = cpu_s(false);
+    long long hs0 = handler_ns[0] + handler_ns[1] + handler_ns[2];
+    for (;;) {
+        struct job j;
+        pthread_mutex_lock(&q.lock);
+        while (next == sustained && !q.nretry && q.busy)
+            pthread_cond_wait(&q.idle, &q.lock);
+        bool retry = q.nretry > 0;
+        if (retry) {
+            j = q.retry[--q.nretry];
+            q.retried++;
+        }
+        pthread_mutex_unlock(&q.lock);
+        if (!retry) {
+            if (next == sustained)
+                break;
+            snprintf(j.pod, sizeof(j.pod), "%s-%d", podpfx, next++);
+        }
+        pod_text(pod, sizeof(pod), j.pod, "10Gi", NULL, NULL);
+        if (window)
+            node_names(&names, nodes, &start, window);
+        args_body(&body, pod, names.s, names.len);
+        if (post(&c, "filter", body.s, body.len) || !(passed = passed_names(c.out, &plen)))
+            exit(1);
+        char first[64] = "";
+        if (plen > 4 && passed[1] == '"')
+            sscanf(passed + 2, "%63[^\"]", first);
+        args_body(&pbody, pod, passed, plen);
+        if (post(&c, "prioritize", pbody.s, pbody.len))
+            exit(1);
+        if (best_host(c.out, first, j.node, sizeof(j.node))) {
+            unschedulable++;
+            continue;
+        }
+        pthread_mutex_lock(&q.lock);
+        q.jobs[q.tail++] = j;
+        q.busy++;
+        pthread_cond_signal(&q.work); /* one binder per job, as a goroutine per bind */
+        pthread_mutex_unlock(&q.lock);
+    }
+    pthread_mutex_lock(&q.lock);
+    q.done = true;
+    pthread_cond_broadcast(&q.work);
+    pthread_mutex_unlock(&q.lock);
+    struct conn *bc[BINDERS];
+    for (int i = 0; i < BINDERS; i++)
+        pthread_join(th[i], (void **)&bc[i]);
+    double wall = now_s() - s0, scpu = cpu_s(false) - sc0, xcpu = server_cpu();
+    for (int i = 0; i < BINDERS; i++) {
+        conn_free(bc[i]);
+        free(bc[i]);
+    }
+    int bound = q.tail - q.retried;
+    printf("extender_%d_nodes%s_bind_p50: %.3f ms\n", nodes, sfx, pct(q.lat, q.tail, 0.5));
+    printf("extender_%d_nodes%s_bind_p99: %.3f ms\n", nodes, sfx, pct(q.lat, q.tail, 0.99));
+    printf("extender_%d_nodes%s_sustained_pods_per_sec: %.0f pods/s\n", nodes, sfx, bound / wall);
+    printf("extender_%d_nodes%s_sustained_cpu_per_pod: %.3f ms\n", nodes, sfx, scpu * 1e3 / bound);
+    printf("extender_%d_nodes%s_sustained_handler_cpu_per_pod: %.3f ms\n", nodes, sfx,
+           (double)(handler_ns[0] + handler_ns[1] + handler_ns[2] - hs0) / bound / 1e6);
+    printf("extender_%d_nodes%s_sustained_extender_cpu_per_pod: %.3f ms\n", nodes, sfx,
+           xcpu * 1e3 / bound);
+    printf("extender_%d_nodes%s_extender_capacity_pods_per_sec: %.0f pods/s per core\n", nodes, sfx,
+           bound / xcpu);
+    printf("extender_%d_nodes%s_sustained_bound: %d of %d pods (%d unschedulable, %d binds lost a "
+           "race and were scheduled again)\n",
+           nodes, sfx, bound, sustained, unschedulable, q.retried);
+    printf("extender_%d_nodes%s_allocations_after: %d pods\n", nodes, sfx,
+           tf_extender_allocations(x));
+    conn_free(&c);
+    free(names.s);
+    free(body.s);
+    free(pbody.s);
+    free(fl);
+    free(pl);
+    free(fp);
+    free(q.jobs);
+    free(q.lat);
+    free(q.retry);
+}
+
 static void run(int nodes, int resident, int iters, int sustained)
 {
     char err[512];
@@ -586,178 +800,18 @@ static void run(int nodes, int resident, int iters, int sustained)
     struct mallinfo2 m1 = mallinfo2();
     long rss = rss_kib();
 
-    /* Every node name, as kube-scheduler sends them when all nodes passed its own filters. */
-    struct text names = {0}, body = {0}, pbody = {0};
-    puts_(&names, "[");
-    for (int n = 0; n < nodes; n++) {
-        snprintf(buf, sizeof(buf), "%s\"node-%d\"", n ? "," : "", n);
-        puts_(&names, buf);
-    }
-    puts_(&names, "]");
-    struct conn c;
-    conn_init(&c, tf_https_port(srv), tls.ca_pem);
-    char pod[4096];
-    pod_text(pod, sizeof(pod), "probe", "10Gi", NULL, NULL);
-    args_body(&body, pod, names.s, names.len);
-    double *fl = calloc((size_t)iters, sizeof(double)), *pl = calloc((size_t)iters, sizeof(double));
-    double *fp = calloc((size_t)iters, sizeof(double));
-    int fit = 0;
-    /* One round first: the connection (TLS handshake) and the request shape's first verdicts. */
-    size_t plen = 0;
-    const char *passed;
-    if (post(&c, "filter", body.s, body.len) || !(passed = passed_names(c.out, &plen)))
-        exit(1);
-    for (size_t k = 0; k < plen; k++)
-        fit += passed[k] == '"' ? 1 : 0;
-    size_t filter_answer = c.len;
-    args_body(&pbody, pod, passed, plen);
-    if (post(&c, "prioritize", pbody.s, pbody.len))
-        exit(1);
-    int listed = 0;
-    for (const char *h = strstr(c.out, "{\"Host\""); h; h = strstr(h + 1, "{\"Host\""))
-        listed++;
-    printf("extender_%d_nodes_wire_bytes: filter %zu + %zu, prioritize %zu + %zu bytes "
-           "(request + answer)\n",
-           nodes, body.len, filter_answer, pbody.len, c.len);
-    printf("extender_%d_nodes_prioritize_listed: %d of %d nodes (hosts scoring 0 left out)\n",
-           nodes, listed, fit / 2);
-    clockid_t srv_clk = atomic_load(&last_clock); /* the thread serving this connection */
-    double lat_cpu0 = cpu_s(false), srv_f = 0, srv_p = 0, cli = 0;
-    long long h0[3] = {handler_ns[0], handler_ns[1], handler_ns[2]};
-    for (int i = 0; i < iters; i++) {
-        double s0 = clock_s(srv_clk), cc0 = cpu_s(true), a = now_s();
-        if (post(&c, "filter", body.s, body.len))
-            exit(1);
-        double b = now_s(), s1 = clock_s(srv_clk);
-        if (!(passed = passed_names(c.out, &plen)))
-            exit(1);
-        args_body(&pbody, pod, passed, plen);
-        double b2 = now_s();
-        if (post(&c, "prioritize", pbody.s, pbody.len))
-            exit(1);
-        double e = now_s(), s2 = clock_s(srv_clk);
-        fl[i] = b - a;
-        pl[i] = e - b2;
-        fp[i] = (b - a) + (e - b2);
-        srv_f += s1 - s0;
-        srv_p += s2 - s1;
-        cli += cpu_s(true) - cc0;
-    }
-    double lat_cpu = (cpu_s(false) - lat_cpu0) / iters;
-    double hf = (double)(handler_ns[0] - h0[0]) / iters / 1e6,
-           hp = (double)(handler_ns[1] - h0[1]) / iters / 1e6;
     printf("extender_%d_nodes_resident_pods: %d pods\n", nodes, held);
     printf("extender_%d_nodes_pod_ingest: %.2f us/pod\n", nodes, ingest * 1e6 / resident);
     printf("extender_%d_nodes_state_load: %.1f ms\n", nodes, load * 1e3);
     printf("extender_%d_nodes_state_load_cpu: %.1f ms\n", nodes, load_cpu * 1e3);
-    printf("extender_%d_nodes_filter_fit: %d of %d nodes\n", nodes, fit / 2, nodes);
-    printf("extender_%d_nodes_filter_p50: %.3f ms\n", nodes, pct(fl, iters, 0.5));
-    printf("extender_%d_nodes_filter_p99: %.3f ms\n", nodes, pct(fl, iters, 0.99));
-    printf("extender_%d_nodes_prioritize_p50: %.3f ms\n", nodes, pct(pl, iters, 0.5));
-    printf("extender_%d_nodes_prioritize_p99: %.3f ms\n", nodes, pct(pl, iters, 0.99));
-    printf("extender_%d_nodes_filter_plus_prioritize_p50: %.3f ms\n", nodes, pct(fp, iters, 0.5));
-    printf("extender_%d_nodes_filter_plus_prioritize_cpu: %.3f ms\n", nodes, lat_cpu * 1e3);
-    printf("extender_%d_nodes_filter_handler_cpu: %.3f ms\n", nodes, hf);
-    printf("extender_%d_nodes_prioritize_handler_cpu: %.3f ms\n", nodes, hp);
-    printf("extender_%d_nodes_filter_server_cpu: %.3f ms\n", nodes, srv_f * 1e3 / iters);
-    printf("extender_%d_nodes_prioritize_server_cpu: %.3f ms\n", nodes, srv_p * 1e3 / iters);
-    printf("extender_%d_nodes_filter_plus_prioritize_client_cpu: %.3f ms\n", nodes,
-           cli * 1e3 / iters);
-
-    /* Sustained: the serial scheduling cycle, binds handed to BINDERS threads. */
-    struct queue q = {.jobs = calloc((size_t)sustained * 2, sizeof(struct job)),
-                      .lat = calloc((size_t)sustained * 2, sizeof(double)),
-                      .retry = calloc((size_t)sustained, sizeof(struct job)),
-                      .port = tf_https_port(srv),
-                      .ca = tls.ca_pem};
-    pthread_mutex_init(&q.lock, NULL);
-    pthread_cond_init(&q.work, NULL);
-    pthread_cond_init(&q.idle, NULL);
-    pthread_t th[BINDERS];
-    for (int i = 0; i < BINDERS; i++)
-        pthread_create(&th[i], NULL, binder, &q);
-    int unschedulable = 0, next = 0;
-    server_window();
-    double s0 = now_s(), sc0 = cpu_s(false);
-    long long hs0 = handler_ns[0] + handler_ns[1] + handler_ns[2];
-    for (;;) {
-        struct job j;
-        pthread_mutex_lock(&q.lock);
-        while (next == sustained && !q.nretry && q.busy)
-            pthread_cond_wait(&q.idle, &q.lock);
-        bool retry = q.nretry > 0;
-        if (retry) {
-            j = q.retry[--q.nretry];
-            q.retried++;
-        }
-        pthread_mutex_unlock(&q.lock);
-        if (!retry) {
-            if (next == sustained)
-                break;
-            snprintf(j.pod, sizeof(j.pod), "s-%d", next++);
-        }
-        pod_text(pod, sizeof(pod), j.pod, "10Gi", NULL, NULL);
-        args_body(&body, pod, names.s, names.len);
-        if (post(&c, "filter", body.s, body.len) || !(passed = passed_names(c.out, &plen)))
-            exit(1);
-        char first[64] = "";
-        if (plen > 4 && passed[1] == '"')
-            sscanf(passed + 2, "%63[^\"]", first);
-        args_body(&pbody, pod, passed, plen);
-        if (post(&c, "prioritize", pbody.s, pbody.len))
-            exit(1);
-        if (best_host(c.out, first, j.node, sizeof(j.node))) {
-            unschedulable++;
-            continue;
-        }
-        pthread_mutex_lock(&q.lock);
-        q.jobs[q.tail++] = j;
-        q.busy++;
-        pthread_cond_signal(&q.work); /* one binder per job, as a goroutine per bind */
-        pthread_mutex_unlock(&q.lock);
-    }
-    pthread_mutex_lock(&q.lock);
-    q.done = true;
-    pthread_cond_broadcast(&q.work);
-    pthread_mutex_unlock(&q.lock);
-    struct conn *bc[BINDERS];
-    for (int i = 0; i < BINDERS; i++)
-        pthread_join(th[i], (void **)&bc[i]);
-    double wall = now_s() - s0, scpu = cpu_s(false) - sc0, xcpu = server_cpu();
-    for (int i = 0; i < BINDERS; i++) {
-        conn_free(bc[i]);
-        free(bc[i]);
-    }
-    int bound = q.tail - q.retried;
-    printf("extender_%d_nodes_bind_p50: %.3f ms\n", nodes, pct(q.lat, q.tail, 0.5));
-    printf("extender_%d_nodes_bind_p99: %.3f ms\n", nodes, pct(q.lat, q.tail, 0.99));
-    printf("extender_%d_nodes_sustained_pods_per_sec: %.0f pods/s\n", nodes, bound / wall);
-    printf("extender_%d_nodes_sustained_cpu_per_pod: %.3f ms\n", nodes, scpu * 1e3 / bound);
-    printf("extender_%d_nodes_sustained_handler_cpu_per_pod: %.3f ms\n", nodes,
-           (double)(handler_ns[0] + handler_ns[1] + handler_ns[2] - hs0) / bound / 1e6);
-    printf("extender_%d_nodes_sustained_extender_cpu_per_pod: %.3f ms\n", nodes,
-           xcpu * 1e3 / bound);
-    printf("extender_%d_nodes_extender_capacity_pods_per_sec: %.0f pods/s per core\n", nodes,
-           bound / xcpu);
-    printf("extender_%d_nodes_sustained_bound: %d of %d pods (%d unschedulable, %d binds lost a "
-           "race and were scheduled again)\n",
-           nodes, bound, sustained, unschedulable, q.retried);
-    printf("extender_%d_nodes_allocations_after: %d pods\n", nodes, tf_extender_allocations(x));
+    measure(x, tf_https_port(srv), tls.ca_pem, nodes, 0, "", "s", iters, sustained);
+    measure(x, tf_https_port(srv), tls.ca_pem, nodes, default_window(nodes), "_default_pct", "d",
+            iters, sustained);
     printf("extender_%d_nodes_rss: %.1f MiB\n", nodes, rss / 1024.0);
     double heap = (double)(m1.uordblks + m1.hblkhd) - (double)(m0.uordblks + m0.hblkhd);
     printf("extender_%d_nodes_state_heap: %.1f MiB\n", nodes, heap / 1048576.0);
     printf("extender_%d_nodes_state_heap_per_gpu: %.0f bytes\n", nodes, heap / (nodes * 8.0));
 
-    conn_free(&c);
-    free(names.s);
-    free(body.s);
-    free(pbody.s);
-    free(fl);
-    free(pl);
-    free(fp);
-    free(q.jobs);
-    free(q.lat);
-    free(q.retry);
     tf_https_destroy(srv);
     tf_extender_destroy(x);
     tf_https_destroy(api);

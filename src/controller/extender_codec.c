@@ -553,6 +553,18 @@ static bool failed_repeat(const struct tf_ext_args *args, const char *const *rea
     return rep;
 }
 
+/* REASON as kube-scheduler shows it: without the allocator's "node NAME: " prefix (NAME of
+ * NLEN bytes). The map's key names the node already, and kube-scheduler counts equal reasons
+ * together in its FailedScheduling event ("0/5000 nodes are available: 1250 gpu 8/8 eligible,
+ * …"), which a node name in every reason would defeat. */
+static const char *reason_body(const char *reason, const char *name, size_t nlen)
+{
+    if (strncmp(reason, "node ", 5) || strncmp(reason + 5, name, nlen) || reason[5 + nlen] != ':' ||
+        reason[6 + nlen] != ' ')
+        return reason;
+    return reason + 7 + nlen;
+}
+
 /* The failed nodes of one map (those UNRESOLVABLE says WANT of) as "name":"reason" pairs, at P
  * (NULL: only their size); RLEN holds each reason's length, ELEN its escaped length. Returns
  * the end (or the size). */
@@ -598,27 +610,33 @@ char *tf_ext_encode_filter_span(const struct tf_ext_args *args, const char *cons
                       mid2[] = "},\"FailedAndUnresolvableNodes\":{", tail[] = "},\"Error\":";
     size_t *rlen = reasons ? malloc((args->n_nodes + 1) * 2 * sizeof(*rlen)) : NULL;
     size_t *elen = rlen ? rlen + args->n_nodes + 1 : NULL;
-    if (reasons && !rlen)
+    const char **body = reasons ? calloc(args->n_nodes + 1, sizeof(*body)) : NULL;
+    if (reasons && (!rlen || !body)) {
+        free(rlen);
+        free(body);
         return NULL;
+    }
     size_t errl = error ? strlen(error) : 0, passed = 0;
     size_t size = sizeof(head) + sizeof(mid1) + sizeof(mid2) + sizeof(tail) + 2 +
                   str_size(error ? error : "", errl, false);
     for (size_t i = 0; i < args->n_nodes; i++) {
         if (reasons && reasons[i]) {
-            rlen[i] = strlen(reasons[i]);
-            elen[i] = tf_json_escaped_len(reasons[i], rlen[i]);
+            body[i] = reason_body(reasons[i], args->node_names[i], name_len(args, i));
+            rlen[i] = strlen(body[i]);
+            elen[i] = tf_json_escaped_len(body[i], rlen[i]);
             continue;
         }
         size += !!passed + str_size(args->node_names[i], name_len(args, i), args->names_plain);
         passed++;
     }
     if (reasons) {
-        put_failed(NULL, args, reasons, rlen, elen, unresolvable, false, &size);
-        put_failed(NULL, args, reasons, rlen, elen, unresolvable, true, &size);
+        put_failed(NULL, args, body, rlen, elen, unresolvable, false, &size);
+        put_failed(NULL, args, body, rlen, elen, unresolvable, true, &size);
     }
     char *out = malloc(size + 1), *p = out;
     if (!out) {
         free(rlen);
+        free(body);
         return NULL;
     }
     p = put_lit(p, head);
@@ -637,15 +655,16 @@ char *tf_ext_encode_filter_span(const struct tf_ext_args *args, const char *cons
         span[1] = (size_t)(p - out) + 1 - span[0]; /* through the ']' */
     p = put_lit(p, mid1);
     if (reasons)
-        p = put_failed(p, args, reasons, rlen, elen, unresolvable, false, NULL);
+        p = put_failed(p, args, body, rlen, elen, unresolvable, false, NULL);
     p = put_lit(p, mid2);
     if (reasons)
-        p = put_failed(p, args, reasons, rlen, elen, unresolvable, true, NULL);
+        p = put_failed(p, args, body, rlen, elen, unresolvable, true, NULL);
     p = put_lit(p, tail);
     p = put_str(p, error ? error : "", errl, false);
     *p++ = '}';
     *p = '\0';
     free(rlen);
+    free(body);
     return out;
 }
 
@@ -662,8 +681,10 @@ char *tf_ext_encode_filter_tree(const struct tf_ext_args *args, const char *cons
                                           ? json_object_get(args->nodes[i])
                                           : json_object_new_string(args->node_names[i]));
         } else {
-            json_object_object_add(unresolvable && unresolvable[i] ? unres : failed,
-                                   args->node_names[i], json_object_new_string(reasons[i]));
+            json_object_object_add(
+                unresolvable && unresolvable[i] ? unres : failed, args->node_names[i],
+                json_object_new_string(
+                    reason_body(reasons[i], args->node_names[i], strlen(args->node_names[i]))));
         }
     }
     if (args->node_list) {

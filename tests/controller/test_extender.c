@@ -64,6 +64,10 @@ static void filter_returns_allocator_reasons_for_nodes_that_do_not_fit(void **st
     assert_non_null(why);
     if (!strstr(why, "VRAM") && !strstr(why, "vram"))
         fail_msg("reason lacks VRAM: %s", why);
+    /* The key names the node; the reason does not repeat it, so that kube-scheduler's
+     * FailedScheduling event counts equal reasons of different nodes together. */
+    assert_null(strstr(why, "node-a"));
+    assert_string_equal(why, tf_json_str(o, "FailedNodes", "node-b", NULL));
     json_object_put(o);
     /* Both nodes are idle: under CompactFirst they score 0 and are left out of the answer
      * (kube-scheduler counts a host it was not given as 0). */
