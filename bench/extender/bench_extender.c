@@ -12,8 +12,8 @@
  *
  * In-process: the extender's HTTPS server (TLS, a self-generated certificate, one thread per
  * connection as in tf-controller) and a stub API server (plain HTTP) answering what /bind asks
- * of kube-apiserver: GET pod (the extender has no pod informer here), PATCH pod (the
- * allocation annotations), POST pods/binding, POST events. After a Binding the stub delivers
+ * of kube-apiserver: GET pod (the extender has no pod informer here), POST pods/binding (with
+ * the allocation's annotations), POST events. After a Binding the stub delivers
  * the pod's update to the extender's pod handler, as the pod informer would. The client is
  * libcurl over one keep-alive TLS connection per thread, like kube-scheduler's HTTP client.
  *
@@ -148,8 +148,6 @@ static int pod_text(char *buf, size_t len, const char *name, const char *vram_re
 
 struct stub {
     struct tf_extender *x;
-    pthread_mutex_t lock;
-    json_object *bound; /* pod name -> gpu-ids from its PATCH */
 };
 
 static void stub_handler(const struct tf_http_req *req, struct tf_http_resp *resp, void *arg)
@@ -177,26 +175,16 @@ static void stub_handler(const struct tf_http_req *req, struct tf_http_resp *res
     char *buf = malloc(4096);
     if (strcmp(req->method, "GET") == 0) {
         pod_text(buf, 4096, name, "10Gi", NULL, NULL);
-    } else if (strcmp(req->method, "PATCH") == 0) {
-        json_object *p = json_tokener_parse(req->body), *ids = NULL;
-        json_object_object_get_ex(
-            json_object_object_get(json_object_object_get(p, "metadata"), "annotations"),
-            "tensor-fusion.ai/gpu-ids", &ids);
-        pthread_mutex_lock(&s->lock);
-        json_object_object_add(s->bound, name, ids ? json_object_get(ids) : NULL);
-        pthread_mutex_unlock(&s->lock);
-        json_object_put(p);
-        pod_text(buf, 4096, name, "10Gi", NULL, NULL);
     } else if (strcmp(sub, "binding") == 0) {
+        /* As kube-apiserver: the Binding's annotations merged into the pod with its node. */
         json_object *b = json_tokener_parse(req->body);
         const char *node = json_object_get_string(
             json_object_object_get(json_object_object_get(b, "target"), "name"));
-        char ids[256] = "";
-        pthread_mutex_lock(&s->lock);
-        json_object *v = json_object_object_get(s->bound, name);
-        snprintf(ids, sizeof(ids), "%s", v ? json_object_get_string(v) : "");
-        json_object_object_del(s->bound, name);
-        pthread_mutex_unlock(&s->lock);
+        const char *v = json_object_get_string(json_object_object_get(
+            json_object_object_get(json_object_object_get(b, "metadata"), "annotations"),
+            "tensor-fusion.ai/gpu-ids"));
+        char ids[256];
+        snprintf(ids, sizeof(ids), "%s", v ? v : "");
         /* The pod informer's MODIFIED event: the pod with its annotations and node. */
         pod_text(buf, 4096, name, "10Gi", NULL, NULL);
         json_object *old = json_tokener_parse(buf);
@@ -721,8 +709,7 @@ static void run(int nodes, int resident, int iters, int sustained)
     pthread_mutex_unlock(&server_lock);
     struct mallinfo2 m0 = mallinfo2();
     /* Servers: the stub API, the extender over HTTPS. */
-    struct stub st = {.bound = json_object_new_object()};
-    pthread_mutex_init(&st.lock, NULL);
+    struct stub st = {0};
     struct tf_https_opts so = {0};
     struct tf_https *api = tf_https_start(&so, stub_handler, &st, err, sizeof(err));
     struct tf_k8s_config cfg;
@@ -817,7 +804,6 @@ static void run(int nodes, int resident, int iters, int sustained)
     tf_https_destroy(api);
     tf_k8s_client_destroy(kc);
     tf_tls_bundle_free(&tls);
-    json_object_put(st.bound);
 }
 
 int main(int argc, char **argv)

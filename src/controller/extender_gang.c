@@ -90,7 +90,7 @@ void tf_ext_gangs_forget(struct tf_ext_gangs *g, json_object *pod)
     pthread_mutex_unlock(&g->lock);
 }
 
-/* Annotates and binds a waiting MEMBER on the node its GPUs are held on. */
+/* Binds a waiting MEMBER, with its allocation's annotations, on the node its GPUs are held on. */
 static int bind_member(struct tf_ext_gangs *g, const char *member, char *err, size_t errlen)
 {
     json_object *e = g->ops.inflight(g->ops.arg, member);
@@ -102,9 +102,7 @@ static int bind_member(struct tf_ext_gangs *g, const char *member, char *err, si
     int rc = TF_ENOENT;
     tf_errf(err, errlen, "%s holds no GPUs any more", member);
     if (ns && name && node) {
-        rc = g->ops.annotate(g->ops.arg, ns, name, tf_json_path(e, "anns", NULL), err, errlen);
-        if (!rc)
-            rc = tf_k8s_bind(g->ops.c, ns, name, uid, node, err, errlen);
+        rc = tf_k8s_bind(g->ops.c, ns, name, uid, node, tf_json_path(e, "anns", NULL), err, errlen);
         if (!rc)
             tf_log(TF_LOG_INFO, "extender", "bound gang member pod=%s node=%s", member, node);
     }

@@ -4,7 +4,7 @@
  * core/gang.h. The extender reserves a gang member's GPUs as for any pod and records the bind
  * in flight; tf_ext_gangs_bind then decides: the member waits (keeping its GPUs, the bind
  * fails and kube-scheduler retries it), or the quorum holds GPUs and every waiting member is
- * annotated and bound through the extender's operations, or the group is backed off. Expired
+ * bound with its allocation's annotations (in the Binding), or the group is backed off. Expired
  * waits release their members' reservations. Thread-safe (one lock, taken before the
  * extender's own locks).
  */
@@ -25,9 +25,6 @@ struct tf_ext_gang_ops {
     json_object *(*inflight)(void *arg, const char *member);
     /* Releases POD's reservation (and its in-flight record). */
     void (*release)(void *arg, json_object *pod);
-    /* Merges ANNS into the annotations of pod NS/NAME. 0 or a TF_E* with ERR. */
-    int (*annotate)(void *arg, const char *ns, const char *name, json_object *anns, char *err,
-                    size_t errlen);
 };
 
 struct tf_ext_gangs;

@@ -468,22 +468,6 @@ static json_object *get_pod(struct tf_extender *x, const char *ns, const char *n
     return pod;
 }
 
-/* Merges ANNS into the pod's annotations or, with CLEAR, removes every key of ANNS. */
-static void annotate(struct tf_extender *x, const char *ns, const char *name, json_object *anns,
-                     bool clear, char *err, size_t errlen, int *rc)
-{
-    json_object *p = json_object_new_object(), *meta = json_object_new_object(),
-                *set = json_object_new_object();
-    json_object_object_foreach(anns, k, v)
-    {
-        json_object_object_add(set, k, clear ? NULL : json_object_get(v));
-    }
-    json_object_object_add(meta, "annotations", set);
-    json_object_object_add(p, "metadata", meta);
-    *rc = tf_k8s_merge_patch(x->c, &tf_k8s_pods, ns, name, NULL, p, NULL, err, errlen);
-    json_object_put(p);
-}
-
 /* ---- gang scheduling: a thin hook over extender_gang.h -------------------------------------- */
 
 /* The in-flight bind of MEMBER ("ns/name"), a new reference, or NULL. */
@@ -503,17 +487,9 @@ static void gang_release(void *arg, json_object *pod)
     tf__ext_release_pod(arg, pod);
 }
 
-static int gang_annotate(void *arg, const char *ns, const char *name, json_object *anns, char *err,
-                         size_t errlen)
-{
-    int rc;
-    annotate(arg, ns, name, anns, false, err, errlen, &rc);
-    return rc;
-}
-
 struct tf_ext_gangs *tf__ext_gangs_new(struct tf_extender *x)
 {
-    struct tf_ext_gang_ops gops = {x, x->c, gang_inflight, gang_release, gang_annotate};
+    struct tf_ext_gang_ops gops = {x, x->c, gang_inflight, gang_release};
     return tf_ext_gangs_new(&gops);
 }
 
@@ -595,21 +571,15 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
         }
         if (b.pr.gang && (out = tf_ext_gangs_bind(x->gangs, &b.pr, pod, ba.node)))
             goto out; /* waiting for the rest of the gang, or refused */
-        annotate(x, b.pr.ns, b.pr.name, anns, false, err, sizeof(err), &rc);
-        if (rc) {
-            snprintf(msg, sizeof(msg), "cannot record GPU allocation on pod: %s", err);
-            goto rollback;
-        }
     }
+    /* The allocation's annotations travel in the Binding: one write sets them with the node
+     * (a failed Binding leaves nothing to take back). */
     rc = tf_k8s_bind(x->c, ba.pod_namespace, ba.pod_name, ba.pod_uid[0] ? ba.pod_uid : NULL,
-                     ba.node, err, sizeof(err));
+                     ba.node, anns, err, sizeof(err));
     if (rc) {
         snprintf(msg, sizeof(msg), "binding to %s failed: %s", ba.node, err);
-        if (reserve) {
-            int urc;
-            annotate(x, b.pr.ns, b.pr.name, anns, true, err, sizeof(err), &urc);
+        if (reserve)
             goto rollback;
-        }
         out = tf_ext_encode_binding_result(msg);
         goto out;
     }

@@ -30,7 +30,8 @@ real kubectl binary:
     optimistic locking (409), DELETE, PATCH as JSON merge patch (resourceVersion in the patch
     is a precondition: 409), JSON patch, and a simplified strategic merge patch (lists of
     objects with a "name" key merged by name), status subresources, pods/binding (409 when
-    already bound).
+    already bound or the Binding's uid is not the pod's; its metadata.annotations merged into
+    the pod with the node, as kube-apiserver does).
   * mutating admission: on pod CREATE, and on pod UPDATE (PUT or PATCH of the pod itself, not
     of a subresource) with the stored pod as oldObject, it calls every stored
     MutatingWebhookConfiguration whose rules match the operation (clientConfig.url only; TLS
@@ -902,12 +903,35 @@ class Handler(BaseHTTPRequestHandler):
         if not isinstance(body, dict) or not isinstance(body.get("target"), dict) or \
                 not body["target"].get("name"):
             raise ApiError(400, "BadRequest", "Binding needs target.name")
+        if body["target"].get("kind") not in (None, "", "Node"):
+            raise ApiError(422, "Invalid", 'Binding.core "%s" is invalid: target.kind: '
+                           'Unsupported value: "%s": supported values: "", "Node"' % (
+                               name, body["target"]["kind"]))
+        meta = body.get("metadata") or {}
+        anns = meta.get("annotations") or {}
+        if not isinstance(meta, dict) or not isinstance(anns, dict) or \
+                not all(isinstance(v, str) for v in anns.values()):
+            raise ApiError(400, "BadRequest", "Binding metadata.annotations must map strings to "
+                           "strings")
         with store.lock:
             pod = copy.deepcopy(store.get("", "pods", ns, name))
+            # As kube-apiserver's BindingREST: the UID is a precondition, a pod being deleted
+            # or already bound is refused, and the Binding's annotations are merged into the
+            # pod in the same write that sets its node.
+            if meta.get("uid") and meta["uid"] != pod["metadata"].get("uid"):
+                raise ApiError(409, "Conflict", 'Operation cannot be fulfilled on pods/binding '
+                               '"%s": Precondition failed: UID in precondition: %s, UID in '
+                               'object meta: %s' % (name, meta["uid"],
+                                                    pod["metadata"].get("uid")))
+            if pod["metadata"].get("deletionTimestamp"):
+                raise ApiError(500, "InternalError", "pod %s is being deleted, cannot be "
+                               "assigned to a host" % name)
             if pod.get("spec", {}).get("nodeName"):
                 raise ApiError(409, "Conflict", 'Operation cannot be fulfilled on pods/binding '
                                '"%s": pod %s is already assigned to node "%s"' % (
                                    name, name, pod["spec"]["nodeName"]))
+            if anns:
+                pod["metadata"].setdefault("annotations", {}).update(anns)
             pod["spec"]["nodeName"] = body["target"]["name"]
             conds = pod.setdefault("status", {}).setdefault("conditions", [])
             conds.append({"type": "PodScheduled", "status": "True",

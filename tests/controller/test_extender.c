@@ -181,7 +181,8 @@ static void failed_binding_rolls_the_reservation_back(void **state)
     pod("preb", "70Gi", NULL);
     /* Someone else bound the pod already: the Binding POST answers 409. */
     char err[256];
-    assert_int_equal(tf_k8s_bind(fake.client, "ml", "preb", NULL, "node-b", err, sizeof(err)), 0);
+    assert_int_equal(tf_k8s_bind(fake.client, "ml", "preb", NULL, "node-b", NULL, err, sizeof(err)),
+                     0);
     int before = tf_extender_allocations(r.x);
     const char *e = bind_err(&r, "preb", "node-b");
     assert_non_null(strstr(e, "binding to node-b failed"));
@@ -317,8 +318,8 @@ static void split_pod_bind_records_each_containers_gpus(void **state)
     /* The Binding fails: every annotation the bind wrote is gone again. */
     pod("split-2", "10Gi", split);
     char err[256];
-    assert_int_equal(tf_k8s_bind(fake.client, "ml", "split-2", NULL, "node-s", err, sizeof(err)),
-                     0);
+    assert_int_equal(
+        tf_k8s_bind(fake.client, "ml", "split-2", NULL, "node-s", NULL, err, sizeof(err)), 0);
     assert_non_null(strstr(bind_err(&r, "split-2", "node-s"), "binding to node-s failed"));
     p = get_pod("split-2");
     json_object *anns = tf_json_path(p, "metadata", "annotations", NULL);

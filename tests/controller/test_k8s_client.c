@@ -210,12 +210,33 @@ static void binding_a_pod_sets_its_node_once(void **state)
     json_object *out = NULL;
     create_pod("bindme", "web");
     assert_int_equal(
-        tf_k8s_bind(fake.client, "default", "bindme", NULL, "gpu-node-1", err, sizeof(err)), 0);
+        tf_k8s_get(fake.client, &tf_k8s_pods, "default", "bindme", &out, err, sizeof(err)), 0);
+    char uid[128];
+    snprintf(uid, sizeof(uid), "%s", tf_json_str(out, "metadata", "uid", NULL));
+    json_object_put(out);
+    /* Another pod's UID (the pod was deleted and created again meanwhile): refused. */
+    json_object *anns = json_object_new_object();
+    json_object_object_add(anns, "tensor-fusion.ai/gpu-ids", json_object_new_string("gpu-0"));
+    assert_int_equal(tf_k8s_bind(fake.client, "default", "bindme", "0d1c-not-this-pod",
+                                 "gpu-node-1", anns, err, sizeof(err)),
+                     TF_ECONFLICT);
+    assert_int_equal(
+        tf_k8s_get(fake.client, &tf_k8s_pods, "default", "bindme", &out, err, sizeof(err)), 0);
+    assert_null(tf_json_str(out, "spec", "nodeName", NULL));
+    assert_null(tf_json_str(out, "metadata", "annotations", "tensor-fusion.ai/gpu-ids", NULL));
+    json_object_put(out);
+    /* The Binding's annotations land with the node, in one write. */
+    assert_int_equal(
+        tf_k8s_bind(fake.client, "default", "bindme", uid, "gpu-node-1", anns, err, sizeof(err)),
+        0);
+    json_object_put(anns);
     assert_int_equal(
         tf_k8s_get(fake.client, &tf_k8s_pods, "default", "bindme", &out, err, sizeof(err)), 0);
     assert_string_equal(tf_json_str(out, "spec", "nodeName", NULL), "gpu-node-1");
+    assert_string_equal(
+        tf_json_str(out, "metadata", "annotations", "tensor-fusion.ai/gpu-ids", NULL), "gpu-0");
     assert_int_equal(
-        tf_k8s_bind(fake.client, "default", "bindme", NULL, "gpu-node-2", err, sizeof(err)),
+        tf_k8s_bind(fake.client, "default", "bindme", NULL, "gpu-node-2", NULL, err, sizeof(err)),
         TF_ECONFLICT);
     assert_int_equal(tf_k8s_event(fake.client, out, "Normal", "GPUAllocated",
                                   "allocated gpu-0 on gpu-node-1", NULL),

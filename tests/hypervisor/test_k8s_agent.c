@@ -374,7 +374,7 @@ static void a_bound_soft_pod_gets_a_region_with_its_limits_until_it_goes(void **
     char *uid = pod_uid("train"), err[256];
     api_patch(&tf_k8s_pods, "ml", "train", NULL,
               "{\"metadata\":{\"annotations\":{\"tensor-fusion.ai/gpu-ids\":\"" A100 "\"}}}");
-    assert_int_equal(tf_k8s_bind(F.client, "ml", "train", uid, NODE, err, sizeof(err)), 0);
+    assert_int_equal(tf_k8s_bind(F.client, "ml", "train", uid, NODE, NULL, err, sizeof(err)), 0);
 
     struct tf_shm_map m = {0}, pm = {0};
     open_region("train", &m);

@@ -1070,7 +1070,7 @@ int tf_k8s_watch(struct tf_k8s_client *c, const struct tf_k8s_resource *res, con
 /* ---- bindings, events, time --------------------------------------------------------------- */
 
 int tf_k8s_bind(struct tf_k8s_client *c, const char *ns, const char *pod, const char *uid,
-                const char *node, char *err, size_t errlen)
+                const char *node, json_object *anns, char *err, size_t errlen)
 {
     json_object *b = json_object_new_object();
     json_object *meta = json_object_new_object();
@@ -1081,6 +1081,8 @@ int tf_k8s_bind(struct tf_k8s_client *c, const char *ns, const char *pod, const 
     json_object_object_add(meta, "namespace", json_object_new_string(ns));
     if (uid)
         json_object_object_add(meta, "uid", json_object_new_string(uid));
+    if (anns)
+        json_object_object_add(meta, "annotations", json_object_get(anns));
     json_object_object_add(b, "metadata", meta);
     json_object_object_add(target, "apiVersion", json_object_new_string("v1"));
     json_object_object_add(target, "kind", json_object_new_string("Node"));

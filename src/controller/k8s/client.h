@@ -170,9 +170,12 @@ int tf_k8s_watch(struct tf_k8s_client *c, const struct tf_k8s_resource *res, con
                  void *arg, atomic_bool *stop, char *last_rv, size_t rvlen, char *err,
                  size_t errlen);
 
-/* POSTs a pods/binding of NS/POD to NODE (TF_ECONFLICT when the pod is already bound). */
+/* POSTs a pods/binding of NS/POD to NODE (TF_ECONFLICT when the pod is already bound, or UID,
+ * when given, is not the pod's). ANNS (an object of strings, or NULL) go in the Binding's
+ * metadata: kube-apiserver merges them into the pod's annotations in the same write that sets
+ * spec.nodeName, so the pod is never seen bound without them nor annotated but unbound. */
 int tf_k8s_bind(struct tf_k8s_client *c, const char *ns, const char *pod, const char *uid,
-                const char *node, char *err, size_t errlen);
+                const char *node, json_object *anns, char *err, size_t errlen);
 
 /* POSTs a policy/v1 Eviction of pod NS/POD (pods/{name}/eviction): the API server deletes the
  * pod unless a PodDisruptionBudget forbids it. TF_EBUSY (429 after the retries) when a budget
