@@ -98,14 +98,19 @@ await page.goto(base + '/');
 await page.waitForSelector('#login:not([hidden])');
 check(page.url() === base + '/console/', 'the root redirects to the console, which asks for the token');
 await page.fill('#token', 'not-the-token');
-// Chromium logs the refused request as a failed load; the message may come after the page has
-// shown the refusal, so wait for it before forgetting it (at most 5 s).
-const logged401 = page.waitForEvent('console', { predicate: (m) => /status of 401/.test(m.text()), timeout: 5000 })
-  .catch(() => null);
+// Chromium logs each refused request as a failed load. The overview asks for two things at
+// once, and a message may come after the page has shown the refusal: wait until no request is
+// in flight and every 401 answer was logged (at most 5 s), then forget them.
+let inFlight = 0, answered401 = 0, logged401 = 0;
+page.on('request', () => inFlight++);
+page.on('requestfinished', () => inFlight--);
+page.on('requestfailed', () => inFlight--);
+page.on('response', (r) => { if (r.status() === 401) answered401++; });
+page.on('console', (m) => { if (/status of 401/.test(m.text())) logged401++; });
 await page.click('#login-form button');
 await page.waitForFunction(() => /not accepted/.test(document.getElementById('login-why').textContent));
 check(true, 'a wrong token is refused');
-await logged401;
+for (let i = 0; i < 50 && (inFlight > 0 || answered401 === 0 || logged401 < answered401); i++) await sleep(100);
 problems.length = 0;
 await page.fill('#token', token);
 await page.click('#login-form button');
