@@ -608,14 +608,14 @@ char *tf_ext_encode_filter_span(const struct tf_ext_args *args, const char *cons
         return tf_ext_encode_filter_tree(args, reasons, unresolvable, error);
     static const char head[] = "{\"Nodes\":null,\"NodeNames\":[", mid1[] = "],\"FailedNodes\":{",
                       mid2[] = "},\"FailedAndUnresolvableNodes\":{", tail[] = "},\"Error\":";
-    size_t *rlen = reasons ? malloc((args->n_nodes + 1) * 2 * sizeof(*rlen)) : NULL;
-    size_t *elen = rlen ? rlen + args->n_nodes + 1 : NULL;
-    const char **body = reasons ? calloc(args->n_nodes + 1, sizeof(*body)) : NULL;
-    if (reasons && (!rlen || !body)) {
-        free(rlen);
-        free(body);
+    /* Per node, in one allocation: its reason's length, escaped length and text as written
+     * (NULL for a node that passed). */
+    size_t n1 = args->n_nodes + 1;
+    size_t *rlen = reasons ? malloc(n1 * (2 * sizeof(size_t) + sizeof(const char *))) : NULL;
+    size_t *elen = rlen ? rlen + n1 : NULL;
+    const char **body = rlen ? (const char **)(elen + n1) : NULL;
+    if (reasons && !rlen)
         return NULL;
-    }
     size_t errl = error ? strlen(error) : 0, passed = 0;
     size_t size = sizeof(head) + sizeof(mid1) + sizeof(mid2) + sizeof(tail) + 2 +
                   str_size(error ? error : "", errl, false);
@@ -626,6 +626,8 @@ char *tf_ext_encode_filter_span(const struct tf_ext_args *args, const char *cons
             elen[i] = tf_json_escaped_len(body[i], rlen[i]);
             continue;
         }
+        if (body)
+            body[i] = NULL;
         size += !!passed + str_size(args->node_names[i], name_len(args, i), args->names_plain);
         passed++;
     }
@@ -636,7 +638,6 @@ char *tf_ext_encode_filter_span(const struct tf_ext_args *args, const char *cons
     char *out = malloc(size + 1), *p = out;
     if (!out) {
         free(rlen);
-        free(body);
         return NULL;
     }
     p = put_lit(p, head);
@@ -664,7 +665,6 @@ char *tf_ext_encode_filter_span(const struct tf_ext_args *args, const char *cons
     *p++ = '}';
     *p = '\0';
     free(rlen);
-    free(body);
     return out;
 }
 
