@@ -26,7 +26,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (r1 != r2 || (r1 && strcmp(err, err2)))
         abort();
     if (r1 == 0) {
-        if (a.n_nodes != t.n_nodes || !json_object_equal(a.pod, t.pod))
+        /* As text: json-c takes the non-JSON NaN as a double, and json_object_equal compares
+         * doubles with ==. */
+        if (a.n_nodes != t.n_nodes ||
+            (a.pod != t.pod &&
+             (!a.pod || !t.pod ||
+              strcmp(json_object_to_json_string_ext(a.pod, JSON_C_TO_STRING_PLAIN),
+                     json_object_to_json_string_ext(t.pod, JSON_C_TO_STRING_PLAIN)))))
             abort();
         for (size_t i = 0; i < a.n_nodes; i++)
             if (strcmp(a.node_names[i], t.node_names[i]))
