@@ -646,6 +646,14 @@ uint64_t tf_server_evictions(struct tf_server *s)
     return n;
 }
 
+int tf_server_connections(struct tf_server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    int n = s->nconn;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
 int tf_server_clients(struct tf_server *s)
 {
     pthread_mutex_lock(&s->lock);

@@ -81,6 +81,8 @@ const char *tf_server_address(const struct tf_server *s);
 int tf_server_clients(struct tf_server *s);
 /* Pending connections dropped so far to make room for new ones. Thread-safe. */
 uint64_t tf_server_evictions(struct tf_server *s);
+/* Connections whose threads are still alive (pending, serving or on their way out). */
+int tf_server_connections(struct tf_server *s);
 /* Stops accepting, shuts every connection down (their serve() sees end of stream and
  * returns), waits for all threads and frees S. NULL is fine. */
 void tf_server_destroy(struct tf_server *s);
