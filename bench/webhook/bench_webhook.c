@@ -8,9 +8,9 @@
  * behind it. Each connection first makes one unmeasured request (the TLS handshake). Prints
  * p50/p99/max latency, the achieved rate and the cost of one review in process (no HTTP, no
  * TLS).
- * Usage: bench_webhook [RATE [SECONDS [CONNECTIONS [SERVER_THREADS]]]]
- * (defaults 1000, 3, 4 keep-alive connections, SERVER_THREADS 0 = one thread per connection
- * as tf-controller runs it; N = a pool of N threads)
+ * Usage: bench_webhook [RATE [SECONDS [CONNECTIONS]]]
+ * (defaults 1000, 3, 4 keep-alive connections; the server as tf-controller runs it, one thread
+ * per connection)
  */
 #include "common/log.h"
 #include "controller/https.h"
@@ -172,10 +172,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_webhook: %s\n", err);
         return 1;
     }
-    struct tf_https_opts o = {.bind_addr = "127.0.0.1",
-                              .cert_pem = b.cert_pem,
-                              .key_pem = b.key_pem,
-                              .threads = (unsigned)(argc > 4 ? atoi(argv[4]) : 0)};
+    struct tf_https_opts o = {
+        .bind_addr = "127.0.0.1", .cert_pem = b.cert_pem, .key_pem = b.key_pem};
     struct tf_https *s = tf_https_start(&o, handler, NULL, err, sizeof(err));
     if (!s) {
         fprintf(stderr, "bench_webhook: %s\n", err);

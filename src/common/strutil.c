@@ -97,3 +97,14 @@ void tf_name_fit(const char *prefix, const char *name, size_t max, char *out, si
         keep--;
     snprintf(out, outlen, "%s%.*s-%08x", prefix, (int)keep, name, h);
 }
+
+int tf_hexval(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}

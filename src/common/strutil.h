@@ -9,6 +9,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The value of hex digit C (either case), or -1. */
+int tf_hexval(int c);
+
 /* snprintf into ERR (if ERR and ERRLEN are non-zero); never overflows, always terminates. */
 void tf_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

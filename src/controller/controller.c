@@ -705,14 +705,15 @@ int tf_controller_run(struct tf_k8s_client *c, const struct tf_controller_opts *
                                      .pools = x.pools,
                                      .workloads = x.workloads};
     x.console = tf_ctl_console_new(&co);
-    /* Webhook and extender: one thread per connection (threads 0), no head-of-line wait. */
+    /* Webhook and extender (one thread per connection, no head-of-line wait). */
     struct tf_https_opts ho = {.bind_addr = o->bind_addr ? o->bind_addr : "0.0.0.0",
                                .port = o->webhook_port,
                                .cert_pem = x.tls.cert_pem,
                                .key_pem = x.tls.key_pem};
     x.https = tf_https_start(&ho, https_handler, &x, err, sizeof(err));
-    struct tf_https_opts po = {
-        .bind_addr = o->bind_addr ? o->bind_addr : "0.0.0.0", .port = o->http_port, .threads = 2};
+    struct tf_https_opts po = {.bind_addr = o->bind_addr ? o->bind_addr : "0.0.0.0",
+                               .port = o->http_port,
+                               .max_conns = 64};
     x.http = x.https ? tf_https_start(&po, http_handler, &x, err, sizeof(err)) : NULL;
     if (!x.https || !x.http) {
         tf_log(TF_LOG_ERROR, "controller", "%s", err);

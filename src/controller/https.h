@@ -1,13 +1,19 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * HTTP(S) server for the webhook, the scheduler extender and the controller's small API,
- * on libmicrohttpd + GnuTLS. One handler per server sees every request after its body has
- * been read completely (bounded: larger bodies get 413 without reaching the handler).
- * Certificates can be replaced while serving (tf_https_reload): the listening socket is
- * handed from the old daemon to a new one, in-flight requests finish on the old one.
+ * HTTP(S) server for the webhook, the scheduler extender, the console and the controller's
+ * small API: GnuTLS over blocking sockets, one thread per connection (kube-apiserver and
+ * kube-scheduler keep a few keep-alive connections; a request never waits behind another
+ * connection's), HTTP/1.1 parsed by httpparse.c. One handler per server sees every request
+ * after its body has been read completely (Content-Length or chunked; bounded: larger bodies
+ * get 413 without reaching the handler). Certificates can be replaced while serving
+ * (tf_https_reload): new connections take the new pair, open ones keep theirs.
  *
- * Threads: the handler runs on one thread per connection (or a pool of THREADS threads) and
- * must be thread-safe.
+ * Connections: at most MAX_CONNS past their TLS handshake (peers that never finish one hold
+ * no slot: at most 64 wait in their handshake, the oldest dropped for a newer one; 10 s to
+ * finish it); a request arrives whole within 30 s of its first byte; a kept-alive connection
+ * idles at most 60 s; a peer that stops reading its answer is dropped after 10 s.
+ *
+ * Threads: the handler runs on the connection's thread and must be thread-safe.
  * tf_https_reload and tf_https_destroy must not be called concurrently with each other.
  */
 #ifndef TF_CONTROLLER_HTTPS_H
@@ -21,7 +27,7 @@ struct tf_http_req {
     const char *path; /* without the query string */
     const char *body; /* NUL-terminated (may be ""), BODY_LEN bytes */
     size_t body_len;
-    void *conn; /* opaque, for tf_http_query */
+    const void *conn; /* opaque, for tf_http_query and tf_http_header */
 };
 
 /* Query argument KEY of REQ (decoded), or NULL. Borrowed, valid during the handler. */
@@ -48,12 +54,8 @@ struct tf_https_opts {
     uint16_t port;         /* 0 = any free port (see tf_https_port) */
     const char *cert_pem;  /* NULL = plain HTTP */
     const char *key_pem;
-    /* Worker pool size; 0 (default): one thread per connection, so a request never waits
-     * behind another connection's on a shared pool thread (kube-apiserver keeps a few
-     * keep-alive connections; bench/webhook measures the difference). At most 1024
-     * connections either way. */
-    unsigned threads;
-    size_t max_body; /* default 4 MiB */
+    unsigned max_conns; /* open connections (past the handshake); default 1024 */
+    size_t max_body;    /* default 4 MiB */
 };
 
 struct tf_https;

@@ -475,17 +475,6 @@ void tf_shm_uuid_format(const uint8_t u[16], char *buf, size_t len)
              u[14], u[15]);
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 int tf_shm_uuid_parse(const char *s, uint8_t out[16])
 {
     if (!s)
@@ -496,7 +485,7 @@ int tf_shm_uuid_parse(const char *s, uint8_t out[16])
     for (; *s; s++) {
         if (*s == '-')
             continue;
-        int v = hexval(*s);
+        int v = tf_hexval(*s);
         if (v < 0 || n >= 16)
             return TF_EINVAL;
         if (hi < 0) {

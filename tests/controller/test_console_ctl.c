@@ -396,7 +396,7 @@ static void the_cluster_console_reads_the_api_server_greptime_and_alertmanager(v
                                     .pools = inf[3],
                                     .workloads = inf[4]};
     con = tf_ctl_console_new(&o);
-    struct tf_https_opts ho = {.bind_addr = "127.0.0.1", .port = 0, .threads = 2};
+    struct tf_https_opts ho = {.bind_addr = "127.0.0.1", .port = 0};
     char err[512];
     struct tf_https *srv = tf_https_start(&ho, handler, NULL, err, sizeof(err));
     assert_non_null(srv);

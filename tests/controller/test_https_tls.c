@@ -13,12 +13,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <curl/curl.h>
 
 #include "common/err.h"
+#include "controller/httpparse.h"
 #include "controller/https.h"
 #include "controller/tls.h"
 
@@ -88,11 +93,8 @@ static long post(const char *host, uint16_t port, const char *path, const char *
 static struct tf_https *serve(const struct tf_tls_bundle *b)
 {
     char err[256];
-    struct tf_https_opts o = {.bind_addr = "127.0.0.1",
-                              .cert_pem = b->cert_pem,
-                              .key_pem = b->key_pem,
-                              .threads = 2,
-                              .max_body = 1024};
+    struct tf_https_opts o = {
+        .bind_addr = "127.0.0.1", .cert_pem = b->cert_pem, .key_pem = b->key_pem, .max_body = 1024};
     struct tf_https *s = tf_https_start(&o, echo, NULL, err, sizeof(err));
     if (!s)
         fail_msg("server: %s", err);
@@ -348,6 +350,163 @@ static void plain_http_mode_serves_health_checks(void **state)
     assert_non_null(strstr(err, "not-an-ip"));
 }
 
+static int tcp_connect(uint16_t port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    struct timeval tv = {10, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    return fd;
+}
+
+/* Everything the server sends on FD until it closes (at most LEN-1 bytes), NUL-terminated. */
+static size_t read_all(int fd, char *out, size_t len)
+{
+    size_t n = 0;
+    for (;;) {
+        ssize_t r = recv(fd, out + n, len - 1 - n, 0);
+        if (r <= 0 || (n += (size_t)r) == len - 1)
+            break;
+    }
+    out[n] = '\0';
+    return n;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+    size_t n = 0;
+    for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/* Clients that pipeline (send the next request before the answer) get their answers in order,
+ * each request with its own body and query; HEAD gets the headers alone; HTTP/1.0 gets a
+ * closed connection unless it asked to keep it. */
+static void pipelined_head_and_http10_requests_are_answered_as_sent(void **state)
+{
+    char err[256];
+    struct tf_https_opts o = {.bind_addr = "127.0.0.1"};
+    struct tf_https *s = tf_https_start(&o, echo, NULL, err, sizeof(err));
+    assert_non_null(s);
+    int fd = tcp_connect(tf_https_port(s));
+    assert_true(fd >= 0);
+    const char *reqs = "GET /one?name=a%20b HTTP/1.1\r\nHost: x\r\n\r\n"
+                       "POST /two?name=z HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+                       "POST /three HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       "2\r\nab\r\n0\r\n\r\n"
+                       "HEAD /four HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+    assert_int_equal(send(fd, reqs, strlen(reqs), 0), (ssize_t)strlen(reqs));
+    static char got[8192];
+    read_all(fd, got, sizeof(got));
+    close(fd);
+    const char *a = strstr(got, "\"path\":\"/one\",\"len\":0,\"name\":\"a b\"");
+    const char *b = strstr(got, "\"path\":\"/two\",\"len\":3,\"name\":\"z\"");
+    const char *c = strstr(got, "\"path\":\"/three\",\"len\":2,");
+    assert_true(a && b && c && a < b && b < c);
+    assert_int_equal(count(got, "HTTP/1.1 200 OK\r\n"), 4);
+    assert_non_null(strstr(got, "\"method\":\"POST\",\"path\":\"/three\""));
+    assert_null(strstr(got, "/four\"")); /* HEAD: no body */
+    assert_int_equal(count(got, "Connection: close\r\n"), 1);
+
+    fd = tcp_connect(tf_https_port(s));
+    const char *old = "GET /old HTTP/1.0\r\n\r\n";
+    assert_int_equal(send(fd, old, strlen(old), 0), (ssize_t)strlen(old));
+    read_all(fd, got, sizeof(got)); /* returns: the server closed */
+    close(fd);
+    assert_non_null(strstr(got, "Connection: close\r\n"));
+    assert_non_null(strstr(got, "\"path\":\"/old\""));
+    tf_https_destroy(s);
+}
+
+/* A request the parser refuses is answered with its status, and the connection is closed
+ * (what followed on it is never read as a request). */
+static void malformed_requests_are_refused_and_the_connection_closed(void **state)
+{
+    char err[256];
+    struct tf_https_opts o = {.bind_addr = "127.0.0.1"};
+    struct tf_https *s = tf_https_start(&o, echo, NULL, err, sizeof(err));
+    assert_non_null(s);
+    static const struct {
+        const char *req, *status;
+    } cases[] = {
+        {"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+         "0\r\n\r\nGET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n",
+         "HTTP/1.1 400 "},
+        {"GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 400 "},
+        {"GET / HTTP/3.0\r\nHost: x\r\n\r\n", "HTTP/1.1 505 "},
+        {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", "HTTP/1.1 501 "},
+        {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "HTTP/1.1 400 "},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        int fd = tcp_connect(tf_https_port(s));
+        assert_true(fd >= 0);
+        assert_int_equal(send(fd, cases[i].req, strlen(cases[i].req), 0),
+                         (ssize_t)strlen(cases[i].req));
+        char got[2048];
+        read_all(fd, got, sizeof(got));
+        close(fd);
+        if (strncmp(got, cases[i].status, strlen(cases[i].status)) != 0)
+            fail_msg("case %zu: %s", i, got);
+        assert_null(strstr(got, "smuggled"));
+        assert_int_equal(count(got, "HTTP/1.1 "), 1);
+    }
+    /* A head that never ends is cut at 16 KiB with 431. */
+    int fd = tcp_connect(tf_https_port(s));
+    char big[TF_HTTP_MAX_HEAD + 100];
+    memset(big, 'a', sizeof(big));
+    memcpy(big, "GET / HTTP/1.1\r\nX: ", 19);
+    assert_int_equal(send(fd, big, sizeof(big), MSG_NOSIGNAL), (ssize_t)sizeof(big));
+    char got[2048];
+    read_all(fd, got, sizeof(got));
+    close(fd);
+    assert_int_equal(strncmp(got, "HTTP/1.1 431 ", 13), 0);
+    tf_https_destroy(s);
+}
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The attack: connections that never start (or finish) a TLS handshake. They hold no serving
+ * slot and at most 64 of them wait at once (the oldest dropped for a newer one), so with a
+ * server of 2 slots and 100 such peers a real client is still answered at once. */
+static void silent_peers_never_lock_out_a_tls_client(void **state)
+{
+    struct tf_tls_bundle b;
+    char err[256];
+    const char *extra[] = {"localhost"};
+    assert_int_equal(tf_tls_generate(NULL, NULL, extra, 1, 1, &b, err, sizeof(err)), 0);
+    struct tf_https_opts o = {
+        .bind_addr = "127.0.0.1", .cert_pem = b.cert_pem, .key_pem = b.key_pem, .max_conns = 2};
+    struct tf_https *s = tf_https_start(&o, echo, NULL, err, sizeof(err));
+    assert_non_null(s);
+    int silent[100];
+    for (int i = 0; i < 100; i++)
+        assert_true((silent[i] = tcp_connect(tf_https_port(s))) >= 0);
+    struct got g;
+    double t0 = mono();
+    for (int i = 0; i < 3; i++) /* (one after another: 2 slots, each freed on close) */
+        assert_int_equal(post("localhost", tf_https_port(s), "/", b.ca_pem, "", &g), 200);
+    assert_true(mono() - t0 < 5.0);
+    /* The first silent peers were dropped to make room (the server closed them). */
+    char c;
+    assert_int_equal(recv(silent[0], &c, 1, 0), 0);
+    for (int i = 0; i < 100; i++)
+        close(silent[i]);
+    tf_https_destroy(s);
+    tf_tls_bundle_free(&b);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -359,6 +518,9 @@ int main(void)
         cmocka_unit_test(mounted_certificate_files_load_and_mismatched_keys_fail),
         cmocka_unit_test(plain_http_mode_serves_health_checks),
         cmocka_unit_test(keep_alive_requests_each_see_only_their_own_body),
+        cmocka_unit_test(pipelined_head_and_http10_requests_are_answered_as_sent),
+        cmocka_unit_test(malformed_requests_are_refused_and_the_connection_closed),
+        cmocka_unit_test(silent_peers_never_lock_out_a_tls_client),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -5,6 +5,8 @@
  */
 #include "remote/worker/server.h"
 
+#include "common/accept.h"
+
 #include "common/err.h"
 #include "common/log.h"
 #include "common/strutil.h"
@@ -417,23 +419,9 @@ static void *accept_main(void *arg)
 {
     struct tf_server *s = arg;
     for (;;) {
-        struct pollfd p[2] = {{.fd = s->lfd, .events = POLLIN},
-                              {.fd = s->wake[0], .events = POLLIN}};
-        int n = poll(p, 2, -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 || (p[1].revents & POLLIN))
+        int fd = tf_accept_next(s->lfd, s->wake[0], "worker");
+        if (fd < 0)
             break;
-        int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED || errno == EAGAIN)
-                continue;
-            tf_log(TF_LOG_ERROR, "worker", "accept: %s", strerror(errno));
-            /* Out of fds or memory: back off instead of spinning. */
-            struct timespec d = {0, 100 * 1000 * 1000};
-            nanosleep(&d, NULL);
-            continue;
-        }
         struct tf_wconn *c = calloc(1, sizeof(*c));
         if (!c) {
             close(fd);
@@ -466,12 +454,7 @@ static void *accept_main(void *arg)
         s->conns = c;
         s->nconn++;
         pthread_mutex_unlock(&s->lock);
-        pthread_attr_t at;
-        pthread_attr_init(&at);
-        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        pthread_t t;
-        int e = pthread_create(&t, &at, conn_main, c);
-        pthread_attr_destroy(&at);
+        int e = tf_thread_detached(conn_main, c);
         if (e) {
             tf_log(TF_LOG_ERROR, "worker", "cannot start a connection thread: %s", strerror(e));
             pthread_mutex_lock(&s->lock);

@@ -40,17 +40,6 @@ static int is_idc(int c)
     return is_id0(c) || (c >= '0' && c <= '9');
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 static int lex_err(struct tf__lexer *lx, const char *what)
 {
     tf_errf(lx->err, lx->errlen, "line %u: %s", lx->line, what);
@@ -116,8 +105,8 @@ static int lex_number(struct tf__lexer *lx, struct tf__tok *t)
         uint64_t v = 0;
         const char *q = p + 2;
         int i = 0;
-        for (; i < nd && q < end && hexval((unsigned char)*q) >= 0; i++, q++)
-            v = v << 4 | (uint64_t)hexval((unsigned char)*q);
+        for (; i < nd && q < end && tf_hexval((unsigned char)*q) >= 0; i++, q++)
+            v = v << 4 | (uint64_t)tf_hexval((unsigned char)*q);
         if (i != nd || (q < end && is_idc((unsigned char)*q)))
             return lex_err(lx, "malformed floating-point literal");
         t->kind = nd == 8 ? TK_F32 : TK_F64;
@@ -132,7 +121,7 @@ static int lex_number(struct tf__lexer *lx, struct tf__tok *t)
         uint64_t v = 0;
         int nd = 0;
         for (; q < end; q++) {
-            int h = hexval((unsigned char)*q);
+            int h = tf_hexval((unsigned char)*q);
             if (h < 0 || h >= base)
                 break;
             if (v >> (base == 16 ? 60 : 63))
