@@ -33,11 +33,7 @@
 #define NET_CAP (18u << 10)              /* ciphertext read ahead: a full record */
 #define KEEP_BODY_CAP (256u << 10)       /* a body buffer larger is freed after its request */
 #define MAX_PENDING 64                   /* connections in their TLS handshake */
-#define RECV_SLICE_MS 10000              /* one recv waits at most this long */
-#define IDLE_MS 60000                    /* a kept-alive connection idles at most this long */
-#define REQUEST_MS 30000                 /* a request arrives whole within this */
-#define HANDSHAKE_MS 10000
-#define SEND_MS 10000 /* a peer that stops reading is dropped after this */
+#define RECV_SLICE_MS 10000 /* one recv waits at most this long (or the shortest deadline) */
 
 /* Credentials shared by the connections that started with them (swapped by reload). */
 struct creds {
@@ -142,9 +138,13 @@ static void creds_put(struct creds *cr)
 
 /* ---- socket I/O with deadlines -------------------------------------------------------------- */
 
-/* recv that waits until C->deadline (in slices of RECV_SLICE_MS, the socket's timeout). */
+/* recv that waits until C->deadline (in slices: the socket's receive timeout). */
 static ssize_t sock_recv(struct conn *c, void *buf, size_t n)
 {
+    if (mono_s() >= c->deadline) { /* (also a peer that keeps dribbling bytes) */
+        errno = ETIMEDOUT;
+        return -1;
+    }
     for (;;) {
         ssize_t r = recv(c->fd, buf, n, 0);
         if (r >= 0)
@@ -397,7 +397,7 @@ static void head_move(struct conn *c, size_t hl)
 static int read_head(struct conn *c)
 {
     size_t scanned = 0;
-    c->deadline = mono_s() + IDLE_MS / 1000.0;
+    c->deadline = mono_s() + c->s->opts.idle_ms / 1000.0;
     for (;;) {
         if (c->rx_len) {
             size_t from = scanned > 3 ? scanned - 3 : 0;
@@ -418,7 +418,7 @@ static int read_head(struct conn *c)
         if (r <= 0)
             return c->rx_len ? -1 : 0;
         if (!c->rx_len)
-            c->deadline = mono_s() + REQUEST_MS / 1000.0; /* the request has started */
+            c->deadline = mono_s() + c->s->opts.request_ms / 1000.0; /* the request started */
         c->rx_len += (size_t)r;
     }
 }
@@ -605,7 +605,7 @@ static int handshake(struct conn *c)
     gnutls_transport_set_ptr(c->tls, c);
     gnutls_transport_set_pull_function(c->tls, tls_pull);
     gnutls_transport_set_vec_push_function(c->tls, tls_vec_push);
-    c->deadline = mono_s() + HANDSHAKE_MS / 1000.0;
+    c->deadline = mono_s() + c->s->opts.handshake_ms / 1000.0;
     int rc;
     do
         rc = gnutls_handshake(c->tls);
@@ -629,7 +629,14 @@ static void *conn_main(void *arg)
     struct conn *c = arg;
     struct tf_https *s = c->s;
     pthread_setname_np(pthread_self(), "tf-http");
-    struct timeval rt = {RECV_SLICE_MS / 1000, 0}, st = {SEND_MS / 1000, 0};
+    const struct tf_https_opts *o = &s->opts;
+    unsigned slice = RECV_SLICE_MS;
+    unsigned dl[3] = {o->handshake_ms, o->request_ms, o->idle_ms};
+    for (int i = 0; i < 3; i++)
+        if (dl[i] < slice)
+            slice = dl[i];
+    struct timeval rt = {slice / 1000, (slice % 1000) * 1000},
+                   st = {o->send_ms / 1000, (o->send_ms % 1000) * 1000};
     setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &rt, sizeof(rt));
     setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &st, sizeof(st));
     int one = 1;
@@ -805,6 +812,14 @@ struct tf_https *tf_https_start(const struct tf_https_opts *opts, tf_http_handle
         s->opts.max_body = 4u << 20;
     if (!s->opts.max_conns)
         s->opts.max_conns = 1024;
+    if (!s->opts.handshake_ms)
+        s->opts.handshake_ms = 10000;
+    if (!s->opts.request_ms)
+        s->opts.request_ms = 30000;
+    if (!s->opts.idle_ms)
+        s->opts.idle_ms = 60000;
+    if (!s->opts.send_ms)
+        s->opts.send_ms = 10000;
     s->handler = handler;
     s->arg = arg;
     s->lfd = s->wake[0] = s->wake[1] = -1;

@@ -9,9 +9,9 @@
  * (tf_https_reload): new connections take the new pair, open ones keep theirs.
  *
  * Connections: at most MAX_CONNS past their TLS handshake (peers that never finish one hold
- * no slot: at most 64 wait in their handshake, the oldest dropped for a newer one; 10 s to
- * finish it); a request arrives whole within 30 s of its first byte; a kept-alive connection
- * idles at most 60 s; a peer that stops reading its answer is dropped after 10 s.
+ * no slot: at most 64 wait in their handshake, the oldest dropped for a newer one); deadlines
+ * for the handshake, each request, a kept-alive connection's idle wait and a peer that stops
+ * reading (tf_https_opts). A connection past a deadline is closed.
  *
  * Threads: the handler runs on the connection's thread and must be thread-safe.
  * tf_https_reload and tf_https_destroy must not be called concurrently with each other.
@@ -56,6 +56,10 @@ struct tf_https_opts {
     const char *key_pem;
     unsigned max_conns; /* open connections (past the handshake); default 1024 */
     size_t max_body;    /* default 4 MiB */
+    /* Deadlines in ms (0: the default): a TLS handshake (10 s), a request from its first byte
+     * to the end of its body (30 s), a kept-alive connection's wait for its next request
+     * (60 s), a peer that stops reading its answer (10 s). */
+    unsigned handshake_ms, request_ms, idle_ms, send_ms;
 };
 
 struct tf_https;

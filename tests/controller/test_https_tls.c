@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -507,6 +508,93 @@ static void silent_peers_never_lock_out_a_tls_client(void **state)
     tf_tls_bundle_free(&b);
 }
 
+/* Seconds until the server closes FD (reading and dropping what it sends), or -1 after 10 s. */
+static double closed_after(int fd, double t0)
+{
+    char buf[4096];
+    for (;;) {
+        ssize_t r = recv(fd, buf, sizeof(buf), 0);
+        if (r == 0)
+            return mono() - t0;
+        if (r < 0)
+            return -1;
+    }
+}
+
+struct dribbler {
+    int fd;
+    int sent;
+};
+
+/* Sends a request head one byte per 50 ms, for as long as the server takes it (at most 5 s). */
+static void *dribble(void *arg)
+{
+    struct dribbler *d = arg;
+    const char *head =
+        "GET /slow HTTP/1.1\r\nHost: x\r\nX-Pad: "
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+        "\r\n\r\n";
+    for (size_t i = 0; head[i]; i++) {
+        if (send(d->fd, head + i, 1, MSG_NOSIGNAL) != 1)
+            break;
+        d->sent++;
+        struct timespec ts = {0, 50 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+/* The deadlines hold against slow peers: a request dribbled a byte at a time is cut at the
+ * request deadline (not kept alive by each byte), a kept-alive connection that sends nothing
+ * more is closed at the idle deadline, and a TLS peer that never starts its handshake at the
+ * handshake deadline. */
+static void slow_and_silent_peers_are_cut_at_their_deadlines(void **state)
+{
+    char err[256];
+    struct tf_https_opts o = {.bind_addr = "127.0.0.1", .request_ms = 800, .idle_ms = 600};
+    struct tf_https *s = tf_https_start(&o, echo, NULL, err, sizeof(err));
+    assert_non_null(s);
+    /* Dribbled: cut after 0.8 s (+ at most one 0.6 s receive slice), long before its end. */
+    struct dribbler d = {.fd = tcp_connect(tf_https_port(s))};
+    pthread_t th;
+    double t0 = mono();
+    assert_int_equal(pthread_create(&th, NULL, dribble, &d), 0);
+    double cut = closed_after(d.fd, t0);
+    pthread_join(th, NULL);
+    close(d.fd);
+    assert_true(cut >= 0.7 && cut < 2.5);
+    assert_true(d.sent < 60);
+    /* Idle after one answer: closed after 0.6 s (+ a slice). */
+    int fd = tcp_connect(tf_https_port(s));
+    const char *req = "GET /one HTTP/1.1\r\nHost: x\r\n\r\n";
+    assert_int_equal(send(fd, req, strlen(req), 0), (ssize_t)strlen(req));
+    t0 = mono();
+    double idle = closed_after(fd, t0);
+    close(fd);
+    assert_true(idle >= 0.5 && idle < 2.5);
+    tf_https_destroy(s);
+
+    struct tf_tls_bundle b;
+    const char *extra[] = {"localhost"};
+    assert_int_equal(tf_tls_generate(NULL, NULL, extra, 1, 1, &b, err, sizeof(err)), 0);
+    struct tf_https_opts to = {.bind_addr = "127.0.0.1",
+                               .cert_pem = b.cert_pem,
+                               .key_pem = b.key_pem,
+                               .handshake_ms = 700};
+    s = tf_https_start(&to, echo, NULL, err, sizeof(err));
+    assert_non_null(s);
+    fd = tcp_connect(tf_https_port(s));
+    t0 = mono();
+    double hs = closed_after(fd, t0);
+    close(fd);
+    assert_true(hs >= 0.6 && hs < 2.5);
+    struct got g; /* and real clients still get in */
+    assert_int_equal(post("localhost", tf_https_port(s), "/", b.ca_pem, "", &g), 200);
+    tf_https_destroy(s);
+    tf_tls_bundle_free(&b);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -521,6 +609,7 @@ int main(void)
         cmocka_unit_test(pipelined_head_and_http10_requests_are_answered_as_sent),
         cmocka_unit_test(malformed_requests_are_refused_and_the_connection_closed),
         cmocka_unit_test(silent_peers_never_lock_out_a_tls_client),
+        cmocka_unit_test(slow_and_silent_peers_are_cut_at_their_deadlines),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
