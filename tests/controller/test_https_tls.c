@@ -555,7 +555,7 @@ static void slow_and_silent_peers_are_cut_at_their_deadlines(void **state)
     struct tf_https_opts o = {.bind_addr = "127.0.0.1", .request_ms = 800, .idle_ms = 600};
     struct tf_https *s = tf_https_start(&o, echo, NULL, err, sizeof(err));
     assert_non_null(s);
-    /* Dribbled: cut after 0.8 s (+ at most one 0.6 s receive slice), long before its end. */
+    /* Dribbled (~10 s to send whole): cut after 0.8 s, at its next byte. */
     struct dribbler d = {.fd = tcp_connect(tf_https_port(s))};
     pthread_t th;
     double t0 = mono();
@@ -563,8 +563,8 @@ static void slow_and_silent_peers_are_cut_at_their_deadlines(void **state)
     double cut = closed_after(d.fd, t0);
     pthread_join(th, NULL);
     close(d.fd);
-    assert_true(cut >= 0.7 && cut < 2.5);
-    assert_true(d.sent < 60);
+    assert_true(cut >= 0.7 && cut < 4.0);
+    assert_true(d.sent < 100); /* of ~200 */
     /* Idle after one answer: closed after 0.6 s (+ a slice). */
     int fd = tcp_connect(tf_https_port(s));
     const char *req = "GET /one HTTP/1.1\r\nHost: x\r\n\r\n";
@@ -572,7 +572,7 @@ static void slow_and_silent_peers_are_cut_at_their_deadlines(void **state)
     t0 = mono();
     double idle = closed_after(fd, t0);
     close(fd);
-    assert_true(idle >= 0.5 && idle < 2.5);
+    assert_true(idle >= 0.5 && idle < 4.0);
     tf_https_destroy(s);
 
     struct tf_tls_bundle b;
@@ -588,7 +588,7 @@ static void slow_and_silent_peers_are_cut_at_their_deadlines(void **state)
     t0 = mono();
     double hs = closed_after(fd, t0);
     close(fd);
-    assert_true(hs >= 0.6 && hs < 2.5);
+    assert_true(hs >= 0.6 && hs < 4.0);
     struct got g; /* and real clients still get in */
     assert_int_equal(post("localhost", tf_https_port(s), "/", b.ca_pem, "", &g), 200);
     tf_https_destroy(s);
