@@ -15,6 +15,12 @@ static bool is_tchar(unsigned char c)
     return c && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
+/* A byte no header value, chunk extension or trailer may hold: controls but TAB, and DEL. */
+static bool is_ctl(unsigned char c)
+{
+    return (c < 0x20 && c != '\t') || c == 0x7f;
+}
+
 /* Percent-decodes S in place (PLUS: '+' is a space). False on a bad escape or an escaped NUL. */
 static bool unescape(char *s, bool plus)
 {
@@ -151,11 +157,9 @@ static int parse_header(char *line, struct tf_http_head *h, bool *has_host, bool
     while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
         e--;
     *e = '\0';
-    for (const char *p = v; *p; p++) {
-        unsigned char c = (unsigned char)*p;
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
+    for (const char *p = v; *p; p++)
+        if (is_ctl((unsigned char)*p))
             return -400;
-    }
     if (h->nheaders == TF_HTTP_MAX_HEADERS)
         return -431;
     h->headers[h->nheaders++] = (struct tf_http_kv){line, v};
@@ -305,10 +309,11 @@ int tf_http_chunked_step(struct tf_http_chunked *c, const char *in, size_t len, 
             i++;
             break;
         }
-        case CH_EXT:
+        case CH_EXT:   /* a chunk extension, ignored */
+        case CH_TLINE: /* a trailer field, dropped */
             if (ch == '\r')
-                c->state = CH_SIZE_LF;
-            else if ((ch < 0x20 && ch != '\t') || ch == 0x7f || ++c->count > CH_MAX_EXT)
+                c->state = c->state == CH_EXT ? CH_SIZE_LF : CH_TLINE_LF;
+            else if (is_ctl(ch) || ++c->count > (c->state == CH_EXT ? CH_MAX_EXT : CH_MAX_TRAILER))
                 return -1;
             i++;
             break;
@@ -362,13 +367,6 @@ int tf_http_chunked_step(struct tf_http_chunked *c, const char *in, size_t len, 
             c->state = CH_DONE;
             *used = i + 1;
             return 1;
-        case CH_TLINE: /* trailer fields are read and dropped */
-            if (ch == '\r')
-                c->state = CH_TLINE_LF;
-            else if ((ch < 0x20 && ch != '\t') || ch == 0x7f || ++c->count > CH_MAX_TRAILER)
-                return -1;
-            i++;
-            break;
         case CH_TLINE_LF:
             if (ch != '\n')
                 return -1;

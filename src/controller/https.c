@@ -73,6 +73,7 @@ struct tf_https {
     pthread_t acceptor;
     bool acceptor_started;
     gnutls_priority_t prio;
+    struct timeval rcv_slice, snd_timeout; /* every connection's socket timeouts */
     pthread_mutex_t lock;
     pthread_cond_t cond; /* nconn dropped */
     /* Under LOCK: */
@@ -613,15 +614,40 @@ static int handshake(struct conn *c)
     return rc < 0 ? -1 : 0;
 }
 
-/* Takes C out of the server's list (under the lock). */
-static void conn_unlink(struct tf_https *s, struct conn *c)
+/* Leaves the handshake's pending set, if C is still in it (under the lock). */
+static void unpend(struct tf_https *s, struct conn *c)
 {
+    if (c->pending) {
+        c->pending = false;
+        s->npending--;
+    }
+}
+
+/* Ends an admitted connection: out of the server's counts and list, its socket closed (under
+ * the lock: eviction and destroy never shut a recycled fd down), then freed. */
+static void conn_drop(struct conn *c)
+{
+    struct tf_https *s = c->s;
+    pthread_mutex_lock(&s->lock);
+    unpend(s, c);
+    if (c->serving)
+        s->nserving--;
     if (c->prev)
         c->prev->next = c->next;
     else
         s->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
+    close(c->fd);
+    creds_put(c->cr);
+    s->nconn--;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    if (c->tls)
+        gnutls_deinit(c->tls);
+    free(c->net);
+    free(c->body);
+    free(c);
 }
 
 static void *conn_main(void *arg)
@@ -629,16 +655,8 @@ static void *conn_main(void *arg)
     struct conn *c = arg;
     struct tf_https *s = c->s;
     pthread_setname_np(pthread_self(), "tf-http");
-    const struct tf_https_opts *o = &s->opts;
-    unsigned slice = RECV_SLICE_MS;
-    unsigned dl[3] = {o->handshake_ms, o->request_ms, o->idle_ms};
-    for (int i = 0; i < 3; i++)
-        if (dl[i] < slice)
-            slice = dl[i];
-    struct timeval rt = {slice / 1000, (slice % 1000) * 1000},
-                   st = {o->send_ms / 1000, (o->send_ms % 1000) * 1000};
-    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &rt, sizeof(rt));
-    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &st, sizeof(st));
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &s->rcv_slice, sizeof(s->rcv_slice));
+    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &s->snd_timeout, sizeof(s->snd_timeout));
     int one = 1;
     setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     bool ok = true;
@@ -646,10 +664,7 @@ static void *conn_main(void *arg)
         ok = handshake(c) == 0;
         /* Capacity is counted only now: peers that never finish a handshake hold none. */
         pthread_mutex_lock(&s->lock);
-        if (c->pending) {
-            c->pending = false;
-            s->npending--;
-        }
+        unpend(s, c);
         if (ok && s->nserving < (int)s->opts.max_conns) {
             s->nserving++;
             c->serving = true;
@@ -665,22 +680,7 @@ static void *conn_main(void *arg)
         if (c->tls)
             gnutls_bye(c->tls, GNUTLS_SHUT_WR);
     }
-    pthread_mutex_lock(&s->lock);
-    if (c->pending)
-        s->npending--;
-    if (c->serving)
-        s->nserving--;
-    conn_unlink(s, c);
-    close(c->fd); /* under the lock: eviction and destroy never shut a recycled fd down */
-    creds_put(c->cr);
-    s->nconn--;
-    pthread_cond_broadcast(&s->cond);
-    pthread_mutex_unlock(&s->lock);
-    if (c->tls)
-        gnutls_deinit(c->tls);
-    free(c->net);
-    free(c->body);
-    free(c);
+    conn_drop(c);
     return NULL;
 }
 
@@ -700,8 +700,7 @@ static bool admit(struct tf_https *s, struct conn *c)
             if (o->pending)
                 oldest = o;
         if (oldest) {
-            oldest->pending = false;
-            s->npending--;
+            unpend(s, oldest);
             shutdown(oldest->fd, SHUT_RDWR);
         }
     }
@@ -748,16 +747,7 @@ static void *accept_main(void *arg)
         int e = tf_thread_detached(conn_main, c);
         if (e) {
             tf_log(TF_LOG_ERROR, "https", "cannot start a connection thread: %s", strerror(e));
-            pthread_mutex_lock(&s->lock);
-            if (c->pending)
-                s->npending--;
-            conn_unlink(s, c);
-            s->nconn--;
-            creds_put(c->cr);
-            close(fd);
-            pthread_mutex_unlock(&s->lock);
-            free(c->net);
-            free(c);
+            conn_drop(c);
         }
     }
     return NULL;
@@ -820,6 +810,13 @@ struct tf_https *tf_https_start(const struct tf_https_opts *opts, tf_http_handle
         s->opts.idle_ms = 60000;
     if (!s->opts.send_ms)
         s->opts.send_ms = 10000;
+    /* A receive waits at most the shortest deadline, which is checked between receives. */
+    unsigned slice = RECV_SLICE_MS,
+             dl[3] = {s->opts.handshake_ms, s->opts.request_ms, s->opts.idle_ms};
+    for (int i = 0; i < 3; i++)
+        slice = dl[i] < slice ? dl[i] : slice;
+    s->rcv_slice = (struct timeval){slice / 1000, (slice % 1000) * 1000};
+    s->snd_timeout = (struct timeval){s->opts.send_ms / 1000, (s->opts.send_ms % 1000) * 1000};
     s->handler = handler;
     s->arg = arg;
     s->lfd = s->wake[0] = s->wake[1] = -1;
