@@ -31,7 +31,15 @@
  *                      pod on it (wall times stretch with the machine's load, this less);
  *                      measured with no CPU clock read on the serving path (a system call
  *                      here), the *_server_cpu, *_client_cpu and *_handler_cpu splits in a
- *                      second pass of as many pods that reads them
+ *                      later pass of as many pods that reads them
+ *   transport_floor_p50 / _cpu: the same cycle, the same bytes both ways, over the same server
+ *                      with a handler that does no work (it answers what the extender answered
+ *                      the first pod), each pod run over the extender and then over the floor;
+ *                      above_floor_p50: the median of the per-pod differences, the extender's
+ *                      own share of the round trips. What kube-scheduler's side, TLS, HTTP and
+ *                      the kernel cost here is machine-bound: machine_loopback_rtt_p50 (a
+ *                      one-byte round trip between two threads over loopback TCP, printed
+ *                      once) is 15-90 us on the same kind of VM from one run to the next
  *   sustained_pods_per_sec: one scheduling thread (filter -> prioritize -> pick the best) that
  *                      hands each pod to BINDERS binding threads (kube-scheduler binds
  *                      asynchronously), pods bound / wall time; and the process's CPU time
@@ -48,7 +56,8 @@
  *   still in use once the inputs are freed, mmap'd blocks included) per GPU
  * and the 1-minute load average before and after (the machine may be shared).
  * Usage: bench_extender [ITERATIONS [SUSTAINED_PODS [NODES]]]   (defaults 300, 2000, both
- * sizes; NODES 1000 or 5000 runs that size only, e.g. under a profiler)
+ * sizes; 0 skips the latency rounds or the sustained loop; NODES 1000 or 5000 runs that size
+ * only, e.g. under a profiler)
  */
 #include "common/log.h"
 #include "controller/extender.h"
@@ -56,14 +65,19 @@
 #include "controller/k8s/client.h"
 #include "controller/tls.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <json-c/json.h>
 #include <malloc.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define BINDERS 4
 #define NS "ml"
@@ -210,7 +224,7 @@ static void stub_handler(const struct tf_http_req *req, struct tf_http_resp *res
 /* CPU time spent inside the extender's handler, in nanoseconds, per verb (filter, prioritize,
  * bind): what the extender itself costs, without TLS, HTTP and the client. */
 static _Atomic long long handler_ns[3];
-/* Whether the handler reads its thread's CPU clock around each call (see measure()). */
+/* Whether the handler reads its thread's CPU clock around each call (see latency()). */
 static _Atomic bool probe_handler = true;
 
 /* The extender server's threads (one per connection: TLS, HTTP, handler, the API calls of
@@ -497,7 +511,72 @@ static void *binder(void *arg)
     return cp;
 }
 
-/* ---- one size --------------------------------------------------------------------------- */
+/* ---- the transport floor ---------------------------------------------------------------- */
+
+/* The same server (TLS, HTTP, a thread per connection) with a handler that does no work: it
+ * answers /filter and /prioritize with the bytes the extender answered the pass's first pod.
+ * The scheduling cycle over it costs what kube-scheduler's side, TLS, HTTP and the kernel cost
+ * for the same bytes: the floor under the extender's latency on this machine. */
+struct canned {
+    char *filter, *prioritize;
+    size_t flen, plen;
+};
+
+static void floor_handler(const struct tf_http_req *req, struct tf_http_resp *resp, void *arg)
+{
+    const struct canned *k = arg;
+    bool f = strstr(req->path, "filter") != NULL;
+    resp->static_body = f ? k->filter : k->prioritize;
+    resp->static_len = f ? k->flen : k->plen;
+}
+
+static void *echo_main(void *arg)
+{
+    int fd = *(int *)arg;
+    char b;
+    while (recv(fd, &b, 1, 0) == 1)
+        if (send(fd, &b, 1, MSG_NOSIGNAL) != 1)
+            break;
+    return NULL;
+}
+
+/* p50 of ROUNDS one-byte round trips over loopback TCP between two threads, in microseconds:
+ * what this machine charges for waking a blocked peer, twice (printed for comparing runs). */
+static double loopback_rtt_us(int rounds)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0), fd[2] = {-1, -1}, one = 1;
+    if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 1) ||
+        getsockname(lfd, (struct sockaddr *)&a, &alen) ||
+        (fd[0] = socket(AF_INET, SOCK_STREAM, 0)) < 0 ||
+        connect(fd[0], (struct sockaddr *)&a, sizeof(a)) || (fd[1] = accept(lfd, NULL, NULL)) < 0) {
+        perror("bench_extender: loopback");
+        exit(1);
+    }
+    close(lfd);
+    for (int i = 0; i < 2; i++)
+        setsockopt(fd[i], IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    pthread_t th;
+    pthread_create(&th, NULL, echo_main, &fd[1]);
+    double *v = calloc((size_t)rounds, sizeof(double));
+    char b = 'x';
+    for (int i = 0; i < rounds; i++) {
+        double t = now_s();
+        if (send(fd[0], &b, 1, MSG_NOSIGNAL) != 1 || recv(fd[0], &b, 1, 0) != 1)
+            exit(1);
+        v[i] = now_s() - t;
+    }
+    shutdown(fd[0], SHUT_RDWR);
+    pthread_join(th, NULL);
+    close(fd[0]);
+    close(fd[1]);
+    double p50 = pct(v, rounds, 0.5) * 1e3;
+    free(v);
+    return p50;
+}
+
+/* ---- the scheduling cycle --------------------------------------------------------------- */
 
 /* The filter's candidates into T: every node when WINDOW is 0, as kube-scheduler sends them
  * with percentageOfNodesToScore 100 when all nodes passed its own filters; else WINDOW nodes
@@ -532,105 +611,179 @@ static int default_window(int nodes)
     return n < 100 ? 100 : n;
 }
 
-/* One pass of the latency rounds and the sustained loop over the extender X at PORT (CA: its
- * certificate), the filter's candidates as node_names() with WINDOW; figures printed as
- * extender_NODES_nodes<SFX>_*, the sustained loop's pods named PODPFX-<i>. */
-static void measure(struct tf_extender *x, int port, const char *ca, int nodes, int window,
-                    const char *sfx, const char *podpfx, int iters, int sustained)
-{
-    struct text names = {0}, body = {0}, pbody = {0};
-    int start = 0;
-    node_names(&names, nodes, &start, window);
+/* kube-scheduler's side of the serial scheduling cycle, over one connection. */
+struct cycle {
     struct conn c;
-    conn_init(&c, port, ca);
+    struct text names, body, pbody;
+    int nodes, window, start;
+    int fit;              /* nodes that passed the last filter */
+    char first[64];       /* the first of them, or "" */
+    size_t filter_answer; /* the last filter answer's length */
+};
+
+/* The CPU clocks read around each pod in the probe pass; SRV: the connection's server thread. */
+struct split {
+    clockid_t srv;
+    double srv_f, srv_p, cli;
+};
+
+static void cycle_init(struct cycle *cy, int port, const char *ca, int nodes, int window)
+{
+    memset(cy, 0, sizeof(*cy));
+    conn_init(&cy->c, port, ca);
+    cy->nodes = nodes;
+    cy->window = window;
+    if (!window)
+        node_names(&cy->names, nodes, &cy->start, 0);
+}
+
+static void cycle_free(struct cycle *cy)
+{
+    conn_free(&cy->c);
+    free(cy->names.s);
+    free(cy->body.s);
+    free(cy->pbody.s);
+}
+
+/* One pod's /filter, then /prioritize of the nodes that passed (POD: its JSON), the round
+ * trips into *F and *P; the prioritize answer is left in cy->c.out. With SP the CPU clocks are
+ * read around them; with KEEP both answers are copied there. */
+static void cycle_round(struct cycle *cy, const char *pod, double *f, double *p, struct split *sp,
+                        struct canned *keep)
+{
+    double s0 = sp ? clock_s(sp->srv) : 0, cc0 = sp ? cpu_s(true) : 0;
+    if (cy->window)
+        node_names(&cy->names, cy->nodes, &cy->start, cy->window);
+    args_body(&cy->body, pod, cy->names.s, cy->names.len);
+    double a = now_s();
+    if (post(&cy->c, "filter", cy->body.s, cy->body.len))
+        exit(1);
+    double b = now_s(), s1 = sp ? clock_s(sp->srv) : 0;
+    size_t plen = 0;
+    const char *passed = passed_names(cy->c.out, &plen);
+    if (!passed)
+        exit(1);
+    cy->filter_answer = cy->c.len;
+    cy->fit = 0;
+    for (size_t k = 0; k < plen; k++) /* node names hold no '"' */
+        cy->fit += passed[k] == '"';
+    cy->fit /= 2;
+    cy->first[0] = '\0';
+    if (plen > 4 && passed[1] == '"')
+        sscanf(passed + 2, "%63[^\"]", cy->first);
+    if (keep) {
+        free(keep->filter);
+        keep->filter = strdup(cy->c.out);
+        keep->flen = cy->c.len;
+    }
+    args_body(&cy->pbody, pod, passed, plen);
+    double b2 = now_s();
+    if (post(&cy->c, "prioritize", cy->pbody.s, cy->pbody.len))
+        exit(1);
+    double e = now_s();
+    *f = b - a;
+    *p = e - b2;
+    if (keep) {
+        free(keep->prioritize);
+        keep->prioritize = strdup(cy->c.out);
+        keep->plen = cy->c.len;
+    }
+    if (sp) {
+        sp->srv_f += s1 - s0;
+        sp->srv_p += clock_s(sp->srv) - s1;
+        sp->cli += cpu_s(true) - cc0;
+    }
+}
+
+/* ITERS pods over CY; returns the process's CPU seconds per pod. */
+static double cycle_cpu(struct cycle *cy, const char *pod, int iters)
+{
+    double cpu0 = cpu_s(false), f, p;
+    for (int i = 0; i < iters; i++)
+        cycle_round(cy, pod, &f, &p, NULL, NULL);
+    return (cpu_s(false) - cpu0) / iters;
+}
+
+/* The latency rounds over the extender at PORT and the transport floor at FLOOR_PORT (whose
+ * handler answers from K), ITERS pods each, the filter's candidates as node_names() with
+ * WINDOW; figures printed as extender_NODES_nodes<SFX>_*. */
+static void latency(int port, int floor_port, struct canned *k, const char *ca, int nodes,
+                    int window, const char *sfx, int iters)
+{
+    struct cycle cy, fc;
+    cycle_init(&cy, port, ca, nodes, window);
+    cycle_init(&fc, floor_port, ca, nodes, window);
     char pod[4096];
     pod_text(pod, sizeof(pod), "probe", "10Gi", NULL, NULL);
-    args_body(&body, pod, names.s, names.len);
-    double *fl = calloc((size_t)iters, sizeof(double)), *pl = calloc((size_t)iters, sizeof(double));
-    double *fp = calloc((size_t)iters, sizeof(double));
-    int fit = 0;
-    /* One round first: the connection (TLS handshake) and the request shape's first verdicts. */
-    size_t plen = 0;
-    const char *passed;
-    if (post(&c, "filter", body.s, body.len) || !(passed = passed_names(c.out, &plen)))
-        exit(1);
-    for (size_t k = 0; k < plen; k++)
-        fit += passed[k] == '"' ? 1 : 0;
-    size_t filter_answer = c.len;
-    args_body(&pbody, pod, passed, plen);
-    if (post(&c, "prioritize", pbody.s, pbody.len))
-        exit(1);
+    double *v = calloc((size_t)iters * 5, sizeof(double)), *fl = v, *pl = v + iters,
+           *fp = v + 2 * iters, *fo = v + 3 * iters, *dv = v + 4 * iters, f, p;
+    /* One round first on each connection: the TLS handshakes and the request shape's first
+     * verdicts, whose answers the floor serves from then on. */
+    cycle_round(&cy, pod, &f, &p, NULL, k);
+    cycle_round(&fc, pod, &f, &p, NULL, NULL);
     int listed = 0;
-    for (const char *h = strstr(c.out, "{\"Host\""); h; h = strstr(h + 1, "{\"Host\""))
+    for (const char *h = strstr(cy.c.out, "{\"Host\""); h; h = strstr(h + 1, "{\"Host\""))
         listed++;
     printf("extender_%d_nodes%s_wire_bytes: filter %zu + %zu, prioritize %zu + %zu bytes "
            "(request + answer)\n",
-           nodes, sfx, body.len, filter_answer, pbody.len, c.len);
+           nodes, sfx, cy.body.len, cy.filter_answer, cy.pbody.len, cy.c.len);
     printf("extender_%d_nodes%s_prioritize_listed: %d of %d nodes (hosts scoring 0 left out)\n",
-           nodes, sfx, listed, fit / 2);
-    clockid_t srv_clk = atomic_load(&last_clock); /* the thread serving this connection */
-    /* Two passes of ITERS pods: the first measures the round trips (wall) and the process's
-     * CPU with nothing but the extender in the path; the second reads the CPU clocks that
-     * split it (the handler's own, around each call on the serving thread; the serving
-     * thread's; the client's): reading a thread's CPU clock is a system call here (~3 us),
-     * and the handler's two per call would otherwise sit inside the measured round trip. */
-    double lat_cpu = 0, srv_f = 0, srv_p = 0, cli = 0;
-    long long h0[3] = {0};
-    for (int pass = 0; pass < 2; pass++) {
-        bool probe = pass == 1;
-        atomic_store(&probe_handler, probe);
-        double cpu0 = probe ? 0 : cpu_s(false);
-        for (int k = 0; k < 3 && probe; k++)
-            h0[k] = handler_ns[k];
-        for (int i = 0; i < iters; i++) {
-            double s0 = probe ? clock_s(srv_clk) : 0, cc0 = probe ? cpu_s(true) : 0;
-            if (window) {
-                node_names(&names, nodes, &start, window);
-                args_body(&body, pod, names.s, names.len);
-            }
-            double a = now_s();
-            if (post(&c, "filter", body.s, body.len))
-                exit(1);
-            double b = now_s(), s1 = probe ? clock_s(srv_clk) : 0;
-            if (!(passed = passed_names(c.out, &plen)))
-                exit(1);
-            args_body(&pbody, pod, passed, plen);
-            double b2 = now_s();
-            if (post(&c, "prioritize", pbody.s, pbody.len))
-                exit(1);
-            double e = now_s();
-            if (probe) {
-                double s2 = clock_s(srv_clk);
-                srv_f += s1 - s0;
-                srv_p += s2 - s1;
-                cli += cpu_s(true) - cc0;
-            } else {
-                fl[i] = b - a;
-                pl[i] = e - b2;
-                fp[i] = (b - a) + (e - b2);
-            }
-        }
-        if (!probe)
-            lat_cpu = (cpu_s(false) - cpu0) / iters;
+           nodes, sfx, listed, cy.fit);
+    printf("extender_%d_nodes%s_filter_fit: %d of %d nodes\n", nodes, sfx, cy.fit, nodes);
+    struct split sp = {.srv = atomic_load(&last_clock)}; /* the thread serving CY */
+    /* The round trips with nothing but the extender (or the floor) in the path: each pod over
+     * the extender, then over the floor, so that both see the same moment of this machine
+     * (whose speed moves from one second to the next). Then the process's CPU per pod, over
+     * each alone; then the CPU clocks that split the extender's (the handler's own, around
+     * each call on the serving thread; the serving thread's; the client's): reading a
+     * thread's CPU clock is a system call here (~3 us), and the handler's two per call would
+     * otherwise sit inside the round trip. */
+    atomic_store(&probe_handler, false);
+    for (int i = 0; i < iters; i++) {
+        cycle_round(&cy, pod, &fl[i], &pl[i], NULL, NULL);
+        fp[i] = fl[i] + pl[i];
+        cycle_round(&fc, pod, &f, &p, NULL, NULL);
+        fo[i] = f + p;
+        dv[i] = fp[i] - fo[i];
     }
+    double cpu = cycle_cpu(&cy, pod, iters), floor_cpu = cycle_cpu(&fc, pod, iters);
+    atomic_store(&probe_handler, true);
+    long long h0[3] = {handler_ns[0], handler_ns[1], handler_ns[2]};
+    for (int i = 0; i < iters; i++)
+        cycle_round(&cy, pod, &f, &p, &sp, NULL);
     double hf = (double)(handler_ns[0] - h0[0]) / iters / 1e6,
            hp = (double)(handler_ns[1] - h0[1]) / iters / 1e6;
-    printf("extender_%d_nodes%s_filter_fit: %d of %d nodes\n", nodes, sfx, fit / 2, nodes);
     printf("extender_%d_nodes%s_filter_p50: %.3f ms\n", nodes, sfx, pct(fl, iters, 0.5));
     printf("extender_%d_nodes%s_filter_p99: %.3f ms\n", nodes, sfx, pct(fl, iters, 0.99));
     printf("extender_%d_nodes%s_prioritize_p50: %.3f ms\n", nodes, sfx, pct(pl, iters, 0.5));
     printf("extender_%d_nodes%s_prioritize_p99: %.3f ms\n", nodes, sfx, pct(pl, iters, 0.99));
     printf("extender_%d_nodes%s_filter_plus_prioritize_p50: %.3f ms\n", nodes, sfx,
            pct(fp, iters, 0.5));
-    printf("extender_%d_nodes%s_filter_plus_prioritize_cpu: %.3f ms\n", nodes, sfx, lat_cpu * 1e3);
+    printf("extender_%d_nodes%s_filter_plus_prioritize_cpu: %.3f ms\n", nodes, sfx, cpu * 1e3);
+    printf("extender_%d_nodes%s_transport_floor_p50: %.3f ms\n", nodes, sfx, pct(fo, iters, 0.5));
+    printf("extender_%d_nodes%s_transport_floor_cpu: %.3f ms\n", nodes, sfx, floor_cpu * 1e3);
+    printf("extender_%d_nodes%s_above_floor_p50: %.3f ms\n", nodes, sfx, pct(dv, iters, 0.5));
     printf("extender_%d_nodes%s_filter_handler_cpu: %.3f ms\n", nodes, sfx, hf);
     printf("extender_%d_nodes%s_prioritize_handler_cpu: %.3f ms\n", nodes, sfx, hp);
-    printf("extender_%d_nodes%s_filter_server_cpu: %.3f ms\n", nodes, sfx, srv_f * 1e3 / iters);
-    printf("extender_%d_nodes%s_prioritize_server_cpu: %.3f ms\n", nodes, sfx, srv_p * 1e3 / iters);
+    printf("extender_%d_nodes%s_filter_server_cpu: %.3f ms\n", nodes, sfx, sp.srv_f * 1e3 / iters);
+    printf("extender_%d_nodes%s_prioritize_server_cpu: %.3f ms\n", nodes, sfx,
+           sp.srv_p * 1e3 / iters);
     printf("extender_%d_nodes%s_filter_plus_prioritize_client_cpu: %.3f ms\n", nodes, sfx,
-           cli * 1e3 / iters);
+           sp.cli * 1e3 / iters);
+    free(v);
+    cycle_free(&cy);
+    cycle_free(&fc);
+}
 
-    /* Sustained: the serial scheduling cycle, binds handed to BINDERS threads. */
+/* The sustained loop over the extender X at PORT: SUSTAINED pods named PODPFX-<i> through one
+ * scheduling thread, their binds handed to BINDERS threads. */
+static void sustained_loop(struct tf_extender *x, int port, const char *ca, int nodes, int window,
+                           const char *sfx, const char *podpfx, int sustained)
+{
+    struct cycle cy;
+    cycle_init(&cy, port, ca, nodes, window);
+    char pod[4096];
+    double f, p;
     struct queue q = {.jobs = calloc((size_t)sustained * 2, sizeof(struct job)),
                       .lat = calloc((size_t)sustained * 2, sizeof(double)),
                       .retry = calloc((size_t)sustained, sizeof(struct job)),
@@ -663,18 +816,8 @@ static void measure(struct tf_extender *x, int port, const char *ca, int nodes, 
             snprintf(j.pod, sizeof(j.pod), "%s-%d", podpfx, next++);
         }
         pod_text(pod, sizeof(pod), j.pod, "10Gi", NULL, NULL);
-        if (window)
-            node_names(&names, nodes, &start, window);
-        args_body(&body, pod, names.s, names.len);
-        if (post(&c, "filter", body.s, body.len) || !(passed = passed_names(c.out, &plen)))
-            exit(1);
-        char first[64] = "";
-        if (plen > 4 && passed[1] == '"')
-            sscanf(passed + 2, "%63[^\"]", first);
-        args_body(&pbody, pod, passed, plen);
-        if (post(&c, "prioritize", pbody.s, pbody.len))
-            exit(1);
-        if (best_host(c.out, first, j.node, sizeof(j.node))) {
+        cycle_round(&cy, pod, &f, &p, NULL, NULL);
+        if (best_host(cy.c.out, cy.first, j.node, sizeof(j.node))) {
             unschedulable++;
             continue;
         }
@@ -712,13 +855,7 @@ static void measure(struct tf_extender *x, int port, const char *ca, int nodes, 
            nodes, sfx, bound, sustained, unschedulable, q.retried);
     printf("extender_%d_nodes%s_allocations_after: %d pods\n", nodes, sfx,
            tf_extender_allocations(x));
-    conn_free(&c);
-    free(names.s);
-    free(body.s);
-    free(pbody.s);
-    free(fl);
-    free(pl);
-    free(fp);
+    cycle_free(&cy);
     free(q.jobs);
     free(q.lat);
     free(q.retry);
@@ -752,7 +889,9 @@ static void run(int nodes, int resident, int iters, int sustained)
     }
     struct tf_https_opts xo = {.cert_pem = tls.cert_pem, .key_pem = tls.key_pem};
     struct tf_https *srv = tf_https_start(&xo, ext_handler, x, err, sizeof(err));
-    if (!srv) {
+    struct canned canned = {0};
+    struct tf_https *floor_srv = tf_https_start(&xo, floor_handler, &canned, err, sizeof(err));
+    if (!srv || !floor_srv) {
         fprintf(stderr, "bench_extender: extender server: %s\n", err);
         exit(1);
     }
@@ -815,15 +954,25 @@ static void run(int nodes, int resident, int iters, int sustained)
     printf("extender_%d_nodes_pod_ingest: %.2f us/pod\n", nodes, ingest * 1e6 / resident);
     printf("extender_%d_nodes_state_load: %.1f ms\n", nodes, load * 1e3);
     printf("extender_%d_nodes_state_load_cpu: %.1f ms\n", nodes, load_cpu * 1e3);
-    measure(x, tf_https_port(srv), tls.ca_pem, nodes, 0, "", "s", iters, sustained);
-    measure(x, tf_https_port(srv), tls.ca_pem, nodes, default_window(nodes), "_default_pct", "d",
-            iters, sustained);
+    for (int pass = 0; pass < 2; pass++) {
+        int window = pass ? default_window(nodes) : 0;
+        const char *sfx = pass ? "_default_pct" : "";
+        if (iters > 0)
+            latency(tf_https_port(srv), tf_https_port(floor_srv), &canned, tls.ca_pem, nodes,
+                    window, sfx, iters);
+        if (sustained > 0)
+            sustained_loop(x, tf_https_port(srv), tls.ca_pem, nodes, window, sfx, pass ? "d" : "s",
+                           sustained);
+    }
     printf("extender_%d_nodes_rss: %.1f MiB\n", nodes, rss / 1024.0);
     double heap = (double)(m1.uordblks + m1.hblkhd) - (double)(m0.uordblks + m0.hblkhd);
     printf("extender_%d_nodes_state_heap: %.1f MiB\n", nodes, heap / 1048576.0);
     printf("extender_%d_nodes_state_heap_per_gpu: %.0f bytes\n", nodes, heap / (nodes * 8.0));
 
     tf_https_destroy(srv);
+    tf_https_destroy(floor_srv);
+    free(canned.filter);
+    free(canned.prioritize);
     tf_extender_destroy(x);
     tf_https_destroy(api);
     tf_k8s_client_destroy(kc);
@@ -838,6 +987,7 @@ int main(int argc, char **argv)
     tf_log_set_level(TF_LOG_WARN);
     curl_global_init(CURL_GLOBAL_DEFAULT);
     loadavg("before");
+    printf("extender_machine_loopback_rtt_p50: %.1f us\n", loopback_rtt_us(2000));
     if (only != 5000)
         run(1000, 20000, iters, sustained);
     if (only != 1000)
