@@ -38,8 +38,10 @@ struct tf_extender *tf_extender_new(struct tf_k8s_client *c, const char *default
     x->ledger = tf__ledger_new();
     x->gpus = tf__gpus_new();
     atomic_init(&x->dirty, true);
+    x->events = tf_k8s_recorder_new(c, "tf-scheduler", 0);
     x->gangs = tf__ext_gangs_new(x);
-    if (!x->default_pool || !x->inflight || !x->preempting || !x->ledger || !x->gpus || !x->gangs) {
+    if (!x->default_pool || !x->inflight || !x->preempting || !x->ledger || !x->gpus ||
+        !x->events || !x->gangs) {
         tf_extender_destroy(x);
         return NULL;
     }
@@ -63,6 +65,7 @@ void tf_extender_destroy(struct tf_extender *x)
 {
     if (!x)
         return;
+    tf_k8s_recorder_destroy(x->events);
     tf_alloc_index_destroy(x->index);
     tf_alloc_destroy(x->alloc);
     tf_cluster_destroy(x->cluster);
@@ -85,6 +88,16 @@ void tf_extender_destroy(struct tf_extender *x)
         free(x->scratch[i].p);
     free(x->default_pool);
     free(x);
+}
+
+bool tf_extender_flush_events(struct tf_extender *x, int timeout_ms)
+{
+    return tf_k8s_recorder_flush(x->events, timeout_ms);
+}
+
+double tf_extender_events_cpu_s(struct tf_extender *x)
+{
+    return tf_k8s_recorder_cpu_s(x->events);
 }
 
 void tf_extender_invalidate(struct tf_extender *x)

@@ -57,6 +57,7 @@ void tf_extender_set_sources(struct tf_extender *x, const struct tf_extender_sou
  * the default: tools loading clusters from files) every recorded allocation is restored. */
 struct tf_allocsig;
 void tf_extender_set_allocsig(struct tf_extender *x, const struct tf_allocsig *sig);
+/* Events still waiting are written for up to 2 s first (see tf_k8s_recorder_destroy). */
 void tf_extender_destroy(struct tf_extender *x);
 
 /* Informer handlers: POD_HANDLERS for the pod informer (releases on delete/finish, keeps the
@@ -96,6 +97,14 @@ int tf_extender_rebuild(struct tf_extender *x);
 /* Serves REQ when its path is one of the three verbs under /scheduler; false otherwise. */
 bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
                         struct tf_http_resp *resp);
+
+/* The extender's Events (GPUAllocated, GPUAllocationFailed, Preempting, Preempted, the gang
+ * reasons) are written by a recorder's thread, so that a bind never waits on them: waits at
+ * most TIMEOUT_MS until those recorded so far are written; true when none is left. */
+bool tf_extender_flush_events(struct tf_extender *x, int timeout_ms);
+/* CPU seconds the recorder's thread has run (benchmarks: the extender's CPU is its verbs'
+ * threads and this one). */
+double tf_extender_events_cpu_s(struct tf_extender *x);
 
 /* Number of pods holding GPUs in the current state (tests, metrics); rebuilds if dirty. */
 int tf_extender_allocations(struct tf_extender *x);

@@ -62,7 +62,7 @@ static void release_all(struct tf_ext_gangs *g, char (*released)[TF_GANG_NAME_MA
         json_object *pod = tf_json_path(e, "pod", NULL);
         if (pod) {
             g->ops.release(g->ops.arg, pod);
-            tf_k8s_event(g->ops.c, pod, "Warning", reason, why, "tf-scheduler");
+            tf_k8s_record(g->ops.events, pod, "Warning", reason, why);
         }
         json_object_put(e);
     }
@@ -138,7 +138,7 @@ char *tf_ext_gangs_bind(struct tf_ext_gangs *g, const struct tf_podreq *p, json_
         pthread_mutex_unlock(&g->lock);
         snprintf(msg, sizeof(msg), "waiting for gang %s: %d/%d members hold GPUs", p->gang_key,
                  waiting, p->gang_required);
-        tf_k8s_event(g->ops.c, pod, "Normal", "GangWaitingForMembers", msg, "tf-scheduler");
+        tf_k8s_record(g->ops.events, pod, "Normal", "GangWaitingForMembers", msg);
         return tf_ext_encode_binding_result(msg);
     }
     /* The quorum holds GPUs: bind the others, then this one as usual. */

@@ -19,7 +19,8 @@
 /* What the gang module asks of the extender. */
 struct tf_ext_gang_ops {
     void *arg;
-    struct tf_k8s_client *c; /* for Bindings and Events */
+    struct tf_k8s_client *c;        /* for Bindings */
+    struct tf_k8s_recorder *events; /* for Events */
     /* The in-flight bind of MEMBER ("ns/name"): {"node", "pod", "anns"}, a new reference, or
      * NULL when it holds no GPUs. */
     json_object *(*inflight)(void *arg, const char *member);

@@ -34,6 +34,7 @@
 
 struct tf_extender {
     struct tf_k8s_client *c;
+    struct tf_k8s_recorder *events; /* its Events, written off the verbs' threads */
     struct tf_extender_sources src;
     char *default_pool;
     enum tf_iso_policy policy;

@@ -107,7 +107,7 @@ static int preempt(struct tf_extender *x, struct req_buf *b, json_object *pod,
                 snprintf(vmsg, sizeof(vmsg),
                          "evicted to make room on %s for %s pod %s (QoS preemption)", nodes[idx],
                          b->pr.qos == TF_PODREQ_CRITICAL ? "critical" : "high", key);
-                tf_k8s_event(x->c, vp, "Warning", "Preempted", vmsg, "tf-scheduler");
+                tf_k8s_record(x->events, vp, "Warning", "Preempted", vmsg);
                 json_object_put(vp);
             }
         } else {
@@ -127,7 +127,7 @@ static int preempt(struct tf_extender *x, struct req_buf *b, json_object *pod,
                       : "");
     tf_log(TF_LOG_INFO, "extender", "QoS preemption for %s on %s: %u evicted, %u deferred (%s)",
            key, nodes[idx], evicted, deferred, list);
-    tf_k8s_event(x->c, pod, "Normal", "Preempting", msg, "tf-scheduler");
+    tf_k8s_record(x->events, pod, "Normal", "Preempting", msg);
     json_object *e = json_object_new_object();
     json_object_object_add(e, "at", json_object_new_int64(now));
     json_object_object_add(e, "node", json_object_new_string(nodes[idx]));
@@ -489,7 +489,7 @@ static void gang_release(void *arg, json_object *pod)
 
 struct tf_ext_gangs *tf__ext_gangs_new(struct tf_extender *x)
 {
-    struct tf_ext_gang_ops gops = {x, x->c, gang_inflight, gang_release};
+    struct tf_ext_gang_ops gops = {x, x->c, x->events, gang_inflight, gang_release};
     return tf_ext_gangs_new(&gops);
 }
 
@@ -565,7 +565,7 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
         pthread_rwlock_unlock(&x->lock);
         if (rc) {
             snprintf(msg, sizeof(msg), "cannot reserve GPUs on %s: %s", ba.node, err);
-            tf_k8s_event(x->c, pod, "Warning", "GPUAllocationFailed", msg, "tf-scheduler");
+            tf_k8s_record(x->events, pod, "Warning", "GPUAllocationFailed", msg);
             out = tf_ext_encode_binding_result(msg);
             goto out;
         }
@@ -596,7 +596,7 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
         }
         pthread_mutex_unlock(&x->inflight_lock);
         snprintf(msg, sizeof(msg), "allocated GPUs %.900s on node %.200s", ids, ba.node);
-        tf_k8s_event(x->c, pod, "Normal", "GPUAllocated", msg, "tf-scheduler");
+        tf_k8s_record(x->events, pod, "Normal", "GPUAllocated", msg);
         tf_log(TF_LOG_INFO, "extender", "bound pod=%s/%s node=%s gpus=%s", b.pr.ns, b.pr.name,
                ba.node, ids);
     }
@@ -604,7 +604,7 @@ char *tf__ext_bind(struct tf_extender *x, const char *body, size_t len, int *sta
     goto out;
 rollback:
     tf__ext_release_pod(x, pod);
-    tf_k8s_event(x->c, pod, "Warning", "GPUAllocationFailed", msg, "tf-scheduler");
+    tf_k8s_record(x->events, pod, "Warning", "GPUAllocationFailed", msg);
     out = tf_ext_encode_binding_result(msg);
 out:
     json_object_put(pending);

@@ -31,6 +31,7 @@
 #include "console/console.h"
 #include "hypervisor/console.h"
 
+#include "common/abstime.h"
 #include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/log.h"
@@ -178,13 +179,7 @@ static void *gate_watchdog(void *arg)
     struct tf_hv_http *h = arg;
     pthread_mutex_lock(&h->mu);
     while (!h->stop) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += 100 * 1000000L;
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
+        struct timespec dl = tf_abstime_ms(CLOCK_REALTIME, 100);
         pthread_cond_timedwait(&h->cv, &h->mu, &dl);
         int64_t now = mono_ms();
         for (struct gate_conn *g = h->conns; g; g = g->next)

@@ -25,6 +25,7 @@
 
 #include "sim/ptx/ptx.h"
 
+#include "common/abstime.h"
 #include "common/log.h"
 
 #include <stdint.h>
@@ -338,13 +339,7 @@ static void *executor_main(void *arg)
         struct sim_op *op = pick(e, &s, &pending);
         if (!op) {
             if (pending) { /* blocked on another device's stream: poll */
-                struct timespec ts;
-                clock_gettime(CLOCK_MONOTONIC, &ts);
-                ts.tv_nsec += 2000000;
-                if (ts.tv_nsec >= 1000000000) {
-                    ts.tv_sec++;
-                    ts.tv_nsec -= 1000000000;
-                }
+                struct timespec ts = tf_abstime_ms(CLOCK_MONOTONIC, 2);
                 pthread_cond_timedwait(&e->work_cv, &e->mu, &ts);
             } else {
                 pthread_cond_wait(&e->work_cv, &e->mu);

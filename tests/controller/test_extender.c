@@ -109,6 +109,7 @@ static void bind_records_gpu_ids_and_binds_then_restart_rebuilds(void **state)
     json_object_put(cg);
     json_object_put(p);
     assert_int_equal(tf_extender_allocations(r.x), 1);
+    assert_true(tf_extender_flush_events(r.x, 10000)); /* written by the recorder's thread */
     assert_true(fake_count_requests(&fake, "POST /api/v1/namespaces/ml/events") >= 1);
     /* A later change of the bound pod's metadata is read again (the ledger's record replaced
      * in place) and changes nothing it holds. */
@@ -596,6 +597,7 @@ static void a_gang_timeout_releases_the_held_gpus_and_backs_the_group_off(void *
     usleep(450 * 1000);
     tf_extender_gang_expire(r.x);
     assert_int_equal(tf_extender_allocations(r.x), before);
+    assert_true(tf_extender_flush_events(r.x, 10000));
     assert_true(fake_count_requests(&fake, "POST /api/v1/namespaces/ml/events") >= 2);
     /* Backed off for a while: the third member does not restart the wait. */
     assert_non_null(strstr(bind_err(&r, "t-3", "node-t"), "backed off"));

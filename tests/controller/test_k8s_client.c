@@ -11,7 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -549,6 +553,111 @@ static void paths_escape_names_and_place_namespaces(void **state)
     assert_int_equal(tf_k8s_time_parse("2026-01-02 03:04:05", &us), TF_EPARSE);
 }
 
+/* ---- the event recorder ---- */
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int collect_event(json_object *item, void *arg)
+{
+    json_object_array_add(arg, json_object_get(item));
+    return 0;
+}
+
+static void recorder_writes_each_event_as_tf_k8s_event_does(void **state)
+{
+    char err[256];
+    json_object *ns = jparse("{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{"
+                             "\"name\":\"rec\"}}");
+    assert_int_equal(
+        tf_k8s_create(fake.client, &tf_k8s_namespaces, NULL, ns, NULL, err, sizeof(err)), 0);
+    json_object_put(ns);
+    struct tf_k8s_recorder *r = tf_k8s_recorder_new(fake.client, "tf-scheduler", 0);
+    assert_non_null(r);
+    json_object *pod = jparse("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{"
+                              "\"name\":\"rec-pod\",\"namespace\":\"rec\",\"uid\":\"u-1\"}}");
+    char msg[32];
+    for (int i = 0; i < 5; i++) {
+        snprintf(msg, sizeof(msg), "event %d", i);
+        tf_k8s_record(r, pod, i == 4 ? "Warning" : "Normal", "GPUAllocated", msg);
+    }
+    json_object_put(pod); /* read when recorded: the caller may free it at once */
+    assert_true(tf_k8s_recorder_flush(r, 10000));
+    uint64_t posted = 0, failed = 9, dropped = 9;
+    tf_k8s_recorder_stats(r, &posted, &failed, &dropped);
+    assert_int_equal(posted, 5);
+    assert_int_equal(failed, 0);
+    assert_int_equal(dropped, 0);
+    assert_int_equal(fake_count_requests(&fake, "POST /api/v1/namespaces/rec/events"), 5);
+    json_object *got = json_object_new_array();
+    assert_int_equal(tf_k8s_list(fake.client, &tf_k8s_events, "rec", NULL, NULL, 0, collect_event,
+                                 got, NULL, err, sizeof(err)),
+                     0);
+    assert_int_equal(json_object_array_length(got), 5);
+    int seen = 0;
+    for (size_t i = 0; i < 5; i++) {
+        json_object *e = json_object_array_get_idx(got, i);
+        assert_string_equal(tf_json_str(e, "involvedObject", "name", NULL), "rec-pod");
+        assert_string_equal(tf_json_str(e, "involvedObject", "uid", NULL), "u-1");
+        assert_string_equal(tf_json_str(e, "involvedObject", "kind", NULL), "Pod");
+        assert_string_equal(tf_json_str(e, "source", "component", NULL), "tf-scheduler");
+        assert_string_equal(tf_json_str(e, "reason", NULL), "GPUAllocated");
+        int k = -1;
+        assert_int_equal(sscanf(tf_json_str(e, "message", NULL), "event %d", &k), 1);
+        assert_string_equal(tf_json_str(e, "type", NULL), k == 4 ? "Warning" : "Normal");
+        seen |= 1 << k;
+    }
+    assert_int_equal(seen, 0x1f);
+    json_object_put(got);
+    tf_k8s_recorder_destroy(r);
+}
+
+/* An API server that takes connections and never answers: recording still returns at once,
+ * what does not fit the queue is dropped and counted, and destroy gives the rest up. */
+static void recorder_never_waits_on_a_silent_api_server(void **state)
+{
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof(a);
+    assert_true(lfd >= 0);
+    assert_int_equal(bind(lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(lfd, 16), 0); /* the kernel completes handshakes; nobody reads */
+    assert_int_equal(getsockname(lfd, (struct sockaddr *)&a, &alen), 0);
+    char url[64];
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+    struct tf_k8s_config cfg;
+    tf_k8s_config_init(&cfg);
+    cfg.server = url;
+    struct tf_k8s_client *c = tf_k8s_client_new(&cfg);
+    assert_non_null(c);
+    struct tf_k8s_recorder *r = tf_k8s_recorder_new(c, "tf-scheduler", 4);
+    assert_non_null(r);
+    json_object *pod = jparse("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\",\"namespace\":"
+                              "\"silent\"}}");
+    double t0 = mono_s();
+    for (int i = 0; i < 10; i++)
+        tf_k8s_record(r, pod, "Normal", "GPUAllocated", "allocated");
+    double took = mono_s() - t0;
+    json_object_put(pod);
+    assert_true(took < 0.5); /* ten events, none waited on the server */
+    uint64_t posted = 9, failed = 9, dropped = 0;
+    tf_k8s_recorder_stats(r, &posted, &failed, &dropped);
+    assert_int_equal(posted, 0);
+    assert_int_equal(failed, 0);
+    assert_true(dropped >= 5 && dropped <= 6); /* 4 wait, 1 may be in flight */
+    assert_false(tf_k8s_recorder_flush(r, 200));
+    t0 = mono_s();
+    tf_k8s_recorder_destroy(r); /* 2 s for the queue, then the request in flight is cut */
+    took = mono_s() - t0;
+    assert_true(took >= 1.9 && took < 6.0);
+    tf_k8s_client_destroy(c);
+    close(lfd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -566,6 +675,8 @@ int main(void)
         cmocka_unit_test(watch_from_a_compacted_version_asks_for_a_relist),
         cmocka_unit_test(rotated_service_account_token_is_reread),
         cmocka_unit_test(kubeconfig_context_selects_server_namespace_and_credentials),
+        cmocka_unit_test(recorder_writes_each_event_as_tf_k8s_event_does),
+        cmocka_unit_test(recorder_never_waits_on_a_silent_api_server),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

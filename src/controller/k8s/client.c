@@ -15,6 +15,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +82,7 @@ struct tf_k8s_client {
                                   init and cleanup cost as much as a loopback request) */
     CURL *pool[8];
     int npool;
+    atomic_bool closed; /* tf_k8s_client_close: requests fail at once */
 };
 
 /* An easy handle for one request (reset to the defaults), and its return. */
@@ -173,6 +175,29 @@ struct tf_k8s_client *tf_k8s_client_new(const struct tf_k8s_config *cfg)
             c->token_mtime = st.st_mtim;
     }
     return c;
+}
+
+struct tf_k8s_client *tf_k8s_client_derive(struct tf_k8s_client *c, int timeout_ms,
+                                           int max_attempts, int backoff_max_ms)
+{
+    if (!c)
+        return NULL;
+    struct tf_k8s_config cfg = c->cfg;
+    if (timeout_ms > 0)
+        cfg.timeout_ms = timeout_ms;
+    if (max_attempts > 0)
+        cfg.max_attempts = max_attempts;
+    if (backoff_max_ms > 0)
+        cfg.backoff_max_ms = backoff_max_ms;
+    pthread_mutex_lock(&c->token_lock); /* the token as it is now */
+    struct tf_k8s_client *d = tf_k8s_client_new(&cfg);
+    pthread_mutex_unlock(&c->token_lock);
+    return d;
+}
+
+void tf_k8s_client_close(struct tf_k8s_client *c)
+{
+    atomic_store(&c->closed, true);
 }
 
 void tf_k8s_client_destroy(struct tf_k8s_client *c)
@@ -395,11 +420,23 @@ static int status_to_err(long st, json_object *body)
     }
 }
 
-static void sleep_ms(long ms)
+/* Sleeps MS milliseconds, in slices of at most 100 ms that end early once C is closed. */
+static void sleep_ms(const struct tf_k8s_client *c, long ms)
 {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) && errno == EINTR) {
+    while (ms > 0 && !atomic_load(&c->closed)) {
+        long slice = ms < 100 ? ms : 100;
+        struct timespec ts = {0, slice * 1000000L};
+        while (nanosleep(&ts, &ts) && errno == EINTR) {
+        }
+        ms -= slice;
     }
+}
+
+/* libcurl's progress callback: a transfer of a closed client is aborted (within a second:
+ * libcurl calls it at least that often while waiting). */
+static int closed_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    return atomic_load(&((const struct tf_k8s_client *)arg)->closed) ? 1 : 0;
 }
 
 static long backoff_ms(const struct tf_k8s_config *cfg, int attempt, long retry_after)
@@ -429,6 +466,11 @@ int tf_k8s_request(struct tf_k8s_client *c, const char *method, const char *path
     int rc = TF_EIO;
     bool reauth = false;
     for (int attempt = 1; attempt <= c->cfg.max_attempts; attempt++) {
+        if (atomic_load(&c->closed)) {
+            tf_errf(err, errlen, "%s %s: client closed", method, path);
+            rc = TF_ESTATE;
+            break;
+        }
         CURL *h = handle_take(c);
         if (!h) {
             rc = TF_ENOMEM;
@@ -443,6 +485,9 @@ int tf_k8s_request(struct tf_k8s_client *c, const char *method, const char *path
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
         curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, header_cb);
         curl_easy_setopt(h, CURLOPT_HEADERDATA, &hd);
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, closed_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
         CURLcode cc = curl_easy_perform(h);
         long st = 0;
         curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
@@ -494,7 +539,7 @@ int tf_k8s_request(struct tf_k8s_client *c, const char *method, const char *path
         long d = backoff_ms(&c->cfg, attempt, hd.retry_after);
         tf_log(TF_LOG_DEBUG, "k8s", "retrying method=%s path=%s attempt=%d delay_ms=%ld", method,
                path, attempt, d);
-        sleep_ms(d);
+        sleep_ms(c, d);
     }
     free(url);
     return rc;

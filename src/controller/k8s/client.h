@@ -29,6 +29,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Connection settings. All strings are owned by the struct (freed by tf_k8s_config_free). */
 struct tf_k8s_config {
@@ -62,6 +63,14 @@ struct tf_k8s_client;
 
 /* Copies CFG. NULL on allocation failure or bad config (no server). */
 struct tf_k8s_client *tf_k8s_client_new(const struct tf_k8s_config *cfg);
+/* A new client with C's configuration (its token as it is now) but, where > 0, another
+ * per-request timeout, number of attempts and longest backoff: for work that must give up
+ * sooner than the callers of C (an event recorder). NULL on allocation failure. */
+struct tf_k8s_client *tf_k8s_client_derive(struct tf_k8s_client *c, int timeout_ms,
+                                           int max_attempts, int backoff_max_ms);
+/* From now on C's requests fail with TF_ESTATE: new ones at once, one in flight within about a
+ * second, a backoff between attempts cut short. Thread-safe; C must still be destroyed. */
+void tf_k8s_client_close(struct tf_k8s_client *c);
 void tf_k8s_client_destroy(struct tf_k8s_client *c);
 /* The namespace from the config (may be NULL). Borrowed. */
 const char *tf_k8s_client_namespace(const struct tf_k8s_client *c);
@@ -188,6 +197,29 @@ int tf_k8s_evict(struct tf_k8s_client *c, const char *ns, const char *pod, char 
  * "Warning". Failures are logged and returned but never fatal to the caller's decision. */
 int tf_k8s_event(struct tf_k8s_client *c, json_object *involved, const char *type,
                  const char *reason, const char *message, const char *component);
+
+/* An event recorder: events written from its own thread, in the order recorded, so that
+ * recording one never waits on the API server (as client-go's recorder). Its requests go
+ * through a client derived from C (10 s each, 3 attempts). At most CAP events wait (0: 1024);
+ * one recorded while the queue is full is dropped, counted and logged (the first, then one
+ * line per 10 s). NULL when out of memory. */
+struct tf_k8s_recorder;
+struct tf_k8s_recorder *tf_k8s_recorder_new(struct tf_k8s_client *c, const char *component,
+                                            size_t cap);
+/* Queues the event tf_k8s_event would write about INVOLVED (read before it returns). */
+void tf_k8s_record(struct tf_k8s_recorder *r, json_object *involved, const char *type,
+                   const char *reason, const char *message);
+/* Waits at most TIMEOUT_MS until every event recorded before the call was written or given
+ * up; true when none is left waiting. */
+bool tf_k8s_recorder_flush(struct tf_k8s_recorder *r, int timeout_ms);
+/* Events written, refused or failed after their attempts, and dropped (queue full). */
+void tf_k8s_recorder_stats(struct tf_k8s_recorder *r, uint64_t *posted, uint64_t *failed,
+                           uint64_t *dropped);
+/* CPU seconds the recorder's thread has run (what writing the events cost this process). */
+double tf_k8s_recorder_cpu_s(struct tf_k8s_recorder *r);
+/* Writes what waits for up to 2 s, then gives the rest up (logged; a request in flight is cut
+ * within about a second) and frees R. */
+void tf_k8s_recorder_destroy(struct tf_k8s_recorder *r);
 
 /* RFC 3339 timestamps as the API server writes them: seconds ("...Z") and MicroTime
  * ("...000000Z"). BUF must hold 32 bytes. */

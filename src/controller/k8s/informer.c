@@ -4,6 +4,7 @@
  */
 #include "controller/k8s/informer.h"
 
+#include "common/abstime.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/yamljson.h"
@@ -259,14 +260,7 @@ int tf_informer_start(struct tf_informer *inf, int watch_timeout_s)
 
 bool tf_informer_wait_synced(struct tf_informer *inf, int timeout_ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts.tv_nsec >= 1000000000L) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000L;
-    }
+    struct timespec ts = tf_abstime_ms(CLOCK_REALTIME, timeout_ms);
     pthread_mutex_lock(&inf->sync_lock);
     while (!inf->synced)
         if (pthread_cond_timedwait(&inf->sync_cond, &inf->sync_lock, &ts))

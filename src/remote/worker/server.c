@@ -5,6 +5,7 @@
  */
 #include "remote/worker/server.h"
 
+#include "common/abstime.h"
 #include "common/accept.h"
 
 #include "common/err.h"
@@ -505,15 +506,8 @@ static void *tick_main(void *arg)
     size_t cap = 0;
     pthread_mutex_lock(&s->lock);
     while (!s->stopping) {
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
         long ms = s->cfg.keepalive_ms;
-        dl.tv_sec += ms / 1000;
-        dl.tv_nsec += (ms % 1000) * 1000000L;
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
+        struct timespec dl = tf_abstime_ms(CLOCK_REALTIME, ms);
         pthread_cond_timedwait(&s->cond, &s->lock, &dl);
         int64_t now = now_ns();
         size_t n = 0;
