@@ -284,10 +284,12 @@ void tf_k8s_recorder_destroy(struct tf_k8s_recorder *r)
     bool drained = tf_k8s_recorder_flush(r, RECORDER_DRAIN_MS);
     pthread_mutex_lock(&r->lock);
     r->stopping = true;
-    size_t left = r->n;
+    size_t left = r->n; /* given up unwritten */
+    for (; r->n; r->n--, r->head = (r->head + 1) % r->cap)
+        json_object_put(r->q[r->head]);
     pthread_cond_signal(&r->work);
     pthread_mutex_unlock(&r->lock);
-    if (!drained) /* what is left fails at once */
+    if (!drained) /* the write in flight, if any, is cut */
         tf_k8s_client_close(r->c);
     pthread_join(r->thread, NULL);
     if (left)
