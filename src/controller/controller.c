@@ -436,6 +436,16 @@ static void http_handler(const struct tf_http_req *req, struct tf_http_resp *res
             tf_ctlmetrics_stats(x->metrics, &st);
             tf_metrics_sink_stats_prom(&st, &b);
         }
+        uint64_t ev_ok = 0, ev_failed = 0, ev_dropped = 0;
+        tf_extender_event_stats(x->ext, &ev_ok, &ev_failed, &ev_dropped);
+        tf_dynbuf_addf(&b,
+                       "# HELP tf_events_total Events the scheduler extender recorded, by result\n"
+                       "# TYPE tf_events_total counter\n"
+                       "tf_events_total{component=\"tf-scheduler\",result=\"written\"} %llu\n"
+                       "tf_events_total{component=\"tf-scheduler\",result=\"failed\"} %llu\n"
+                       "tf_events_total{component=\"tf-scheduler\",result=\"dropped\"} %llu\n",
+                       (unsigned long long)ev_ok, (unsigned long long)ev_failed,
+                       (unsigned long long)ev_dropped);
         if (x->alerts) {
             struct tf_alerts_stats as;
             tf_alerts_stats(x->alerts, &as);

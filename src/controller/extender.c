@@ -95,6 +95,12 @@ bool tf_extender_flush_events(struct tf_extender *x, int timeout_ms)
     return tf_k8s_recorder_flush(x->events, timeout_ms);
 }
 
+void tf_extender_event_stats(struct tf_extender *x, uint64_t *written, uint64_t *failed,
+                             uint64_t *dropped)
+{
+    tf_k8s_recorder_stats(x->events, written, failed, dropped);
+}
+
 double tf_extender_events_cpu_s(struct tf_extender *x)
 {
     return tf_k8s_recorder_cpu_s(x->events);

@@ -102,6 +102,9 @@ bool tf_extender_handle(struct tf_extender *x, const struct tf_http_req *req,
  * reasons) are written by a recorder's thread, so that a bind never waits on them: waits at
  * most TIMEOUT_MS until those recorded so far are written; true when none is left. */
 bool tf_extender_flush_events(struct tf_extender *x, int timeout_ms);
+/* The recorder's counts: Events written, failed after their attempts, dropped (queue full). */
+void tf_extender_event_stats(struct tf_extender *x, uint64_t *written, uint64_t *failed,
+                             uint64_t *dropped);
 /* CPU seconds the recorder's thread has run (benchmarks: the extender's CPU is its verbs'
  * threads and this one). */
 double tf_extender_events_cpu_s(struct tf_extender *x);

@@ -416,6 +416,9 @@ def main():
               val.get("tf_controller_leader") == 1 and
               val.get('tf_alert_evaluations_total{result="query_failed"}', 0) > 0 and
               val.get('tf_alert_posts_total{result="ok"}', 0) > 0, val)
+        ev = 'tf_events_total{component="tf-scheduler",result="%s"}'
+        check("the extender's Events were written by its recorder, none dropped",
+              val.get(ev % "written", 0) > 0 and val.get(ev % "dropped") == 0, val)
         late = wait_for("the late pod's allocation in tf_node_metrics", lambda: [
             x for x in sql(gport, "SELECT max(allocated_tflops) AS t FROM tf_node_metrics WHERE "
                                   "node = 'node-b' AND greptime_timestamp > %d" % t_down)
