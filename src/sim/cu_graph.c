@@ -2,8 +2,8 @@
  *
  * CUDA graphs of the simulated driver: creating, cloning and destroying graphs, adding
  * nodes (kernel, memcpy, memset, host, empty, child graph, event record/wait, memory
- * allocation and free; also through cuGraphAddNode), their parameters, and the graph's
- * structure (nodes, roots, edges, dependencies).
+ * allocation and free; also through cuGraphAddNode) and their parameters. The graph's
+ * structure (nodes, roots, edges, dependencies) is read and changed in cu_graph_struct.c.
  *
  * Parameters are checked when a node is made, as the real driver does: kernel launches with
  * the launch checks of cu_launch.c (the node keeps the built launch), copies and memsets
@@ -87,7 +87,7 @@ void tf__graph_free(struct CUgraph_st *g)
     free(g);
 }
 
-static int has_dep(CUgraphNode n, CUgraphNode d)
+int tf__graph_has_dep(CUgraphNode n, CUgraphNode d)
 {
     for (size_t i = 0; i < n->ndeps; i++)
         if (n->deps[i] == d)
@@ -95,7 +95,7 @@ static int has_dep(CUgraphNode n, CUgraphNode d)
     return 0;
 }
 
-static CUresult add_dep(CUgraphNode n, CUgraphNode d)
+CUresult tf__graph_add_dep(CUgraphNode n, CUgraphNode d)
 {
     if (n->ndeps == n->capdeps) {
         size_t cap = n->capdeps ? n->capdeps * 2 : 4;
@@ -136,7 +136,7 @@ CUresult tf__graph_add(struct CUgraph_st *g, CUgraphNodeType type, const CUgraph
     n->g = g;
     n->type = type;
     for (size_t i = 0; i < ndeps && !rc; i++)
-        rc = add_dep(n, deps[i]);
+        rc = tf__graph_add_dep(n, deps[i]);
     if (rc || tf__handle_add(n, H_GNODE) != 0) {
         free(n->deps);
         free(n);
@@ -206,7 +206,7 @@ CUresult CUDAAPI cuGraphDestroy(CUgraph hGraph)
 }
 
 /* Locks the graph mutex and checks G; on failure unlocks and returns the error. */
-static CUresult lock_graph(CUgraph g)
+CUresult tf__graph_lock(CUgraph g)
 {
     CUresult rc = tf__init_check();
     if (rc)
@@ -219,7 +219,7 @@ static CUresult lock_graph(CUgraph g)
     return CUDA_SUCCESS;
 }
 
-static CUresult lock_node(CUgraphNode n, int type)
+CUresult tf__graph_lock_node(CUgraphNode n, int type)
 {
     CUresult rc = tf__init_check();
     if (rc)
@@ -232,7 +232,7 @@ static CUresult lock_node(CUgraphNode n, int type)
     return CUDA_SUCCESS;
 }
 
-static CUresult unlock(CUresult rc)
+CUresult tf__graph_unlock(CUresult rc)
 {
     pthread_mutex_unlock(&tf__graph_mu);
     return rc;
@@ -243,13 +243,13 @@ static CUresult unlock(CUresult rc)
 static CUresult get_params(CUgraphNode n, CUgraphNodeType type, void *out, size_t field,
                            size_t size)
 {
-    CUresult rc = lock_node(n, (int)type);
+    CUresult rc = tf__graph_lock_node(n, (int)type);
     if (rc)
         return rc;
     if (!out)
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     memcpy(out, (const char *)n + field, size);
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 #define GET_PARAMS(n, type, out, member)                                                           \
@@ -301,7 +301,7 @@ CUresult tf__graph_copy(struct CUgraph_st *to, struct CUgraph_st *from)
             break;
         }
         for (size_t k = 0; k < n->ndeps && !rc; k++)
-            rc = add_dep(map[i], map[index_of(from, n->deps[k])]);
+            rc = tf__graph_add_dep(map[i], map[index_of(from, n->deps[k])]);
     }
     free(map);
     return rc;
@@ -309,38 +309,38 @@ CUresult tf__graph_copy(struct CUgraph_st *to, struct CUgraph_st *from)
 
 CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
 {
-    CUresult rc = lock_graph(originalGraph);
+    CUresult rc = tf__graph_lock(originalGraph);
     if (rc)
         return rc;
     if (!phGraphClone)
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     struct CUgraph_st *g;
     if ((rc = tf__graph_new(&g, 0)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     if ((rc = tf__graph_copy(g, originalGraph))) {
         tf__graph_free(g);
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     }
     *phGraphClone = g;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode,
                                         CUgraph hClonedGraph)
 {
-    CUresult rc = lock_graph(hClonedGraph);
+    CUresult rc = tf__graph_lock(hClonedGraph);
     if (rc)
         return rc;
     if (!phNode || !tf__node_ok(hOriginalNode) || hOriginalNode->g->n != hClonedGraph->n)
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     size_t i = index_of(hOriginalNode->g, hOriginalNode);
     CUgraphNode m = hClonedGraph->nodes;
     while (m && i--)
         m = m->next;
     if (!m || m->type != hOriginalNode->type)
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     *phNode = m;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 /* ---- Node parameters ------------------------------------------------------------------- */
@@ -452,10 +452,10 @@ CUresult tf__graph_check_memset(const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
 /* Starts adding a node of TYPE to G: locks, checks G and OUT. */
 static CUresult begin_add(CUgraph g, CUgraphNode *out)
 {
-    CUresult rc = lock_graph(g);
+    CUresult rc = tf__graph_lock(g);
     if (rc)
         return rc;
-    return out ? CUDA_SUCCESS : unlock(CUDA_ERROR_INVALID_VALUE);
+    return out ? CUDA_SUCCESS : tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
 }
 
 CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -468,32 +468,32 @@ CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGrap
     CUcontext ctx;
     struct sim_kernel_op *k;
     if ((rc = kernel_params(nodeParams, &ctx, &k)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     CUgraphNode n;
     if ((rc =
              tf__graph_add(hGraph, CU_GRAPH_NODE_TYPE_KERNEL, dependencies, numDependencies, &n))) {
         tf__kernel_free(k);
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     }
     n->u.kernel.k = k;
     n->u.kernel.ctx = ctx;
     *phGraphNode = n;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *p)
 {
-    CUresult rc = lock_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
+    CUresult rc = tf__graph_lock_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
     if (rc)
         return rc;
     if (!p)
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     struct sim_kernel_op *k = hNode->u.kernel.k;
     uint32_t np = k->func->info.nparams;
     if (!hNode->u.kernel.args && np) {
         void **args = calloc(np, sizeof(*args));
         if (!args)
-            return unlock(CUDA_ERROR_OUT_OF_MEMORY);
+            return tf__graph_unlock(CUDA_ERROR_OUT_OF_MEMORY);
         for (uint32_t i = 0; i < np; i++) {
             uint32_t off = 0, size = 0;
             (void)tf_ptx_kernel_param(k->l.kernel, i, &off, &size);
@@ -513,24 +513,24 @@ CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NO
         .kernelParams = hNode->u.kernel.args,
         .ctx = hNode->u.kernel.ctx,
     };
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *p)
 {
-    CUresult rc = lock_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
+    CUresult rc = tf__graph_lock_node(hNode, CU_GRAPH_NODE_TYPE_KERNEL);
     if (rc)
         return rc;
     CUcontext ctx;
     struct sim_kernel_op *k;
     if ((rc = kernel_params(p, &ctx, &k)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     tf__kernel_free(hNode->u.kernel.k);
     free(hNode->u.kernel.args);
     hNode->u.kernel.k = k;
     hNode->u.kernel.args = NULL;
     hNode->u.kernel.ctx = ctx;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -541,14 +541,14 @@ CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     if (rc)
         return rc;
     if ((rc = tf__ctx_resolve(ctx, &ctx, 0)) || (rc = tf__graph_check_memcpy(copyParams, ctx)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     CUgraphNode n;
     if ((rc = tf__graph_add(hGraph, CU_GRAPH_NODE_TYPE_MEMCPY, dependencies, numDependencies, &n)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     n->u.memcpy.p = *copyParams;
     n->u.memcpy.ctx = ctx;
     *phGraphNode = n;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams)
@@ -558,13 +558,13 @@ CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *no
 
 CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams)
 {
-    CUresult rc = lock_node(hNode, CU_GRAPH_NODE_TYPE_MEMCPY);
+    CUresult rc = tf__graph_lock_node(hNode, CU_GRAPH_NODE_TYPE_MEMCPY);
     if (rc)
         return rc;
     if ((rc = tf__graph_check_memcpy(nodeParams, hNode->u.memcpy.ctx)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     hNode->u.memcpy.p = *nodeParams;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -575,14 +575,14 @@ CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     if (rc)
         return rc;
     if ((rc = tf__ctx_resolve(ctx, &ctx, 0)) || (rc = tf__graph_check_memset(memsetParams, ctx)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     CUgraphNode n;
     if ((rc = tf__graph_add(hGraph, CU_GRAPH_NODE_TYPE_MEMSET, dependencies, numDependencies, &n)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     n->u.memset.p = *memsetParams;
     n->u.memset.ctx = ctx;
     *phGraphNode = n;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams)
@@ -593,13 +593,13 @@ CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_
 CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode hNode,
                                             const CUDA_MEMSET_NODE_PARAMS *nodeParams)
 {
-    CUresult rc = lock_node(hNode, CU_GRAPH_NODE_TYPE_MEMSET);
+    CUresult rc = tf__graph_lock_node(hNode, CU_GRAPH_NODE_TYPE_MEMSET);
     if (rc)
         return rc;
     if ((rc = tf__graph_check_memset(nodeParams, hNode->u.memset.ctx)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     hNode->u.memset.p = *nodeParams;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -610,13 +610,13 @@ CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     if (rc)
         return rc;
     if (!nodeParams || !nodeParams->fn)
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     CUgraphNode n;
     if ((rc = tf__graph_add(hGraph, CU_GRAPH_NODE_TYPE_HOST, dependencies, numDependencies, &n)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     n->u.host = *nodeParams;
     *phGraphNode = n;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARAMS *nodeParams)
@@ -627,13 +627,13 @@ CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode hNode, CUDA_HOST_NODE_PARA
 CUresult CUDAAPI cuGraphHostNodeSetParams(CUgraphNode hNode,
                                           const CUDA_HOST_NODE_PARAMS *nodeParams)
 {
-    CUresult rc = lock_node(hNode, CU_GRAPH_NODE_TYPE_HOST);
+    CUresult rc = tf__graph_lock_node(hNode, CU_GRAPH_NODE_TYPE_HOST);
     if (rc)
         return rc;
     if (!nodeParams || !nodeParams->fn)
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     hNode->u.host = *nodeParams;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -642,8 +642,8 @@ CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     CUresult rc = begin_add(hGraph, phGraphNode);
     if (rc)
         return rc;
-    return unlock(tf__graph_add(hGraph, CU_GRAPH_NODE_TYPE_EMPTY, dependencies, numDependencies,
-                                phGraphNode));
+    return tf__graph_unlock(tf__graph_add(hGraph, CU_GRAPH_NODE_TYPE_EMPTY, dependencies,
+                                          numDependencies, phGraphNode));
 }
 
 static CUresult add_event_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
@@ -653,11 +653,11 @@ static CUresult add_event_node(CUgraphNode *out, CUgraph g, const CUgraphNode *d
     if (rc)
         return rc;
     if (!tf__handle_is(ev, H_EVENT))
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     if ((rc = tf__graph_add(g, type, deps, n, out)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     (*out)->u.event.ev = ev;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
@@ -678,13 +678,13 @@ CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGrap
 
 static CUresult set_event(CUgraphNode n, CUgraphNodeType type, CUevent set)
 {
-    CUresult rc = lock_node(n, (int)type);
+    CUresult rc = tf__graph_lock_node(n, (int)type);
     if (rc)
         return rc;
     if (!tf__handle_is(set, H_EVENT))
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     n->u.event.ev = set;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out)
@@ -715,20 +715,20 @@ CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGra
     if (rc)
         return rc;
     if (!tf__graph_ok(childGraph) || childGraph == hGraph)
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     if (childGraph->has_mem_nodes) /* would need the ownership moved (cuGraphAddNode) */
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     struct CUgraph_st *copy;
     if ((rc = tf__graph_new(&copy, 1)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     if ((rc = tf__graph_copy(copy, childGraph)) ||
         (rc = tf__graph_add(hGraph, CU_GRAPH_NODE_TYPE_GRAPH, dependencies, numDependencies,
                             phGraphNode))) {
         tf__graph_free(copy);
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     }
     (*phGraphNode)->u.child.graph = copy;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph)
@@ -750,26 +750,27 @@ CUresult CUDAAPI cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph
         p->poolProps.handleTypes != CU_MEM_HANDLE_TYPE_NONE ||
         p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
         (p->accessDescCount && !p->accessDescs))
-        return unlock(CUDA_ERROR_INVALID_VALUE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_VALUE);
     struct sim_device *d = tf__device(p->poolProps.location.id);
     if (!d)
-        return unlock(CUDA_ERROR_INVALID_DEVICE);
+        return tf__graph_unlock(CUDA_ERROR_INVALID_DEVICE);
     for (size_t i = 0; i < p->accessDescCount; i++) /* no peer access between simulated GPUs */
         if (p->accessDescs[i].location.id != p->poolProps.location.id &&
             p->accessDescs[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE)
-            return unlock(CUDA_ERROR_INVALID_DEVICE);
+            return tf__graph_unlock(CUDA_ERROR_INVALID_DEVICE);
     CUcontext ctx;
     if ((rc = tf__ctx_current(&ctx, 0)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     if (ctx->dev != d) /* graph memory is allocated through a context of its device */
-        return unlock(tf__not_supported("graph allocations on a device other than the current"));
+        return tf__graph_unlock(
+            tf__not_supported("graph allocations on a device other than the current"));
     struct sim_gmem *m;
     if ((rc = tf__gmem_new(ctx, p->bytesize, &m)))
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     if ((rc = tf__graph_add(hGraph, CU_GRAPH_NODE_TYPE_MEM_ALLOC, dependencies, numDependencies,
                             phGraphNode))) {
         tf__gmem_unref(m);
-        return unlock(rc);
+        return tf__graph_unlock(rc);
     }
     CUgraphNode n = *phGraphNode;
     n->u.alloc.mem = m;
@@ -779,7 +780,7 @@ CUresult CUDAAPI cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph
     n->u.alloc.params.dptr = m->base;
     p->dptr = m->base;
     hGraph->has_mem_nodes = 1;
-    return unlock(CUDA_SUCCESS);
+    return tf__graph_unlock(CUDA_SUCCESS);
 }
 
 CUresult CUDAAPI cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
@@ -814,7 +815,8 @@ CUresult CUDAAPI cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     CUresult rc = begin_add(hGraph, phGraphNode);
     if (rc)
         return rc;
-    return unlock(tf__graph_add_free(hGraph, dependencies, numDependencies, dptr, phGraphNode));
+    return tf__graph_unlock(
+        tf__graph_add_free(hGraph, dependencies, numDependencies, dptr, phGraphNode));
 }
 
 CUresult CUDAAPI cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)
@@ -889,192 +891,4 @@ CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
     default:
         return CUDA_ERROR_INVALID_VALUE;
     }
-}
-
-/* ---- Structure ------------------------------------------------------------------------- */
-
-CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
-{
-    CUresult rc = lock_node(hNode, -1);
-    if (rc)
-        return rc;
-    if (!type)
-        return unlock(CUDA_ERROR_INVALID_VALUE);
-    *type = hNode->type;
-    return unlock(CUDA_SUCCESS);
-}
-
-/* The count/fill protocol of the list queries: with OUT NULL only *N is set; else up to *N
- * entries are written and *N becomes the number written. */
-static CUresult list_graph(CUgraph g, CUgraphNode *out, size_t *num, int roots_only)
-{
-    CUresult rc = lock_graph(g);
-    if (rc)
-        return rc;
-    if (!num)
-        return unlock(CUDA_ERROR_INVALID_VALUE);
-    size_t k = 0;
-    for (CUgraphNode n = g->nodes; n; n = n->next) {
-        if (roots_only && n->ndeps)
-            continue;
-        if (out && k < *num)
-            out[k] = n;
-        k++;
-    }
-    *num = out && k > *num ? *num : k;
-    return unlock(CUDA_SUCCESS);
-}
-
-CUresult CUDAAPI cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
-{
-    return list_graph(hGraph, nodes, numNodes, 0);
-}
-
-CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes)
-{
-    return list_graph(hGraph, rootNodes, numRootNodes, 1);
-}
-
-static void zero_edges(CUgraphEdgeData *e, size_t n)
-{
-    if (e)
-        memset(e, 0, n * sizeof(*e));
-}
-
-CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
-                                    CUgraphEdgeData *edgeData, size_t *numEdges)
-{
-    CUresult rc = lock_graph(hGraph);
-    if (rc)
-        return rc;
-    if (!numEdges || (!from != !to) || (edgeData && !from))
-        return unlock(CUDA_ERROR_INVALID_VALUE);
-    size_t k = 0;
-    for (CUgraphNode n = hGraph->nodes; n; n = n->next)
-        for (size_t i = 0; i < n->ndeps; i++, k++)
-            if (from && k < *numEdges) {
-                from[k] = n->deps[i];
-                to[k] = n;
-            }
-    if (from) {
-        size_t w = k > *numEdges ? *numEdges : k;
-        zero_edges(edgeData, w);
-        *numEdges = w;
-    } else {
-        *numEdges = k;
-    }
-    return unlock(CUDA_SUCCESS);
-}
-
-CUresult CUDAAPI cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies,
-                                               CUgraphEdgeData *edgeData, size_t *numDependencies)
-{
-    CUresult rc = lock_node(hNode, -1);
-    if (rc)
-        return rc;
-    if (!numDependencies || (edgeData && !dependencies))
-        return unlock(CUDA_ERROR_INVALID_VALUE);
-    size_t k = hNode->ndeps;
-    if (dependencies) {
-        size_t w = k > *numDependencies ? *numDependencies : k;
-        memcpy(dependencies, hNode->deps, w * sizeof(*dependencies));
-        zero_edges(edgeData, w);
-        k = w;
-    }
-    *numDependencies = k;
-    return unlock(CUDA_SUCCESS);
-}
-
-CUresult CUDAAPI cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode *dependentNodes,
-                                                 CUgraphEdgeData *edgeData,
-                                                 size_t *numDependentNodes)
-{
-    CUresult rc = lock_node(hNode, -1);
-    if (rc)
-        return rc;
-    if (!numDependentNodes || (edgeData && !dependentNodes))
-        return unlock(CUDA_ERROR_INVALID_VALUE);
-    size_t k = 0;
-    for (CUgraphNode n = hNode->g->nodes; n; n = n->next)
-        if (has_dep(n, hNode)) {
-            if (dependentNodes && k < *numDependentNodes)
-                dependentNodes[k] = n;
-            k++;
-        }
-    if (dependentNodes && k > *numDependentNodes)
-        k = *numDependentNodes;
-    if (dependentNodes)
-        zero_edges(edgeData, k);
-    *numDependentNodes = k;
-    return unlock(CUDA_SUCCESS);
-}
-
-/* Checks an edge list: nodes of G, plain edges. */
-static CUresult check_edges(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
-                            const CUgraphEdgeData *ed, size_t n)
-{
-    if (n && (!from || !to))
-        return CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < n; i++) {
-        if (!tf__node_ok(from[i]) || !tf__node_ok(to[i]) || from[i]->g != g || to[i]->g != g ||
-            from[i] == to[i])
-            return CUDA_ERROR_INVALID_VALUE;
-        if (ed && (ed[i].from_port || ed[i].to_port || ed[i].type))
-            return tf__not_supported("graph edges with ports or programmatic types");
-    }
-    return CUDA_SUCCESS;
-}
-
-CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
-                                           const CUgraphNode *to, const CUgraphEdgeData *edgeData,
-                                           size_t numDependencies)
-{
-    CUresult rc = lock_graph(hGraph);
-    if (rc)
-        return rc;
-    if ((rc = check_edges(hGraph, from, to, edgeData, numDependencies)))
-        return unlock(rc);
-    for (size_t i = 0; i < numDependencies; i++)
-        if (has_dep(to[i], from[i]))
-            return unlock(CUDA_ERROR_INVALID_VALUE); /* already an edge */
-    for (size_t i = 0; i < numDependencies && !rc; i++)
-        rc = add_dep(to[i], from[i]);
-    return unlock(rc);
-}
-
-CUresult CUDAAPI cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
-                                              const CUgraphNode *to,
-                                              const CUgraphEdgeData *edgeData,
-                                              size_t numDependencies)
-{
-    CUresult rc = lock_graph(hGraph);
-    if (rc)
-        return rc;
-    if ((rc = check_edges(hGraph, from, to, edgeData, numDependencies)))
-        return unlock(rc);
-    if (hGraph->has_mem_nodes) /* edges of graphs with memory nodes cannot be deleted */
-        return unlock(CUDA_ERROR_INVALID_VALUE);
-    for (size_t i = 0; i < numDependencies; i++)
-        if (!has_dep(to[i], from[i]))
-            return unlock(CUDA_ERROR_INVALID_VALUE);
-    for (size_t i = 0; i < numDependencies; i++) {
-        CUgraphNode n = to[i];
-        for (size_t k = 0; k < n->ndeps; k++)
-            if (n->deps[k] == from[i]) {
-                n->deps[k] = n->deps[--n->ndeps];
-                break;
-            }
-    }
-    return unlock(CUDA_SUCCESS);
-}
-
-CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode hNode)
-{
-    CUresult rc = lock_node(hNode, -1);
-    if (rc)
-        return rc;
-    if (hNode->g->has_mem_nodes || hNode->g->cap) /* no node removal in these graphs */
-        return unlock(CUDA_ERROR_INVALID_VALUE);
-    tf__node_free(hNode);
-    return unlock(CUDA_SUCCESS);
 }

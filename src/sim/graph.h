@@ -109,6 +109,15 @@ CUresult tf__graph_check_memset(const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx)
 /* Removes N from its graph (edges to and from it too) and frees it. Caller holds
  * tf__graph_mu. */
 void tf__node_free(CUgraphNode n);
+/* Takes tf__graph_mu after the driver's init check and checks graph G / node N (of TYPE, or
+ * any when TYPE < 0); on failure the mutex is not held and the error is returned. */
+CUresult tf__graph_lock(CUgraph g);
+CUresult tf__graph_lock_node(CUgraphNode n, int type);
+/* Releases tf__graph_mu; returns RC. */
+CUresult tf__graph_unlock(CUresult rc);
+/* Whether D is among N's dependencies; adds D to them (tf__graph_mu held). */
+int tf__graph_has_dep(CUgraphNode n, CUgraphNode d);
+CUresult tf__graph_add_dep(CUgraphNode n, CUgraphNode d);
 /* Valid graph / node handles (tf__graph_mu held). */
 int tf__graph_ok(const struct CUgraph_st *g);
 int tf__node_ok(const struct CUgraphNode_st *n);

@@ -655,6 +655,9 @@ int tf__opcount(struct tf__dctx *dc, const struct tf__pinsn *pi, uint32_t lo, ui
 int tf__bool_op(const struct tf__mods *md);
 int tf__bool_operand(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in, int bop,
                      uint32_t idx);
+/* setp's operands: the destination predicate (and its |second), the two sources of type TY;
+ * returns 1, or -1 (message set). */
+int tf__setp_operands(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in, int ty);
 /* Module/function info for control-flow decoders. */
 int tf__in_entry(struct tf__dctx *dc);
 uint32_t tf__func_end_pc(struct tf__dctx *dc);
@@ -671,12 +674,22 @@ int tf__decode_cvt(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__i
 int tf__decode_mem(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in);
 int tf__decode_ctl(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in);
 int tf__decode_warp(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in);
+/* Parts of tf__decode_int (ops_pred.c), same returns; TY: the instruction's last type. */
+int tf__decode_cmp(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in, int ty);
+int tf__decode_sel(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in, int ty);
+int tf__decode_mov(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in);
+/* Integer decoding helpers (ops_int.c): 0/1/2 for 16/32/64-bit TY, else -1; the operands
+ * d, a, b[, c[, e]] of PI into IN with NSRC sources of types TY[] (returns 1, or -1). */
+int tf__width_index(int ty);
+int tf__int_operands(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in,
+                     uint32_t nsrc, const int *ty);
 
 /* Handlers other files reference directly. */
 int tf__op_bra(struct tf__warp *w, const struct tf__insn *in, uint32_t m);
 int tf__op_exit(struct tf__warp *w, const struct tf__insn *in, uint32_t m);
 int tf__op_ret(struct tf__warp *w, const struct tf__insn *in, uint32_t m);
 int tf__op_call(struct tf__warp *w, const struct tf__insn *in, uint32_t m);
+int tf__op_pnot(struct tf__warp *w, const struct tf__insn *in, uint32_t m);
 
 /* Directed-rounding arithmetic (ops_round.c, built with -frounding-math): the handler for OP
  * ("add", "sub", "mul", "fma", "div", "sqrt", "rcp") on TY (TY_F32/TY_F64); the insn holds the

@@ -583,14 +583,7 @@ int tf__decode_float(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf_
                 return -1;
         } else {
             in->fn = fsetp_tab[row][ci];
-            const struct tf__pop *p = &pi->ops[0];
-            if (p->kind != PK_REG || tf__pdst(dc, pi, p->name, &in->d[0]))
-                return p->kind != PK_REG
-                           ? tf__derr(dc, pi->line, "bad destination of '%s'", pi->opcode)
-                           : -1;
-            in->d[1] = TF__NONE;
-            if (p->name2 && tf__pdst(dc, pi, p->name2, &in->d[1]))
-                return -1;
+            return tf__setp_operands(dc, pi, in, ty);
         }
         if (tf__src(dc, pi, &pi->ops[1], ty, &in->a) || tf__src(dc, pi, &pi->ops[2], ty, &in->b))
             return -1;
