@@ -231,10 +231,14 @@ int tf_alert_render(const char *tmpl, json_object *data, struct tf_dynbuf *out, 
                     (int)(close - open - 2), open + 2);
             return TF_EINVAL;
         }
-        char key[128];
-        snprintf(key, sizeof(key), "%.*s", (int)(b - a - 1), a + 1);
+        char *key = strndup(a + 1, (size_t)(b - a - 1));
+        if (!key) {
+            tf_errf(err, errlen, "out of memory");
+            return TF_ENOMEM;
+        }
         json_object *v = NULL;
         json_object_object_get_ex(data, key, &v);
+        free(key);
         value_text(v, out);
         p = close + 2;
     }
@@ -311,21 +315,32 @@ static int cmp_keys(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Labels as one string, keys sorted: the instance's identity. */
-static void fingerprint(json_object *labels, struct tf_dynbuf *out)
+/* The most an instance's labels may take as its fingerprint. */
+enum { FP_MAX = 1 << 24 };
+
+/* Labels as one string, keys sorted, keys and values as JSON strings (so no value can pass
+ * for another label): the instance's identity. False when it does not fit OUT or memory. */
+static bool fingerprint(json_object *labels, struct tf_dynbuf *out)
 {
-    const char *keys[64];
-    size_t n = 0;
+    size_t n = (size_t)json_object_object_length(labels), i = 0;
+    const char **keys = malloc((n ? n : 1) * sizeof(*keys));
+    if (!keys)
+        return false;
     json_object_object_foreach(labels, k, v)
     {
         (void)v;
-        if (n < 64)
-            keys[n++] = k;
+        keys[i++] = k;
     }
     qsort(keys, n, sizeof(keys[0]), cmp_keys);
-    for (size_t i = 0; i < n; i++)
-        tf_dynbuf_addf(out, "%s=%s\n", keys[i],
-                       json_object_get_string(json_object_object_get(labels, keys[i])));
+    int rc = 0;
+    for (i = 0; i < n && !rc; i++) {
+        const char *val = json_object_get_string(json_object_object_get(labels, keys[i]));
+        rc = tf_dynbuf_add_json_str(out, keys[i], strlen(keys[i]));
+        if (!rc)
+            rc = tf_dynbuf_add_json_str(out, val, strlen(val));
+    }
+    free(keys);
+    return rc == 0;
 }
 
 static json_object *render_str(const char *tmpl, json_object *data)
@@ -353,7 +368,7 @@ json_object *tf_alert_evaluate(struct tf_alert_state *st, const struct tf_alert_
     json_object *post = json_object_new_array();
     json_object *seen = json_object_new_object();
     struct tf_dynbuf fp;
-    tf_dynbuf_init(&fp, 1 << 16);
+    tf_dynbuf_init(&fp, FP_MAX);
     size_t ncol = names ? json_object_array_length(names) : 0;
     for (size_t i = 0; rows && i < json_object_array_length(rows); i++) {
         json_object *row = json_object_array_get_idx(rows, i);
@@ -373,9 +388,10 @@ json_object *tf_alert_evaluate(struct tf_alert_state *st, const struct tf_alert_
         json_object_object_add(labels, "job", json_object_new_string("tensor-fusion"));
         json_object_object_add(labels, "instance", render_str(r->instance, data));
         tf_dynbuf_reset(&fp);
-        fingerprint(labels, &fp);
+        bool fits = fingerprint(labels, &fp);
         const char *key = tf_dynbuf_str(&fp);
-        if (json_object_object_get_ex(seen, key, NULL)) { /* the same instance twice */
+        /* The same instance twice, or labels past FP_MAX bytes (or memory): skipped. */
+        if (!fits || json_object_object_get_ex(seen, key, NULL)) {
             json_object_put(labels);
             json_object_put(data);
             continue;

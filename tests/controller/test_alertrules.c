@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -195,6 +196,69 @@ static void templates_print_values_as_go_does(void **state)
     json_object_put(d);
 }
 
+/* Two rows are one instance only when their labels are the same: no value passes for another
+ * label, and every label counts however many there are. */
+static void rows_with_other_labels_are_other_instances(void **state)
+{
+    json_object *a = J("[{\"name\":\"R\",\"query\":\"SELECT 1\"}]");
+    struct tf_alert_rule *r;
+    size_t n;
+    char err[256];
+    assert_int_equal(tf_alert_rules_parse(a, &r, &n, err, sizeof(err)), 0);
+    struct tf_alert_state *st = tf_alert_state_new();
+    /* aa="1\nab=2" with no ab label, against aa="1", ab="2". */
+    json_object *names = J("[\"aa\",\"ab\"]");
+    json_object *rows = J("[[\"1\\nab=2\",null],[\"1\",\"2\"],[\"1\",\"2\"]]");
+    json_object *out = tf_alert_evaluate(st, &r[0], names, rows, 1714532400000);
+    assert_int_equal(json_object_array_length(out), 2); /* the third row is the second again */
+    json_object_put(out);
+    json_object_put(names);
+    json_object_put(rows);
+    /* 70 label columns, two rows that differ in the last only. */
+    tf_alert_state_reset(st);
+    names = json_object_new_array();
+    json_object *r1 = json_object_new_array(), *r2 = json_object_new_array();
+    for (int i = 0; i < 70; i++) {
+        char col[16];
+        snprintf(col, sizeof(col), "l%02d", i);
+        json_object_array_add(names, json_object_new_string(col));
+        json_object_array_add(r1, json_object_new_string("v"));
+        json_object_array_add(r2, json_object_new_string(i == 69 ? "w" : "v"));
+    }
+    rows = json_object_new_array();
+    json_object_array_add(rows, r1);
+    json_object_array_add(rows, r2);
+    out = tf_alert_evaluate(st, &r[0], names, rows, 1714532400000);
+    assert_int_equal(json_object_array_length(out), 2);
+    assert_int_equal(tf_alert_state_firing(st), 2);
+    json_object_put(out);
+    json_object_put(names);
+    json_object_put(rows);
+    tf_alert_state_free(st);
+    tf_alert_rules_free(r, n);
+    json_object_put(a);
+}
+
+/* A key is looked up whole, however long. */
+static void a_long_template_key_is_looked_up_whole(void **state)
+{
+    char key[201], tmpl[220];
+    memset(key, 'k', 200);
+    key[200] = '\0';
+    snprintf(tmpl, sizeof(tmpl), "{{ .%s }}", key);
+    json_object *d = json_object_new_object();
+    json_object_object_add(d, key, json_object_new_string("whole"));
+    key[127] = '\0';
+    json_object_object_add(d, key, json_object_new_string("cut"));
+    struct tf_dynbuf b;
+    char err[128];
+    tf_dynbuf_init(&b, 4096);
+    assert_int_equal(tf_alert_render(tmpl, d, &b, err, sizeof(err)), 0);
+    assert_string_equal(tf_dynbuf_str(&b), "whole");
+    tf_dynbuf_free(&b);
+    json_object_put(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -202,6 +266,8 @@ int main(void)
         cmocka_unit_test(the_query_gets_the_window_and_the_threshold),
         cmocka_unit_test(an_instance_fires_after_consecutive_evaluations_and_resolves_when_gone),
         cmocka_unit_test(templates_print_values_as_go_does),
+        cmocka_unit_test(rows_with_other_labels_are_other_instances),
+        cmocka_unit_test(a_long_template_key_is_looked_up_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
