@@ -27,11 +27,11 @@
  * ("tensor-fusion"), instance, plus every string column of the row whose name is a valid
  * label name (node, pool, uuid, workload, ...: what a route or a person acts on); annotations
  * summary, description, runbook_url. Rows with the same labels are one instance (the first
- * row's annotations); a row whose labels take more than 16 MiB is skipped. An instance seen in consecutiveCount evaluations in a
- * row fires, and is re-sent every evaluation with endsAt = now + 4 x the interval (so
- * Alertmanager resolves it by itself if the controller stops); one that fired and is absent
- * from an evaluation is sent once more, resolved (endsAt = now). Instances that have not
- * fired yet are forgotten when they miss an evaluation.
+ * row's annotations); a row whose labels take more than 16 MiB is skipped. An instance seen in
+ * consecutiveCount evaluations in a row fires, and is re-sent every evaluation with endsAt = now +
+ * 4 x the interval (so Alertmanager resolves it by itself if the controller stops); one that fired
+ * and is absent from an evaluation is sent once more, resolved (endsAt = now). Instances that have
+ * not fired yet are forgotten when they miss an evaluation.
  *
  * Pure; one state per rule, used by one thread at a time.
  */
