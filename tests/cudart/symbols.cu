@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Module globals through the runtime: __device__ and __constant__ variables set with
 // cudaMemcpyToSymbol, read back with cudaMemcpyFromSymbol and through cudaGetSymbolAddress,
-// sized by cudaGetSymbolSize, updated by kernels with atomics (add, max, min, CAS, exchange).
+// sized by cudaGetSymbolSize, updated by kernels with atomics (add, max, min, CAS, exchange);
+// and the CUDA programming guide's __threadfence() sum: each block publishes its partial sum,
+// fences, counts itself done, and the last block adds the partials.
 #include "check.h"
 
 #define N 64
@@ -30,6 +32,37 @@ __global__ void work(int rounds)
     } while (old != seen);
     if (i == 17)
         atomicExch(&flag_value, flag_value + 100);
+}
+
+__device__ float partial[8];
+__device__ unsigned int blocks_done;
+__device__ float total;
+
+__global__ void fenced_sum(const float *in, int n)
+{
+    __shared__ float s[64];
+    __shared__ bool last;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    s[threadIdx.x] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float sum = 0;
+        for (int k = 0; k < blockDim.x; k++)
+            sum += s[k];
+        partial[blockIdx.x] = sum;
+        __threadfence(); // the partial is visible before the count says so
+        last = atomicInc(&blocks_done, gridDim.x) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last && threadIdx.x == 0) {
+        float sum = 0;
+        for (int b = 0; b < gridDim.x; b++)
+            sum += ((volatile float *)partial)[b];
+        __threadfence_block();
+        total = sum;
+        __threadfence_system();
+        blocks_done = 0;
+    }
 }
 
 int main()
@@ -85,8 +118,22 @@ int main()
     CK(cudaMemcpy(back, dtable, sizeof(back), cudaMemcpyDeviceToHost));
     if (back[10] != 1.5f || back[11] != -1.5f)
         mismatch("offset copy: table[10..11] = %g %g", back[10], back[11]);
+    // The fenced sum over 8 blocks of 64: integers, so any order gives the same float.
+    float h_in[512], *d_in = NULL, h_total = 0, want = 0;
+    for (int i = 0; i < 512; i++) {
+        h_in[i] = (float)(i % 37);
+        want += h_in[i];
+    }
+    CK(cudaMalloc(&d_in, sizeof(h_in)));
+    CK(cudaMemcpy(d_in, h_in, sizeof(h_in), cudaMemcpyHostToDevice));
+    fenced_sum<<<8, 64>>>(d_in, 512);
+    CK(cudaGetLastError());
+    CK(cudaMemcpyFromSymbol(&h_total, total, sizeof(float)));
+    if (h_total != want)
+        mismatch("__threadfence sum = %g, expected %g", h_total, want);
+    CK(cudaFree(d_in));
     pass("%d threads: atomic add/max/min/CAS/exch on __device__ globals, __constant__ "
-         "coefficients, symbol address and size",
+         "coefficients, symbol address and size; a __threadfence() sum over 8 blocks",
          nthreads);
     return 0;
 }

@@ -72,7 +72,7 @@ static void unsupported_instructions_are_refused_naming_instruction_and_line(voi
          "line 11: unsupported instruction 'cp.async.ca.shared.global'"},
         {"\twgmma.fence.sync.aligned;",
          "line 11: unsupported instruction 'wgmma.fence.sync.aligned'"},
-        {"\tadd.f16 %rs1, %rs2, %rs3;", "line 11: unsupported instruction 'add.f16'"},
+        {"\tex2.approx.f16 %rs1, %rs2;", "line 11: unsupported instruction 'ex2.approx.f16'"},
         {"\tadd.rn.u32 %r1, %r2, %r3;", "line 11: unsupported instruction 'add.rn.u32'"},
         {"\tld.global.b128 %rd1, [%rd2];", "line 11: unsupported instruction 'ld.global.b128'"},
         {"\tbrx.idx %r1, tbl;", "line 11: unsupported instruction 'brx.idx'"},

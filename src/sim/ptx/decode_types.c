@@ -85,6 +85,7 @@ static const struct {
     {"sc", MOD_IGNORED_MEM},
     {"sys", MOD_IGNORED_MEM},
     {"gpu", MOD_IGNORED_MEM},
+    {"gl", MOD_IGNORED_MEM}, /* membar.gl */
     {"cta", MOD_IGNORED_MEM},
     {"cluster", MOD_IGNORED_MEM},
     {"L2::cache_hint", MOD_CACHE_HINT},

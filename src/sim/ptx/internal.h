@@ -678,6 +678,9 @@ int tf__decode_warp(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__
 int tf__decode_cmp(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in, int ty);
 int tf__decode_sel(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in, int ty);
 int tf__decode_mov(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in);
+/* Half-precision arithmetic (ops_half.c), a part of tf__decode_float: TY is f16, bf16 or their
+ * x2 pairs; same returns. */
+int tf__decode_half(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in, int ty);
 /* Integer decoding helpers (ops_int.c): 0/1/2 for 16/32/64-bit TY, else -1; the operands
  * d, a, b[, c[, e]] of PI into IN with NSRC sources of types TY[] (returns 1, or -1). */
 int tf__width_index(int ty);

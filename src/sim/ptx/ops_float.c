@@ -365,6 +365,9 @@ int tf__decode_float(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf_
     int ty = ftype(pi);
     if (ty != TY_F32 && ty != TY_F64) {
         if (tf__ty_is_float(ty) || ty == TY_F16X2 || ty == TY_BF16X2) {
+            int rc = tf__decode_half(dc, pi, in, ty);
+            if (rc)
+                return rc;
             static const char *const fam[] = {"add",  "sub",  "mul",   "fma",     "mad", "div",
                                               "rcp",  "sqrt", "rsqrt", "sin",     "cos", "ex2",
                                               "lg2",  "tanh", "min",   "max",     "abs", "neg",
