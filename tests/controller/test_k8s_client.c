@@ -532,6 +532,35 @@ static void kubeconfig_context_selects_server_namespace_and_credentials(void **s
     assert_int_equal(tf_k8s_config_kubeconfig(&cfg, path, "nope", err, sizeof(err)), TF_EINVAL);
     assert_non_null(strstr(err, "context \"nope\" not found"));
     tf_k8s_config_free(&cfg);
+    /* A quoted "false" is not false (client-go refuses it too): an error, never verification
+     * turned off. Both token and tokenFile: the file's token. */
+    char tokpath[420];
+    snprintf(tokpath, sizeof(tokpath), "%s/tok", fake.dir);
+    f = fopen(tokpath, "w");
+    fputs("from-file\n", f);
+    fclose(f);
+    for (int quoted = 0; quoted < 2; quoted++) {
+        f = fopen(path, "w");
+        fprintf(f,
+                "current-context: q\nclusters:\n- name: c\n  cluster:\n"
+                "    server: https://k8s.example:6443\n    insecure-skip-tls-verify: %s\n"
+                "users:\n- name: u\n  user: {token: abc, tokenFile: %s}\n"
+                "contexts:\n- name: q\n  context: {cluster: c, user: u}\n",
+                quoted ? "\"false\"" : "false", tokpath);
+        fclose(f);
+        tf_k8s_config_init(&cfg);
+        int rc = tf_k8s_config_kubeconfig(&cfg, path, NULL, err, sizeof(err));
+        if (quoted) {
+            assert_int_equal(rc, TF_EINVAL);
+            assert_non_null(strstr(err, "insecure-skip-tls-verify of cluster \"c\": expected true "
+                                        "or false, not \"false\""));
+        } else {
+            assert_int_equal(rc, 0);
+            assert_false(cfg.insecure);
+            assert_string_equal(cfg.token, "from-file");
+        }
+        tf_k8s_config_free(&cfg);
+    }
 }
 
 static void paths_escape_names_and_place_namespaces(void **state)

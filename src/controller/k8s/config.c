@@ -193,7 +193,19 @@ int tf_k8s_config_kubeconfig(struct tf_k8s_config *cfg, const char *path, const 
     cfg->server = strdup(server);
     const char *ns = tf_json_str(ctx, "namespace", NULL);
     cfg->namespace = strdup(ns ? ns : "default");
-    json_object *ins = tf_json_path(cl, "insecure-skip-tls-verify", NULL);
+    /* A boolean, as client-go reads it: a quoted "false" is a string, which json-c would read
+     * as true, turning verification off. */
+    json_object *ins = NULL;
+    json_object_object_get_ex(cl, "insecure-skip-tls-verify", &ins);
+    if (ins && !json_object_is_type(ins, json_type_boolean) &&
+        !json_object_is_type(ins, json_type_null)) {
+        tf_errf(err, errlen,
+                "kubeconfig %s: insecure-skip-tls-verify of cluster \"%s\": expected true or "
+                "false, not %s",
+                path, tf_json_str(ctx, "cluster", NULL) ? tf_json_str(ctx, "cluster", NULL) : "",
+                json_object_to_json_string(ins));
+        goto out;
+    }
     cfg->insecure = ins && json_object_get_boolean(ins);
     if ((rc = kc_blob(cl, "certificate-authority", dir, &cfg->ca_pem, err, errlen)))
         goto out;
@@ -205,7 +217,8 @@ int tf_k8s_config_kubeconfig(struct tf_k8s_config *cfg, const char *path, const 
         const char *tokfile = tf_json_str(user, "tokenFile", NULL);
         if (tok)
             cfg->token = strdup(tok);
-        if (tokfile) {
+        if (tokfile) { /* the file wins over token, as in client-go */
+            free(cfg->token);
             cfg->token_file = strdup(tokfile);
             cfg->token = tf__k8s_read_file(tokfile, 64 << 10);
             if (!cfg->token) {
