@@ -389,3 +389,21 @@ const char *tf_json_str(json_object *obj, ...)
     va_end(ap);
     return r && json_object_is_type(r, json_type_string) ? json_object_get_string(r) : NULL;
 }
+
+bool tf_json_true(json_object *obj, ...)
+{
+    va_list ap;
+    va_start(ap, obj);
+    json_object *r = vpath(obj, ap);
+    va_end(ap);
+    return r && json_object_is_type(r, json_type_boolean) && json_object_get_boolean(r);
+}
+
+json_object *tf_json_array(json_object *obj, ...)
+{
+    va_list ap;
+    va_start(ap, obj);
+    json_object *r = vpath(obj, ap);
+    va_end(ap);
+    return r && json_object_is_type(r, json_type_array) ? r : NULL;
+}

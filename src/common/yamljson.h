@@ -16,6 +16,7 @@
 #define TF_COMMON_YAMLJSON_H
 
 #include <json-c/json.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Parses every document of the YAML stream BUF[0..LEN) into a new JSON array of documents
@@ -35,5 +36,11 @@ int tf_manifest_parse(const char *buf, size_t len, json_object **out, char *err,
 json_object *tf_json_path(json_object *obj, ...) __attribute__((sentinel));
 /* The string at the path, or NULL when absent or not a JSON string. Borrowed. */
 const char *tf_json_str(json_object *obj, ...) __attribute__((sentinel));
+/* Whether the value at the path is JSON true: json-c's json_object_get_boolean reads any
+ * non-empty string (a quoted "false") and any non-zero number as true, this does not. */
+bool tf_json_true(json_object *obj, ...) __attribute__((sentinel));
+/* The array at the path, or NULL when absent or not an array (json_object_array_length and
+ * friends must not see another type). Borrowed. */
+json_object *tf_json_array(json_object *obj, ...) __attribute__((sentinel));
 
 #endif

@@ -304,7 +304,7 @@ void tf__rc_workloads(struct tf_reconciler *r, json_object *pods)
         const char *ns = tf_json_str(wl, "metadata", "namespace", NULL);
         const char *name = tf_json_str(wl, "metadata", "name", NULL);
         json_object *local = tf_json_path(wl, "spec", "isLocalGPU", NULL);
-        bool remote = local && !json_object_get_boolean(local);
+        bool remote = local && !tf_json_true(local, NULL); /* the CRD's boolean */
         int clients = 0, workers = 0, ready = 0;
         json_object *first_client = NULL, *worker_list = json_object_new_array();
         for (size_t p = 0; p < json_object_array_length(pods); p++) {

@@ -381,8 +381,7 @@ static void reconcile_pools(struct tf_reconciler *r, json_object *pools_agg, jso
             npools++;
             char pname[254];
             pool_name(r, cname, ename, pname, sizeof(pname));
-            json_object *isdef = tf_json_path(entry, "isDefault", NULL);
-            bool is_default = isdef && json_object_get_boolean(isdef);
+            bool is_default = tf_json_true(entry, "isDefault", NULL);
             json_object *tpl = tf_json_path(entry, "specTemplate", NULL);
             json_object *want = NULL;
             if (tpl)

@@ -65,11 +65,10 @@ static void res_annotations(json_object *ann, const struct tf_spec_res *r, const
 static bool owner_key(struct tf_webhook *wh, json_object *pod, const char *ns, char *buf,
                       size_t len)
 {
-    json_object *refs = tf_json_path(pod, "metadata", "ownerReferences", NULL);
+    json_object *refs = tf_json_array(pod, "metadata", "ownerReferences", NULL);
     for (size_t i = 0; refs && i < json_object_array_length(refs); i++) {
         json_object *r = json_object_array_get_idx(refs, i);
-        json_object *ctl = tf_json_path(r, "controller", NULL);
-        if (!ctl || !json_object_get_boolean(ctl))
+        if (!tf_json_true(r, "controller", NULL))
             continue;
         const char *kind = tf_json_str(r, "kind", NULL), *name = tf_json_str(r, "name", NULL);
         if (!kind || !name)
@@ -77,12 +76,11 @@ static bool owner_key(struct tf_webhook *wh, json_object *pod, const char *ns, c
         snprintf(buf, len, "%s/%s", kind, name);
         if (strcmp(kind, "ReplicaSet") == 0 && wh->env.get_owner) {
             json_object *rs = wh->env.get_owner(wh->env.arg, ns, kind, name);
-            json_object *up = tf_json_path(rs, "metadata", "ownerReferences", NULL);
+            json_object *up = tf_json_array(rs, "metadata", "ownerReferences", NULL);
             for (size_t j = 0; up && j < json_object_array_length(up); j++) {
                 json_object *u = json_object_array_get_idx(up, j);
-                json_object *uc = tf_json_path(u, "controller", NULL);
                 const char *uk = tf_json_str(u, "kind", NULL), *un = tf_json_str(u, "name", NULL);
-                if (uc && json_object_get_boolean(uc) && uk && un)
+                if (tf_json_true(u, "controller", NULL) && uk && un)
                     snprintf(buf, len, "%s/%s", uk, un);
             }
             json_object_put(rs);
@@ -195,9 +193,7 @@ static void qos_priority(struct tf_webhook *wh, enum tf_qos qos, json_object *sp
     if (own && *own) {
         if (strcmp(own, cls) == 0 || !priority_class(wh, own, &pc, &value))
             return;
-        json_object *gd;
-        bool by_default =
-            json_object_object_get_ex(pc, "globalDefault", &gd) && json_object_get_boolean(gd);
+        bool by_default = tf_json_true(pc, "globalDefault", NULL);
         json_object_put(pc);
         if (!by_default)
             return;

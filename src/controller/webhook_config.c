@@ -122,6 +122,11 @@ int tf_webhook_config_automigration(struct tf_webhook_config *cfg, json_object *
     if (!am)
         return 0;
     json_object *en = tf_json_path(am, "enable", NULL);
+    if (en && !json_object_is_type(en, json_type_boolean)) {
+        tf_errf(err, errlen, "autoMigration.enable: expected true or false, not %s",
+                json_object_to_json_string(en));
+        return TF_EINVAL;
+    }
     a->enable = en && json_object_get_boolean(en);
     json_object *scope = tf_json_path(am, "scope", NULL);
     int rc =

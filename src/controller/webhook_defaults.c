@@ -73,12 +73,11 @@ static bool gang_desired(struct tf_webhook *wh, const struct tf_spec *s, const s
         *desired = p->replicas;
         return true;
     }
-    json_object *refs = tf_json_path(pod, "metadata", "ownerReferences", NULL);
+    json_object *refs = tf_json_array(pod, "metadata", "ownerReferences", NULL);
     for (size_t i = 0; wh->env.get_owner && refs && i < json_object_array_length(refs); i++) {
         json_object *r = json_object_array_get_idx(refs, i);
-        json_object *ctl = tf_json_path(r, "controller", NULL);
         const char *kind = tf_json_str(r, "kind", NULL), *name = tf_json_str(r, "name", NULL);
-        if (!ctl || !json_object_get_boolean(ctl) || !kind || !name)
+        if (!tf_json_true(r, "controller", NULL) || !kind || !name)
             continue;
         json_object *o = wh->env.get_owner(wh->env.arg, ns, kind, name);
         static const char *const fields[] = {"replicas", "parallelism", "completions"};

@@ -414,8 +414,37 @@ static void seed_004_takes_over_enabled_replicas_then_admits_the_rest_unmodified
     assert_non_null(strstr(fx.last_event, "EnabledReplicasReached Deployment/recommender"));
     json_object_put(resp);
     json_object_put(out);
+    /* An owner reference whose controller is the string "false" is no controller (json-c
+     * would read it as true), and ownerReferences that is not a list is no owner at all:
+     * either way the pod has no Deployment to count against, and is taken over. */
+    static const char *const refs[] = {
+        "[{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"recommender-5d8f9\","
+        "\"uid\":\"rs-uid\",\"controller\":\"false\"}]",
+        "{\"kind\":\"ReplicaSet\",\"name\":\"recommender-5d8f9\",\"controller\":true}"};
+    for (int i = 0; i < 2; i++) {
+        json_object *odd = NULL;
+        json_object_deep_copy(pod, &odd, NULL);
+        json_object_object_add(tf_json_path(odd, "metadata", NULL), "ownerReferences",
+                               jparse(refs[i]));
+        out = admit(odd, "ml-team-a", NULL);
+        assert_non_null(out);
+        assert_string_equal(tf_json_str(container(out, "app"), "resources", "limits",
+                                        "tensor-fusion.ai/vgpu", NULL),
+                            "1");
+        json_object_put(out);
+        json_object_put(odd);
+    }
     json_object_put(pod);
     json_object_put(dep);
+    /* autoMigration.enable is a boolean: a quoted "false" is refused, not read as true. */
+    struct tf_webhook_config cfg;
+    assert_int_equal(tf_webhook_config_init(&cfg), 0);
+    json_object *am = jparse("{\"enable\":\"false\"}");
+    char err[256] = "";
+    assert_int_equal(tf_webhook_config_automigration(&cfg, am, err, sizeof(err)), TF_EINVAL);
+    assert_string_equal(err, "autoMigration.enable: expected true or false, not \"false\"");
+    json_object_put(am);
+    tf_webhook_config_free(&cfg);
 }
 
 static void invalid_annotation_is_denied_with_the_specs_message(void **state)
