@@ -282,6 +282,20 @@ static void retries_429_and_5xx_then_gives_up(void **state)
     assert_int_equal(
         tf_k8s_get(fake.client, &tf_k8s_namespaces, NULL, "default", &out, err, sizeof(err)), 0);
     json_object_put(out);
+    /* A Retry-After past any sane wait (and past a long's range) waits the client's longest
+     * backoff (50 ms here), not forever and not an overflow; an HTTP-date changes nothing. */
+    fake_control(&fake, "fail",
+                 "{\"status\":429,\"count\":1,"
+                 "\"retryAfter\":\"99999999999999999999999\"}");
+    fake_control(&fake, "fail",
+                 "{\"status\":503,\"count\":1,\"retryAfter\":\"Wed, 21 Oct 2015 07:28:00 GMT\"}");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(
+        tf_k8s_get(fake.client, &tf_k8s_namespaces, NULL, "default", &out, err, sizeof(err)), 0);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    assert_true(t1.tv_sec - t0.tv_sec < 5);
+    json_object_put(out);
     fake_control(&fake, "fail", "{\"status\":503,\"count\":10}");
     assert_int_equal(
         tf_k8s_get(fake.client, &tf_k8s_namespaces, NULL, "default", &out, err, sizeof(err)),

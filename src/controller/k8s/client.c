@@ -345,8 +345,18 @@ static size_t header_cb(char *data, size_t sz, size_t nm, void *arg)
 {
     struct hdrs *h = arg;
     size_t n = sz * nm;
-    if (n > 12 && strncasecmp(data, "Retry-After:", 12) == 0)
-        h->retry_after = strtol(data + 12, NULL, 10);
+    if (n > 12 && strncasecmp(data, "Retry-After:", 12) == 0) {
+        /* The line is not NUL-terminated: the value is read from a copy. An HTTP-date (or
+         * anything but seconds) leaves the backoff as it is. */
+        char v[32];
+        size_t k = n - 12 < sizeof(v) - 1 ? n - 12 : sizeof(v) - 1;
+        memcpy(v, data + 12, k);
+        v[k] = '\0';
+        char *end;
+        long s = strtol(v, &end, 10);
+        if (end != v && s >= 0)
+            h->retry_after = s;
+    }
     return n;
 }
 
@@ -444,8 +454,8 @@ static long backoff_ms(const struct tf_k8s_config *cfg, int attempt, long retry_
     long d = cfg->backoff_base_ms;
     for (int i = 1; i < attempt && d < cfg->backoff_max_ms; i++)
         d *= 2;
-    if (retry_after >= 0 && retry_after * 1000 > d)
-        d = retry_after * 1000;
+    if (retry_after >= 0 && (retry_after > cfg->backoff_max_ms / 1000 || retry_after * 1000 > d))
+        d = retry_after > cfg->backoff_max_ms / 1000 ? cfg->backoff_max_ms : retry_after * 1000;
     if (d > cfg->backoff_max_ms)
         d = cfg->backoff_max_ms;
     /* Jitter up to 25 % so many controllers do not retry in lockstep. */

@@ -119,14 +119,17 @@ static void deliver(struct tf_informer *inf, json_object *old, json_object *obj)
     }
 }
 
+struct listing {
+    const struct tf_informer *inf;
+    json_object *fresh; /* key (as the cache keys it) -> object */
+};
+
 static int list_item(json_object *item, void *arg)
 {
-    json_object *fresh = arg;
+    struct listing *l = arg;
     char key[600];
-    const char *ns = tf_json_str(item, "metadata", "namespace", NULL);
-    const char *name = tf_json_str(item, "metadata", "name", NULL);
-    snprintf(key, sizeof(key), "%s%s%s", ns ? ns : "", ns ? "/" : "", name ? name : "");
-    json_object_object_add(fresh, key, json_object_get(item));
+    obj_key(l->inf, item, key, sizeof(key));
+    json_object_object_add(l->fresh, key, json_object_get(item));
     return 0;
 }
 
@@ -138,8 +141,9 @@ static int relist(struct tf_informer *inf)
     json_object *fresh = json_object_new_object();
     if (!fresh)
         return TF_ENOMEM;
-    int rc = tf_k8s_list(inf->c, inf->res, inf->ns, inf->label, inf->field, 500, list_item, fresh,
-                         &rv, err, sizeof(err));
+    struct listing l = {inf, fresh};
+    int rc = tf_k8s_list(inf->c, inf->res, inf->ns, inf->label, inf->field, 500, list_item, &l, &rv,
+                         err, sizeof(err));
     if (rc) {
         tf_log(TF_LOG_WARN, "informer", "list failed kind=%s err=%s", inf->res->kind, err);
         json_object_put(fresh);
