@@ -237,7 +237,10 @@ static int collect_beat(json_object *lease, void *arg)
     long long us = 0;
     if (!node || !renew || tf_k8s_time_parse(renew, &us))
         return 0;
-    long long ttl = (dur ? json_object_get_int64(dur) : 40) * 1000000LL;
+    /* Seconds, as the Lease says (40 when absent or not an integer), at most a day: a
+     * larger one (or one that would overflow) must not keep a silent node fresh. */
+    int64_t secs = dur && json_object_is_type(dur, json_type_int) ? json_object_get_int64(dur) : 40;
+    long long ttl = (secs < 0 ? 0 : secs > 86400 ? 86400 : secs) * 1000000LL;
     json_object_object_add(b->by_node, node, json_object_new_boolean(us + ttl >= b->now_us));
     return 0;
 }

@@ -594,6 +594,17 @@ static void paths_escape_names_and_place_namespaces(void **state)
     assert_int_equal(us % 1000000, 123456);
     assert_int_equal(tf_k8s_time_parse("2026-01-02T03:04:05Z", &us), 0);
     assert_int_equal(tf_k8s_time_parse("2026-01-02 03:04:05", &us), TF_EPARSE);
+    /* Fields out of range are refused (timegm would roll month 13 into the next year), an
+     * offset is honoured, and the microseconds come from the fraction. */
+    static const char *const bad[] = {"2026-13-02T03:04:05Z",  "2026-01-02T99:04:05Z",
+                                      "2026-1-02T03:04:05Z",   "+026-01-02T03:04:05Z",
+                                      "2026-01-02T03:04:05.Z", "2026-02-30T03:04:05Z"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(tf_k8s_time_parse(bad[i], &us), TF_EPARSE);
+    long long z;
+    assert_int_equal(tf_k8s_time_parse("2026-01-02T03:04:05.000250Z", &z), 0);
+    assert_int_equal(tf_k8s_time_parse("2026-01-02T05:04:05.000250+02:00", &us), 0);
+    assert_true(us == z && z % 1000000 == 250);
 }
 
 /* ---- the event recorder ---- */

@@ -7,6 +7,7 @@
 
 #include "common/abstime.h"
 #include "common/err.h"
+#include "core/timeutil.h"
 #include "common/log.h"
 #include "common/yamljson.h"
 
@@ -35,29 +36,22 @@ void tf_k8s_time_now(char *buf, size_t len, bool micro)
 
 int tf_k8s_time_parse(const char *s, long long *usec)
 {
-    struct tm tm = {0};
-    int y, mo, d, h, mi, sec, used = 0;
-    if (!s || sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &d, &h, &mi, &sec, &used) != 6)
+    /* RFC 3339 as the API server writes Time and MicroTime (checked: fields, ranges, offsets),
+     * to milliseconds; the microseconds from the fraction's next three digits. */
+    int64_t ms;
+    char err[64];
+    if (!s || tf_rfc3339_parse(s, &ms, "time", err, sizeof(err)))
         return TF_EPARSE;
-    long frac = 0;
-    const char *p = s + used;
-    if (*p == '.') {
-        int digits = 0;
-        for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-            if (digits < 6)
-                frac = frac * 10 + (*p - '0');
-        for (; digits < 6; digits++)
-            frac *= 10;
+    long sub = 0;
+    const char *f = strchr(s, '.');
+    if (f) {
+        int n = 0;
+        while (f[1 + n] >= '0' && f[1 + n] <= '9')
+            n++;
+        for (int i = 3; i < 6; i++)
+            sub = sub * 10 + (i < n ? f[1 + i] - '0' : 0);
     }
-    if (strcmp(p, "Z") != 0)
-        return TF_EPARSE;
-    tm.tm_year = y - 1900;
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    tm.tm_hour = h;
-    tm.tm_min = mi;
-    tm.tm_sec = sec;
-    *usec = (long long)timegm(&tm) * 1000000LL + frac;
+    *usec = (long long)ms * 1000LL + sub;
     return 0;
 }
 
