@@ -18,26 +18,6 @@
 #define ENTRY_MIN_HEADER 64u
 #define ENTRY_VERSION 0x0101u
 
-int tf_fatbin_size(const void *buf, size_t len, uint64_t *size, char *err, size_t errlen)
-{
-    const uint8_t *p = buf;
-    if (!p || len < TF_FATBIN_HEADER_SIZE)
-        return tf__fatbin_fail(err, errlen, "fatbin: %zu bytes, shorter than its 16-byte header",
-                               len);
-    if (le32(p) != TF_FATBIN_MAGIC)
-        return tf__fatbin_fail(err, errlen, "fatbin: bad magic 0x%08x", (unsigned)le32(p));
-    uint16_t hsize = le16(p + 6);
-    uint64_t body = le64(p + 8);
-    if (hsize < TF_FATBIN_HEADER_SIZE || hsize > 4096)
-        return tf__fatbin_fail(err, errlen, "fatbin: header size %u out of range", (unsigned)hsize);
-    if (body > TF_FATBIN_MAX_SIZE)
-        return tf__fatbin_fail(err, errlen,
-                               "fatbin: %llu bytes of entries, over the %llu-byte limit",
-                               (unsigned long long)body, (unsigned long long)TF_FATBIN_MAX_SIZE);
-    *size = hsize + body;
-    return 0;
-}
-
 int tf_fatbin_open(struct tf_fatbin_iter *it, const void *buf, size_t len, char *err, size_t errlen)
 {
     uint64_t size;

@@ -15,69 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SAT (UINT64_C(1) << 62) /* sizes saturate here */
-
-static uint64_t sat_mul(uint64_t a, uint64_t b)
-{
-    if (a && b > SAT / a)
-        return SAT;
-    return a * b;
-}
-
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-    return a + b > SAT || a + b < a ? SAT : a + b;
-}
-
 /* ---- ELF --------------------------------------------------------------------------------- */
 
-#define ELF_SHDR 64u
-
-/* Checks the ELF64 header at P, its section and program header tables and the sections;
- * *SIZE = the bytes they span. */
-static int elf_size(const uint8_t *p, size_t len, size_t *size, char *err, size_t errlen)
-{
-    if (len && len < 64)
-        return tf__fatbin_fail(err, errlen, "ELF: %zu bytes, shorter than its header", len);
-    if (p[4] != 2 || p[5] != 1)
-        return tf__fatbin_fail(err, errlen, "ELF: class %u / data %u, not 64-bit little-endian",
-                               p[4], p[5]);
-    uint64_t shoff = le64(p + 0x28);
-    unsigned shentsize = le16(p + 0x3a), shnum = le16(p + 0x3c);
-    if (shnum && shentsize != ELF_SHDR)
-        return tf__fatbin_fail(err, errlen, "ELF: section header size %u", shentsize);
-    uint64_t end = sat_add(shoff, (uint64_t)shnum * ELF_SHDR);
-    uint64_t cap = len ? len : TF_IMAGE_MAX;
-    if (end > cap)
-        return tf__fatbin_fail(err, errlen, "ELF: section table ends at %llu, past %llu bytes",
-                               (unsigned long long)end, (unsigned long long)cap);
-    uint64_t total = end > 64 ? end : 64;
-    uint64_t phoff = le64(p + 0x20);
-    unsigned phentsize = le16(p + 0x36), phnum = le16(p + 0x38);
-    uint64_t phend = sat_add(phoff, (uint64_t)phnum * phentsize);
-    if (phnum && phend > cap)
-        return tf__fatbin_fail(err, errlen, "ELF: program headers end at %llu, past %llu bytes",
-                               (unsigned long long)phend, (unsigned long long)cap);
-    if (phnum && phend > total)
-        total = phend;
-    for (unsigned i = 0; i < shnum; i++) {
-        const uint8_t *sh = p + shoff + (uint64_t)i * ELF_SHDR;
-        uint32_t type = le32(sh + 4);
-        uint64_t off = le64(sh + 0x18), sz = le64(sh + 0x20);
-        if (type == 8 /* SHT_NOBITS */)
-            continue;
-        uint64_t e = sat_add(off, sz);
-        if (e > cap)
-            return tf__fatbin_fail(err, errlen, "ELF: section %u ends at %llu, past %llu bytes", i,
-                                   (unsigned long long)e, (unsigned long long)cap);
-        if (e > total)
-            total = e;
-    }
-    *size = (size_t)total;
-    return 0;
-}
-
-/* Sizes of .nv.global, .nv.global.init and .nv.constant3 (the image was checked by elf_size). */
+/* Sizes of .nv.global, .nv.global.init and .nv.constant3 (the image was checked by tf__elf_size). */
 static int elf_globals(const uint8_t *p, size_t size, uint64_t *bytes, char *err, size_t errlen)
 {
     uint64_t shoff = le64(p + 0x28);
@@ -323,48 +263,6 @@ uint64_t tf_ptx_globals(const char *t, size_t len)
 
 /* ---- images ------------------------------------------------------------------------------ */
 
-int tf_image_locate(const void *image, size_t len, struct tf_image *out, char *err, size_t errlen)
-{
-    const uint8_t *p = image;
-    if (!p)
-        return tf__fatbin_fail(err, errlen, "no image");
-    size_t have = len ? len : strnlen(image, 4);
-    uint32_t magic = have >= 4 ? le32(p) : 0;
-    if (magic == TF_FATBIN_WRAPPER_MAGIC) {
-        /* Its pointer is only meaningful in the process that built it: not in a file. */
-        if (len)
-            return tf__fatbin_fail(err, errlen, "a fatbin wrapper record is not a loadable file");
-        memcpy(&p, p + 8, sizeof(p));
-        if (!p)
-            return tf__fatbin_fail(err, errlen, "fatbin wrapper record without a fatbin");
-        len = 0; /* the container lives elsewhere in the process */
-        magic = le32(p);
-        if (magic != TF_FATBIN_MAGIC)
-            return tf__fatbin_fail(err, errlen, "fatbin wrapper record points to magic 0x%08x",
-                                   (unsigned)magic);
-    }
-    out->start = p;
-    if (magic == TF_FATBIN_MAGIC) {
-        uint64_t total;
-        int rc = tf_fatbin_size(p, len ? len : TF_FATBIN_HEADER_SIZE, &total, err, errlen);
-        if (rc)
-            return rc;
-        if ((len && total > len) || total > TF_IMAGE_MAX)
-            return tf__fatbin_fail(err, errlen, "fatbin declares %llu bytes, %zu present",
-                                   (unsigned long long)total, len ? len : (size_t)TF_IMAGE_MAX);
-        out->kind = TF_IMAGE_FATBIN;
-        out->size = (size_t)total;
-        return 0;
-    }
-    if (magic == 0x464c457fu) { /* "\177ELF" */
-        out->kind = TF_IMAGE_ELF;
-        return elf_size(p, len, &out->size, err, errlen);
-    }
-    out->kind = TF_IMAGE_PTX;
-    out->size = strnlen(image, len ? len : TF_IMAGE_MAX);
-    return 0;
-}
-
 int tf_image_globals(const struct tf_image *im, uint64_t *bytes, char *err, size_t errlen)
 {
     *bytes = 0;
@@ -374,7 +272,7 @@ int tf_image_globals(const struct tf_image *im, uint64_t *bytes, char *err, size
     }
     if (im->kind == TF_IMAGE_ELF) {
         size_t size;
-        int rc = elf_size(im->start, im->size, &size, err, errlen);
+        int rc = tf__elf_size(im->start, im->size, &size, err, errlen);
         return rc ? rc : elf_globals(im->start, size, bytes, err, errlen);
     }
     struct tf_fatbin_iter it;

@@ -311,6 +311,18 @@ static int c_jit_error(void *arg)
     CUresult r = cuModuleLoadDataEx(&m, bad, 2, opt, val);
     E2E_CHECK(r != CUDA_SUCCESS);
     E2E_CHECK(strstr(log, "frobnicate") != NULL);
+    /* Images the client cannot size are refused before anything is sent: an empty string in
+     * a one-byte allocation (no magic may be read past it) and a fatbin wrapper record that
+     * points to itself (it was followed without end). */
+    char *empty = calloc(1, 1);
+    E2E_CHECK(cuModuleLoadData(&m, empty) != CUDA_SUCCESS);
+    free(empty);
+    struct {
+        uint32_t magic, version;
+        const void *data, *unused;
+    } wrap = {0x466243b1u, 1, NULL, NULL};
+    wrap.data = &wrap;
+    E2E_CHECK_CU(cuModuleLoadData(&m, &wrap), CUDA_ERROR_INVALID_IMAGE, "self-wrapper");
     /* The connection is fine afterwards. */
     E2E_CU(cuModuleLoadData(&m, vecadd_ptx));
     E2E_CU(cuModuleUnload(m));

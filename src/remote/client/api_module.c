@@ -8,6 +8,7 @@
 #include "remote/sha256.h"
 
 #include "common/log.h"
+#include "fatbin/image.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,51 +25,20 @@ static CUresult leave(struct tfc *t, CUresult r)
 
 /* ---- images --------------------------------------------------------------------------------- */
 
-static uint64_t rd64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-static uint16_t rd16(const uint8_t *p)
-{
-    uint16_t v;
-    memcpy(&v, p, sizeof(v));
-    return v;
-}
-
-/* Size of an in-memory image (the driver API passes only a pointer): ELF cubin from its
- * header, fatbin from its header, else NUL-terminated PTX text. 0 when it cannot be told. */
+/* Where an in-memory image starts and how many bytes it spans (the driver API passes only a
+ * pointer): an ELF cubin or a fatbin from its headers, through a wrapper record, else PTX text
+ * with its NUL (libtfimageloc, fuzzed with the fatbin parser). 0 when it cannot be told. */
 static size_t image_size(const void *image, const void **start)
 {
-    const uint8_t *p = image;
-    *start = image;
-    if (memcmp(p, "\177ELF", 4) == 0 && p[4] == 2) {
-        uint64_t shoff = rd64(p + 0x28), phoff = rd64(p + 0x20);
-        uint64_t s1 = shoff + (uint64_t)rd16(p + 0x3c) * rd16(p + 0x3a);
-        uint64_t s2 = phoff + (uint64_t)rd16(p + 0x38) * rd16(p + 0x36);
-        uint64_t n = s1 > s2 ? s1 : s2;
-        return n <= TF_PROTO_MAX_BLOB ? (size_t)n : 0;
+    struct tf_image im;
+    char err[160];
+    if (tf_image_locate(image, 0, &im, err, sizeof(err))) {
+        tf_log(TF_LOG_WARN, "client", "module image: %s", err);
+        return 0;
     }
-    if (rd32(p) == 0x466243b1u) { /* __fatBinC_Wrapper_t: magic, version, data pointer */
-        const void *data;
-        memcpy(&data, p + 8, sizeof(data));
-        return data ? image_size(data, start) : 0;
-    }
-    if (rd32(p) == 0xba55ed50u) { /* fatbin header: magic, version, header size, fat size */
-        uint64_t n = (uint64_t)rd16(p + 6) + rd64(p + 8);
-        return n <= TF_PROTO_MAX_BLOB ? (size_t)n : 0;
-    }
-    size_t n = strnlen(image, TF_PROTO_MAX_BLOB);
-    return n < TF_PROTO_MAX_BLOB ? n + 1 : 0;
+    *start = im.start;
+    size_t n = im.kind == TF_IMAGE_PTX ? im.size + 1 : im.size;
+    return n <= TF_PROTO_MAX_BLOB ? n : 0;
 }
 
 /* Reads FNAME into a malloc'd buffer (NUL-terminated; *LEN excludes the NUL). */
@@ -257,9 +227,16 @@ TFC_API CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname)
     CUresult r = read_file(fname, &b, &len);
     if (r)
         return r;
-    /* PTX text travels with its terminating NUL; binaries as they are. */
-    int text = !(len >= 4 && (memcmp(b, "\177ELF", 4) == 0 || rd32(b) == 0xba55ed50u));
-    r = module_load(module, b, len + (text ? 1 : 0), NULL, NULL, 0);
+    /* PTX text travels with its terminating NUL; binaries as they are (checked against the
+     * file's length). */
+    struct tf_image im;
+    char err[160];
+    if (tf_image_locate(b, len, &im, err, sizeof(err))) {
+        tf_log(TF_LOG_WARN, "client", "module file %s: %s", fname, err);
+        free(b);
+        return CUDA_ERROR_INVALID_IMAGE;
+    }
+    r = module_load(module, b, len + (im.kind == TF_IMAGE_PTX ? 1 : 0), NULL, NULL, 0);
     free(b);
     return r;
 }
