@@ -24,6 +24,7 @@
 #include "common/yamljson.h"
 #include "controller/base64.h"
 #include "controller/k8s/client.h"
+#include "controller/k8s/client_int.h"
 #include "controller/k8s/informer.h"
 #include "harness.h"
 
@@ -607,6 +608,58 @@ static void paths_escape_names_and_place_namespaces(void **state)
     assert_true(us == z && z % 1000000 == 250);
 }
 
+static int count_event(enum tf_k8s_event_type type, json_object *obj, void *arg)
+{
+    (*(int *)arg)++;
+    return 0;
+}
+
+/* The watch decoder takes whole events only, however the stream is cut: one JSON object per
+ * line (white space around it), with an object; anything else stops the stream. */
+static void watch_decoder_takes_whole_events_only(void **state)
+{
+    static const char ok[] = "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\","
+                             "\"resourceVersion\":\"7\"}}}\r\n\n{\"type\":\"SYNC\",\"object\":{}}\n"
+                             "{\"type\":\"DELETED\",\"object\":{}} ";
+    static const char *const bad[] = {
+        "{\"type\":\"ADDED\",\"object\":{}} trailing\n",
+        "{\"type\":\"ADDED\",\"object\":5}\n",
+        "{\"type\":\"ADDED\",\"object\":{}}\0{\"x\":1}\n",
+        "{\"type\":\"ADDED\",\"object\":{\n",
+    };
+    static const size_t bad_len[] = {0, 0, 36, 0};
+    for (size_t step = 1; step <= sizeof(ok); step += 7) {
+        int n = 0;
+        char rv[8] = "", err[128] = "";
+        struct tf__k8s_watch w = {.fn = count_event,
+                                  .arg = &n,
+                                  .last_rv = rv,
+                                  .rvlen = sizeof(rv),
+                                  .err = err,
+                                  .errlen = sizeof(err)};
+        for (size_t off = 0; off < sizeof(ok) - 1; off += step) {
+            size_t k = sizeof(ok) - 1 - off < step ? sizeof(ok) - 1 - off : step;
+            assert_int_equal(tf__k8s_watch_feed(&w, ok + off, k), k);
+        }
+        assert_int_equal(tf__k8s_watch_end(&w), 0);
+        assert_int_equal(n, 2); /* ADDED and DELETED; SYNC skipped */
+        assert_string_equal(rv, "7");
+        free(w.line);
+    }
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        int n = 0;
+        char err[128] = "";
+        struct tf__k8s_watch w = {.fn = count_event, .arg = &n, .err = err, .errlen = sizeof(err)};
+        size_t len = bad_len[i] ? bad_len[i] : strlen(bad[i]);
+        size_t took = tf__k8s_watch_feed(&w, bad[i], len);
+        int rc = took ? tf__k8s_watch_end(&w) : w.rc;
+        assert_int_equal(rc, TF_EPROTO);
+        assert_int_equal(n, 0);
+        assert_non_null(strstr(err, "watch: event"));
+        free(w.line);
+    }
+}
+
 /* ---- the event recorder ---- */
 
 static double mono_s(void)
@@ -723,6 +776,7 @@ int main(void)
         cmocka_unit_test(binding_a_pod_sets_its_node_once),
         cmocka_unit_test(list_follows_continue_tokens_across_pages),
         cmocka_unit_test(retries_429_and_5xx_then_gives_up),
+        cmocka_unit_test(watch_decoder_takes_whole_events_only),
         cmocka_unit_test(watch_streams_changes_from_a_resource_version),
         cmocka_unit_test(watch_sends_bookmarks_while_idle),
         cmocka_unit_test(informer_caches_nodes_and_relists_after_410),

@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #define BODY_MAX (64u << 20) /* largest response body kept in memory */
-#define LINE_MAX_WATCH (16u << 20)
 
 const struct tf_k8s_resource tf_k8s_pods = {"", "v1", "pods", "Pod", true};
 const struct tf_k8s_resource tf_k8s_secrets = {"", "v1", "secrets", "Secret", true};
@@ -751,94 +750,15 @@ int tf_k8s_list(struct tf_k8s_client *c, const struct tf_k8s_resource *res, cons
 
 /* ---- watch -------------------------------------------------------------------------------- */
 
-struct watch_ctx {
-    int (*fn)(enum tf_k8s_event_type, json_object *, void *);
-    void *arg;
-    atomic_bool *stop;
-    char *line;
-    size_t n, cap;
-    int rc;        /* set by the callback: FN's result, TF_ESTATE, TF_EPROTO */
-    char *last_rv; /* caller's buffer */
-    size_t rvlen;
-    char *err;
-    size_t errlen;
-};
-
-static int watch_line(struct watch_ctx *w, char *s)
-{
-    json_object *ev = json_tokener_parse(s);
-    if (!ev) {
-        tf_errf(w->err, w->errlen, "watch: event is not JSON");
-        return TF_EPROTO;
-    }
-    const char *type = tf_json_str(ev, "type", NULL);
-    json_object *obj = tf_json_path(ev, "object", NULL);
-    int rc = 0;
-    if (!type || !obj) {
-        tf_errf(w->err, w->errlen, "watch: event without type/object");
-        rc = TF_EPROTO;
-    } else if (strcmp(type, "ERROR") == 0) {
-        json_object *code = tf_json_path(obj, "code", NULL);
-        const char *msg = tf_json_str(obj, "message", NULL);
-        tf_errf(w->err, w->errlen, "watch: %s", msg ? msg : "error event");
-        rc = code && json_object_get_int(code) == 410 ? TF_ESTATE : TF_EIO;
-    } else {
-        enum tf_k8s_event_type t;
-        if (strcmp(type, "ADDED") == 0)
-            t = TF_K8S_ADDED;
-        else if (strcmp(type, "MODIFIED") == 0)
-            t = TF_K8S_MODIFIED;
-        else if (strcmp(type, "DELETED") == 0)
-            t = TF_K8S_DELETED;
-        else if (strcmp(type, "BOOKMARK") == 0)
-            t = TF_K8S_BOOKMARK;
-        else {
-            json_object_put(ev);
-            return 0; /* unknown types are skipped, as client-go does */
-        }
-        const char *rv = tf_json_str(obj, "metadata", "resourceVersion", NULL);
-        if (rv && w->last_rv)
-            tf_strlcpy(w->last_rv, rv, w->rvlen);
-        rc = w->fn(t, obj, w->arg);
-    }
-    json_object_put(ev);
-    return rc;
-}
-
+/* libcurl's write callback: the stream into the decoder (watch.c); 0 stops the transfer. */
 static size_t watch_write(char *data, size_t sz, size_t nm, void *arg)
 {
-    struct watch_ctx *w = arg;
-    size_t n = sz * nm;
-    for (size_t i = 0; i < n; i++) {
-        if (data[i] == '\n') {
-            if (w->n) {
-                w->line[w->n] = '\0';
-                w->rc = watch_line(w, w->line);
-                w->n = 0;
-                if (w->rc)
-                    return 0;
-            }
-            continue;
-        }
-        if (w->n + 2 > w->cap) {
-            size_t cap = w->cap ? w->cap * 2 : 8192;
-            char *p = cap <= LINE_MAX_WATCH ? realloc(w->line, cap) : NULL;
-            if (!p) {
-                tf_errf(w->err, w->errlen, "watch: event larger than %u bytes", LINE_MAX_WATCH);
-                w->rc = TF_ERANGE;
-                return 0;
-            }
-            w->line = p;
-            w->cap = cap;
-        }
-        w->line[w->n++] = data[i];
-    }
-    return n;
+    return tf__k8s_watch_feed(arg, data, sz * nm);
 }
 
 static int watch_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
 {
-    struct watch_ctx *w = arg;
+    struct tf__k8s_watch *w = arg;
     return w->stop && atomic_load(w->stop) ? 1 : 0;
 }
 
@@ -870,13 +790,13 @@ int tf_k8s_watch(struct tf_k8s_client *c, const struct tf_k8s_resource *res, con
         return TF_ENOMEM;
     }
     snprintf(url, ulen, "%s%s", c->cfg.server, path);
-    struct watch_ctx w = {.fn = fn,
-                          .arg = arg,
-                          .stop = stop,
-                          .last_rv = last_rv,
-                          .rvlen = rvlen,
-                          .err = err,
-                          .errlen = errlen};
+    struct tf__k8s_watch w = {.fn = fn,
+                              .arg = arg,
+                              .stop = stop,
+                              .last_rv = last_rv,
+                              .rvlen = rvlen,
+                              .err = err,
+                              .errlen = errlen};
     char *token = current_token(c, false);
     struct curl_slist *hl = setup(c, h, "GET", url, NULL, NULL, token);
     free(token);
@@ -896,10 +816,8 @@ int tf_k8s_watch(struct tf_k8s_client *c, const struct tf_k8s_resource *res, con
     curl_slist_free_all(hl);
     curl_easy_cleanup(h);
     free(url);
-    if (w.n && !w.rc && cc == CURLE_OK) { /* a last event without a newline */
-        w.line[w.n] = '\0';
-        w.rc = watch_line(&w, w.line);
-    }
+    if (!w.rc && cc == CURLE_OK) /* a last event without a newline */
+        w.rc = tf__k8s_watch_end(&w);
     free(w.line);
     if (w.rc)
         return w.rc;
