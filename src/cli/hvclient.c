@@ -144,7 +144,7 @@ static int spawn(struct tf_cli_hv *hv, char *err, size_t errlen)
 /* The local hypervisor's API token (paths.h): readable by its own user only. */
 static int load_token(struct tf_cli_hv *hv, char *err, size_t errlen)
 {
-    char path[600], tok[160], terr[700];
+    char path[600], tok[TF_HV_TOKEN_MAX + 1], terr[700];
     snprintf(path, sizeof(path), "%s/" TF_HV_API_TOKEN_FILE, hv->state_dir);
     int rc = tf_hv_token_read(path, tok, sizeof(tok), terr, sizeof(terr));
     if (rc == TF_ENOENT) /* (a hypervisor given its own --api-token-file) */
@@ -156,7 +156,7 @@ static int load_token(struct tf_cli_hv *hv, char *err, size_t errlen)
                 hv->state_dir, terr);
         return TF_EPERM;
     }
-    snprintf(hv->auth, sizeof(hv->auth), "Authorization: Bearer %.150s", tok);
+    snprintf(hv->auth, sizeof(hv->auth), "Authorization: Bearer %s", tok);
     return 0;
 }
 
@@ -234,24 +234,20 @@ int tf_cli_hv_remote(struct tf_cli_hv *hv, const char *hostport, char *err, size
         return TF_EINVAL;
     }
     snprintf(hv->base, sizeof(hv->base), "http://%s", hostport);
-    char tok[160] = "";
+    char tok[TF_HV_TOKEN_MAX + 1] = "", terr[700];
     const char *t = getenv("TF_REMOTE_API_TOKEN");
     const char *f = getenv("TF_REMOTE_API_TOKEN_FILE");
     if (t && *t) {
-        tf_strlcpy(tok, t, sizeof(tok));
-    } else if (f && *f) {
-        FILE *fp = fopen(f, "r");
-        if (!fp || !fgets(tok, sizeof(tok), fp)) {
-            tf_errf(err, errlen, "TF_REMOTE_API_TOKEN_FILE %s: cannot read a token", f);
-            if (fp)
-                fclose(fp);
+        if (!tf_strlcpy(tok, t, sizeof(tok))) {
+            tf_errf(err, errlen, "TF_REMOTE_API_TOKEN: longer than %d characters", TF_HV_TOKEN_MAX);
             return TF_EINVAL;
         }
-        fclose(fp);
-        tok[strcspn(tok, "\r\n")] = '\0';
+    } else if (f && *f && tf_hv_token_read(f, tok, sizeof(tok), terr, sizeof(terr))) {
+        tf_errf(err, errlen, "TF_REMOTE_API_TOKEN_FILE %s", terr);
+        return TF_EINVAL;
     }
     if (tok[0])
-        snprintf(hv->auth, sizeof(hv->auth), "Authorization: Bearer %.150s", tok);
+        snprintf(hv->auth, sizeof(hv->auth), "Authorization: Bearer %s", tok);
     if (!healthy(hv)) {
         tf_errf(err, errlen, "no hypervisor answers at %s", hv->base);
         return TF_EIO;

@@ -10,6 +10,7 @@
 #ifndef TF_CLI_HVCLIENT_H
 #define TF_CLI_HVCLIENT_H
 
+#include "hypervisor/paths.h"
 #include <json-c/json.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,7 +18,7 @@
 struct tf_cli_hv {
     char base[160]; /* "http://127.0.0.1:PORT" */
     char state_dir[512];
-    char auth[200]; /* "Authorization: Bearer ..." header, or "" */
+    char auth[TF_HV_TOKEN_MAX + 32]; /* "Authorization: Bearer ..." header, or "" */
 };
 
 /* Finds (or starts) the hypervisor. Returns 0, or TF_ENOENT (none running and AUTOSTART

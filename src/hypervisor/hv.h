@@ -10,6 +10,7 @@
 #ifndef TF_HYPERVISOR_HV_H
 #define TF_HYPERVISOR_HV_H
 
+#include "hypervisor/paths.h"
 #include "hypervisor/deviceplugin/dp_server.h"
 #include "hypervisor/nvml.h"
 #include "hypervisor/state.h"
@@ -36,13 +37,14 @@ struct tf_hv_config {
     char pool[64];             /* pool tag (default "local"; Kubernetes mode: "" unless given) */
     char lib_dir[512];         /* where libtf_limiter.so / libtf_client.so / tf-worker live */
     char worker_host[64];      /* address hard-isolation workers listen on (127.0.0.1) */
-    char api_token[128];       /* when set, /api/ requires "Authorization: Bearer <token>" */
-    int lease_timeout_ms;      /* a leased workload without heartbeat this long is released */
-    int escape_action;         /* enum tf_hv_escape_action (escape.h): default report */
-    int64_t escape_slack;      /* VRAM allowed per process beyond a workload's limit */
-    bool underreport_pause;    /* pause processes caught under-reporting compute (engine.h) */
-    struct tf_dp_config dp;    /* kubelet device plugin (Kubernetes mode; off by default) */
-    bool kubernetes;           /* node agent: tf-controller writes the allocation tables */
+    char api_token[TF_HV_TOKEN_MAX +
+                   1];      /* when set, /api/ requires "Authorization: Bearer <token>" */
+    int lease_timeout_ms;   /* a leased workload without heartbeat this long is released */
+    int escape_action;      /* enum tf_hv_escape_action (escape.h): default report */
+    int64_t escape_slack;   /* VRAM allowed per process beyond a workload's limit */
+    bool underreport_pause; /* pause processes caught under-reporting compute (engine.h) */
+    struct tf_dp_config dp; /* kubelet device plugin (Kubernetes mode; off by default) */
+    bool kubernetes;        /* node agent: tf-controller writes the allocation tables */
 };
 
 struct tf_hv {

@@ -127,17 +127,9 @@ static int parse_args(int argc, char **argv, struct tf_hv_config *c, struct tf_h
                 return 2;
             }
         } else if (!strcmp(a, "--api-token-file")) {
-            FILE *f = fopen(v, "r");
-            if (!f || !fgets(c->api_token, sizeof(c->api_token), f)) {
-                fprintf(stderr, "tf-hypervisor: --api-token-file %s: cannot read a token\n", v);
-                if (f)
-                    fclose(f);
-                return 2;
-            }
-            fclose(f);
-            c->api_token[strcspn(c->api_token, "\r\n")] = '\0';
-            if (strlen(c->api_token) < 16) {
-                fprintf(stderr, "tf-hypervisor: --api-token-file %s: token shorter than 16\n", v);
+            char terr[700];
+            if (tf_hv_token_read(v, c->api_token, sizeof(c->api_token), terr, sizeof(terr))) {
+                fprintf(stderr, "tf-hypervisor: --api-token-file %s\n", terr);
                 return 2;
             }
         } else if (!strcmp(a, "--vram-escape")) {

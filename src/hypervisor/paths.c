@@ -66,9 +66,16 @@ int tf_hv_token_read(const char *path, char *tok, size_t len, char *err, size_t 
         return e == ENOENT ? TF_ENOENT : e == EACCES ? TF_EPERM : TF_EIO;
     }
     bool ok = fgets(tok, (int)len, f) != NULL;
+    /* The whole first line must fit: no newline read and more bytes after it is too long. */
+    bool whole = ok && (strchr(tok, '\n') || fgetc(f) == EOF);
     fclose(f);
     if (ok)
         tok[strcspn(tok, "\r\n")] = '\0';
+    if (ok && !whole) {
+        tf_errf(err, errlen, "%s: token longer than %zu characters", path, len - 1);
+        tok[0] = '\0';
+        return TF_EINVAL;
+    }
     if (!ok || strlen(tok) < 16) {
         tf_errf(err, errlen, "%s: no token of at least 16 characters", path);
         tok[0] = '\0';

@@ -29,7 +29,11 @@ int tf_hv_mkdirs(const char *dir, int mode, char *err, size_t errlen);
 /* The API token file of STATE_DIR into BUF. */
 #define TF_HV_API_TOKEN_FILE "api-token"
 
-/* Reads a token (first line, at least 16 characters) from PATH into TOK (capacity LEN).
+/* The longest API token the hypervisor and tfctl take (a longer one is refused by both, never
+ * cut: a cut token would fail every request with 401). */
+#define TF_HV_TOKEN_MAX 512
+
+/* Reads a token (first line, 16 to LEN - 1 characters) from PATH into TOK (capacity LEN).
  * 0, TF_ENOENT, TF_EPERM (not readable by this user) or TF_EINVAL, with ERR. */
 int tf_hv_token_read(const char *path, char *tok, size_t len, char *err, size_t errlen);
 

@@ -18,7 +18,7 @@ struct hvt {
     char devfile[300]; /* fake NVML device list */
     pid_t pid;         /* running hypervisor or 0 */
     char base[96];     /* http://127.0.0.1:PORT */
-    char auth[200];    /* extra request header ("Authorization: Bearer ..."), or "": the
+    char auth[600];    /* extra request header ("Authorization: Bearer ..."), or "": the
                           state directory's api-token, as tfctl sends it */
     bool no_auth;      /* send no token at all (an outsider) */
 };

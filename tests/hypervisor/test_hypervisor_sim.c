@@ -373,12 +373,16 @@ static void a_child_that_drops_the_limiter_is_caught_and_killed(void **state)
 
 static void remote_runs_use_a_worker_of_another_hypervisor_kept_by_heartbeats(void **state)
 {
-    /* T plays the GPU machine: API token, short leases. This side needs no hypervisor. */
-    char tokfile[400];
+    /* T plays the GPU machine: API token (200 characters: both sides once cut tokens, at 127
+     * and 150, and every request failed), short leases. This side needs no hypervisor. */
+    char tokfile[400], token[201], hdr[260];
+    for (int i = 0; i < 200; i++)
+        token[i] = "0123456789abcdef"[(i * 7) % 16];
+    token[200] = '\0';
     snprintf(tokfile, sizeof(tokfile), "%s/api.token", T.dir);
     FILE *f = fopen(tokfile, "w");
     assert_non_null(f);
-    fputs("0123456789abcdef0123456789abcdef\n", f);
+    fprintf(f, "%s\n", token);
     fclose(f);
     hvt_kill(&T, SIGTERM);
     const char *extra[] = {"--api-token-file", tokfile, "--lease-timeout", "1500", NULL};
@@ -409,7 +413,7 @@ static void remote_runs_use_a_worker_of_another_hypervisor_kept_by_heartbeats(vo
     free(out);
     /* With it: the app runs here on the remote client, the worker there holds the GPU and its
      * limits; heartbeats keep the lease past its 1.5 s timeout. */
-    setenv("TF_REMOTE_API_TOKEN", "0123456789abcdef0123456789abcdef", 1);
+    setenv("TF_REMOTE_API_TOKEN", token, 1);
     setenv("TF_REMOTE_HEARTBEAT_MS", "300", 1);
     out = burn_argv_out(argv, &rc);
     if (rc != 0)
@@ -417,7 +421,8 @@ static void remote_runs_use_a_worker_of_another_hypervisor_kept_by_heartbeats(vo
     assert_non_null(strstr(out, "far vram_total_mib=2048 vram_alloc_mib=1024"));
     assert_true(field(out, "far", "kernels=") > 0);
     free(out);
-    snprintf(T.auth, sizeof(T.auth), "Authorization: Bearer 0123456789abcdef0123456789abcdef");
+    snprintf(hdr, sizeof(hdr), "Authorization: Bearer %s", token);
+    snprintf(T.auth, sizeof(T.auth), "%s", hdr);
     assert_int_equal(hvt_count_workloads(&T), 0);
     /* A client that vanishes without releasing: its lease expires, the worker goes. */
     json_object *o = NULL;
