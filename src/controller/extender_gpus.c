@@ -85,7 +85,11 @@ static struct tf__gpu_rec *extract(json_object *g, bool *nomem)
     }
     r->model = m;
     r->index = json_object_object_get_ex(st, "index", &v) ? json_object_get_int(v) : -1;
-    r->numa = json_object_object_get_ex(st, "numaNode", &v) ? (int16_t)json_object_get_int(v) : -1;
+    int64_t numa =
+        json_object_object_get_ex(st, "numaNode", &v) && json_object_is_type(v, json_type_int)
+            ? json_object_get_int64(v)
+            : -1;
+    r->numa = numa >= 0 && numa <= INT16_MAX ? (int16_t)numa : -1; /* else unknown, not wrapped */
     const char *phase = tf_json_str(st, "phase", NULL);
     enum tf_gpu_phase ph = TF_GPU_RUNNING;
     if (phase && tf_gpu_phase_parse(phase, &ph))
