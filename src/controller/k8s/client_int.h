@@ -16,6 +16,12 @@
  * read or is larger. */
 char *tf__k8s_read_file(const char *path, size_t max);
 
+/* tf_k8s_config_kubeconfig on the kubeconfig's TEXT (LEN bytes) read from PATH (for messages);
+ * files it names are relative to DIR (config.c; the fuzz target fuzz_kubeconfig). */
+int tf__k8s_config_kubeconfig_text(struct tf_k8s_config *cfg, const char *text, size_t len,
+                                   const char *path, const char *dir, const char *context,
+                                   char *err, size_t errlen);
+
 /* Cuts trailing newlines, carriage returns and spaces off S. */
 void tf__k8s_trim_end(char *s);
 

@@ -158,15 +158,6 @@ int tf_k8s_config_kubeconfig(struct tf_k8s_config *cfg, const char *path, const 
         tf_errf(err, errlen, "cannot read kubeconfig %s", path);
         return TF_ENOENT;
     }
-    json_object *docs = NULL;
-    char perr[200];
-    int rc = tf_yaml_to_json(text, strlen(text), &docs, perr, sizeof(perr));
-    free(text);
-    if (rc) {
-        tf_errf(err, errlen, "kubeconfig %s: %s", path, perr);
-        return rc;
-    }
-    json_object *kc = json_object_array_get_idx(docs, 0);
     char dir[4096];
     tf_strlcpy(dir, path, sizeof(dir));
     char *slash = strrchr(dir, '/');
@@ -174,6 +165,24 @@ int tf_k8s_config_kubeconfig(struct tf_k8s_config *cfg, const char *path, const 
         *slash = '\0';
     else
         strcpy(dir, ".");
+    int rc =
+        tf__k8s_config_kubeconfig_text(cfg, text, strlen(text), path, dir, context, err, errlen);
+    free(text);
+    return rc;
+}
+
+int tf__k8s_config_kubeconfig_text(struct tf_k8s_config *cfg, const char *text, size_t len,
+                                   const char *path, const char *dir, const char *context,
+                                   char *err, size_t errlen)
+{
+    json_object *docs = NULL;
+    char perr[200];
+    int rc = tf_yaml_to_json(text, len, &docs, perr, sizeof(perr));
+    if (rc) {
+        tf_errf(err, errlen, "kubeconfig %s: %s", path, perr);
+        return rc;
+    }
+    json_object *kc = json_object_array_get_idx(docs, 0);
     const char *ctxname = context ? context : tf_json_str(kc, "current-context", NULL);
     json_object *ctx = kc_named(kc, "contexts", "context", ctxname);
     rc = TF_EINVAL;
