@@ -137,7 +137,7 @@ static int ptx_next_entry(const char **pp, const char *end, char *name, size_t c
             p += 2;
             while (p + 1 < end && !(p[0] == '*' && p[1] == '/'))
                 p++;
-            p += 2;
+            p = p + 1 < end ? p + 2 : end; /* past the comment, or the text's end if unclosed */
             continue;
         }
         if ((size_t)(end - p) > 7 && memcmp(p, ".entry", 6) == 0 && (p[6] == ' ' || p[6] == '\t')) {
