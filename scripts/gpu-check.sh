@@ -169,7 +169,7 @@ run_rt() {
         failed="$failed $tag"
     fi
 }
-rt_programs="vecadd matmul pitched streams symbols launch errors nvrtc mempool managed graph graphnodes half"
+rt_programs="vecadd matmul pitched streams symbols launch errors nvrtc mempool managed graph graphnodes half printf"
 declare -A rt_libs=([nvrtc]="-lnvrtc -lcuda" [cublas_sgemm]="-lcublas" [half]="-arch=sm_80")
 rt_preload=""
 prebuilt=""
@@ -235,8 +235,8 @@ if [ -n "$remote" ] && [ ${#rt_built[@]} -gt 0 ]; then
             p=${tag#rt-}
             p=${p%-*}
             # not servable remotely (docs/remote.md): managed memory; host copies and a host
-            # function in a capture
-            case $p in managed | graph) echo "SKIP [remote-$tag] not served remotely"; continue ;; esac
+            # function in a capture; device printf (the worker prints it, on its machine)
+            case $p in managed | graph | printf) echo "SKIP [remote-$tag] not served remotely"; continue ;; esac
             run_rt "$p" "${rt_built[$tag]}" "remote-$tag"
         done
         export LD_LIBRARY_PATH=$saved_path

@@ -96,12 +96,17 @@ static void unsupported_directives_and_calls_are_refused(void **state)
                "line 7: unsupported directive '.surfref'");
     expect_msg(".version 8.0\n.target sm_80\n.address_size 32\n",
                "line 3: unsupported .address_size");
-    expect_msg(HDR ".extern .func (.param .b32 func_retval0) vprintf(.param .b64 p0, "
-                   ".param .b64 p1);\n"
+    /* Device malloc is not served; vprintf is (device printf), only with its own signature. */
+    expect_msg(HDR ".extern .func (.param .b64 func_retval0) malloc(.param .b64 p0);\n"
                    ".visible .entry k()\n{\n\t.reg .b32 %r<2>;\n"
-                   "\t{\n\t.param .b64 param0;\n\t.param .b64 param1;\n\t.param .b32 retval0;\n"
-                   "\tcall.uni (retval0), vprintf, (param0, param1);\n\t}\n\tret;\n}\n",
-               "line 12: call to undefined function 'vprintf'");
+                   "\t{\n\t.param .b64 param0;\n\t.param .b64 retval0;\n"
+                   "\tcall.uni (retval0), malloc, (param0);\n\t}\n\tret;\n}\n",
+               "line 11: call to undefined function 'malloc'");
+    expect_msg(HDR ".extern .func (.param .b32 func_retval0) vprintf(.param .b64 p0);\n"
+                   ".visible .entry k()\n{\n\t.reg .b32 %r<2>;\n"
+                   "\t{\n\t.param .b64 param0;\n\t.param .b32 retval0;\n"
+                   "\tcall.uni (retval0), vprintf, (param0);\n\t}\n\tret;\n}\n",
+               "line 11: call to undefined function 'vprintf'");
     expect_msg(HDR ".global .align 8 .u64 ptr = generic(other);\n", "line 4:");
     expect_msg(HDR ".global .u32 g;\n.extern .global .u32 h;\n",
                "line 5: unsupported: .extern variable 'h'");
@@ -351,6 +356,57 @@ static void runtime_faults_stop_the_launch_with_a_message(void **state)
     }
 }
 
+/* Device printf with a format or arguments outside the memory the kernel may read prints
+ * nothing and returns -1 (a GPU would print garbage), as do %n and a * width; the launch goes
+ * on. A good call returns the length it printed. */
+static void printf_with_bad_arguments_returns_minus_one(void **state)
+{
+    (void)state;
+    static const char text[] =
+        HDR ".extern .func (.param .b32 func_retval0) vprintf(.param .b64 p0, .param .b64 p1);\n"
+            ".visible .entry k(.param .u64 fmt, .param .u64 args, .param .u64 out)\n{\n"
+            "\t.reg .b32 %r<2>;\n\t.reg .b64 %rd<4>;\n"
+            "\tld.param.u64 %rd1, [fmt];\n\tld.param.u64 %rd2, [args];\n"
+            "\tld.param.u64 %rd3, [out];\n"
+            "\t{\n\t.param .b64 param0;\n\tst.param.b64 [param0+0], %rd1;\n"
+            "\t.param .b64 param1;\n\tst.param.b64 [param1+0], %rd2;\n"
+            "\t.param .b32 retval0;\n\tcall.uni (retval0), vprintf, (param0, param1);\n"
+            "\tld.param.b32 %r1, [retval0+0];\n\t}\n"
+            "\tst.global.u32 [%rd3], %r1;\n\tret;\n}\n";
+    struct tf_ptx_module *m = ptxt_load_text(text);
+    const struct tf_ptx_kernel *k = ptxt_kernel(m, "k");
+    static char good[] = "%d|%s\n", pct_n[] = "%d%n\n", star[] = "%*d\n", word[] = "ok";
+    uint64_t args[2];
+    int32_t out = 0;
+    struct {
+        const char *fmt;
+        uint64_t a0, a1;
+        int32_t want;
+    } cases[] = {
+        {good, 7, (uint64_t)(uintptr_t)word, 5},   /* "7|ok\n" */
+        {good, 7, 0x10, -1},                       /* %s outside memory */
+        {(const char *)(uintptr_t)0x10, 0, 0, -1}, /* the format itself */
+        {pct_n, 1, 0, -1},
+        {star, 3, 4, -1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        args[0] = cases[i].a0;
+        args[1] = cases[i].a1;
+        uint64_t fa = (uint64_t)(uintptr_t)cases[i].fmt, aa = (uint64_t)(uintptr_t)args,
+                 oa = (uint64_t)(uintptr_t)&out;
+        struct tf_ptx_range bufs[] = {
+            PTXT_RANGE(good, sizeof(good)), PTXT_RANGE(pct_n, sizeof(pct_n)),
+            PTXT_RANGE(star, sizeof(star)), PTXT_RANGE(word, sizeof(word)),
+            PTXT_RANGE(args, sizeof(args)), PTXT_RANGE(&out, sizeof(out))};
+        struct ptxt_arg a[] = {PTXT_ARG(fa), PTXT_ARG(aa), PTXT_ARG(oa)};
+        out = 12345;
+        ptxt_launch_ok(k, (struct ptxt_dim){1, 1, 1}, (struct ptxt_dim){1, 1, 1}, 0, a, 3, bufs, 6);
+        if (out != cases[i].want)
+            fail_msg("case %zu: vprintf returned %d, expected %d", i, out, cases[i].want);
+    }
+    tf_ptx_module_destroy(m);
+}
+
 static void status_strings_name_each_status(void **state)
 {
     (void)state;
@@ -372,6 +428,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(launch_bounds_directives_are_enforced),
         cmocka_unit_test(runaway_kernel_stops_at_max_instructions),
         cmocka_unit_test(runtime_faults_stop_the_launch_with_a_message),
+        cmocka_unit_test(printf_with_bad_arguments_returns_minus_one),
         cmocka_unit_test(status_strings_name_each_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -460,6 +460,12 @@ int tf__d_finish(struct tf__dctx *dc)
         if (callee < 0)
             return tf__derr(dc, f->line, "call to unknown function '%s'", f->name);
         struct tf__func *cf = &funcs[callee];
+        struct tf__call *vc = (struct tf__call *)code[f->pc].aux;
+        if (!cf->defined && !strcmp(f->name, "vprintf") && vc->nargs == 2 && vc->arg_size[0] == 8 &&
+            vc->arg_size[1] == 8 && (vc->nrets == 0 || (vc->nrets == 1 && vc->ret_size[0] == 4))) {
+            code[f->pc].fn = tf__op_vprintf; /* device printf, done by the driver */
+            continue;
+        }
         if (!cf->defined)
             return tf__derr(dc, f->line, "call to undefined function '%s'", f->name);
         if (cf->is_entry)

@@ -335,10 +335,9 @@ int tf__fault(struct tf__warp *w, const struct tf__insn *in, int lane, enum tf_p
     return TF__STOP_FAULT;
 }
 
-void *tf__gmem_slow(struct tf__warp *w, const struct tf__insn *in, int lane, uint64_t a,
-                    uint32_t size, int write)
+/* The memview range holding [A, A+SIZE), or NULL. */
+static const struct tf_ptx_range *range_of(const struct tf__run *run, uint64_t a, uint32_t size)
 {
-    struct tf__run *run = w->run;
     size_t lo = 0, hi = run->nranges;
     while (lo < hi) { /* last range with base <= a */
         size_t mid = lo + (hi - lo) / 2;
@@ -347,22 +346,45 @@ void *tf__gmem_slow(struct tf__warp *w, const struct tf__insn *in, int lane, uin
         else
             hi = mid;
     }
-    if (lo > 0) {
-        const struct tf_ptx_range *r = &run->ranges[lo - 1];
-        uint64_t off = a - r->base;
-        if (off < r->size && r->size - off >= size) {
-            if (write && r->read_only) {
-                tf__fault(w, in, lane, TF_PTX_ILLEGAL_ADDRESS, a, "write to read-only memory");
-                return NULL;
-            }
-            run->c_base = r->base;
-            run->c_size = r->size;
-            run->c_ro = r->read_only;
-            return (void *)(uintptr_t)a;
+    if (lo == 0)
+        return NULL;
+    const struct tf_ptx_range *r = &run->ranges[lo - 1];
+    uint64_t off = a - r->base;
+    return off < r->size && r->size - off >= size ? r : NULL;
+}
+
+void *tf__gmem_slow(struct tf__warp *w, const struct tf__insn *in, int lane, uint64_t a,
+                    uint32_t size, int write)
+{
+    struct tf__run *run = w->run;
+    const struct tf_ptx_range *r = range_of(run, a, size);
+    if (r) {
+        if (write && r->read_only) {
+            tf__fault(w, in, lane, TF_PTX_ILLEGAL_ADDRESS, a, "write to read-only memory");
+            return NULL;
         }
+        run->c_base = r->base;
+        run->c_size = r->size;
+        run->c_ro = r->read_only;
+        return (void *)(uintptr_t)a;
     }
     tf__fault(w, in, lane, TF_PTX_ILLEGAL_ADDRESS, a, NULL);
     return NULL;
+}
+
+const void *tf__probe(const struct tf__warp *w, uint64_t a, uint32_t size)
+{
+    const struct tf__run *run = w->run;
+    uint64_t off = a - (uint64_t)(uintptr_t)run->shared;
+    if (off < run->shared_size)
+        return run->shared_size - off >= size ? run->shared + off : NULL;
+    off = a - (uint64_t)(uintptr_t)run->local;
+    if (off < run->local_total)
+        return run->local_total - off >= size ? run->local + off : NULL;
+    off = a - (uint64_t)(uintptr_t)run->params;
+    if (run->params && off < run->params_size)
+        return run->params_size - off >= size ? (const void *)(uintptr_t)a : NULL;
+    return range_of(run, a, size) ? (const void *)(uintptr_t)a : NULL;
 }
 
 void *tf__generic(struct tf__warp *w, const struct tf__insn *in, int lane, uint64_t a,

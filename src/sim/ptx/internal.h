@@ -447,6 +447,11 @@ int tf__fault(struct tf__warp *w, const struct tf__insn *in, int lane, enum tf_p
 /* Slow path of tf__gmem: finds the memview range holding [a, a+size). */
 void *tf__gmem_slow(struct tf__warp *w, const struct tf__insn *in, int lane, uint64_t a,
                     uint32_t size, int write);
+/* The host bytes of generic address A (SIZE of them, readable, any alignment) or NULL, without
+ * a fault: what device printf reads (ops_printf.c). */
+const void *tf__probe(const struct tf__warp *w, uint64_t a, uint32_t size);
+/* Device printf: a call to the module's .extern vprintf (bound by tf__d_finish). */
+int tf__op_vprintf(struct tf__warp *w, const struct tf__insn *in, uint32_t m);
 /* Generic address -> host pointer (shared window, local window, kernel params, memview). */
 void *tf__generic(struct tf__warp *w, const struct tf__insn *in, int lane, uint64_t a,
                   uint32_t size, int write);
