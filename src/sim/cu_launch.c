@@ -54,6 +54,8 @@ static CUresult fault_code(enum tf_ptx_status st)
         return CUDA_ERROR_MISALIGNED_ADDRESS;
     case TF_PTX_LAUNCH_TIMEOUT:
         return CUDA_ERROR_LAUNCH_TIMEOUT;
+    case TF_PTX_ASSERT:
+        return CUDA_ERROR_ASSERT;
     case TF_PTX_TRAP:
     default:
         return CUDA_ERROR_LAUNCH_FAILED;

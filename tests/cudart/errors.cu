@@ -5,14 +5,24 @@
 // a store to an address mapped nowhere (cudaErrorIllegalAddress, sticky: every later call fails
 // the same way until cudaDeviceReset, after which the program works again). The store goes to
 // 2^57 + 4 KiB, above every GPU's virtual address range and not a canonical host address, so
-// it faults on real hardware as on the simulated GPU.
+// it faults on real hardware as on the simulated GPU. Then a failed assert() in a kernel
+// (cudaErrorAssert, sticky the same way), after which a reset makes the program work again.
 #include "check.h"
+
+#include <cassert>
 
 __global__ void fill(int *p, int v, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n)
         p[i] = v;
+}
+
+__global__ void checked(int *p, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    assert(i < n);
+    p[i] = i;
 }
 
 __global__ void write_oob(int *p, long long offset)
@@ -88,9 +98,23 @@ int main()
     (void)cudaGetLastError(); // the thread's last error is still the one from before the reset
     EXPECT_ERR(cudaGetLastError(), cudaSuccess);
     works(4, "after cudaDeviceReset");
-    pass("invalid device, 2048 threads per block -> %s, 1 PiB -> %s, out-of-bounds store -> %s "
-         "(sticky until cudaDeviceReset)",
+
+    // assert() in a kernel: nothing when it holds; when it fails, cudaErrorAssert at
+    // synchronisation, sticky until cudaDeviceReset.
+    CK(cudaMalloc(&d, 64 * sizeof(int)));
+    checked<<<2, 32>>>(d, 64);
+    CK(cudaDeviceSynchronize());
+    checked<<<2, 32>>>(d, 40);
+    CK(cudaGetLastError());
+    EXPECT_ERR(cudaDeviceSynchronize(), cudaErrorAssert);
+    EXPECT_ERR(cudaMalloc(&p, 64), cudaErrorAssert);
+    CK(cudaDeviceReset());
+    (void)cudaGetLastError();
+    works(5, "after an assert and cudaDeviceReset");
+    pass("invalid device, 2048 threads per block -> %s, 1 PiB -> %s, out-of-bounds store -> %s, "
+         "failed assert -> %s (sticky until cudaDeviceReset)",
          cudaGetErrorName(cudaErrorInvalidConfiguration),
-         cudaGetErrorName(cudaErrorMemoryAllocation), cudaGetErrorName(cudaErrorIllegalAddress));
+         cudaGetErrorName(cudaErrorMemoryAllocation), cudaGetErrorName(cudaErrorIllegalAddress),
+         cudaGetErrorName(cudaErrorAssert));
     return 0;
 }

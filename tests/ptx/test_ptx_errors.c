@@ -414,6 +414,7 @@ static void status_strings_name_each_status(void **state)
     assert_string_equal(tf_ptx_status_str(TF_PTX_INVALID_PTX), "invalid PTX");
     assert_string_equal(tf_ptx_status_str(TF_PTX_ILLEGAL_ADDRESS), "illegal address");
     assert_string_equal(tf_ptx_status_str(TF_PTX_LAUNCH_TIMEOUT), "launch timeout");
+    assert_string_equal(tf_ptx_status_str(TF_PTX_ASSERT), "device-side assertion failed");
     assert_string_equal(tf_ptx_status_str((enum tf_ptx_status)99), "unknown status");
 }
 

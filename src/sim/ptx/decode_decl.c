@@ -466,6 +466,13 @@ int tf__d_finish(struct tf__dctx *dc)
             code[f->pc].fn = tf__op_vprintf; /* device printf, done by the driver */
             continue;
         }
+        if (!cf->defined && !strcmp(f->name, "__assertfail") && vc->nargs == 5 &&
+            vc->arg_size[0] == 8 && vc->arg_size[1] == 8 && vc->arg_size[2] == 4 &&
+            vc->arg_size[3] == 8 && vc->nrets == 0) {
+            code[f->pc].fn = tf__op_assertfail; /* device assert(), done by the driver */
+            code[f->pc].cf = CF_END;
+            continue;
+        }
         if (!cf->defined)
             return tf__derr(dc, f->line, "call to undefined function '%s'", f->name);
         if (cf->is_entry)

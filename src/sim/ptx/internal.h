@@ -452,6 +452,8 @@ void *tf__gmem_slow(struct tf__warp *w, const struct tf__insn *in, int lane, uin
 const void *tf__probe(const struct tf__warp *w, uint64_t a, uint32_t size);
 /* Device printf: a call to the module's .extern vprintf (bound by tf__d_finish). */
 int tf__op_vprintf(struct tf__warp *w, const struct tf__insn *in, uint32_t m);
+/* Device assert: a call to the module's .extern __assertfail (bound by tf__d_finish). */
+int tf__op_assertfail(struct tf__warp *w, const struct tf__insn *in, uint32_t m);
 /* Generic address -> host pointer (shared window, local window, kernel params, memview). */
 void *tf__generic(struct tf__warp *w, const struct tf__insn *in, int lane, uint64_t a,
                   uint32_t size, int write);

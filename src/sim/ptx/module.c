@@ -82,6 +82,8 @@ const char *tf_ptx_status_str(enum tf_ptx_status st)
         return "launch timeout";
     case TF_PTX_NO_MEMORY:
         return "out of memory";
+    case TF_PTX_ASSERT:
+        return "device-side assertion failed";
     }
     return "unknown status";
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0
  *
- * Device printf: `call (ret), vprintf, (fmt, args)` to the `.extern .func vprintf` that nvcc
- * declares for printf in a kernel. The driver's vprintf is bound when the module loads
- * (tf__d_finish); this formats each calling lane's arguments as CUDA does (the argument
+ * Device printf and assert. printf: `call (ret), vprintf, (fmt, args)` to the `.extern .func
+ * vprintf` that nvcc declares for printf in a kernel. The driver's vprintf is bound when the module
+ * loads (tf__d_finish); this formats each calling lane's arguments as CUDA does (the argument
  * buffer packs each value at its natural alignment: int, unsigned and char as 4 bytes, long,
  * long long, size_t, pointers and doubles, floats promoted, as 8) and writes the line to the
  * process's stdout, lanes in order, one write per lane. The result is the number of
@@ -157,4 +157,34 @@ int tf__op_vprintf(struct tf__warp *w, const struct tf__insn *in, uint32_t m)
         }
     });
     return TF__GO;
+}
+
+/* __assertfail(message, file, line, function, char size), what assert() in a kernel calls when
+ * its condition is false: each failing thread's line on stderr as the GPU prints it, then the
+ * launch stops with TF_PTX_ASSERT (CUDA_ERROR_ASSERT, sticky, as on a GPU). */
+int tf__op_assertfail(struct tf__warp *w, const struct tf__insn *in, uint32_t m)
+{
+    const struct tf__call *c = in->aux;
+    const struct tf_ptx_launch *lp = w->run->l;
+    TF__FOR_LANES(m, {
+        const uint8_t *prm = w->prm + (size_t)l * w->prm_stride;
+        uint64_t ma, fa, fna;
+        uint32_t line;
+        memcpy(&ma, prm + c->arg_off[0], 8);
+        memcpy(&fa, prm + c->arg_off[1], 8);
+        memcpy(&line, prm + c->arg_off[2], 4);
+        memcpy(&fna, prm + c->arg_off[3], 8);
+        char msg[512], file[512], fn[512];
+        if (!read_str(w, ma, msg, sizeof(msg)))
+            snprintf(msg, sizeof(msg), "?");
+        if (!read_str(w, fa, file, sizeof(file)))
+            snprintf(file, sizeof(file), "?");
+        if (!read_str(w, fna, fn, sizeof(fn)))
+            snprintf(fn, sizeof(fn), "?");
+        uint32_t lin = w->tid0 + (uint32_t)l, bx = lp->block[0], by = lp->block[1];
+        fprintf(stderr, "%s:%u: %s: block: [%u,%u,%u], thread: [%u,%u,%u] Assertion `%s` failed.\n",
+                file, line, fn, w->run->ctaid[0], w->run->ctaid[1], w->run->ctaid[2], lin % bx,
+                (lin / bx) % by, lin / (bx * by), msg);
+    });
+    return tf__fault(w, in, __builtin_ctz(m), TF_PTX_ASSERT, 0, "device-side assertion failed");
 }

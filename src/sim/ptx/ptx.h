@@ -37,6 +37,7 @@ enum tf_ptx_status {
     TF_PTX_TRAP,                    /* trap / brkpt executed */
     TF_PTX_LAUNCH_TIMEOUT,          /* exceeded tf_ptx_launch.max_instructions */
     TF_PTX_NO_MEMORY,               /* host allocation for scratch state failed */
+    TF_PTX_ASSERT,                  /* a device-side assert() failed (__assertfail) */
 };
 
 /* Message for a status ("illegal address", ...). */
