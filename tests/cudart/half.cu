@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Half-precision arithmetic as mixed-precision code writes it with cuda_fp16.h and cuda_bf16.h:
 // __half2 intrinsics (__hfma2, __hadd2, __hsub2, __hmul2, __hmax2, __hmin2, __hneg2, __habs2),
-// operators on __half, and the same on __nv_bfloat16 / __nv_bfloat162. The inputs are small
+// operators on __half, the same on __nv_bfloat16 / __nv_bfloat162, and atomicAdd on halves. The inputs are small
 // dyadic numbers (k/8 and j/16, |k|, |j| < 32), so every intermediate result is exact in
 // half precision (and in float, rounded once to bfloat16 at the end): the results are the same
 // whether or not the compiler fuses a multiply and an add (as ptxas may on a real GPU), and
@@ -49,6 +49,16 @@ __global__ void bf16(const __nv_bfloat162 *x, const __nv_bfloat162 *y, __nv_bflo
     out[4 * i + 1] = __hadd2(p, q);
     out[4 * i + 2] = __hmul2(p, q);
     out[4 * i + 3] = __hmax2(__hneg2(p), q);
+}
+
+// Atomics on halves: every thread adds exact quarters (all partial sums stay exact), and
+// tries to claim a 16-bit slot with compare-and-swap (exactly one wins).
+__global__ void atomics(__half2 *acc2, __half *acc, unsigned short *slot, int *winners)
+{
+    atomicAdd(acc2, __floats2half2_rn(0.25f, -0.5f));
+    atomicAdd(acc, __float2half(1.0f));
+    if (atomicCAS(slot, (unsigned short)0, (unsigned short)(threadIdx.x + 1)) == 0)
+        atomicAdd(winners, 1);
 }
 
 static float small(int den)
@@ -150,7 +160,33 @@ int main()
         for (int k = 0; k < 3; k++)
             want(sname[k], i, __half2float(so[3 * i + k]), ref[k]);
     }
-    void *dev[] = {dx, dy, dout, dsx, dsy, dso, dbx, dby, dbo};
+    __half2 *acc2;
+    __half *acc;
+    unsigned short *slot;
+    int *winners;
+    CK(cudaMalloc(&acc2, sizeof(*acc2)));
+    CK(cudaMalloc(&acc, sizeof(*acc)));
+    CK(cudaMalloc(&slot, sizeof(*slot)));
+    CK(cudaMalloc(&winners, sizeof(*winners)));
+    CK(cudaMemset(acc2, 0, sizeof(*acc2)));
+    CK(cudaMemset(acc, 0, sizeof(*acc)));
+    CK(cudaMemset(slot, 0, sizeof(*slot)));
+    CK(cudaMemset(winners, 0, sizeof(*winners)));
+    atomics<<<2, 64>>>(acc2, acc, slot, winners);
+    CK(cudaGetLastError());
+    __half2 h_acc2;
+    __half h_acc;
+    unsigned short h_slot;
+    int h_winners;
+    CK(cudaMemcpy(&h_acc2, acc2, sizeof(h_acc2), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&h_acc, acc, sizeof(h_acc), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&h_slot, slot, sizeof(h_slot), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(&h_winners, winners, sizeof(h_winners), cudaMemcpyDeviceToHost));
+    if (__low2float(h_acc2) != 32.0f || __high2float(h_acc2) != -64.0f ||
+        __half2float(h_acc) != 128.0f || h_slot < 1 || h_slot > 64 || h_winners != 1)
+        mismatch("atomics: half2 (%g, %g), half %g, slot %u, %d winners", __low2float(h_acc2),
+                 __high2float(h_acc2), __half2float(h_acc), h_slot, h_winners);
+    void *dev[] = {dx, dy, dout, dsx, dsy, dso, dbx, dby, dbo, acc2, acc, slot, winners};
     for (void *p : dev)
         CK(cudaFree(p));
     delete[] x;
@@ -162,6 +198,8 @@ int main()
     delete[] bx;
     delete[] by;
     delete[] bo;
-    pass("%d half2, %d half and %d bfloat162 inputs through 15 operations, exact", n, n, n);
+    pass("%d half2, %d half and %d bfloat162 inputs through 15 operations, exact; atomicAdd on "
+         "half2 and half, 16-bit atomicCAS",
+         n, n, n);
     return 0;
 }

@@ -220,10 +220,12 @@ static void run_on(const char *body, uint32_t *a, uint32_t *b, uint32_t *c, uint
     struct tf_ptx_range bufs[] = {PTXT_RANGE(a, n * 4), PTXT_RANGE(b, n * 4), PTXT_RANGE(c, n * 4),
                                   PTXT_RANGE(d, n * 4)};
     struct ptxt_arg args[] = {PTXT_ARG(a), PTXT_ARG(b), PTXT_ARG(c), PTXT_ARG(d), PTXT_ARG(n)};
+    uint32_t *a0 = malloc(n * 4); /* the operands as they were (atomics change a) */
+    memcpy(a0, a, n * 4);
     ptxt_launch_ok(k, (struct ptxt_dim){(n + 127) / 128, 1, 1}, (struct ptxt_dim){128, 1, 1}, 0,
                    args, 5, bufs, 4);
     for (uint32_t i = 0; i < n; i++) {
-        uint32_t want = ref(ctx, a[i], b[i], c[i]);
+        uint32_t want = ref(ctx, a0[i], b[i], c[i]);
         if (d[i] != want)
             fail_msg("'%s' a=0x%08x b=0x%08x c=0x%08x: got 0x%08x want 0x%08x", body, a[i], b[i],
                      c[i], d[i], want);
@@ -231,6 +233,7 @@ static void run_on(const char *body, uint32_t *a, uint32_t *b, uint32_t *c, uint
     tf_ptx_module_destroy(m);
     free(text);
     free(d);
+    free(a0);
 }
 
 /* BODY over every pair of VALS, each third operand another of them, the packed high halves
@@ -358,6 +361,54 @@ static void fma_rounds_once_even_past_double_precision(void **state)
     run_on("\tfma.rn.bf16x2 %r4, %r1, %r2, %r3;\n", a, b, c, 5, arith_ref, &ctx);
 }
 
+/* atom.add.noftz on halves: the memory gets the sum rounded once (subnormals kept), the old
+ * value comes back; 16-bit compare-and-swap. */
+struct atctx {
+    int bf, x2, cas;
+};
+static uint32_t atom_ref(const void *p, uint32_t a, uint32_t b, uint32_t c)
+{
+    const struct atctx *x = p;
+    if (x->cas) /* returns the old low half; stores C's low half where A's low half equals B's */
+        return (uint16_t)a | (uint32_t)((uint16_t)a == (uint16_t)b ? (uint16_t)c : (uint16_t)a)
+                                 << 16;
+    uint32_t lo = ref_op(OP_ADD, 0, x->bf, (uint16_t)a, (uint16_t)b, 0);
+    if (!x->x2) /* low: the new value, high: the old one */
+        return lo | (a & 0xffff) << 16;
+    return lo | (uint32_t)ref_op(OP_ADD, 0, x->bf, (uint16_t)(a >> 16), (uint16_t)(b >> 16), 0)
+                    << 16;
+}
+
+static void half_atomics_round_once(void **state)
+{
+    static const char addr[] = "\tld.param.u64 %rd5, [pa];\n\tadd.s64 %rd5, %rd5, %rd20;\n";
+    for (int bf = 0; bf < 2; bf++) {
+        const uint16_t *vals = bf ? bf16_vals : f16_vals;
+        size_t nv = bf ? sizeof(bf16_vals) / 2 : sizeof(f16_vals) / 2;
+        const char *ty = bf ? "bf16" : "f16";
+        char body[512];
+        struct atctx x = {bf, 0, 0};
+        snprintf(body, sizeof(body),
+                 "%s\tatom.global.add.noftz.%s %%h4, [%%rd5], %%h2;\n"
+                 "\tld.global.u16 %%h3, [%%rd5];\n\tmov.b32 %%r4, {%%h3, %%h4};\n",
+                 addr, ty);
+        run(body, vals, nv, atom_ref, &x);
+        x.x2 = 1;
+        snprintf(body, sizeof(body),
+                 "%s\tred.global.add.noftz.%sx2 [%%rd5], %%r2;\n\tld.global.u32 %%r4, [%%rd5];\n",
+                 addr, ty);
+        run(body, vals, nv, atom_ref, &x);
+    }
+    struct atctx x = {0, 0, 1};
+    char body[512];
+    snprintf(body, sizeof(body),
+             "%s\tatom.global.cas.b16 %%h4, [%%rd5], %%h2, %%h3;\n\tld.global.u16 %%h3, [%%rd5];\n"
+             "\tmov.b32 %%r4, {%%h4, %%h3};\n",
+             addr);
+    static const uint16_t cv[] = {0, 1, 7, 0xffff, 0x8000};
+    run(body, cv, 5, atom_ref, &x);
+}
+
 struct cctx {
     int ci, ftz, bf, x2, set;
 };
@@ -438,6 +489,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(bf16_arithmetic_is_the_isa_s),
         cmocka_unit_test(fma_rounds_once_even_past_double_precision),
         cmocka_unit_test(half_compares_are_the_isa_s),
+        cmocka_unit_test(half_atomics_round_once),
         cmocka_unit_test(unsupported_half_forms_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

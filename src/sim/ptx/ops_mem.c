@@ -359,6 +359,31 @@ RMW_CAS(addf_f32, uint32_t, (uint32_t)tf__uf32(tf__f32(old) + tf__f32(b)))
 RMW_CAS(addf_f64, uint64_t, tf__uf64(tf__f64(old) + tf__f64(b)))
 /* clang-format on */
 
+/* Half-precision adds (atom.add.noftz.f16/bf16 and their x2 pairs): each half rounded once to
+ * nearest even (the sum of two halves is exact in double), subnormals kept. */
+static uint32_t hadd2(uint32_t old, uint32_t b, int bf16, int x2)
+{
+    uint32_t lo = tf__f2h(tf__h2f((uint16_t)old, bf16) + tf__h2f((uint16_t)b, bf16), MOD_RN, bf16);
+    if (!x2)
+        return lo;
+    uint32_t hi = tf__f2h(tf__h2f((uint16_t)(old >> 16), bf16) + tf__h2f((uint16_t)(b >> 16), bf16),
+                          MOD_RN, bf16);
+    return hi << 16 | lo;
+}
+/* clang-format off */
+RMW_CAS(addh_f16, uint16_t, (uint16_t)hadd2(old, b, 0, 0))
+RMW_CAS(addh_bf16, uint16_t, (uint16_t)hadd2(old, b, 1, 0))
+RMW_CAS(addh_f16x2, uint32_t, hadd2(old, b, 0, 1))
+RMW_CAS(addh_bf16x2, uint32_t, hadd2(old, b, 1, 1))
+/* clang-format on */
+
+static uint64_t cas_b16(void *p, uint64_t b, uint64_t c)
+{
+    uint16_t exp = (uint16_t)b;
+    __atomic_compare_exchange_n((uint16_t *)p, &exp, (uint16_t)c, 0, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+    return exp;
+}
 static uint64_t cas_b32(void *p, uint64_t b, uint64_t c)
 {
     uint32_t exp = (uint32_t)b;
@@ -378,7 +403,8 @@ static uint64_t cas_b64(void *p, uint64_t b, uint64_t c)
 DESC(add_u32) DESC(add_u64) DESC(and_b32) DESC(and_b64) DESC(or_b32) DESC(or_b64) DESC(xor_b32)
 DESC(xor_b64) DESC(exch_b32) DESC(exch_b64) DESC(min_u32) DESC(max_u32) DESC(min_s32)
 DESC(max_s32) DESC(min_u64) DESC(max_u64) DESC(min_s64) DESC(max_s64) DESC(inc_u32)
-DESC(dec_u32) DESC(addf_f32) DESC(addf_f64) DESC(cas_b32) DESC(cas_b64)
+DESC(dec_u32) DESC(addf_f32) DESC(addf_f64) DESC(cas_b32) DESC(cas_b64) DESC(cas_b16)
+DESC(addh_f16) DESC(addh_bf16) DESC(addh_f16x2) DESC(addh_bf16x2)
 /* clang-format on */
 
 /* fields: esize, aux = struct rmw, d[0] (TF__NONE for red), a address, b, c operands */
@@ -618,9 +644,9 @@ static int decode_ldst(struct tf__dctx *dc, const struct tf__pinsn *pi, struct t
 static int decode_atom(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in,
                        int is_red)
 {
-    static const int ok[] = {MOD_GLOBAL, MOD_SHARED, MOD_IGNORED_MEM, MOD_ADD, MOD_MIN,
-                             MOD_MAX,    MOD_EXCH,   MOD_CAS,         MOD_AND, MOD_OR,
-                             MOD_XOR,    MOD_INC,    MOD_DEC,         MOD_NONE};
+    static const int ok[] = {MOD_GLOBAL, MOD_SHARED, MOD_IGNORED_MEM, MOD_ADD,   MOD_MIN,
+                             MOD_MAX,    MOD_EXCH,   MOD_CAS,         MOD_AND,   MOD_OR,
+                             MOD_XOR,    MOD_INC,    MOD_DEC,         MOD_NOFTZ, MOD_NONE};
     struct tf__mods md;
     if (tf__mods(dc, pi, ok, &md))
         return -1;
@@ -636,7 +662,10 @@ static int decode_atom(struct tf__dctx *dc, const struct tf__pinsn *pi, struct t
             n++;
         }
     int ty = md.t[0];
-    if (n != 1 || (is_red && (op == MOD_EXCH || op == MOD_CAS)))
+    int half = ty == TY_F16 || ty == TY_BF16 || ty == TY_F16X2 || ty == TY_BF16X2;
+    /* halves take add only, and only as .noftz (the ISA's spelling); nothing else takes it */
+    if (n != 1 || (is_red && (op == MOD_EXCH || op == MOD_CAS)) ||
+        tf__has(&md, MOD_NOFTZ) != (half && op == MOD_ADD))
         return tf__unsupported(dc, pi);
     const struct rmw *r = NULL;
     int w64 = tf__ty_bits(ty) == 64, w32 = tf__ty_bits(ty) == 32;
@@ -646,6 +675,10 @@ static int decode_atom(struct tf__dctx *dc, const struct tf__pinsn *pi, struct t
             : ty == TY_U64               ? &d_add_u64
             : ty == TY_F32               ? &d_addf_f32
             : ty == TY_F64               ? &d_addf_f64
+            : ty == TY_F16               ? &d_addh_f16
+            : ty == TY_BF16              ? &d_addh_bf16
+            : ty == TY_F16X2             ? &d_addh_f16x2
+            : ty == TY_BF16X2            ? &d_addh_bf16x2
                                          : NULL;
         break;
     case MOD_MIN:
@@ -666,6 +699,7 @@ static int decode_atom(struct tf__dctx *dc, const struct tf__pinsn *pi, struct t
     case MOD_CAS:
         r = (ty == TY_B32 || ty == TY_U32 || ty == TY_S32) ? &d_cas_b32
             : (ty == TY_B64 || ty == TY_U64)               ? &d_cas_b64
+            : (ty == TY_B16 || ty == TY_U16)               ? &d_cas_b16
                                                            : NULL;
         break;
     case MOD_AND:
