@@ -133,6 +133,9 @@ static void malformed_ptx_is_refused_with_its_line(void **state)
         {"\t@%r1 bra $L2;\n$L2:", "line 11: '%r1' is not a predicate"},
         {"\tld.global.v4.f32 {%f1, %f2}, [%rd1];", "line 11: 'ld.global.v4.f32' needs a vector"},
         {"\t.reg .b32 %r1;", "line 11: duplicate declaration of '%r1'"},
+        /* ".reg.b32 x;" (the type joined, as in cuda_fp16.h's inline asm) declares too */
+        {"\t.reg.b32 %r1;", "line 11: duplicate declaration of '%r1'"},
+        {"\t.reg.v2.b32 %w;", "line 11: unsupported register declaration"},
         {"\tst.shared.u32 [gvar], %r1;", "line 11: unknown symbol 'gvar'"},
         {"\tmov.u32 %r1, 99999999999999999999;", "line 11: integer literal out of range"},
         {"\tmov.u32 %r1, \"str\";", "line 11: expected an operand"},

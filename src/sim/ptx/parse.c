@@ -746,16 +746,27 @@ static int skip_pragma(struct ps *ps)
     return expect_punct(ps, ';');
 }
 
+/* ".reg .b32 a, b<4>;" or, as inline asm in CUDA's headers writes it, ".reg.b32 a;" (the type
+ * joined to the directive: the lexer keeps it one token). */
 static int parse_reg(struct ps *ps)
 {
-    if (next(ps))
-        return -1;
-    if (ps->t.kind == TK_DIR &&
-        (tf__tok_is(&ps->t, ".v2") || tf__tok_is(&ps->t, ".v4") || tf__tok_is(&ps->t, ".v8")))
-        return perr(ps, "%s", "unsupported vector register declaration");
-    int ty = dir_type(&ps->t);
-    if (ty == TY_NONE)
-        return unexpected(ps, "a register type");
+    int ty = TY_NONE;
+    if (ps->t.len > 5 && !memcmp(ps->t.s, ".reg.", 5)) {
+        struct tf__tok suffix = ps->t;
+        suffix.s += 4;
+        suffix.len -= 4;
+        if ((ty = dir_type(&suffix)) == TY_NONE)
+            return perr(ps, "%s", "unsupported register declaration");
+    } else {
+        if (next(ps))
+            return -1;
+        if (ps->t.kind == TK_DIR &&
+            (tf__tok_is(&ps->t, ".v2") || tf__tok_is(&ps->t, ".v4") || tf__tok_is(&ps->t, ".v8")))
+            return perr(ps, "%s", "unsupported vector register declaration");
+        ty = dir_type(&ps->t);
+        if (ty == TY_NONE)
+            return unexpected(ps, "a register type");
+    }
     if (next(ps))
         return -1;
     for (;;) {
@@ -813,7 +824,7 @@ static int parse_body(struct ps *ps)
             continue;
         }
         if (t->kind == TK_DIR) {
-            if (tf__tok_is(t, ".reg")) {
+            if (tf__tok_is(t, ".reg") || (t->len > 5 && !memcmp(t->s, ".reg.", 5))) {
                 if (parse_reg(ps))
                     return -1;
             } else if (space_of(t) != MOD_NONE) {
