@@ -68,8 +68,8 @@ static void unsupported_instructions_are_refused_naming_instruction_and_line(voi
         {"\tmma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%f1,%f2,%f3,%f4}, {%r1,%r2}, "
          "{%r3}, {%f1,%f2,%f3,%f4};",
          "line 11: unsupported instruction 'mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32'"},
-        {"\tcp.async.ca.shared.global [%r1], [%rd1], 16;",
-         "line 11: unsupported instruction 'cp.async.ca.shared.global'"},
+        {"\tcp.async.bulk.global.shared::cta.bulk_group [%rd1], [%r1], 16;",
+         "line 11: unsupported instruction 'cp.async.bulk.global.shared::cta.bulk_group'"},
         {"\twgmma.fence.sync.aligned;",
          "line 11: unsupported instruction 'wgmma.fence.sync.aligned'"},
         {"\tex2.approx.f16 %rs1, %rs2;", "line 11: unsupported instruction 'ex2.approx.f16'"},

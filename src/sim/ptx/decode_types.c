@@ -197,7 +197,9 @@ int tf__mods(struct tf__dctx *dc, const struct tf__pinsn *pi, const int *allowed
         for (const int *a = allowed; m != MOD_NONE && *a != MOD_NONE; a++)
             if (*a == m)
                 ok = 1;
-        if (!ok || tf__has(out, m))
+        /* a repeat is an error, except of the qualifiers the engine ignores (a memory order
+         * and a scope together: atom.relaxed.gpu, ld.acquire.sys) */
+        if (!ok || (tf__has(out, m) && m != MOD_IGNORED_MEM))
             return tf__unsupported(dc, pi);
         out->set[m / 64] |= 1ull << (m % 64);
     }
@@ -216,7 +218,7 @@ int tf__known_opcode(const char *base)
         "testp",      "cvt",      "ld",        "ldu",    "st",    "atom",      "red",   "cvta",
         "isspacep",   "prefetch", "prefetchu", "bra",    "ret",   "exit",      "trap",  "brkpt",
         "call",       "bar",      "barrier",   "membar", "fence", "nanosleep", "shfl",  "vote",
-        "activemask", "match",    "redux",     "elect",
+        "activemask", "match",    "redux",     "elect",  "cp",
     };
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
         if (strcmp(known[i], base) == 0)

@@ -681,6 +681,8 @@ int tf__decode_cvt(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__i
 int tf__decode_mem(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in);
 int tf__decode_ctl(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in);
 int tf__decode_warp(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in);
+/* cp.async (ops_async.c), a part of tf__decode_mem; same returns. */
+int tf__decode_cp_async(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in);
 /* Parts of tf__decode_int (ops_pred.c), same returns; TY: the instruction's last type. */
 int tf__decode_cmp(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in, int ty);
 int tf__decode_sel(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in, int ty);

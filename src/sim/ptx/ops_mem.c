@@ -788,6 +788,8 @@ static int decode_cvta(struct tf__dctx *dc, const struct tf__pinsn *pi, struct t
 int tf__decode_mem(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in)
 {
     const char *b = pi->base;
+    if (!strcmp(b, "cp"))
+        return tf__decode_cp_async(dc, pi, in);
     if (!strcmp(b, "ld") || !strcmp(b, "ldu"))
         return decode_ldst(dc, pi, in, 1);
     if (!strcmp(b, "st"))
