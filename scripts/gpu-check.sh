@@ -169,8 +169,8 @@ run_rt() {
         failed="$failed $tag"
     fi
 }
-rt_programs="vecadd matmul pitched streams symbols launch errors nvrtc mempool managed graph graphnodes half printf async"
-declare -A rt_libs=([nvrtc]="-lnvrtc -lcuda" [cublas_sgemm]="-lcublas" [half]="-arch=sm_80" [async]="-arch=sm_80")
+rt_programs="vecadd matmul pitched streams symbols launch errors nvrtc mempool managed graph graphnodes half printf async fp8"
+declare -A rt_libs=([nvrtc]="-lnvrtc -lcuda" [cublas_sgemm]="-lcublas" [half]="-arch=sm_80" [async]="-arch=sm_80" [fp8]="-arch=sm_89")
 rt_preload=""
 prebuilt=""
 declare -A rt_built=() # tag -> the program, for the remote runs

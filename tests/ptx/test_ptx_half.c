@@ -409,6 +409,122 @@ static void half_atomics_round_once(void **state)
     run(body, cv, 5, atom_ref, &x);
 }
 
+/* ---- FP8 ---- */
+
+/* The value of FP8 byte B (e4m3 or, with E5, e5m2); NaN for its NaNs. */
+static double f8_value(uint8_t b, int e5)
+{
+    int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7, e = (b & 0x7f) >> mb, m = b & ((1 << mb) - 1);
+    double v;
+    if (e5 ? e == 31 : (e == 15 && m == 7))
+        v = e5 && !m ? INFINITY : NAN;
+    else
+        v = e ? ldexp(m | 1 << mb, e - bias - mb) : ldexp(m, 1 - bias - mb);
+    return (b & 0x80) ? -v : v;
+}
+
+/* V to FP8 by search: the nearest finite value, ties to the even code, saturated (satfinite). */
+static uint8_t f8_ref(double v, int e5)
+{
+    if (v != v)
+        return 0x7f;
+    uint8_t sign = signbit(v) ? 0x80 : 0, best = 0;
+    double a = fabs(v), bd = INFINITY;
+    if (isinf(a)) /* satfinite: the largest finite value */
+        return sign | (e5 ? 0x7b : 0x7e);
+    for (int c = 0; c < 0x80; c++) {
+        double x = f8_value((uint8_t)c, e5);
+        if (x != x || isinf(x))
+            continue;
+        double dd = fabs(x - a);
+        if (dd < bd || (dd == bd && !(c & 1))) {
+            bd = dd;
+            best = (uint8_t)c;
+        }
+    }
+    return sign | best;
+}
+
+struct f8ctx {
+    int e5; /* 1: e5m2, else e4m3; 2: from f32 pairs */
+};
+static uint32_t to_f8_ref(const void *p, uint32_t a, uint32_t b, uint32_t c)
+{
+    int e5 = ((const struct f8ctx *)p)->e5 & 1;
+    if (((const struct f8ctx *)p)->e5 & 2) { /* from f32 A (upper byte) and B */
+        float fa, fb;
+        memcpy(&fa, &a, 4);
+        memcpy(&fb, &b, 4);
+        return (uint32_t)f8_ref(fa, e5) << 8 | f8_ref(fb, e5);
+    }
+    double hi = val16((uint16_t)(a >> 16), 0), lo = val16((uint16_t)a, 0);
+    hi = isnan16((uint16_t)(a >> 16), 0) ? NAN : hi;
+    lo = isnan16((uint16_t)a, 0) ? NAN : lo;
+    return (uint32_t)f8_ref(hi, e5) << 8 | f8_ref(lo, e5);
+}
+static uint32_t from_f8_ref(const void *p, uint32_t a, uint32_t b, uint32_t c)
+{
+    int e5 = ((const struct f8ctx *)p)->e5;
+    uint32_t out = 0;
+    for (int k = 0; k < 2; k++) {
+        double x = f8_value((uint8_t)(a >> (k ? 8 : 0)), e5);
+        out |= (uint32_t)(x != x ? 0x7fff : round16(x, 0, 0)) << (k ? 16 : 0);
+    }
+    return out;
+}
+
+/* Every f16 value to e4m3 and e5m2 (a pair per conversion), and every pair of FP8 bytes back
+ * to f16x2, against the search above. */
+static void fp8_conversions_are_exact_and_saturate(void **state)
+{
+    uint32_t n = 32768, *a = malloc(n * 4), *b = calloc(n, 4), *c = calloc(n, 4);
+    for (uint32_t i = 0; i < n; i++)
+        a[i] = (2 * i) | (2 * i + 1) << 16;
+    for (int e5 = 0; e5 < 2; e5++) {
+        struct f8ctx x = {e5};
+        char body[256];
+        snprintf(body, sizeof(body),
+                 "\tcvt.rn.satfinite.%s.f16x2 %%h4, %%r1;\n\tcvt.u32.u16 %%r4, %%h4;\n",
+                 e5 ? "e5m2x2" : "e4m3x2");
+        run_on(body, a, b, c, n, to_f8_ref, &x);
+        for (uint32_t i = 0; i < n; i++) /* the other sign too */
+            a[i] ^= 0x80008000u;
+        run_on(body, a, b, c, n, to_f8_ref, &x);
+        uint32_t *f = malloc(65536 * 4), *z = calloc(65536, 4);
+        for (uint32_t i = 0; i < 65536; i++)
+            f[i] = i;
+        snprintf(body, sizeof(body), "\tcvt.rn.f16x2.%s %%r4, %%h1;\n", e5 ? "e5m2x2" : "e4m3x2");
+        run_on(body, f, z, z, 65536, from_f8_ref, &x);
+        free(f);
+        free(z);
+    }
+    /* and from f32 pairs: a into the upper byte */
+    static const float fv[] = {0.0f,     -0.0f,     1.0f,   0.3f,         448.0f,   464.0f,
+                               480.0f,   1e9f,      -3e-3f, 1.5e-3f,      57344.0f, 61440.0f,
+                               INFINITY, -INFINITY, NAN,    0.0009765625f};
+    uint32_t nf = sizeof(fv) / sizeof(fv[0]), *fa = malloc(nf * nf * 4), *fb = malloc(nf * nf * 4);
+    for (uint32_t i = 0; i < nf * nf; i++) {
+        memcpy(&fa[i], &fv[i / nf], 4);
+        memcpy(&fb[i], &fv[i % nf], 4);
+    }
+    for (int e5 = 0; e5 < 2; e5++) {
+        struct f8ctx x = {e5 + 2};
+        char body[256];
+        snprintf(body, sizeof(body),
+                 "\tcvt.rn.satfinite.%s.f32 %%h4, %%r1, %%r2;\n\tcvt.u32.u16 %%r4, %%h4;\n",
+                 e5 ? "e5m2x2" : "e4m3x2");
+        run_on(body, fa, fb, fb, nf * nf, to_f8_ref, &x);
+    }
+    free(fa);
+    free(fb);
+    assert_int_equal(f8_ref(448.0, 0), 0x7e);
+    assert_int_equal(f8_ref(1e9, 0), 0x7e);
+    assert_int_equal(f8_ref(INFINITY, 1), 0x7b);
+    free(a);
+    free(b);
+    free(c);
+}
+
 struct cctx {
     int ci, ftz, bf, x2, set;
 };
@@ -490,6 +606,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(fma_rounds_once_even_past_double_precision),
         cmocka_unit_test(half_compares_are_the_isa_s),
         cmocka_unit_test(half_atomics_round_once),
+        cmocka_unit_test(fp8_conversions_are_exact_and_saturate),
         cmocka_unit_test(unsupported_half_forms_are_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

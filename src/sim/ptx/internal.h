@@ -67,6 +67,8 @@ enum tf__ty {
     TY_F32,
     TY_F64,
     TY_PRED,
+    TY_E4M3X2, /* two FP8 values (cvt only) */
+    TY_E5M2X2,
     TY_COUNT
 };
 unsigned tf__ty_bits(int ty); /* 0 for TY_NONE */

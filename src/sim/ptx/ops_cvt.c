@@ -337,7 +337,137 @@ TF__OP(cvt_x2)
     return TF__GO;
 }
 
+/* ---- FP8 (e4m3: bias 7, no infinity, NaN S.1111.111, largest 448; e5m2: bias 15, as the
+ * top byte of an f16, largest finite 57344) ---- */
+
+/* V rounded to nearest even into e4m3 (E5 0) or e5m2, saturated to the largest finite value
+ * (.satfinite, which every FP8 conversion has); NaN 0x7f. */
+static uint8_t to_f8(double v, int e5)
+{
+    if (v != v)
+        return 0x7f;
+    const int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7;
+    const double maxf = e5 ? 57344.0 : 448.0;
+    uint8_t sign = signbit(v) ? 0x80 : 0;
+    double a = fabs(v);
+    if (a >= maxf) /* infinities too */
+        return sign | (e5 ? 0x7b : 0x7e);
+    if (a == 0)
+        return sign;
+    int x;
+    frexp(a, &x);
+    int e = x - 1, emin = 1 - bias;
+    int qe = (e < emin ? emin : e) - mb;
+    double n = rint(ldexp(a, -qe)); /* the host rounds to nearest even by default */
+    if (ldexp(n, qe) > maxf)
+        return sign | (e5 ? 0x7b : 0x7e);
+    if (e < emin) /* subnormal, or rounded up to the smallest normal (the same encoding) */
+        return sign | (uint8_t)n;
+    if (n == (double)(2 << mb)) {
+        e++;
+        n /= 2;
+    }
+    return sign | (uint8_t)((e + bias) << mb) | (uint8_t)((unsigned)n - (1u << mb));
+}
+
+static double from_f8(uint8_t b, int e5)
+{
+    const int mb = e5 ? 2 : 3, bias = e5 ? 15 : 7, emax = e5 ? 31 : 15;
+    int e = (b & 0x7f) >> mb, m = b & ((1 << mb) - 1);
+    double v;
+    if (e == emax && (e5 || m == 7))
+        v = e5 && m == 0 ? INFINITY : NAN;
+    else if (e == 0)
+        v = ldexp(m, 1 - bias - mb);
+    else
+        v = ldexp(m | 1 << mb, e - bias - mb);
+    return (b & 0x80) ? -v : v;
+}
+
+/* cvt.rn.satfinite{.relu}.{e4m3,e5m2}x2.{f32 d, a, b | f16x2 d, a}: a (the upper half) into
+ * the upper byte. in->sub: e5m2; in->flags 4: relu; in->w1: the source is f16x2. */
+TF__OP(cvt_to_f8x2)
+{
+    uint64_t *d = TF__R(in->d[0]);
+    const uint64_t *pa = TF__R(in->a), *pb = TF__R(in->b);
+    int e5 = in->sub, relu = in->flags & 4;
+    TF__FOR_LANES(m, {
+        double x[2];
+        if (in->w1) {
+            x[0] = tf__h2f((uint16_t)(pa[l] >> 16), 0);
+            x[1] = tf__h2f((uint16_t)pa[l], 0);
+        } else {
+            x[0] = tf__f32(pa[l]);
+            x[1] = tf__f32(pb[l]);
+        }
+        uint32_t out = 0;
+        for (int k = 0; k < 2; k++) {
+            if (relu && (x[k] < 0 || x[k] != x[k]))
+                x[k] = x[k] != x[k] ? NAN : 0.0;
+            out |= (uint32_t)to_f8(x[k], e5) << (k == 0 ? 8 : 0);
+        }
+        d[l] = out;
+    });
+    return TF__GO;
+}
+
+/* cvt.rn{.relu}.f16x2.{e4m3,e5m2}x2 d, a: exact (every FP8 value is an f16 one) */
+TF__OP(cvt_from_f8x2)
+{
+    uint64_t *d = TF__R(in->d[0]);
+    const uint64_t *pa = TF__R(in->a);
+    int e5 = in->sub, relu = in->flags & 4;
+    TF__FOR_LANES(m, {
+        uint32_t out = 0;
+        for (int k = 0; k < 2; k++) {
+            double x = from_f8((uint8_t)(pa[l] >> (k == 0 ? 8 : 0)), e5);
+            if (relu && (x < 0 || x != x))
+                x = x != x ? NAN : 0.0;
+            out |= (uint32_t)tf__f2h(x, MOD_RN, 0) << (k == 0 ? 16 : 0);
+        }
+        d[l] = out;
+    });
+    return TF__GO;
+}
+
 /* ---- decoding ---- */
+
+/* The FP8 forms of cvt (sm_89): 1, 0 when not one, -1 on error. */
+static int decode_f8(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__insn *in,
+                     const struct tf__mods *md, int rnd)
+{
+    int dty = md->t[0], sty = md->t[1];
+    int to = dty == TY_E4M3X2 || dty == TY_E5M2X2, from = sty == TY_E4M3X2 || sty == TY_E5M2X2;
+    if (!to && !from)
+        return 0;
+    int relu = tf__has(md, MOD_RELU), satf = tf__has(md, MOD_SATFINITE);
+    if (tf__has(md, MOD_FTZ) || tf__has(md, MOD_SAT) || rnd != MOD_RN)
+        return tf__unsupported(dc, pi);
+    in->flags = (uint8_t)(relu ? 4 : 0);
+    if (to) {
+        if (!satf || (sty != TY_F32 && sty != TY_F16X2))
+            return tf__unsupported(dc, pi);
+        int nsrc = sty == TY_F32 ? 2 : 1;
+        if (tf__opcount(dc, pi, 1 + (uint32_t)nsrc, 1 + (uint32_t)nsrc))
+            return -1;
+        in->fn = cvt_to_f8x2;
+        in->sub = dty == TY_E5M2X2;
+        in->w1 = sty == TY_F16X2;
+        if (tf__dst(dc, pi, &pi->ops[0], &in->d[0], NULL) ||
+            tf__src(dc, pi, &pi->ops[1], sty, &in->a) ||
+            (nsrc == 2 && tf__src(dc, pi, &pi->ops[2], sty, &in->b)))
+            return -1;
+        return 1;
+    }
+    if (satf || dty != TY_F16X2 || tf__opcount(dc, pi, 2, 2))
+        return satf || dty != TY_F16X2 ? tf__unsupported(dc, pi) : -1;
+    in->fn = cvt_from_f8x2;
+    in->sub = sty == TY_E5M2X2;
+    if (tf__dst(dc, pi, &pi->ops[0], &in->d[0], NULL) ||
+        tf__src(dc, pi, &pi->ops[1], TY_B16, &in->a))
+        return -1;
+    return 1;
+}
 
 static int kind_of(int ty)
 {
@@ -379,6 +509,9 @@ int tf__decode_cvt(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__i
     int irnd = rnd >= MOD_RNI && rnd <= MOD_RPI;
     if (n > 1 || dty == TY_PRED || sty == TY_PRED || dty == TY_B128 || sty == TY_B128)
         return tf__unsupported(dc, pi);
+    int f8 = decode_f8(dc, pi, in, &md, rnd);
+    if (f8)
+        return f8;
     if (dty == TY_F16X2 || dty == TY_BF16X2) {
         if (sty != TY_F32 || (rnd != MOD_RN && rnd != MOD_RZ) || ftz || sat ||
             tf__opcount(dc, pi, 3, 3))
