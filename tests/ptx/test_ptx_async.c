@@ -88,8 +88,7 @@ static void forms_the_engine_does_not_do_are_refused(void **state)
     static const char *const bodies[] = {
         "\tcp.async.cg.shared.global [%r3], [%rd1], 8;",
         "\tcp.async.ca.shared.global [%r3], [%rd1], 12;",
-        "\tcp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%r3], [%rd1], 16, "
-        "[%r3];",
+        "\tcp.async.bulk.shared::cluster.global [%r3], [%rd1], 16, [%r3];",
         "\tcp.async.mbarrier.arrive.b64 [%rd1];",
     };
     for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
