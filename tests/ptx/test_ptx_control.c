@@ -291,6 +291,30 @@ static void red_reduces_on_shared_generic_and_global_addresses(void **state)
     assert_int_equal(buf[7], wsum);
 }
 
+/* Programmatic dependent launch (sm_90): griddepcontrol.wait and .launch_dependents run (the
+ * kernels a grid depends on are complete when it starts here); another form is refused. */
+static void grid_dependency_control_runs(void **state)
+{
+    (void)state;
+    static const char text[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                               ".visible .entry k(.param .u64 k_out)\n{\n"
+                               "\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n"
+                               "\tgriddepcontrol.wait;\n\tld.param.u64 %rd1, [k_out];\n"
+                               "\tmov.u32 %r1, %tid.x;\n\tmul.wide.u32 %rd2, %r1, 4;\n"
+                               "\tadd.s64 %rd3, %rd1, %rd2;\n\tst.global.u32 [%rd3], %r1;\n"
+                               "\tgriddepcontrol.launch_dependents;\n\tret;\n}\n";
+    uint32_t out[32] = {0};
+    run1_ok(text, 32, out, 32);
+    for (uint32_t i = 0; i < 32; i++)
+        assert_int_equal(out[i], i);
+    static const char bad[] = ".version 8.0\n.target sm_90\n.address_size 64\n"
+                              ".visible .entry k()\n{\n\tgriddepcontrol.go;\n\tret;\n}\n";
+    struct tf_ptx_module *m = NULL;
+    char err[256] = "";
+    assert_int_not_equal(tf_ptx_module_load(bad, strlen(bad), &m, err, sizeof(err)), TF_PTX_OK);
+    assert_non_null(strstr(err, "unsupported instruction 'griddepcontrol.go'"));
+}
+
 int main(int argc, char **argv)
 {
     ptxt_init(argc, argv);
@@ -301,6 +325,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(unbounded_recursion_faults_as_a_stack_overflow),
         cmocka_unit_test(nested_divergent_loops_with_break_reconverge),
         cmocka_unit_test(red_reduces_on_shared_generic_and_global_addresses),
+        cmocka_unit_test(grid_dependency_control_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -210,16 +210,19 @@ int tf__mods(struct tf__dctx *dc, const struct tf__pinsn *pi, const int *allowed
 int tf__known_opcode(const char *base)
 {
     static const char *const known[] = {
-        "mov",        "add",      "sub",       "mul",    "mad",   "mul24",     "mad24", "sad",
-        "div",        "rem",      "min",       "max",    "abs",   "neg",       "and",   "or",
-        "xor",        "not",      "cnot",      "shl",    "shr",   "popc",      "clz",   "brev",
-        "bfind",      "bfe",      "bfi",       "prmt",   "lop3",  "shf",       "dp4a",  "setp",
-        "set",        "selp",     "slct",      "addc",   "subc",  "madc",      "fma",   "rcp",
-        "sqrt",       "rsqrt",    "sin",       "cos",    "ex2",   "lg2",       "tanh",  "copysign",
-        "testp",      "cvt",      "ld",        "ldu",    "st",    "atom",      "red",   "cvta",
-        "isspacep",   "prefetch", "prefetchu", "bra",    "ret",   "exit",      "trap",  "brkpt",
-        "call",       "bar",      "barrier",   "membar", "fence", "nanosleep", "shfl",  "vote",
-        "activemask", "match",    "redux",     "elect",  "cp",
+        "mov",        "add",    "sub",      "mul",       "mad",       "mul24",
+        "mad24",      "sad",    "div",      "rem",       "min",       "max",
+        "abs",        "neg",    "and",      "or",        "xor",       "not",
+        "cnot",       "shl",    "shr",      "popc",      "clz",       "brev",
+        "bfind",      "bfe",    "bfi",      "prmt",      "lop3",      "shf",
+        "dp4a",       "setp",   "set",      "selp",      "slct",      "addc",
+        "subc",       "madc",   "fma",      "rcp",       "sqrt",      "rsqrt",
+        "sin",        "cos",    "ex2",      "lg2",       "tanh",      "copysign",
+        "testp",      "cvt",    "ld",       "ldu",       "st",        "atom",
+        "red",        "cvta",   "isspacep", "prefetch",  "prefetchu", "bra",
+        "ret",        "exit",   "trap",     "brkpt",     "call",      "bar",
+        "barrier",    "membar", "fence",    "nanosleep", "shfl",      "vote",
+        "activemask", "match",  "redux",    "elect",     "cp",        "griddepcontrol",
     };
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
         if (strcmp(known[i], base) == 0)

@@ -216,6 +216,19 @@ int tf__decode_ctl(struct tf__dctx *dc, const struct tf__pinsn *pi, struct tf__i
         in->fn = op_nop;
         return 1;
     }
+    /* griddepcontrol.wait / .launch_dependents (sm_90 programmatic dependent launch,
+     * cudaGridDependencySynchronize): kernels here run one after another in stream order, so
+     * the grids a kernel depends on are complete when it starts and there is nothing to wait
+     * for or to release early. */
+    if (!strcmp(b, "griddepcontrol")) {
+        if (pi->nmods != 1 ||
+            (strcmp(pi->mods[0], "wait") && strcmp(pi->mods[0], "launch_dependents")))
+            return tf__unsupported(dc, pi);
+        if (tf__opcount(dc, pi, 0, 0))
+            return -1;
+        in->fn = op_nop;
+        return 1;
+    }
     if (!strcmp(b, "nanosleep")) {
         if (tf__mods(dc, pi, none_ok, &md))
             return -1;
