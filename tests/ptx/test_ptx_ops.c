@@ -615,6 +615,11 @@ REF(r_dp4a_su, (uint32_t)(C32 + (uint32_t)((int8_t)A32 * (uint8_t)B32 +
                                            (int8_t)(A32 >> 8) * (uint8_t)(B32 >> 8) +
                                            (int8_t)(A32 >> 16) * (uint8_t)(B32 >> 16) +
                                            (int8_t)(A32 >> 24) * (uint8_t)(B32 >> 24))))
+/* dp2a: a's signed halves times b's unsigned bytes 2 and 3 (hi), or signed bytes 0 and 1 */
+REF(r_dp2a_hi_su, (uint32_t)(C32 + (uint32_t)((int16_t)A32 * (uint8_t)(B32 >> 16) +
+                                              (int16_t)(A32 >> 16) * (uint8_t)(B32 >> 24))))
+REF(r_dp2a_lo_us, (uint32_t)(C32 + (uint32_t)((uint16_t)A32 * (int8_t)B32 +
+                                              (uint16_t)(A32 >> 16) * (int8_t)(B32 >> 8))))
 REF(r_add64_cc, a + b)
 REF(r_sub64_cc, a - b)
 /* i64 */
@@ -804,6 +809,8 @@ static const struct tcase cases[] = {
     {"\tcvt.rp.f32.u64 %f4, %rd1;\n" OUT_F32, S_I64, r_cvt_rp_f32_u64},
     {"\tcvt.rn.f64.s64 %fd4, %rd1;\n" OUT_F64, S_I64, r_cvt_rn_f64_s64},
     {"\tdp4a.s32.u32 %r4, %r1, %r2, %r3;\n" OUT_R32, S_I32, r_dp4a_su},
+    {"\tdp2a.hi.s32.u32 %r4, %r1, %r2, %r3;\n" OUT_R32, S_I32, r_dp2a_hi_su},
+    {"\tdp2a.lo.u32.s32 %r4, %r1, %r2, %r3;\n" OUT_R32, S_I32, r_dp2a_lo_us},
     {"\tadd.cc.u32 %r4, %r1, %r2;\n\taddc.u32 %r5, %r11, %r12;\n\tmov.b64 %rd4, {%r4, %r5};\n",
      S_I64, r_add64_cc},
     {"\tsub.cc.u32 %r4, %r1, %r2;\n\tsubc.cc.u32 %r5, %r11, %r12;\n\tmov.b64 %rd4, {%r4, %r5};\n",

@@ -2,7 +2,7 @@
  *
  * Integer and bitwise instructions: add/sub (.sat, .cc/addc/subc), mul/mad (.lo/.hi/.wide),
  * mul24/mad24, sad, div/rem, min/max, abs/neg, and/or/xor/not/cnot (and/or/xor/not on
- * predicates too), shl/shr, popc/clz/brev/bfind/bfe/bfi/prmt/lop3/shf/dp4a. Handlers are
+ * predicates too), shl/shr, popc/clz/brev/bfind/bfe/bfi/prmt/lop3/shf/dp4a/dp2a. Handlers are
  * generated per width and signedness so none switches on a type at run time. tf__decode_int
  * decodes these and hands comparisons, selections and mov to ops_pred.c.
  */
@@ -451,6 +451,26 @@ SHF(shf_rc, 0, 1)
         });                                                                                        \
         return TF__GO;                                                                             \
     }
+/* dp2a.{lo,hi}.atype.btype d, a, b, c: c + a's two 16-bit halves times b's bytes 0, 1 (lo) or
+ * 2, 3 (hi). in->flags: 1 a signed, 2 b signed, 4 hi. */
+TF__OP(dp2a)
+{
+    uint64_t *d = TF__R(in->d[0]);
+    const uint64_t *pa = TF__R(in->a), *pb = TF__R(in->b), *pc = TF__R(in->c);
+    const int sa = in->flags & 1, sb = in->flags & 2, hi = in->flags & 4;
+    TF__FOR_LANES(m, {
+        uint32_t a = (uint32_t)pa[l], b = (uint32_t)pb[l];
+        int64_t acc = sa || sb ? (int64_t)(int32_t)pc[l] : (int64_t)(uint32_t)pc[l];
+        for (int i = 0; i < 2; i++) {
+            int64_t x = sa ? (int16_t)(a >> (16 * i)) : (uint16_t)(a >> (16 * i));
+            int sh = 8 * (i + (hi ? 2 : 0));
+            int64_t y = sb ? (int8_t)(b >> sh) : (uint8_t)(b >> sh);
+            acc += x * y;
+        }
+        d[l] = (uint32_t)acc;
+    });
+    return TF__GO;
+}
 /* clang-format off */
 DP4A(dp4a_uu, 0, 0)
 DP4A(dp4a_us, 0, 1)
@@ -814,6 +834,20 @@ static int decode_bits(struct tf__dctx *dc, const struct tf__pinsn *pi, struct t
             return tf__unsupported(dc, pi);
         in->fn = l ? (c ? shf_lc : shf_lw) : (c ? shf_rc : shf_rw);
         int tys[3] = {ty, ty, TY_U32};
+        return tf__int_operands(dc, pi, in, 3, tys);
+    }
+    if (!strcmp(b, "dp2a")) {
+        static const int ok[] = {MOD_LO, MOD_HI, MOD_NONE};
+        if (tf__mods(dc, pi, ok, &md))
+            return -1;
+        if (md.nt != 2 || (md.t[0] != TY_U32 && md.t[0] != TY_S32) ||
+            (md.t[1] != TY_U32 && md.t[1] != TY_S32) ||
+            tf__has(&md, MOD_LO) + tf__has(&md, MOD_HI) != 1)
+            return tf__unsupported(dc, pi);
+        in->fn = dp2a;
+        in->flags = (uint8_t)((md.t[0] == TY_S32 ? 1 : 0) | (md.t[1] == TY_S32 ? 2 : 0) |
+                              (tf__has(&md, MOD_HI) ? 4 : 0));
+        int tys[3] = {TY_U32, TY_U32, TY_U32};
         return tf__int_operands(dc, pi, in, 3, tys);
     }
     if (!strcmp(b, "dp4a")) {
