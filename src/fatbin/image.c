@@ -17,8 +17,7 @@
 
 /* ---- ELF --------------------------------------------------------------------------------- */
 
-/* Sizes of .nv.global, .nv.global.init and .nv.constant3 (the image was checked by tf__elf_size).
- */
+/* Sizes of .nv.global, .nv.global.init and .nv.constant3 (checked by tf__elf_size). */
 static int elf_globals(const uint8_t *p, size_t size, uint64_t *bytes, char *err, size_t errlen)
 {
     uint64_t shoff = le64(p + 0x28);

@@ -37,8 +37,8 @@ struct tf_hv_config {
     char pool[64];             /* pool tag (default "local"; Kubernetes mode: "" unless given) */
     char lib_dir[512];         /* where libtf_limiter.so / libtf_client.so / tf-worker live */
     char worker_host[64];      /* address hard-isolation workers listen on (127.0.0.1) */
-    char api_token[TF_HV_TOKEN_MAX +
-                   1];      /* when set, /api/ requires "Authorization: Bearer <token>" */
+    /* when set, /api/ requires "Authorization: Bearer <token>" */
+    char api_token[TF_HV_TOKEN_MAX + 1];
     int lease_timeout_ms;   /* a leased workload without heartbeat this long is released */
     int escape_action;      /* enum tf_hv_escape_action (escape.h): default report */
     int64_t escape_slack;   /* VRAM allowed per process beyond a workload's limit */

@@ -453,8 +453,13 @@ static long backoff_ms(const struct tf_k8s_config *cfg, int attempt, long retry_
     long d = cfg->backoff_base_ms;
     for (int i = 1; i < attempt && d < cfg->backoff_max_ms; i++)
         d *= 2;
-    if (retry_after >= 0 && (retry_after > cfg->backoff_max_ms / 1000 || retry_after * 1000 > d))
-        d = retry_after > cfg->backoff_max_ms / 1000 ? cfg->backoff_max_ms : retry_after * 1000;
+    /* the server's Retry-After, capped before it is turned into ms (it may be huge) */
+    if (retry_after >= 0) {
+        long ra =
+            retry_after > cfg->backoff_max_ms / 1000 ? cfg->backoff_max_ms : retry_after * 1000;
+        if (ra > d)
+            d = ra;
+    }
     if (d > cfg->backoff_max_ms)
         d = cfg->backoff_max_ms;
     /* Jitter up to 25 % so many controllers do not retry in lockstep. */

@@ -65,19 +65,13 @@ static int watch_line(struct tf__k8s_watch *w, const char *s, size_t len)
 
 size_t tf__k8s_watch_feed(struct tf__k8s_watch *w, const char *data, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (data[i] == '\n') {
-            if (w->n) {
-                w->line[w->n] = '\0';
-                w->rc = watch_line(w, w->line, w->n);
-                w->n = 0;
-                if (w->rc)
-                    return 0;
-            }
-            continue;
-        }
-        if (w->n + 2 > w->cap) {
-            size_t cap = w->cap ? w->cap * 2 : 8192;
+    for (size_t i = 0; i < n;) {
+        const char *nl = memchr(data + i, '\n', n - i);
+        size_t k = (nl ? (size_t)(nl - data) : n) - i; /* the bytes before the newline */
+        if (w->n + k + 1 > w->cap) {
+            size_t cap = w->cap ? w->cap : 8192;
+            while (cap < w->n + k + 1)
+                cap *= 2;
             char *p = cap <= LINE_MAX_WATCH ? realloc(w->line, cap) : NULL;
             if (!p) {
                 tf_errf(w->err, w->errlen, "watch: event larger than %u bytes", LINE_MAX_WATCH);
@@ -87,7 +81,19 @@ size_t tf__k8s_watch_feed(struct tf__k8s_watch *w, const char *data, size_t n)
             w->line = p;
             w->cap = cap;
         }
-        w->line[w->n++] = data[i];
+        memcpy(w->line + w->n, data + i, k);
+        w->n += k;
+        i += k;
+        if (!nl)
+            break;
+        i++; /* the newline */
+        if (w->n) {
+            w->line[w->n] = '\0';
+            w->rc = watch_line(w, w->line, w->n);
+            w->n = 0;
+            if (w->rc)
+                return 0;
+        }
     }
     return n;
 }
